@@ -1,0 +1,493 @@
+"""Compile a :class:`~jaxgt.games.base.Game` once into static arrays.
+
+The host side (NumPy, Python recursion allowed) enumerates every history
+breadth-first and produces a :class:`GameTree`: a frozen pytree of
+fixed-shape arrays that every solver reads. Nothing after compilation walks a
+Python tree.
+
+Shape letters: ``H`` histories (breadth-first, root ``0``), ``T`` terminal
+histories, ``A`` player actions (``num_actions``), ``C`` history branching
+(``max(A, max chance outcomes)``), ``I`` information states of one player,
+``S = I * A + 1`` sequences of one player (sequence ``i * A + a`` is action
+``a`` at information state ``i``; the last one, ``I * A``, is the empty
+sequence), ``P`` public states.
+
+Three views of the same game live side by side:
+
+* **history view** (``children``, ``chance_probs``, ``player``, ...): for
+  sampled trajectories walked with ``jax.random`` keys and for depth-limited
+  subgames that cut the tree at public states;
+* **sequence form** (``PlayerTree.parent_seq``, ``terminal_seq``,
+  ``terminal_payoff``, ``terminal_chance``): what the CFR family and best
+  response run on; information states of a player are ordered by their
+  *level* (number of own earlier decisions) so each level is one contiguous
+  slice, and counterfactual values flow up level by level with segment sums;
+* **public view** (``history_public``, ``PlayerTree.public_state``,
+  ``public_parent``, ``public_depth``): the grouping of histories and
+  information states by public state and depth, on which public belief
+  states, subgames and value networks are built.
+
+Any root belief (a distribution over chance outcomes, or the product of two
+players' ranges at a subgame root) enters the solvers as a per-terminal weight
+vector that replaces ``terminal_chance``; one compilation serves any number of
+such beliefs (``jax.vmap`` over them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections import deque
+from typing import Any
+
+import numpy as np
+from flax import struct
+
+from jaxgt.games.base import CHANCE, TERMINAL, Game
+
+EMPTY = -1  # sentinel in history arrays: no parent / no infostate / no child
+
+
+@struct.dataclass
+class PlayerTree:
+  """Sequence-form structure of one player's information states.
+
+  Attributes:
+    legal: ``[I, A] bool`` legal actions.
+    parent_seq: ``[I] int32`` the player's own sequence leading to the
+      information state (``I * A`` for the empty sequence).
+    public_state: ``[I] int32`` public state the information state belongs to.
+    level: ``[I] int32`` number of the player's earlier decisions.
+    levels: static tuple of ``(lo, hi)``; information states ``lo:hi`` form
+      level ``k``; levels are in increasing order.
+    num_infostates: static ``I``.
+  """
+
+  legal: Any
+  parent_seq: Any
+  public_state: Any
+  level: Any
+  levels: tuple = struct.field(pytree_node=False)
+  num_infostates: int = struct.field(pytree_node=False)
+
+  @property
+  def num_sequences(self) -> int:
+    return self.num_infostates * self.legal.shape[1] + 1
+
+
+@struct.dataclass
+class GameTree:
+  """Static arrays of one compiled game (see module docstring for letters).
+
+  History view:
+    player: ``[H] int32`` 0, 1, ``CHANCE`` (-1) or ``TERMINAL`` (-4).
+    parent: ``[H] int32`` parent history (``-1`` at the root).
+    action: ``[H] int32`` action/outcome leading from the parent (``-1`` root).
+    depth: ``[H] int32`` number of actions from the root.
+    children: ``[H, C] int32`` child history per action/outcome, ``-1`` if
+      illegal.
+    chance_probs: ``[H, C] float64`` outcome probabilities at chance nodes,
+      zero elsewhere.
+    infostate: ``[H] int32`` index of the acting player's information state
+      (``-1`` at chance and terminal histories).
+    history_public: ``[H] int32`` public state of each history.
+    history_terminal: ``[H] int32`` terminal index or ``-1``.
+    last_seq: ``[2, H] int32`` each player's last own sequence on the path
+      to the history (empty sequence = ``I_p * A``).
+
+  Terminals:
+    terminal_history: ``[T] int32``.
+    terminal_payoff: ``[T] float64`` player 0's utility (player 1 gets minus).
+    terminal_chance: ``[T] float64`` product of chance probabilities.
+    terminal_seq: ``[2, T] int32`` each player's sequence reaching it.
+
+  Public view:
+    public_parent: ``[P] int32`` parent public state (``-1`` for the root's).
+    public_depth: ``[P] int32`` depth in the public tree.
+
+  Per player:
+    players: tuple of two :class:`PlayerTree`.
+
+  Static:
+    num_actions, num_histories, num_terminals, num_public_states.
+  """
+
+  player: Any
+  parent: Any
+  action: Any
+  depth: Any
+  children: Any
+  chance_probs: Any
+  infostate: Any
+  history_public: Any
+  history_terminal: Any
+  last_seq: Any
+  terminal_history: Any
+  terminal_payoff: Any
+  terminal_chance: Any
+  terminal_seq: Any
+  public_parent: Any
+  public_depth: Any
+  players: tuple
+  num_actions: int = struct.field(pytree_node=False)
+  num_histories: int = struct.field(pytree_node=False)
+  num_terminals: int = struct.field(pytree_node=False)
+  num_public_states: int = struct.field(pytree_node=False)
+
+  @property
+  def num_infostates(self) -> tuple[int, int]:
+    return (self.players[0].num_infostates, self.players[1].num_infostates)
+
+  def cast(self, dtype) -> "GameTree":
+    """The same tree as device arrays, floats in ``dtype``."""
+    import jax
+    import jax.numpy as jnp
+
+    def conv(x):
+      x = np.asarray(x)
+      if np.issubdtype(x.dtype, np.floating):
+        return jnp.asarray(x, dtype=dtype)
+      return jnp.asarray(x)
+    return jax.tree_util.tree_map(conv, self)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CompiledGame:
+  """A compiled game: the array tree plus host-side names and metadata.
+
+  Attributes:
+    game: the :class:`Game` definition it was compiled from.
+    tree: :class:`GameTree` with NumPy arrays.
+    infostate_keys: per player, ``I`` information-state strings in index order.
+    public_keys: ``P`` public-state keys in index order.
+    fingerprint: hex digest of the structure (game string, legal masks,
+      sequence structure, payoffs); policies carry it.
+    enumeration_seconds, nbytes: how long compilation took, array memory.
+  """
+
+  game: Game
+  tree: GameTree
+  infostate_keys: tuple
+  public_keys: tuple
+  fingerprint: str
+  enumeration_seconds: float
+  nbytes: int
+  _device_cache: dict = dataclasses.field(default_factory=dict, repr=False)
+
+  @property
+  def name(self) -> str:
+    return self.game.game_string()
+
+  def device_tree(self, dtype=None) -> GameTree:
+    """The tree as device arrays with floats in ``dtype`` (cached)."""
+    import jax.numpy as jnp
+    from jaxgt._dtypes import resolve_dtype
+    dtype = resolve_dtype(dtype)
+    key = jnp.dtype(dtype).name
+    if key not in self._device_cache:
+      self._device_cache[key] = self.tree.cast(dtype)
+    return self._device_cache[key]
+
+  def infostate_index(self, player: int) -> dict:
+    key = ("index", player)
+    if key not in self._device_cache:
+      self._device_cache[key] = {k: i for i, k in enumerate(self.infostate_keys[player])}
+    return self._device_cache[key]
+
+  def sizes(self) -> dict:
+    t = self.tree
+    return {
+        "histories": t.num_histories,
+        "terminals": t.num_terminals,
+        "infostates_p0": t.num_infostates[0],
+        "infostates_p1": t.num_infostates[1],
+        "public_states": t.num_public_states,
+        "actions": t.num_actions,
+    }
+
+  def __repr__(self) -> str:
+    s = self.sizes()
+    return (f"<CompiledGame {self.name}: {s['histories']} histories, "
+            f"{s['terminals']} terminals, infostates {s['infostates_p0']}/"
+            f"{s['infostates_p1']}, {s['public_states']} public states>")
+
+
+class GameTooLargeError(ValueError):
+  pass
+
+
+def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
+  """Enumerates ``game`` breadth-first and builds its :class:`CompiledGame`.
+
+  Raises ``ValueError`` naming the offending history for: an unknown player
+  id, an empty legal set, an action id out of range, chance probabilities that
+  are not positive or do not sum to one, non-zero-sum returns, imperfect
+  recall (one information state reached by two different own sequences, or
+  with different legal actions), and a tree over ``max_histories``.
+  """
+  t0 = time.perf_counter()
+  A = int(game.num_actions)
+  if A <= 0:
+    raise ValueError(f"{game.name}: num_actions must be positive, got {A}")
+
+  states = [game.initial_state()]
+  parent = [EMPTY]
+  action = [EMPTY]
+  depth = [0]
+  players: list[int] = []
+  child_lists: list[list] = []  # per history: list of (action, child index)
+  probs: list[list] = []
+  payoff: dict[int, float] = {}
+  info_ids = [dict(), dict()]      # key -> first-seen index
+  info_of_hist: list[int] = []
+  public_ids: dict = {}
+  public_of_hist: list[int] = []
+
+  def path(h):
+    acts = []
+    while h > 0:
+      acts.append(action[h])
+      h = parent[h]
+    return tuple(reversed(acts))
+
+  h = 0
+  while h < len(states):
+    s = states[h]
+    if len(states) > max_histories:
+      raise GameTooLargeError(
+          f"{game.game_string()}: more than {max_histories} histories "
+          f"(counted {len(states)} so far); pass max_histories=... to raise the limit")
+    p = game.current_player(s)
+    pk = game.public_state(s)
+    pid = public_ids.get(pk)
+    if pid is None:
+      pid = public_ids[pk] = len(public_ids)
+    public_of_hist.append(pid)
+    players.append(p)
+    kids = []
+    pr = []
+    if p == TERMINAL:
+      r = game.returns(s)
+      if len(r) != 2 or abs(float(r[0]) + float(r[1])) > 1e-9:
+        raise ValueError(
+            f"{game.name}: returns {tuple(r)} at history {path(h)} are not zero-sum")
+      payoff[h] = float(r[0])
+      info_of_hist.append(EMPTY)
+    elif p == CHANCE:
+      outcomes = list(game.chance_outcomes(s))
+      if not outcomes:
+        raise ValueError(f"{game.name}: chance node {path(h)} has no outcomes")
+      total = 0.0
+      for a, q in outcomes:
+        if not (q > 0):
+          raise ValueError(
+              f"{game.name}: chance outcome {a} at history {path(h)} has probability {q}")
+        total += q
+        kids.append((int(a), len(states)))
+        pr.append(float(q))
+        states.append(game.next_state(s, a))
+        parent.append(h)
+        action.append(int(a))
+        depth.append(depth[h] + 1)
+      if abs(total - 1.0) > 1e-9:
+        raise ValueError(
+            f"{game.name}: chance probabilities at history {path(h)} sum to {total}, not 1")
+      info_of_hist.append(EMPTY)
+    elif p in (0, 1):
+      legal = list(game.legal_actions(s))
+      if not legal:
+        raise ValueError(f"{game.name}: no legal actions at history {path(h)}")
+      key = game.information_state(s, p)
+      ids = info_ids[p]
+      iid = ids.get(key)
+      if iid is None:
+        iid = ids[key] = len(ids)
+      info_of_hist.append(iid)
+      for a in legal:
+        if not 0 <= a < A:
+          raise ValueError(
+              f"{game.name}: action {a} at history {path(h)} outside [0, {A})")
+        kids.append((int(a), len(states)))
+        states.append(game.next_state(s, a))
+        parent.append(h)
+        action.append(int(a))
+        depth.append(depth[h] + 1)
+    else:
+      raise ValueError(f"{game.name}: current_player {p} at history {path(h)} "
+                       f"is not 0, 1, CHANCE or TERMINAL")
+    child_lists.append(kids)
+    probs.append(pr)
+    states[h] = None  # free memory as we go
+    h += 1
+
+  H = len(players)
+  C = max([A] + [len(k) and max(a for a, _ in k) + 1 for k in child_lists])
+  player_arr = np.asarray(players, np.int32)
+  parent_arr = np.asarray(parent, np.int32)
+  action_arr = np.asarray(action, np.int32)
+  depth_arr = np.asarray(depth, np.int32)
+  children = np.full((H, C), EMPTY, np.int32)
+  chance_probs = np.zeros((H, C), np.float64)
+  for h, kids in enumerate(child_lists):
+    for a, c in kids:
+      children[h, a] = c
+    if player_arr[h] == CHANCE:
+      for (a, _), q in zip(kids, probs[h]):
+        chance_probs[h, a] = q
+  info_first = np.asarray(info_of_hist, np.int32)
+
+  # Own last sequences, per player, in first-seen infostate numbering.
+  # (Histories are breadth-first, so parents come before children.)
+  last = np.full((2, H), -1, np.int64)  # -1 = empty sequence, else iid*A+a
+  for hh in range(1, H):
+    par = parent_arr[hh]
+    last[:, hh] = last[:, par]
+    pp = player_arr[par]
+    if pp == 0 or pp == 1:
+      last[pp, hh] = info_first[par] * A + action_arr[hh]
+
+  player_trees = []
+  new_of_old = []
+  for p in (0, 1):
+    n = len(info_ids[p])
+    hs = np.nonzero(player_arr == p)[0]
+    iids = info_first[hs]
+    par_seq_old = np.full(n, -2, np.int64)
+    legal = np.zeros((n, A), bool)
+    pub = np.full(n, -1, np.int64)
+    seen = np.zeros(n, bool)
+    hist_legal = children[hs, :A] >= 0
+    for k, hh in enumerate(hs):
+      i = iids[k]
+      ps = last[p, hh]
+      pk = public_of_hist[hh]
+      if not seen[i]:
+        seen[i] = True
+        par_seq_old[i] = ps
+        legal[i] = hist_legal[k]
+        pub[i] = pk
+      else:
+        if par_seq_old[i] != ps:
+          raise ValueError(
+              f"{game.name}: imperfect recall for player {p}: information state "
+              f"{list(info_ids[p])[i]!r} is reached by different own sequences "
+              f"(history {path(hh)})")
+        if not np.array_equal(legal[i], hist_legal[k]):
+          raise ValueError(
+              f"{game.name}: information state {list(info_ids[p])[i]!r} has different "
+              f"legal actions at history {path(hh)}")
+        if pub[i] != pk:
+          raise ValueError(
+              f"{game.name}: information state {list(info_ids[p])[i]!r} spans two public "
+              f"states (history {path(hh)})")
+    # levels: parent infostate has level-1.
+    level = np.zeros(n, np.int64)
+    # compute level by processing in first-seen order (parents are seen first
+    # since histories are breadth-first).
+    for i in range(n):
+      ps = par_seq_old[i]
+      level[i] = 0 if ps < 0 else level[ps // A] + 1
+    perm = np.argsort(level, kind="stable")  # new -> old
+    inv = np.empty(n, np.int64)
+    inv[perm] = np.arange(n)  # old -> new
+
+    def remap(seq):
+      seq = np.asarray(seq, np.int64)
+      out = np.where(seq < 0, n * A, inv[np.maximum(seq, 0) // A] * A + np.maximum(seq, 0) % A)
+      return out.astype(np.int32)
+
+    lv = level[perm]
+    levels = []
+    if n:
+      bounds = np.flatnonzero(np.diff(lv)) + 1
+      starts = np.concatenate([[0], bounds])
+      ends = np.concatenate([bounds, [n]])
+      levels = [(int(a), int(b)) for a, b in zip(starts, ends)]
+    player_trees.append(PlayerTree(
+        legal=legal[perm],
+        parent_seq=remap(par_seq_old[perm]),
+        public_state=pub[perm].astype(np.int32),
+        level=lv.astype(np.int32),
+        levels=tuple(levels),
+        num_infostates=n,
+    ))
+    new_of_old.append((inv, remap))
+
+  infostate = np.full(H, EMPTY, np.int32)
+  for p in (0, 1):
+    m = player_arr == p
+    infostate[m] = new_of_old[p][0][info_first[m]]
+  last_seq = np.stack([new_of_old[p][1](last[p]) for p in (0, 1)])
+
+  term = np.nonzero(player_arr == TERMINAL)[0].astype(np.int32)
+  history_terminal = np.full(H, EMPTY, np.int32)
+  history_terminal[term] = np.arange(len(term), dtype=np.int32)
+  # chance reach per history
+  reach = np.ones(H, np.float64)
+  for hh in range(1, H):
+    par = parent_arr[hh]
+    if player_arr[par] == CHANCE:
+      reach[hh] = reach[par] * chance_probs[par, action_arr[hh]]
+    else:
+      reach[hh] = reach[par]
+  terminal_payoff = np.asarray([payoff[int(z)] for z in term], np.float64)
+
+  public_of_hist_arr = np.asarray(public_of_hist, np.int32)
+  P = len(public_ids)
+  public_parent = np.full(P, -2, np.int32)
+  public_depth = np.zeros(P, np.int32)
+  for hh in range(H):
+    ps = public_of_hist_arr[hh]
+    if public_parent[ps] != -2:
+      continue
+    if hh == 0:
+      public_parent[ps] = -1
+      continue
+    pp = public_of_hist_arr[parent_arr[hh]]
+    public_parent[ps] = -1 if pp == ps else pp
+    public_depth[ps] = 0 if pp == ps else public_depth[pp] + 1
+
+  tree = GameTree(
+      player=player_arr, parent=parent_arr, action=action_arr, depth=depth_arr,
+      children=children, chance_probs=chance_probs, infostate=infostate,
+      history_public=public_of_hist_arr, history_terminal=history_terminal,
+      last_seq=last_seq,
+      terminal_history=term, terminal_payoff=terminal_payoff,
+      terminal_chance=reach[term], terminal_seq=last_seq[:, term],
+      public_parent=public_parent, public_depth=public_depth,
+      players=tuple(player_trees), num_actions=A, num_histories=H,
+      num_terminals=len(term), num_public_states=P)
+
+  keys = []
+  for p in (0, 1):
+    old_keys = list(info_ids[p])
+    inv = new_of_old[p][0]
+    k = [None] * len(old_keys)
+    for i, key in enumerate(old_keys):
+      k[inv[i]] = key
+    keys.append(tuple(k))
+
+  fp = _fingerprint(game, tree, keys)
+  nbytes = sum(np.asarray(x).nbytes for x in _leaves(tree))
+  return CompiledGame(game=game, tree=tree, infostate_keys=tuple(keys),
+                      public_keys=tuple(public_ids), fingerprint=fp,
+                      enumeration_seconds=time.perf_counter() - t0, nbytes=nbytes)
+
+
+def _leaves(tree):
+  import jax
+  return jax.tree_util.tree_leaves(tree)
+
+
+def _fingerprint(game: Game, tree: GameTree, keys) -> str:
+  h = hashlib.sha256()
+  h.update(game.game_string().encode())
+  for p in (0, 1):
+    pt = tree.players[p]
+    h.update(np.ascontiguousarray(pt.legal).tobytes())
+    h.update(np.ascontiguousarray(pt.parent_seq).tobytes())
+    h.update("\x00".join(keys[p]).encode())
+  h.update(np.ascontiguousarray(tree.terminal_seq).tobytes())
+  h.update(np.round(tree.terminal_payoff, 9).tobytes())
+  return h.hexdigest()[:16]

@@ -1,0 +1,113 @@
+"""Game definitions, the registry and name parsing.
+
+``make(name, **params)`` builds a :class:`Game` definition (no enumeration);
+``load("leduc_poker")`` or ``load("liars_dice(numdice=1)")`` parses a game
+string in OpenSpiel's syntax, builds and compiles it (cached per string).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Any, Callable
+
+from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.kuhn import KuhnPoker
+from jaxgt.games.leduc import LeducPoker
+from jaxgt.games.nonlocality import NonLocality
+from jaxgt.games.rps_plus import RockPaperScissorsPlus
+
+__all__ = ["CHANCE", "TERMINAL", "Game", "GameSpec", "make", "load", "registry",
+           "register", "parse_game_string", "check_params"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GameSpec:
+  name: str
+  factory: Callable[..., Game]
+  params: dict
+  description: str
+
+
+_REGISTRY: dict[str, GameSpec] = {}
+
+
+def register(name: str, factory: Callable[..., Game], params: dict, description: str):
+  """Adds a game to the registry (``params`` maps parameter name to default)."""
+  _REGISTRY[name] = GameSpec(name, factory, dict(params), description)
+
+
+def registry() -> dict[str, GameSpec]:
+  """All registered games by name."""
+  return dict(_REGISTRY)
+
+
+def make(name: str, **params: Any) -> Game:
+  """Builds the definition of registered game ``name``; nothing is enumerated.
+
+  Raises ``ValueError`` naming the valid games for an unknown name, and the
+  valid parameters for an unknown or ill-typed parameter.
+  """
+  spec = _REGISTRY.get(name)
+  if spec is None:
+    raise ValueError(f"unknown game {name!r}; registered games: {', '.join(sorted(_REGISTRY))}")
+  return spec.factory(**params)
+
+
+_NAME_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
+
+
+def _parse_value(v: str):
+  v = v.strip()
+  low = v.lower()
+  if low in ("true", "false"):
+    return low == "true"
+  try:
+    return int(v)
+  except ValueError:
+    pass
+  try:
+    return float(v)
+  except ValueError:
+    pass
+  return v
+
+
+def parse_game_string(text: str) -> tuple[str, dict]:
+  """``"liars_dice(numdice=1)"`` -> ``("liars_dice", {"numdice": 1})``."""
+  m = _NAME_RE.match(text)
+  if not m:
+    raise ValueError(f"cannot parse game string {text!r}; expected name or name(k=v,...)")
+  name, inner = m.group(1), m.group(2)
+  params = {}
+  if inner and inner.strip():
+    for part in inner.split(","):
+      if "=" not in part:
+        raise ValueError(f"cannot parse parameter {part!r} in {text!r}; expected k=v")
+      k, v = part.split("=", 1)
+      params[k.strip()] = _parse_value(v)
+  return name, params
+
+
+def make_from_string(text: str) -> Game:
+  """A game definition from a game string (registered names only)."""
+  name, params = parse_game_string(text)
+  return make(name, **params)
+
+
+@functools.lru_cache(maxsize=32)
+def load(text: str, max_histories: int = 5_000_000):
+  """Parses, builds and compiles a game string; returns a ``CompiledGame``."""
+  from jaxgt.compiler import compile_game
+  return compile_game(make_from_string(text), max_histories=max_histories)
+
+
+register("kuhn_poker", KuhnPoker, {"players": 2},
+         "Kuhn poker (OpenSpiel rules): 3 cards, one betting round")
+register("leduc_poker", LeducPoker, {"players": 2},
+         "Leduc hold'em (OpenSpiel rules): 6 cards, two betting rounds")
+register("rps_plus", RockPaperScissorsPlus, {"scissors_payoff": 2.0},
+         "Rock-Paper-Scissors+ played sequentially, P2 unaware of P1's move")
+register("nonlocality", NonLocality, {"leftmost": 1.0},
+         "the non-locality game of Lisy et al. 2015, Figure 1")

@@ -1,0 +1,76 @@
+"""Kuhn poker, identical to OpenSpiel's ``kuhn_poker`` (two players).
+
+Three cards ``0 < 1 < 2``; each player antes 1 and is dealt one card (player
+0 first). Actions: ``0`` pass, ``1`` bet (one chip). Betting ends after
+``pp`` (showdown for 1), ``bp``/``pbp`` (fold), ``bb``/``pbb`` (showdown for
+2). Information-state strings are OpenSpiel's: the private card followed by
+the betting letters, e.g. ``"1pb"``. Public state: the number of cards dealt
+and the betting letters. Value for player 0 at equilibrium: -1/18.
+"""
+
+from __future__ import annotations
+
+from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+
+PARAMS = {"players": 2}
+
+
+class KuhnPoker(Game):
+  name = "kuhn_poker"
+  num_actions = 2
+  big_blind = 1.0
+
+  def __init__(self, **params):
+    params = check_params(self.name, params, PARAMS)
+    if params["players"] != 2:
+      raise ValueError("kuhn_poker: jaxgt solves two-player games; players must be 2")
+    super().__init__(**params)
+
+  # state: (cards: tuple[int, ...], bets: str)
+  def initial_state(self):
+    return ((), "")
+
+  def current_player(self, s):
+    cards, bets = s
+    if len(cards) < 2:
+      return CHANCE
+    if bets in ("pp", "bp", "bb", "pbp", "pbb"):
+      return TERMINAL
+    return len(bets) % 2
+
+  def legal_actions(self, s):
+    return [0, 1]
+
+  def chance_outcomes(self, s):
+    rest = [c for c in range(3) if c not in s[0]]
+    return [(c, 1.0 / len(rest)) for c in rest]
+
+  def next_state(self, s, a):
+    cards, bets = s
+    if len(cards) < 2:
+      return (cards + (a,), bets)
+    return (cards, bets + "pb"[a])
+
+  def returns(self, s):
+    cards, bets = s
+    if bets in ("bp", "pbp"):          # the player who passed last folded
+      winner = 0 if bets == "bp" else 1
+      amount = 1.0
+    else:
+      winner = 0 if cards[0] > cards[1] else 1
+      amount = 2.0 if "b" in bets else 1.0
+    u0 = amount if winner == 0 else -amount
+    return (u0, -u0)
+
+  def information_state(self, s, player):
+    cards, bets = s
+    return f"{cards[player]}{bets}" if len(cards) > player else bets
+
+  def public_state(self, s):
+    return (len(s[0]), s[1])
+
+  def action_string(self, a):
+    return ("Pass", "Bet")[a]
+
+  def openspiel_game_string(self):
+    return "kuhn_poker"

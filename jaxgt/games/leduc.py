@@ -1,0 +1,134 @@
+"""Leduc hold'em, identical to OpenSpiel's ``leduc_poker`` (two players).
+
+Deck of six cards ``0..5`` (rank ``card // 2``, two suits). Both players
+ante 1 and get one private card (player 0 first); betting round 1 (raise 2),
+a public card, betting round 2 (raise 4); at most two raises per round,
+player 0 opens each round. Actions ``0`` fold (only when facing a bet),
+``1`` call/check, ``2`` raise. At showdown a private card pairing the public
+card wins, else the higher rank; equal ranks split. Information-state strings
+are OpenSpiel's, e.g. ``[Observer: 0][Private: 0][Round 1][Player: 0][Pot: 2]
+[Money: 99 99][Round1: ][Round2: ]``. Public state: cards dealt so far
+(private cards as a count), the public card and both rounds' actions.
+Units are chips; mbb/h uses a big blind of one chip as in the papers.
+"""
+
+from __future__ import annotations
+
+from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+
+PARAMS = {"players": 2}
+_STACK = 100
+_SUITS = 2
+
+
+def _round_over(acts) -> bool:
+  return len(acts) >= 2 and acts[-1] == 1
+
+
+def _contributions(r1, r2):
+  c = [1, 1]
+  for acts, size in ((r1, 2), (r2, 4)):
+    for i, a in enumerate(acts):
+      p = i % 2
+      if a == 1:
+        c[p] = max(c)
+      elif a == 2:
+        c[p] = max(c) + size
+  return c
+
+
+class LeducPoker(Game):
+  name = "leduc_poker"
+  num_actions = 3
+  big_blind = 1.0
+
+  def __init__(self, **params):
+    params = check_params(self.name, params, PARAMS)
+    if params["players"] != 2:
+      raise ValueError("leduc_poker: jaxgt solves two-player games; players must be 2")
+    super().__init__(**params)
+
+  # state: (private cards tuple, public card or None, round1 actions, round2 actions)
+  def initial_state(self):
+    return ((), None, (), ())
+
+  def _round(self, s):
+    return 1 if s[1] is None else 2
+
+  def current_player(self, s):
+    priv, pub, r1, r2 = s
+    if len(priv) < 2:
+      return CHANCE
+    acts = r1 if pub is None else r2
+    if acts and acts[-1] == 0:
+      return TERMINAL
+    if pub is None:
+      return CHANCE if _round_over(r1) else len(r1) % 2
+    return TERMINAL if _round_over(r2) else len(r2) % 2
+
+  def legal_actions(self, s):
+    acts = s[2] if s[1] is None else s[3]
+    legal = []
+    if acts and acts[-1] == 2:
+      legal.append(0)
+    legal.append(1)
+    if acts.count(2) < 2:
+      legal.append(2)
+    return legal
+
+  def chance_outcomes(self, s):
+    priv, pub = s[0], s[1]
+    rest = [c for c in range(6) if c not in priv]
+    return [(c, 1.0 / len(rest)) for c in rest]
+
+  def next_state(self, s, a):
+    priv, pub, r1, r2 = s
+    if len(priv) < 2:
+      return (priv + (a,), pub, r1, r2)
+    if pub is None:
+      if _round_over(r1):
+        return (priv, a, r1, r2)
+      return (priv, pub, r1 + (a,), r2)
+    return (priv, pub, r1, r2 + (a,))
+
+  def returns(self, s):
+    priv, pub, r1, r2 = s
+    c = _contributions(r1, r2)
+    acts = r1 if pub is None else r2
+    if acts and acts[-1] == 0:
+      folder = (len(acts) - 1) % 2
+      u0 = -c[0] if folder == 0 else c[1]
+      return (float(u0), float(-u0))
+    ranks = [self._rank(priv[p], pub) for p in (0, 1)]
+    if ranks[0] == ranks[1]:
+      return (0.0, 0.0)
+    u0 = c[1] if ranks[0] > ranks[1] else -c[0]
+    return (float(u0), float(-u0))
+
+  @staticmethod
+  def _rank(card, pub):
+    r, rp = card // _SUITS, pub // _SUITS
+    return 100 + r if r == rp else r
+
+  def information_state(self, s, player):
+    priv, pub, r1, r2 = s
+    c = _contributions(r1, r2)
+    cur = self.current_player(s)
+    rnd = 1 if pub is None else 2
+    private = priv[player] if len(priv) > player else -10000
+    out = (f"[Observer: {player}][Private: {private}][Round {rnd}][Player: {cur}]"
+           f"[Pot: {c[0] + c[1]}][Money: {_STACK - c[0]} {_STACK - c[1]}]")
+    if pub is not None:
+      out += f"[Public: {pub}]"
+    out += f"[Round1: {' '.join(map(str, r1))}][Round2: {' '.join(map(str, r2))}]"
+    return out
+
+  def public_state(self, s):
+    priv, pub, r1, r2 = s
+    return (len(priv), pub, r1, r2)
+
+  def action_string(self, a):
+    return ("Fold", "Call", "Raise")[a]
+
+  def openspiel_game_string(self):
+    return "leduc_poker"

@@ -1,0 +1,230 @@
+"""The CFR family in sequence form: CFR, CFR+, Linear CFR, Discounted CFR.
+
+``solver = cfr_plus()`` returns a frozen :class:`CFRSolver` whose pure
+functions are ``init(tree, weights=None) -> CFRState``, ``step`` (one
+iteration) and ``run(tree, state, num_iterations)`` (many iterations in one
+jitted ``lax.fori_loop``). ``average_policy`` / ``current_policy`` read the
+state. Everything is vmap-able over ``state`` (a batch of root beliefs of the
+same game): see ``init_batch`` / ``run_batch``.
+
+Update at iteration ``t = 1, 2, ...`` for the updated player (alternating:
+player 0 then player 1, the second seeing the first's new strategy;
+simultaneous: both from the same strategies), as in OpenSpiel's
+``_CFRSolverBase`` and ``_DCFRSolver``:
+
+* ``R <- R + r_t`` (instantaneous counterfactual regret);
+* CFR+ (regret matching+): ``R <- max(R, 0)``;
+* DCFR(alpha, beta, gamma): positive ``R`` times ``t^a / (t^a + 1)``,
+  negative times ``t^b / (t^b + 1)``; LCFR is DCFR(1, 1, 1);
+* average strategy accumulates ``own reach * sigma_t`` with weight ``1``
+  (CFR), ``t`` (CFR+, linear averaging) or ``t^gamma`` (LCFR/DCFR).
+
+References: Zinkevich et al. 2007 (CFR); Tammelin 2014 (CFR+); Brown &
+Sandholm 2019 (LCFR/DCFR).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from jax import lax
+
+from jaxgt._dtypes import resolve_dtype
+from jaxgt.compiler import GameTree
+from jaxgt.solvers import sequence_form as sf
+
+
+@struct.dataclass
+class CFRState:
+  """State of one CFR run (add a leading ``B`` to every field when batched).
+
+  Attributes:
+    regrets: ``([I0, A], [I1, A])`` cumulative regrets.
+    cum_policy: ``([I0, A], [I1, A])`` weighted strategy sums.
+    iteration: ``[] int32`` completed iterations.
+    weights: ``[T]`` terminal weights (chance reach under the root belief).
+  """
+
+  regrets: tuple
+  cum_policy: tuple
+  iteration: jax.Array
+  weights: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class CFRSolver:
+  """Hyperparameters of a CFR variant; methods are pure functions.
+
+  Attributes:
+    name: ``"cfr" | "cfr+" | "lcfr" | "dcfr"``.
+    regret_matching_plus: clip cumulative regrets at zero after each update.
+    discount: ``(alpha, beta)`` regret discounting, or ``None``.
+    averaging_exponent: average weight is ``t ** averaging_exponent``.
+    alternating: alternating (default) or simultaneous updates.
+    dtype: float dtype of the state.
+  """
+
+  name: str
+  regret_matching_plus: bool = False
+  discount: tuple | None = None
+  averaging_exponent: float = 0.0
+  alternating: bool = True
+  dtype: str = "float32"
+
+  def init(self, tree: GameTree, weights=None) -> CFRState:
+    """Zero regrets and averages; ``weights [T]`` defaults to chance reach."""
+    dtype = resolve_dtype(self.dtype)
+    if weights is None:
+      weights = tree.terminal_chance
+    weights = jnp.asarray(weights, dtype)
+    if weights.shape[-1:] != (tree.num_terminals,):
+      raise ValueError(f"weights must have shape [..., {tree.num_terminals}] (one per terminal), "
+                       f"got {weights.shape}")
+    batch = weights.shape[:-1]
+    zeros = tuple(jnp.zeros(batch + (n, tree.num_actions), dtype) for n in tree.num_infostates)
+    return CFRState(regrets=zeros, cum_policy=zeros,
+                    iteration=jnp.zeros(batch, jnp.int32), weights=weights)
+
+  def init_batch(self, tree: GameTree, weights) -> CFRState:
+    """A batch of states, one per row of ``weights [B, T]``."""
+    weights = jnp.asarray(weights)
+    if weights.ndim != 2:
+      raise ValueError(f"init_batch needs weights of shape [B, T], got {weights.shape}")
+    return self.init(tree, weights)
+
+  def step(self, tree: GameTree, state: CFRState) -> CFRState:
+    """One iteration (both players)."""
+    return _step(self, _cast_tree(tree, state), state)
+
+  def run(self, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
+    """``num_iterations`` iterations inside one jitted call."""
+    _check_unbatched(state)
+    return _run(self, tree, state, int(num_iterations))
+
+  def run_batch(self, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
+    """``run`` vmapped over the leading batch axis of ``state``."""
+    return _run_batch(self, tree, state, int(num_iterations))
+
+  def current_policy(self, tree: GameTree, state: CFRState):
+    """Regret-matching strategy of the next iteration: ``([I0, A], [I1, A])``."""
+    return tuple(sf.regret_matching(r, jnp.asarray(pt.legal))
+                 for r, pt in zip(state.regrets, tree.players))
+
+  def average_policy(self, tree: GameTree, state: CFRState):
+    """Normalised average strategy (uniform where never reached)."""
+    return tuple(sf.normalize(c, jnp.asarray(pt.legal))
+                 for c, pt in zip(state.cum_policy, tree.players))
+
+
+def _check_unbatched(state):
+  if state.iteration.ndim != 0:
+    raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
+
+
+def _cast_tree(tree: GameTree, state: CFRState) -> GameTree:
+  dtype = state.weights.dtype
+  return jax.tree_util.tree_map(
+      lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
+
+
+def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma, t):
+  """Regret and average update of player ``p`` given strategies ``sigma``."""
+  pt = tree.players[p]
+  legal = pt.legal
+  dtype = state.weights.dtype
+  q, _ = sf.counterfactual_values(tree, sigma, p, state.weights)
+  value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
+  r = jnp.where(legal, q - value, 0.0)
+  R = state.regrets[p] + r
+  if cfg.regret_matching_plus:
+    R = jnp.maximum(R, 0.0)
+  if cfg.discount is not None:
+    a, b = cfg.discount
+    tf = t.astype(dtype)
+    pos = tf ** a / (tf ** a + 1.0)
+    neg = tf ** b / (tf ** b + 1.0)
+    R = jnp.where(R >= 0, R * pos, R * neg)
+  x = sf.realization(pt, sigma[p])
+  reach = sf.infostate_reach(pt, x)
+  wt = t.astype(dtype) ** cfg.averaging_exponent if cfg.averaging_exponent else 1.0
+  C = state.cum_policy[p] + wt * reach[:, None] * sigma[p]
+  return R, C
+
+
+def _step(cfg: CFRSolver, tree: GameTree, state: CFRState) -> CFRState:
+  t = state.iteration + 1
+  legal = [pt.legal for pt in tree.players]
+  sigma = [sf.regret_matching(state.regrets[p], legal[p]) for p in (0, 1)]
+  regrets = list(state.regrets)
+  cum = list(state.cum_policy)
+  if cfg.alternating:
+    for p in (0, 1):
+      s = dataclasses.replace(state, regrets=tuple(regrets), cum_policy=tuple(cum))
+      regrets[p], cum[p] = _player_update(cfg, tree, s, p, tuple(sigma), t)
+      sigma[p] = sf.regret_matching(regrets[p], legal[p])
+  else:
+    for p in (0, 1):
+      regrets[p], cum[p] = _player_update(cfg, tree, state, p, tuple(sigma), t)
+  return CFRState(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
+                  weights=state.weights)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _run(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
+  tree = _cast_tree(tree, state)
+  return lax.fori_loop(0, num_iterations, lambda _, s: _step(cfg, tree, s), state)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _run_batch(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations: int):
+  tree = _cast_tree(tree, state)
+  one = lambda s: lax.fori_loop(0, num_iterations, lambda _, x: _step(cfg, tree, x), s)
+  return jax.vmap(one)(state)
+
+
+def cfr(*, alternating: bool = True, dtype="float32") -> CFRSolver:
+  """Vanilla CFR: regret matching, uniform averaging (OpenSpiel ``CFRSolver``)."""
+  return CFRSolver("cfr", alternating=alternating, dtype=_dt(dtype))
+
+
+def cfr_plus(*, alternating: bool = True, dtype="float32") -> CFRSolver:
+  """CFR+: regret matching+, linear averaging (OpenSpiel ``CFRPlusSolver``)."""
+  return CFRSolver("cfr+", regret_matching_plus=True, averaging_exponent=1.0,
+                   alternating=alternating, dtype=_dt(dtype))
+
+
+def linear_cfr(*, alternating: bool = True, dtype="float32") -> CFRSolver:
+  """Linear CFR = DCFR(1, 1, 1) (OpenSpiel ``LCFRSolver``)."""
+  return CFRSolver("lcfr", discount=(1.0, 1.0), averaging_exponent=1.0,
+                   alternating=alternating, dtype=_dt(dtype))
+
+
+def discounted_cfr(alpha: float = 1.5, beta: float = 0.0, gamma: float = 2.0, *,
+                   alternating: bool = True, dtype="float32") -> CFRSolver:
+  """Discounted CFR(alpha, beta, gamma) (Brown & Sandholm 2019; OpenSpiel ``DCFRSolver``)."""
+  for n, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
+    if not isinstance(v, (int, float)) or v != v:
+      raise ValueError(f"discounted_cfr: {n} must be a number, got {v!r}")
+  if gamma < 0:
+    raise ValueError(f"discounted_cfr: gamma must be >= 0, got {gamma}")
+  return CFRSolver("dcfr", discount=(float(alpha), float(beta)), averaging_exponent=float(gamma),
+                   alternating=alternating, dtype=_dt(dtype))
+
+
+SOLVERS = {"cfr": cfr, "cfr+": cfr_plus, "lcfr": linear_cfr, "dcfr": discounted_cfr}
+
+
+def make_solver(name: str, **kwargs) -> CFRSolver:
+  """A CFR-family solver by name (``cfr``, ``cfr+``, ``lcfr``, ``dcfr``)."""
+  if name not in SOLVERS:
+    raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
+  return SOLVERS[name](**kwargs)
+
+
+def _dt(dtype) -> str:
+  d = resolve_dtype(dtype)
+  return jnp.dtype(d).name

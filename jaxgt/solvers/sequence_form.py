@@ -1,0 +1,148 @@
+"""Sequence-form primitives shared by the CFR family and best response.
+
+All functions are written for one game instance and one root belief, are
+pure and jit/vmap-able. ``tree`` is a :class:`~jaxgt.compiler.GameTree`
+(device arrays, floats already in the working dtype); shapes use the
+letters of :mod:`jaxgt.compiler`.
+
+A *policy* is a pair ``(sigma0 [I0, A], sigma1 [I1, A])`` of behavioural
+strategies with zeros at illegal actions. *Terminal weights* ``w [T]`` are
+the chance (or external) reach of each terminal: ``tree.terminal_chance`` for
+the game itself, anything else for another root belief.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxgt.compiler import GameTree, PlayerTree
+
+
+def realization(pt: PlayerTree, sigma: jax.Array) -> jax.Array:
+  """Own reach of every sequence: ``[S]`` with ``x[I*A] = 1`` (empty sequence).
+
+  ``x[i*A + a] = x[parent_seq[i]] * sigma[i, a]``, computed level by level.
+  """
+  n, A = sigma.shape
+  x = jnp.zeros(n * A + 1, sigma.dtype).at[n * A].set(1.0)
+  for lo, hi in pt.levels:
+    par = x[pt.parent_seq[lo:hi]]
+    x = lax.dynamic_update_slice(x, (par[:, None] * sigma[lo:hi]).reshape(-1), (lo * A,))
+  return x
+
+
+def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
+  """Own reach of each information state ``[I]`` from a realization plan."""
+  return x[pt.parent_seq]
+
+
+def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
+                    sigma: jax.Array | None, A: int) -> tuple[jax.Array, jax.Array]:
+  """Counterfactual action values ``q [I, A]`` and the root value.
+
+  ``leaf [T]`` is each terminal's utility to this player times its
+  counterfactual reach (chance and opponent); ``leaf_seq [T]`` the player's
+  sequence reaching it. Values flow up level by level: with ``sigma`` given,
+  an information state is worth ``sum_a sigma q``; with ``sigma=None`` it is
+  worth ``max_a q`` over legal actions (best response).
+  """
+  n = pt.num_infostates
+  v = jax.ops.segment_sum(leaf, leaf_seq, num_segments=n * A + 1)
+  neg = jnp.asarray(-jnp.inf, leaf.dtype)
+  for lo, hi in reversed(pt.levels):
+    q = v[lo * A:hi * A].reshape(hi - lo, A)
+    if sigma is None:
+      node = jnp.max(jnp.where(pt.legal[lo:hi], q, neg), axis=-1)
+    else:
+      node = jnp.sum(sigma[lo:hi] * q, axis=-1)
+    v = v.at[pt.parent_seq[lo:hi]].add(node)
+  return v[:n * A].reshape(n, A), v[n * A]
+
+
+def counterfactual_values(tree: GameTree, policy, player: int, weights=None,
+                          opponent_x=None):
+  """Counterfactual action values ``[I_p, A]`` of ``player`` under ``policy``."""
+  w = tree.terminal_chance if weights is None else weights
+  o = 1 - player
+  if opponent_x is None:
+    opponent_x = realization(tree.players[o], policy[o])
+  sign = 1.0 if player == 0 else -1.0
+  leaf = sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[o]]
+  return sequence_values(tree.players[player], leaf, tree.terminal_seq[player],
+                         policy[player], tree.num_actions)
+
+
+def best_response_value(tree: GameTree, policy, player: int, weights=None):
+  """Value to ``player`` of a best response against ``policy[1 - player]``."""
+  w = tree.terminal_chance if weights is None else weights
+  o = 1 - player
+  xo = realization(tree.players[o], policy[o])
+  sign = 1.0 if player == 0 else -1.0
+  leaf = sign * tree.terminal_payoff * w * xo[tree.terminal_seq[o]]
+  _, root = sequence_values(tree.players[player], leaf, tree.terminal_seq[player],
+                            None, tree.num_actions)
+  return root
+
+
+def best_response(tree: GameTree, policy, player: int, weights=None) -> jax.Array:
+  """A pure best response of ``player`` to ``policy[1 - player]``: ``[I_p, A]``.
+
+  At information states the opponent's policy makes unreachable, any legal
+  action is a best response; the first legal maximiser is returned.
+  """
+  w = tree.terminal_chance if weights is None else weights
+  o = 1 - player
+  xo = realization(tree.players[o], policy[o])
+  sign = 1.0 if player == 0 else -1.0
+  leaf = sign * tree.terminal_payoff * w * xo[tree.terminal_seq[o]]
+  pt = tree.players[player]
+  q, _ = sequence_values(pt, leaf, tree.terminal_seq[player], None, tree.num_actions)
+  q = jnp.where(pt.legal, q, -jnp.inf)
+  return jax.nn.one_hot(jnp.argmax(q, axis=-1), tree.num_actions, dtype=leaf.dtype)
+
+
+def expected_value(tree: GameTree, policy, weights=None):
+  """Player 0's expected utility when both follow ``policy``."""
+  w = tree.terminal_chance if weights is None else weights
+  x0 = realization(tree.players[0], policy[0])
+  x1 = realization(tree.players[1], policy[1])
+  return jnp.sum(tree.terminal_payoff * w * x0[tree.terminal_seq[0]] * x1[tree.terminal_seq[1]])
+
+
+def nash_conv(tree: GameTree, policy, weights=None):
+  """``sum_p (BR_p - u_p)``; zero exactly at a Nash equilibrium."""
+  br0 = best_response_value(tree, policy, 0, weights)
+  br1 = best_response_value(tree, policy, 1, weights)
+  return br0 + br1
+
+
+def exploitability(tree: GameTree, policy, weights=None):
+  """``NashConv / 2`` (OpenSpiel's ``exploitability`` convention)."""
+  return 0.5 * nash_conv(tree, policy, weights)
+
+
+def regret_matching(regrets: jax.Array, legal: jax.Array) -> jax.Array:
+  """Positive-part regret matching; uniform over legal actions when none positive."""
+  pos = jnp.where(legal, jnp.maximum(regrets, 0.0), 0.0)
+  total = jnp.sum(pos, axis=-1, keepdims=True)
+  uniform = legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
+  return jnp.where(total > 0, pos / jnp.where(total > 0, total, 1.0), uniform.astype(regrets.dtype))
+
+
+def normalize(cum: jax.Array, legal: jax.Array) -> jax.Array:
+  """Normalises accumulated strategy weights; uniform where they sum to zero."""
+  cum = jnp.where(legal, cum, 0.0)
+  total = jnp.sum(cum, axis=-1, keepdims=True)
+  uniform = (legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)).astype(cum.dtype)
+  return jnp.where(total > 0, cum / jnp.where(total > 0, total, 1.0), uniform)
+
+
+def uniform_policy(tree: GameTree, dtype=jnp.float32):
+  """The uniform random policy over legal actions."""
+  out = []
+  for pt in tree.players:
+    legal = jnp.asarray(pt.legal)
+    out.append((legal / jnp.maximum(legal.sum(-1, keepdims=True), 1)).astype(dtype))
+  return tuple(out)
