@@ -56,6 +56,7 @@ class Game(abc.ABC):
   name: str = "game"
   num_actions: int = 0
   big_blind: float | None = None
+  param_defaults: dict = {}
 
   def __init__(self, **params: Any):
     self.params: dict[str, Any] = dict(params)
@@ -97,10 +98,12 @@ class Game(abc.ABC):
     return str(action)
 
   def game_string(self) -> str:
-    """``name(k=v,...)`` in OpenSpiel's syntax; parsed back by ``jaxgt.games.load``."""
-    if not self.params:
+    """``name(k=v,...)`` in OpenSpiel's syntax (defaults left out); ``jaxgt.games.load`` parses it."""
+    shown = {k: v for k, v in self.params.items()
+             if k not in self.param_defaults or self.param_defaults[k] != v}
+    if not shown:
       return self.name
-    inner = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(self.params.items()))
+    inner = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(shown.items()))
     return f"{self.name}({inner})"
 
   def openspiel_game_string(self) -> str | None:

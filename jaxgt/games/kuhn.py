@@ -17,6 +17,7 @@ PARAMS = {"players": 2}
 
 class KuhnPoker(Game):
   name = "kuhn_poker"
+  param_defaults = PARAMS
   num_actions = 2
   big_blind = 1.0
 

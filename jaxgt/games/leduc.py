@@ -39,6 +39,7 @@ def _contributions(r1, r2):
 
 class LeducPoker(Game):
   name = "leduc_poker"
+  param_defaults = PARAMS
   num_actions = 3
   big_blind = 1.0
 

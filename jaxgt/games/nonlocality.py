@@ -20,6 +20,7 @@ PARAMS = {"leftmost": 1.0}
 
 class NonLocality(Game):
   name = "nonlocality"
+  param_defaults = PARAMS
   num_actions = 2
 
   def __init__(self, **params):

@@ -18,6 +18,7 @@ _BEATS = {(0, 2), (1, 0), (2, 1)}
 
 class RockPaperScissorsPlus(Game):
   name = "rps_plus"
+  param_defaults = PARAMS
   num_actions = 3
 
   def __init__(self, **params):

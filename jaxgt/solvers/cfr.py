@@ -103,11 +103,11 @@ class CFRSolver:
   def run(self, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
     """``num_iterations`` iterations inside one jitted call."""
     _check_unbatched(state)
-    return _run(self, tree, state, int(num_iterations))
+    return _run(self, tree, state, _count(num_iterations))
 
   def run_batch(self, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
     """``run`` vmapped over the leading batch axis of ``state``."""
-    return _run_batch(self, tree, state, int(num_iterations))
+    return _run_batch(self, tree, state, _count(num_iterations))
 
   def current_policy(self, tree: GameTree, state: CFRState):
     """Regret-matching strategy of the next iteration: ``([I0, A], [I1, A])``."""
@@ -173,14 +173,22 @@ def _step(cfg: CFRSolver, tree: GameTree, state: CFRState) -> CFRState:
                   weights=state.weights)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3))
-def _run(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
+def _count(n) -> jax.Array:
+  if isinstance(n, bool) or not isinstance(n, (int, jnp.integer)) or n < 0:
+    raise ValueError(f"num_iterations must be a non-negative integer, got {n!r}")
+  return jnp.asarray(n, jnp.int32)
+
+
+# The iteration count is traced: one compilation serves every chunk size, and
+# ``run(tree, state, 0)`` compiles without computing.
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations) -> CFRState:
   tree = _cast_tree(tree, state)
   return lax.fori_loop(0, num_iterations, lambda _, s: _step(cfg, tree, s), state)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 3))
-def _run_batch(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations: int):
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run_batch(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations):
   tree = _cast_tree(tree, state)
   one = lambda s: lax.fori_loop(0, num_iterations, lambda _, x: _step(cfg, tree, x), s)
   return jax.vmap(one)(state)

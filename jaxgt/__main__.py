@@ -1,0 +1,5 @@
+import sys
+
+from jaxgt.cli import main
+
+sys.exit(main())

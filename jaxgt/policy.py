@@ -1,0 +1,209 @@
+"""Tabular policies: validation, save/load, OpenSpiel conversion and export.
+
+A :class:`Policy` holds one behavioural strategy per player,
+``probs = (sigma0 [I0, A], sigma1 [I1, A])``, indexed like the compiled
+game's ``infostate_keys``, plus the game string and structural fingerprint of
+the game it belongs to. Solvers work on the bare tuple (``policy.probs``).
+
+Files are ``.npz`` archives holding both arrays and a JSON header (format
+version, game string, fingerprint, shapes). Loading checks all of it and
+raises :class:`PolicyError` (a ``ValueError``) for a truncated or corrupt
+file, a policy for another game, or probabilities that are negative, put mass
+on illegal actions or do not sum to one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from jaxgt.compiler import CompiledGame
+
+FORMAT = "jaxgt-policy"
+VERSION = 1
+
+
+class PolicyError(ValueError):
+  """A policy that does not fit its game, or a file that is not a policy."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Policy:
+  """A validated tabular policy of a compiled game.
+
+  Attributes:
+    game: game string of the game (``CompiledGame.name``).
+    fingerprint: structural fingerprint of that game.
+    probs: ``(sigma0 [I0, A], sigma1 [I1, A])`` NumPy float64 arrays.
+  """
+
+  game: str
+  fingerprint: str
+  probs: tuple
+
+  @classmethod
+  def from_arrays(cls, compiled: CompiledGame, probs, *, atol: float = 1e-6) -> "Policy":
+    """Validates ``probs`` against ``compiled`` and wraps it."""
+    probs = tuple(np.asarray(p, np.float64) for p in probs)
+    validate(compiled, probs, atol=atol)
+    return cls(compiled.name, compiled.fingerprint, probs)
+
+  def check_game(self, compiled: CompiledGame) -> None:
+    if self.fingerprint != compiled.fingerprint:
+      raise PolicyError(
+          f"policy is for game {self.game} (fingerprint {self.fingerprint}), not for "
+          f"{compiled.name} (fingerprint {compiled.fingerprint})")
+
+  def save(self, path: str | os.PathLike) -> None:
+    header = {"format": FORMAT, "version": VERSION, "game": self.game,
+              "fingerprint": self.fingerprint,
+              "shapes": [list(p.shape) for p in self.probs]}
+    with open(path, "wb") as f:
+      np.savez_compressed(f, header=np.frombuffer(json.dumps(header).encode(), np.uint8),
+                          p0=self.probs[0], p1=self.probs[1])
+
+
+def validate(compiled: CompiledGame, probs, *, atol: float = 1e-6) -> None:
+  """Raises :class:`PolicyError` unless ``probs`` is a policy of ``compiled``."""
+  if not isinstance(probs, (tuple, list)) or len(probs) != 2:
+    raise PolicyError("a policy is a pair (sigma0 [I0, A], sigma1 [I1, A])")
+  tree = compiled.tree
+  for p, sig in enumerate(probs):
+    sig = np.asarray(sig)
+    want = (tree.num_infostates[p], tree.num_actions)
+    if sig.shape != want:
+      raise PolicyError(f"player {p}: policy has shape {sig.shape}, game {compiled.name} "
+                        f"needs {want} (information states x actions)")
+    if not np.issubdtype(sig.dtype, np.floating):
+      raise PolicyError(f"player {p}: policy dtype {sig.dtype} is not floating point")
+    if not np.all(np.isfinite(sig)):
+      bad = int(np.argwhere(~np.isfinite(sig))[0, 0])
+      raise PolicyError(f"player {p}: non-finite probability at information state "
+                        f"{compiled.infostate_keys[p][bad]!r}")
+    if np.any(sig < -atol):
+      bad = int(np.argwhere(sig < -atol)[0, 0])
+      raise PolicyError(f"player {p}: negative probability at information state "
+                        f"{compiled.infostate_keys[p][bad]!r}: {sig[bad].tolist()}")
+    legal = np.asarray(tree.players[p].legal)
+    if np.any(np.abs(np.where(legal, 0.0, sig)) > atol):
+      bad = int(np.argwhere(np.abs(np.where(legal, 0.0, sig)) > atol)[0, 0])
+      raise PolicyError(f"player {p}: probability on an illegal action at information state "
+                        f"{compiled.infostate_keys[p][bad]!r}: {sig[bad].tolist()}")
+    sums = sig.sum(-1)
+    if np.any(np.abs(sums - 1.0) > atol):
+      bad = int(np.argmax(np.abs(sums - 1.0)))
+      raise PolicyError(f"player {p}: probabilities at information state "
+                        f"{compiled.infostate_keys[p][bad]!r} sum to {sums[bad]:.9g}, not 1")
+
+
+def load(path: str | os.PathLike, game: CompiledGame | None = None) -> tuple[Policy, CompiledGame]:
+  """Loads a policy file; returns it with its compiled game.
+
+  With ``game`` given the file must belong to it; otherwise the game is
+  rebuilt from the stored game string.
+  """
+  try:
+    with open(path, "rb") as f:
+      data = f.read()
+  except OSError as e:
+    raise PolicyError(f"cannot read policy file {path}: {e}") from e
+  try:
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+      header = json.loads(bytes(z["header"]).decode())
+      probs = (np.asarray(z["p0"]), np.asarray(z["p1"]))
+  except (zipfile.BadZipFile, EOFError, KeyError, ValueError, OSError, UnicodeDecodeError) as e:
+    raise PolicyError(f"{path} is not a jaxgt policy file (truncated or corrupt: {e})") from e
+  if not isinstance(header, dict) or header.get("format") != FORMAT:
+    raise PolicyError(f"{path} is not a jaxgt policy file (bad header)")
+  if header.get("version") != VERSION:
+    raise PolicyError(f"{path}: unsupported policy format version {header.get('version')}")
+  if [list(p.shape) for p in probs] != header.get("shapes"):
+    raise PolicyError(f"{path}: array shapes do not match the header (corrupt file)")
+  if game is None:
+    from jaxgt.games import load as load_game
+    game = load_game(header["game"])
+  pol = Policy(header["game"], header["fingerprint"], probs)
+  pol.check_game(game)
+  validate(game, probs)
+  return pol, game
+
+
+# ---------------------------------------------------------------- OpenSpiel
+def _pyspiel():
+  try:
+    import pyspiel
+  except ImportError as e:
+    raise ImportError("OpenSpiel interop needs open_spiel: pip install 'jaxgt[test]'") from e
+  return pyspiel
+
+
+def openspiel_game_string(compiled: CompiledGame) -> str:
+  s = compiled.game.openspiel_game_string()
+  if s is None:
+    raise PolicyError(f"game {compiled.name} has no OpenSpiel equivalent")
+  return s
+
+
+def to_openspiel_dict(policy: Policy, compiled: CompiledGame) -> dict:
+  """``{info_state_string: [[action, prob], ...]}`` over legal actions."""
+  policy.check_game(compiled)
+  out = {}
+  for p in (0, 1):
+    legal = np.asarray(compiled.tree.players[p].legal)
+    for i, key in enumerate(compiled.infostate_keys[p]):
+      out[key] = [[int(a), float(policy.probs[p][i, a])] for a in np.flatnonzero(legal[i])]
+  return out
+
+
+def export_openspiel(policy: Policy, compiled: CompiledGame, path: str | os.PathLike) -> None:
+  """Writes ``{"game": <pyspiel.load_game string>, "policy": {...}}`` as JSON."""
+  doc = {"game": openspiel_game_string(compiled), "policy": to_openspiel_dict(policy, compiled)}
+  with open(path, "w") as f:
+    json.dump(doc, f)
+
+
+def to_openspiel(policy: Policy, compiled: CompiledGame, os_game: Any = None):
+  """An OpenSpiel ``TabularPolicy`` with the same probabilities."""
+  pyspiel = _pyspiel()
+  from open_spiel.python import policy as os_policy
+  if os_game is None:
+    os_game = pyspiel.load_game(openspiel_game_string(compiled))
+  tab = os_policy.TabularPolicy(os_game)
+  d = to_openspiel_dict(policy, compiled)
+  missing = set(tab.state_lookup) ^ set(d)
+  if missing:
+    raise PolicyError(f"OpenSpiel game {os_game} and {compiled.name} have different information "
+                      f"states (e.g. {sorted(missing)[:3]})")
+  for key, pairs in d.items():
+    row = tab.policy_for_key(key)
+    row[:] = 0.0
+    for a, q in pairs:
+      row[a] = q
+  return tab
+
+
+def from_openspiel(tabular, compiled: CompiledGame) -> Policy:
+  """Reads an OpenSpiel ``TabularPolicy`` (or ``{key: [(a, p), ...]}``) into a Policy."""
+  probs = []
+  for p in (0, 1):
+    keys = compiled.infostate_keys[p]
+    sig = np.zeros((len(keys), compiled.tree.num_actions))
+    for i, key in enumerate(keys):
+      if isinstance(tabular, dict):
+        if key not in tabular:
+          raise PolicyError(f"OpenSpiel policy has no entry for information state {key!r}")
+        for a, q in tabular[key]:
+          sig[i, int(a)] = q
+      else:
+        if key not in tabular.state_lookup:
+          raise PolicyError(f"OpenSpiel policy has no entry for information state {key!r}")
+        row = tabular.policy_for_key(key)
+        sig[i, :len(row)] = row
+    probs.append(sig)
+  return Policy.from_arrays(compiled, probs)
