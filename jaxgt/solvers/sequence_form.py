@@ -146,3 +146,32 @@ def uniform_policy(tree: GameTree, dtype=jnp.float32):
     legal = jnp.asarray(pt.legal)
     out.append((legal / jnp.maximum(legal.sum(-1, keepdims=True), 1)).astype(dtype))
   return tuple(out)
+
+
+def root_chance_weights(tree: GameTree, probs) -> jax.Array:
+  """Terminal weights ``[T]`` with the root chance distribution replaced by ``probs``.
+
+  The root must be a chance node; ``probs [C]`` is a distribution over its
+  outcome ids (zero where the outcome does not exist). The result feeds
+  ``solver.init(tree, weights)``; a stack of them feeds ``init_batch``.
+  """
+  import numpy as np
+  player = np.asarray(tree.player)
+  if player[0] != -1:
+    raise ValueError("root_chance_weights: the root of this game is not a chance node")
+  probs = np.asarray(probs, np.float64)
+  orig = np.asarray(tree.chance_probs)[0]
+  if probs.shape != orig.shape:
+    raise ValueError(f"root_chance_weights: probs must have shape {orig.shape}, got {probs.shape}")
+  if np.any(probs < 0) or not np.isfinite(probs).all() or abs(probs.sum() - 1.0) > 1e-9:
+    raise ValueError("root_chance_weights: probs must be non-negative and sum to one")
+  if np.any((orig == 0) & (probs > 0)):
+    raise ValueError("root_chance_weights: probability on an outcome the root does not have")
+  parent = np.asarray(tree.parent)
+  depth = np.asarray(tree.depth)
+  h = np.asarray(tree.terminal_history).copy()
+  while np.any(depth[h] > 1):
+    h = np.where(depth[h] > 1, parent[h], h)
+  outcome = np.asarray(tree.action)[h]
+  w = np.asarray(tree.terminal_chance, np.float64) / orig[outcome] * probs[outcome]
+  return jnp.asarray(w, jnp.asarray(tree.terminal_chance).dtype)

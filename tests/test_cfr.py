@@ -1,0 +1,166 @@
+"""The CFR family against OpenSpiel's solvers and closed-form equilibria."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.solvers import sequence_form as sf
+
+pyspiel = pytest.importorskip("pyspiel")
+from open_spiel.python.algorithms import cfr as os_cfr  # noqa: E402
+from open_spiel.python.algorithms import discounted_cfr as os_dcfr  # noqa: E402
+
+
+def _solve(name, solver, iterations):
+  g = jaxgt.load(name)
+  tree = g.device_tree(solver.dtype)
+  state = solver.run(tree, solver.init(tree), iterations)
+  return g, tree, solver.average_policy(tree, state)
+
+
+def _os_avg(os_solver, g):
+  """OpenSpiel's average policy as our arrays (by information-state string)."""
+  avg = os_solver.average_policy()
+  out = []
+  for p in (0, 1):
+    rows = [avg.policy_for_key(k)[:g.tree.num_actions] for k in g.infostate_keys[p]]
+    out.append(np.asarray(rows))
+  return out
+
+
+def test_kuhn_cfr_plus_reaches_game_value():
+  g, tree, pol = _solve("kuhn_poker", cfr_lib.cfr_plus(dtype="float64"), 2000)
+  assert float(sf.expected_value(tree, pol)) == pytest.approx(-1 / 18, abs=1e-3)
+  assert float(sf.exploitability(tree, pol)) < 1e-3
+
+
+def test_uniform_policy_exploitability_kuhn():
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  assert float(sf.exploitability(tree, sf.uniform_policy(tree, jnp.float64))) == pytest.approx(11 / 24, abs=1e-12)
+  assert float(sf.nash_conv(tree, sf.uniform_policy(tree, jnp.float64))) == pytest.approx(11 / 12, abs=1e-12)
+
+
+@pytest.mark.parametrize("ours,theirs", [(cfr_lib.cfr_plus, pyspiel.CFRPlusSolver),
+                                         (cfr_lib.cfr, pyspiel.CFRSolver)])
+def test_leduc_100_iterations_equal_openspiel_cpp(ours, theirs):
+  g, tree, pol = _solve("leduc_poker", ours(dtype="float64"), 100)
+  game = pyspiel.load_game("leduc_poker")
+  solver = theirs(game)
+  for _ in range(100):
+    solver.evaluate_and_update_policy()
+  expected = pyspiel.exploitability(game, solver.average_policy())
+  assert float(sf.exploitability(tree, pol)) == pytest.approx(expected, rel=1e-6)
+
+
+def test_leduc_cfr_plus_1000_iterations_below_3e_4():
+  _, tree, pol = _solve("leduc_poker", cfr_lib.cfr_plus(dtype="float64"), 1000)
+  assert float(sf.exploitability(tree, pol)) <= 3e-4
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+@pytest.mark.parametrize("variant", ["lcfr", "dcfr", "cfr+sim", "cfrsim"])
+def test_iterates_equal_openspiel_python(name, variant):
+  game = pyspiel.load_game(name)
+  iters = 30 if name == "kuhn_poker" else 4
+  if variant == "lcfr":
+    ours, theirs = cfr_lib.linear_cfr(dtype="float64"), os_dcfr.LCFRSolver(game)
+  elif variant == "dcfr":
+    ours, theirs = cfr_lib.discounted_cfr(dtype="float64"), os_dcfr.DCFRSolver(game)
+  elif variant == "cfr+sim":
+    ours = cfr_lib.cfr_plus(alternating=False, dtype="float64")
+    theirs = os_cfr._CFRSolver(game, regret_matching_plus=True, alternating_updates=False,
+                               linear_averaging=True)
+  else:
+    ours = cfr_lib.cfr(alternating=False, dtype="float64")
+    theirs = os_cfr._CFRSolver(game, regret_matching_plus=False, alternating_updates=False,
+                               linear_averaging=False)
+  g, _, pol = _solve(name, ours, iters)
+  for _ in range(iters):
+    theirs.evaluate_and_update_policy()
+  expected = _os_avg(theirs, g)
+  for p in (0, 1):
+    legal = g.tree.players[p].legal
+    np.testing.assert_allclose(np.where(legal, np.asarray(pol[p]), 0), np.where(legal, expected[p], 0),
+                               atol=1e-9)
+
+
+def test_simultaneous_cfr_plus_converges_worse_than_alternating_in_leduc():
+  _, tree, alt = _solve("leduc_poker", cfr_lib.cfr_plus(dtype="float64"), 300)
+  _, _, sim = _solve("leduc_poker", cfr_lib.cfr_plus(alternating=False, dtype="float64"), 300)
+  assert float(sf.exploitability(tree, alt)) < float(sf.exploitability(tree, sim))
+
+
+def test_rps_plus_equilibrium():
+  _, tree, pol = _solve("rps_plus", cfr_lib.cfr_plus(dtype="float64"), 3000)
+  for p in (0, 1):
+    np.testing.assert_allclose(np.asarray(pol[p][0]), [0.4, 0.4, 0.2], atol=2e-3)
+  assert float(sf.expected_value(tree, pol)) == pytest.approx(0.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("leftmost,expected", [(1.0, (1 / 3, 2 / 3)), (2.0, (1 / 6, 5 / 6))])
+def test_nonlocality_equilibrium_at_I(leftmost, expected):
+  g, tree, pol = _solve(f"nonlocality(leftmost={leftmost})", cfr_lib.cfr_plus(dtype="float64"), 3000)
+  i = g.infostate_keys[1].index("I")
+  np.testing.assert_allclose(np.asarray(pol[1][i]), expected, atol=2e-3)
+  if leftmost == 1.0:
+    assert float(sf.expected_value(tree, pol)) == pytest.approx(1.0, abs=2e-3)
+
+
+def test_batched_solve_equals_individual_solves():
+  g = jaxgt.load("leduc_poker")
+  tree = g.device_tree("float64")
+  rng = np.random.default_rng(0)
+  B = 16
+  probs = rng.dirichlet(np.ones(6), size=B)
+  weights = jnp.stack([sf.root_chance_weights(tree, q) for q in probs])
+  solver = cfr_lib.cfr_plus(dtype="float64")
+  batch = solver.run_batch(tree, solver.init_batch(tree, weights), 50)
+  avg_b = jax.vmap(lambda s: solver.average_policy(tree, s))(batch)
+  for b in [0, 7, 15]:
+    single = solver.run(tree, solver.init(tree, weights[b]), 50)
+    avg_s = solver.average_policy(tree, single)
+    for p in (0, 1):
+      np.testing.assert_allclose(np.asarray(avg_b[p][b]), np.asarray(avg_s[p]), atol=1e-10)
+    v_b = sf.expected_value(tree, tuple(a[b] for a in avg_b), weights[b])
+    assert float(v_b) == pytest.approx(float(sf.expected_value(tree, avg_s, weights[b])), abs=1e-12)
+  # members differ from each other (the batch axis is really used)
+  assert not np.allclose(np.asarray(avg_b[0][0]), np.asarray(avg_b[0][1]))
+
+
+def test_second_call_does_not_recompile():
+  tree = jaxgt.load("kuhn_poker").device_tree("float32")
+  solver = cfr_lib.cfr_plus()
+  state = solver.run(tree, solver.init(tree), 10)
+  size = cfr_lib._run._cache_size()
+  state = solver.run(tree, state, 25)
+  assert cfr_lib._run._cache_size() == size
+  assert int(state.iteration) == 35
+
+
+def test_float32_default_and_float64_available():
+  tree32 = jaxgt.load("kuhn_poker").device_tree()
+  assert cfr_lib.cfr_plus().init(tree32).regrets[0].dtype == jnp.float32
+  tree64 = jaxgt.load("kuhn_poker").device_tree("float64")
+  assert cfr_lib.cfr_plus(dtype="float64").init(tree64).regrets[0].dtype == jnp.float64
+
+
+def test_bad_solver_arguments():
+  with pytest.raises(ValueError, match="unknown solver 'cfr\\+\\+'; choose one of cfr, cfr\\+, lcfr, dcfr"):
+    cfr_lib.make_solver("cfr++")
+  with pytest.raises(ValueError, match="dtype must be one of"):
+    cfr_lib.cfr_plus(dtype="float16")
+  with pytest.raises(ValueError, match="gamma must be >= 0"):
+    cfr_lib.discounted_cfr(gamma=-1)
+  tree = jaxgt.load("kuhn_poker").device_tree()
+  solver = cfr_lib.cfr_plus()
+  with pytest.raises(ValueError, match="one per terminal"):
+    solver.init(tree, jnp.ones(7))
+  with pytest.raises(ValueError, match="non-negative integer"):
+    solver.run(tree, solver.init(tree), -1)
+  with pytest.raises(ValueError, match="batched"):
+    solver.run(tree, solver.init_batch(tree, jnp.ones((2, tree.num_terminals))), 1)
+  with pytest.raises(ValueError, match="iterations must be a positive integer"):
+    jaxgt.solve("kuhn_poker", iterations=0)

@@ -1,0 +1,75 @@
+"""The jaxgt command line contract."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from jaxgt.cli import main
+
+pyspiel = pytest.importorskip("pyspiel")
+
+
+def test_games_lists_registry(capsys):
+  assert main(["games"]) == 0
+  out = capsys.readouterr().out
+  for name in ["kuhn_poker", "leduc_poker", "rps_plus", "nonlocality"]:
+    assert name in out
+
+
+def test_info_prints_sizes(capsys):
+  assert main(["info", "leduc_poker"]) == 0
+  out = capsys.readouterr().out
+  assert "histories       9457" in out and "terminals       5520" in out
+  assert "infostates_p0   468" in out and "enumeration" in out and "memory" in out
+
+
+def test_solve_save_export_plot(tmp_path, capsys):
+  pol = tmp_path / "leduc.npz"
+  png = tmp_path / "curve.png"
+  rc = main(["solve", "leduc_poker", "--iterations", "200", "--eval-every", "50", "--dtype", "float64",
+             "--save", str(pol), "--plot", str(png)])
+  assert rc == 0
+  out = capsys.readouterr().out
+  lines = [l for l in out.splitlines() if l.startswith("iter")]
+  assert [int(l.split()[1]) for l in lines] == [50, 100, 150, 200]
+  values = [float(l.split()[3]) for l in lines]
+  assert values[-1] < values[0]
+  assert "final:" in out and png.stat().st_size > 1000
+  js = tmp_path / "leduc.json"
+  assert main(["export", str(pol), "--openspiel", str(js)]) == 0
+  doc = json.loads(js.read_text())
+  game = pyspiel.load_game(doc["game"])
+  from open_spiel.python import policy as os_policy
+  tab = os_policy.TabularPolicy(game)
+  for key, pairs in doc["policy"].items():
+    row = tab.policy_for_key(key)
+    row[:] = 0
+    for a, q in pairs:
+      row[a] = q
+  from open_spiel.python.algorithms import exploitability
+  assert exploitability.exploitability(game, tab) == pytest.approx(values[-1], rel=1e-5)
+
+
+def test_eval_every_zero_evaluates_only_at_end(capsys):
+  assert main(["solve", "kuhn_poker", "--iterations", "30", "--eval-every", "0"]) == 0
+  lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("iter")]
+  assert len(lines) == 1 and int(lines[0].split()[1]) == 30
+
+
+def test_bad_input_errors(capsys):
+  assert main(["solve", "no_such_game"]) == 2
+  assert "unknown game 'no_such_game'" in capsys.readouterr().err
+  assert main(["solve", "kuhn_poker(cards=4)"]) == 2
+  assert "valid parameters" in capsys.readouterr().err
+  assert main(["solve", "kuhn_poker", "--iterations", "0"]) == 2
+  assert "--iterations must be positive" in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    main(["solve", "kuhn_poker", "--solver", "nope"])
+
+
+def test_python_dash_m_entry_point():
+  out = subprocess.run([sys.executable, "-m", "jaxgt", "games"], capture_output=True, text=True,
+                       check=True).stdout
+  assert "leduc_poker" in out

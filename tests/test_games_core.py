@@ -1,0 +1,165 @@
+"""Kuhn and Leduc mirror OpenSpiel exactly; RPS+ and non-locality build; registry errors."""
+
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.games import CHANCE, TERMINAL, make, parse_game_string
+
+pyspiel = pytest.importorskip("pyspiel")
+
+
+def _walk_lockstep(name):
+  """Walks our definition and OpenSpiel's state together over the whole tree."""
+  ours = make(name)
+  os_game = pyspiel.load_game(name)
+  counts = {"histories": 0, "terminals": 0}
+  infos = [set(), set()]
+  stack = [(ours.initial_state(), os_game.new_initial_state())]
+  while stack:
+    s, o = stack.pop()
+    counts["histories"] += 1
+    p = ours.current_player(s)
+    if o.is_terminal():
+      assert p == TERMINAL
+      assert ours.returns(s) == pytest.approx(o.returns())
+      counts["terminals"] += 1
+      continue
+    if o.is_chance_node():
+      assert p == CHANCE
+      mine, theirs = ours.chance_outcomes(s), o.chance_outcomes()
+      assert [a for a, _ in mine] == [a for a, _ in theirs]
+      assert [q for _, q in mine] == pytest.approx([q for _, q in theirs])
+      actions = [a for a, _ in o.chance_outcomes()]
+    else:
+      assert p == o.current_player()
+      assert list(ours.legal_actions(s)) == o.legal_actions()
+      assert ours.information_state(s, p) == o.information_state_string(p)
+      infos[p].add(o.information_state_string(p))
+      actions = o.legal_actions()
+    for a in actions:
+      stack.append((ours.next_state(s, a), o.child(a)))
+  return counts, infos
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+def test_rules_and_infostate_strings_equal_openspiel(name):
+  counts, infos = _walk_lockstep(name)
+  g = jaxgt.load(name)
+  assert g.tree.num_histories == counts["histories"]
+  assert g.tree.num_terminals == counts["terminals"]
+  for p in (0, 1):
+    assert set(g.infostate_keys[p]) == infos[p]
+    assert g.tree.num_infostates[p] == len(infos[p])
+
+
+def test_known_sizes():
+  # Independent figures: OpenSpiel's documented tree sizes.
+  assert jaxgt.load("kuhn_poker").sizes()["histories"] == 58
+  leduc = jaxgt.load("leduc_poker").sizes()
+  assert (leduc["histories"], leduc["terminals"]) == (9457, 5520)
+  assert leduc["infostates_p0"] + leduc["infostates_p1"] == 936
+
+
+def test_infostates_never_span_public_states():
+  for name in ["kuhn_poker", "leduc_poker", "rps_plus", "nonlocality"]:
+    t = jaxgt.load(name).tree
+    dec = np.flatnonzero(t.player >= 0)
+    for p in (0, 1):
+      hs = dec[t.player[dec] == p]
+      assert np.array_equal(t.history_public[hs],
+                            t.players[p].public_state[t.infostate[hs]])
+
+
+def test_leduc_public_state_hides_private_cards():
+  g = jaxgt.load("leduc_poker")
+  # Every public state after the deal holds histories with every private deal
+  # consistent with the public card: 6*5 deals before the flop.
+  t = g.tree
+  first_decision = int(np.flatnonzero(t.player == 0)[0])
+  same = np.flatnonzero(t.history_public == t.history_public[first_decision])
+  assert len(same) == 30
+
+
+def test_rps_plus_payoffs():
+  g = make("rps_plus")
+  r, p, s = 0, 1, 2
+  assert g.returns((r, s)) == (2.0, -2.0)   # rock beats scissors: scissors involved
+  assert g.returns((s, p)) == (2.0, -2.0)
+  assert g.returns((r, p)) == (-1.0, 1.0)
+  assert g.returns((p, p)) == (0.0, 0.0)
+  assert g.information_state((r,), 1) == g.information_state((s,), 1)
+
+
+def test_nonlocality_structure():
+  g = jaxgt.load("nonlocality")
+  assert g.tree.num_infostates == (1, 1)
+  assert g.tree.num_terminals == 6
+
+
+def test_unknown_game_names_valid_choices():
+  with pytest.raises(ValueError, match="registered games: .*kuhn_poker"):
+    make("kuhn")
+
+
+def test_invalid_parameter_names_valid_parameters():
+  with pytest.raises(ValueError, match="valid parameters: players=2"):
+    make("kuhn_poker", cards=4)
+  with pytest.raises(ValueError, match="must be of type float"):
+    make("nonlocality", leftmost="x")
+  with pytest.raises(ValueError, match="players must be 2"):
+    jaxgt.load("kuhn_poker(players=3)")
+
+
+def test_parse_game_string():
+  assert parse_game_string("liars_dice(numdice=1)") == ("liars_dice", {"numdice": 1})
+  assert parse_game_string("g(a=true,b=1.5,c=x)") == ("g", {"a": True, "b": 1.5, "c": "x"})
+  with pytest.raises(ValueError, match="cannot parse"):
+    parse_game_string("g(a)")
+  with pytest.raises(ValueError, match="cannot parse"):
+    parse_game_string("1bad")
+
+
+def test_compiler_rejects_broken_games():
+  from jaxgt.games.base import Game
+
+  class Bad(Game):
+    name = "bad"
+    num_actions = 2
+
+    def __init__(self, kind):
+      super().__init__()
+      self.kind = kind
+
+    def initial_state(self):
+      return ()
+
+    def current_player(self, s):
+      return TERMINAL if len(s) == 2 else (CHANCE if len(s) == 0 else 0)
+
+    def chance_outcomes(self, s):
+      return [(0, 0.5), (1, 0.4)] if self.kind == "chance" else [(0, 0.5), (1, 0.5)]
+
+    def legal_actions(self, s):
+      return [] if self.kind == "legal" else [0, 1]
+
+    def next_state(self, s, a):
+      return s + (a,)
+
+    def returns(self, s):
+      return (1.0, 1.0) if self.kind == "sum" else (1.0, -1.0)
+
+    def information_state(self, s, p):
+      return "x"
+
+    def public_state(self, s):
+      return len(s)
+
+  with pytest.raises(ValueError, match="sum to 0.9"):
+    jaxgt.compile_game(Bad("chance"))
+  with pytest.raises(ValueError, match=r"no legal actions at history \(0,\)"):
+    jaxgt.compile_game(Bad("legal"))
+  with pytest.raises(ValueError, match="not zero-sum"):
+    jaxgt.compile_game(Bad("sum"))
+  with pytest.raises(ValueError, match="more than 3 histories"):
+    jaxgt.compile_game(Bad("ok"), max_histories=3)
