@@ -1,0 +1,145 @@
+"""CFR-family speed: jaxgt vs OpenSpiel C++ in the same run.
+
+For each game prints the compile time, steady-state ms/iteration of every
+jaxgt solver (alternating updates), OpenSpiel's C++ ``CFRPlusSolver`` and
+``CFRSolver`` ms/iteration through ``pyspiel`` with the ratio, and batched
+throughput (game-iterations/s) of CFR+ over B root chance distributions.
+
+  python benchmarks/cfr_speed.py                       # Kuhn and Leduc
+  python benchmarks/cfr_speed.py --games "liars_dice(numdice=1)" --batch-sizes 1,16
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxgt
+from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.solvers import sequence_form as sf
+
+
+def _time_jaxgt(tree, solver, iterations, repeats):
+  state = solver.init(tree)
+  t0 = time.perf_counter()
+  jax.block_until_ready(solver.run(tree, state, 0).regrets)
+  compile_s = time.perf_counter() - t0
+  best = float("inf")
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    out = solver.run(tree, state, iterations)
+    jax.block_until_ready(out.regrets)
+    best = min(best, time.perf_counter() - t0)
+  return compile_s, 1e3 * best / iterations, out
+
+
+def _time_openspiel(game_string, cls_name, budget_s):
+  try:
+    import pyspiel
+  except ImportError:
+    return None
+  game = pyspiel.load_game(game_string)
+  solver = getattr(pyspiel, cls_name)(game)
+  solver.evaluate_and_update_policy()  # first iteration builds tables
+  n, t0 = 0, time.perf_counter()
+  while True:
+    solver.evaluate_and_update_policy()
+    n += 1
+    el = time.perf_counter() - t0
+    if el > budget_s and n >= 3:
+      return 1e3 * el / n
+
+
+def _batched(g, tree, batch_sizes, iterations):
+  solver = cfr_lib.cfr_plus()
+  rows = []
+  root_is_chance = int(np.asarray(tree.player)[0]) == -1
+  C = tree.chance_probs.shape[1]
+  rng = np.random.default_rng(0)
+  for B in batch_sizes:
+    if root_is_chance:
+      support = np.asarray(tree.chance_probs)[0] > 0
+      probs = rng.dirichlet(np.ones(C), size=B) * support
+      probs /= probs.sum(-1, keepdims=True)
+      w = jnp.stack([sf.root_chance_weights(tree, q) for q in probs])
+    else:
+      w = jnp.broadcast_to(tree.terminal_chance, (B, tree.num_terminals))
+    state = solver.init_batch(tree, w)
+    jax.block_until_ready(solver.run_batch(tree, state, 0).regrets)
+    t0 = time.perf_counter()
+    out = solver.run_batch(tree, state, iterations)
+    jax.block_until_ready(out.regrets)
+    el = time.perf_counter() - t0
+    rows.append((B, B * iterations / el))
+  return rows
+
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--games", default="kuhn_poker,leduc_poker",
+                  help="semicolon- or comma-separated game strings")
+  ap.add_argument("--iterations", type=int, default=1000)
+  ap.add_argument("--repeats", type=int, default=3)
+  ap.add_argument("--openspiel-seconds", type=float, default=3.0,
+                  help="time budget for each OpenSpiel measurement")
+  ap.add_argument("--batch-sizes", default="1,4,16,64,256,1024")
+  ap.add_argument("--batch-iterations", type=int, default=50)
+  args = ap.parse_args()
+  sep = ";" if ";" in args.games else ","
+  games = [s.strip() for s in _split(args.games, sep) if s.strip()]
+  batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({jax.devices()[0].device_kind}), "
+        f"{len(jax.devices())} device(s)")
+  for name in games:
+    t0 = time.perf_counter()
+    g = jaxgt.load(name)
+    enum_s = time.perf_counter() - t0
+    tree = g.device_tree("float32")
+    s = g.sizes()
+    print(f"\n== {g.name}: {s['histories']} histories, {s['terminals']} terminals, "
+          f"infostates {s['infostates_p0']}/{s['infostates_p1']}; enumeration {enum_s:.2f}s")
+    ours = {}
+    for solver_name in ["cfr", "cfr+", "lcfr", "dcfr"]:
+      solver = cfr_lib.make_solver(solver_name)
+      c, ms, out = _time_jaxgt(tree, solver, args.iterations, args.repeats)
+      expl = float(sf.exploitability(tree, solver.average_policy(tree, out)))
+      ours[solver_name] = ms
+      print(f"  jaxgt {solver_name:<5} compile {c:6.2f}s   {ms:9.4f} ms/iter   "
+            f"exploitability after {args.iterations}: {expl:.3e}")
+    os_name = g.game.openspiel_game_string()
+    if os_name is None:
+      print("  OpenSpiel: no equivalent game")
+    else:
+      for ours_name, cls in [("cfr+", "CFRPlusSolver"), ("cfr", "CFRSolver")]:
+        ms = _time_openspiel(os_name, cls, args.openspiel_seconds)
+        if ms is None:
+          print("  OpenSpiel: pyspiel not installed (pip install 'jaxgt[bench]')")
+          break
+        print(f"  OpenSpiel C++ {cls:<14} {ms:9.4f} ms/iter   jaxgt {ours_name} is "
+              f"{ms / ours[ours_name]:7.1f}x faster")
+    print("  batched CFR+ (root chance distributions): B, game-iterations/s")
+    for B, rate in _batched(g, tree, batch_sizes, args.batch_iterations):
+      print(f"    B={B:<5d} {rate:12.0f} it/s   ({1e3 / rate * B:.4f} ms per batched iteration)")
+
+
+def _split(text, sep):
+  # split on sep outside parentheses
+  out, depth, cur = [], 0, ""
+  for ch in text:
+    depth += ch == "("
+    depth -= ch == ")"
+    if ch == sep and depth == 0:
+      out.append(cur)
+      cur = ""
+    else:
+      cur += ch
+  out.append(cur)
+  return out
+
+
+if __name__ == "__main__":
+  main()
