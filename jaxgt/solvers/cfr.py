@@ -131,14 +131,19 @@ def _cast_tree(tree: GameTree, state: CFRState) -> GameTree:
       lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
 
 
-def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma, t):
-  """Regret and average update of player ``p`` given strategies ``sigma``."""
+def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma, x, t):
+  """Regret and average update of player ``p`` given strategies ``sigma``.
+
+  ``x`` are both players' realization plans under ``sigma``.
+  """
   pt = tree.players[p]
-  legal = pt.legal
+  o = 1 - p
   dtype = state.weights.dtype
-  q, _ = sf.counterfactual_values(tree, sigma, p, state.weights)
+  sign = 1.0 if p == 0 else -1.0
+  leaf = sign * tree.terminal_payoff * state.weights * x[o][tree.terminal_seq[o]]
+  q, _ = sf.sequence_values(pt, leaf, tree.terminal_seq[p], sigma[p], tree.num_actions)
   value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
-  r = jnp.where(legal, q - value, 0.0)
+  r = jnp.where(pt.legal, q - value, 0.0)
   R = state.regrets[p] + r
   if cfg.regret_matching_plus:
     R = jnp.maximum(R, 0.0)
@@ -148,8 +153,7 @@ def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigm
     pos = tf ** a / (tf ** a + 1.0)
     neg = tf ** b / (tf ** b + 1.0)
     R = jnp.where(R >= 0, R * pos, R * neg)
-  x = sf.realization(pt, sigma[p])
-  reach = sf.infostate_reach(pt, x)
+  reach = sf.infostate_reach(pt, x[p])
   wt = t.astype(dtype) ** cfg.averaging_exponent if cfg.averaging_exponent else 1.0
   C = state.cum_policy[p] + wt * reach[:, None] * sigma[p]
   return R, C
@@ -159,16 +163,18 @@ def _step(cfg: CFRSolver, tree: GameTree, state: CFRState) -> CFRState:
   t = state.iteration + 1
   legal = [pt.legal for pt in tree.players]
   sigma = [sf.regret_matching(state.regrets[p], legal[p]) for p in (0, 1)]
+  x = [sf.realization(tree.players[p], sigma[p]) for p in (0, 1)]
   regrets = list(state.regrets)
   cum = list(state.cum_policy)
   if cfg.alternating:
-    for p in (0, 1):
-      s = dataclasses.replace(state, regrets=tuple(regrets), cum_policy=tuple(cum))
-      regrets[p], cum[p] = _player_update(cfg, tree, s, p, tuple(sigma), t)
-      sigma[p] = sf.regret_matching(regrets[p], legal[p])
+    # Player 1's update sees player 0's new strategy (OpenSpiel's order).
+    regrets[0], cum[0] = _player_update(cfg, tree, state, 0, sigma, x, t)
+    sigma[0] = sf.regret_matching(regrets[0], legal[0])
+    x[0] = sf.realization(tree.players[0], sigma[0])
+    regrets[1], cum[1] = _player_update(cfg, tree, state, 1, sigma, x, t)
   else:
     for p in (0, 1):
-      regrets[p], cum[p] = _player_update(cfg, tree, state, p, tuple(sigma), t)
+      regrets[p], cum[p] = _player_update(cfg, tree, state, p, sigma, x, t)
   return CFRState(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
                   weights=state.weights)
 
