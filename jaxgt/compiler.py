@@ -234,15 +234,14 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   states = [game.initial_state()]
   parent = [EMPTY]
   action = [EMPTY]
-  depth = [0]
+  child_prob = [1.0]             # probability of the edge into each history
   players: list[int] = []
-  child_lists: list[list] = []  # per history: list of (action, child index)
-  probs: list[list] = []
   payoff: dict[int, float] = {}
   info_ids = [dict(), dict()]      # key -> first-seen index
   info_of_hist: list[int] = []
   public_ids: dict = {}
   public_of_hist: list[int] = []
+  C = A
 
   def path(h):
     acts = []
@@ -251,9 +250,11 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       h = parent[h]
     return tuple(reversed(acts))
 
+  # Breadth-first enumeration: parents precede children, depths are contiguous.
   h = 0
   while h < len(states):
     s = states[h]
+    states[h] = None  # free memory as we go
     if len(states) > max_histories:
       raise GameTooLargeError(
           f"{game.game_string()}: more than {max_histories} histories "
@@ -265,8 +266,6 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       pid = public_ids[pk] = len(public_ids)
     public_of_hist.append(pid)
     players.append(p)
-    kids = []
-    pr = []
     if p == TERMINAL:
       r = game.returns(s)
       if len(r) != 2 or abs(float(r[0]) + float(r[1])) > 1e-9:
@@ -283,20 +282,21 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
         if not (q > 0):
           raise ValueError(
               f"{game.name}: chance outcome {a} at history {path(h)} has probability {q}")
+        if a < 0:
+          raise ValueError(f"{game.name}: chance outcome id {a} at history {path(h)} is negative")
         total += q
-        kids.append((int(a), len(states)))
-        pr.append(float(q))
+        C = max(C, a + 1)
         states.append(game.next_state(s, a))
         parent.append(h)
-        action.append(int(a))
-        depth.append(depth[h] + 1)
+        action.append(a)
+        child_prob.append(q)
       if abs(total - 1.0) > 1e-9:
         raise ValueError(
             f"{game.name}: chance probabilities at history {path(h)} sum to {total}, not 1")
       info_of_hist.append(EMPTY)
-    elif p in (0, 1):
-      legal = list(game.legal_actions(s))
-      if not legal:
+    elif p == 0 or p == 1:
+      legal = game.legal_actions(s)
+      if not len(legal):
         raise ValueError(f"{game.name}: no legal actions at history {path(h)}")
       key = game.information_state(s, p)
       ids = info_ids[p]
@@ -308,83 +308,79 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
         if not 0 <= a < A:
           raise ValueError(
               f"{game.name}: action {a} at history {path(h)} outside [0, {A})")
-        kids.append((int(a), len(states)))
         states.append(game.next_state(s, a))
         parent.append(h)
-        action.append(int(a))
-        depth.append(depth[h] + 1)
+        action.append(a)
+        child_prob.append(1.0)
     else:
       raise ValueError(f"{game.name}: current_player {p} at history {path(h)} "
                        f"is not 0, 1, CHANCE or TERMINAL")
-    child_lists.append(kids)
-    probs.append(pr)
-    states[h] = None  # free memory as we go
     h += 1
+  del states
 
   H = len(players)
-  C = max([A] + [len(k) and max(a for a, _ in k) + 1 for k in child_lists])
   player_arr = np.asarray(players, np.int32)
   parent_arr = np.asarray(parent, np.int32)
   action_arr = np.asarray(action, np.int32)
-  depth_arr = np.asarray(depth, np.int32)
-  children = np.full((H, C), EMPTY, np.int32)
-  chance_probs = np.zeros((H, C), np.float64)
-  for h, kids in enumerate(child_lists):
-    for a, c in kids:
-      children[h, a] = c
-    if player_arr[h] == CHANCE:
-      for (a, _), q in zip(kids, probs[h]):
-        chance_probs[h, a] = q
+  edge_prob = np.asarray(child_prob, np.float64)
   info_first = np.asarray(info_of_hist, np.int32)
+  public_of_hist_arr = np.asarray(public_of_hist, np.int32)
 
-  # Own last sequences, per player, in first-seen infostate numbering.
-  # (Histories are breadth-first, so parents come before children.)
-  last = np.full((2, H), -1, np.int64)  # -1 = empty sequence, else iid*A+a
-  for hh in range(1, H):
-    par = parent_arr[hh]
-    last[:, hh] = last[:, par]
+  children = np.full((H, C), EMPTY, np.int32)
+  children[parent_arr[1:], action_arr[1:]] = np.arange(1, H, dtype=np.int32)
+  if len(set(zip(parent_arr[1:].tolist(), action_arr[1:].tolist()))) != H - 1:
+    raise ValueError(f"{game.name}: an action/outcome id repeats at one history")
+  chance_probs = np.zeros((H, C), np.float64)
+  is_chance_edge = np.zeros(H, bool)
+  is_chance_edge[1:] = player_arr[parent_arr[1:]] == CHANCE
+  chance_probs[parent_arr[is_chance_edge], action_arr[is_chance_edge]] = edge_prob[is_chance_edge]
+
+  # Depth, chance reach and each player's last own sequence (first-seen
+  # infostate numbering, -1 = empty).
+  depth_arr = np.zeros(H, np.int32)
+  while True:  # parent < child, so this converges in (max depth) sweeps
+    nd = np.concatenate([[0], depth_arr[parent_arr[1:]] + 1]).astype(np.int32)
+    if np.array_equal(nd, depth_arr):
+      break
+    depth_arr = nd
+  reach = np.ones(H, np.float64)
+  last = np.full((2, H), -1, np.int64)
+  bounds = np.searchsorted(depth_arr, np.arange(1, depth_arr[-1] + 2))
+  for lo, hi in zip(bounds[:-1], bounds[1:]):  # one breadth-first layer at a time
+    idx = np.arange(lo, hi)
+    par = parent_arr[idx]
+    reach[idx] = reach[par] * edge_prob[idx]
+    last[:, idx] = last[:, par]
     pp = player_arr[par]
-    if pp == 0 or pp == 1:
-      last[pp, hh] = info_first[par] * A + action_arr[hh]
+    for q in (0, 1):
+      m = pp == q
+      last[q, idx[m]] = info_first[par[m]].astype(np.int64) * A + action_arr[idx[m]]
 
   player_trees = []
   new_of_old = []
   for p in (0, 1):
     n = len(info_ids[p])
-    hs = np.nonzero(player_arr == p)[0]
+    hs = np.flatnonzero(player_arr == p)
     iids = info_first[hs]
-    par_seq_old = np.full(n, -2, np.int64)
-    legal = np.zeros((n, A), bool)
-    pub = np.full(n, -1, np.int64)
-    seen = np.zeros(n, bool)
+    _, first = np.unique(iids, return_index=True)  # first history of each infostate
+    rep = hs[first]
+    par_seq_old = last[p, rep]
     hist_legal = children[hs, :A] >= 0
-    for k, hh in enumerate(hs):
-      i = iids[k]
-      ps = last[p, hh]
-      pk = public_of_hist[hh]
-      if not seen[i]:
-        seen[i] = True
-        par_seq_old[i] = ps
-        legal[i] = hist_legal[k]
-        pub[i] = pk
-      else:
-        if par_seq_old[i] != ps:
-          raise ValueError(
-              f"{game.name}: imperfect recall for player {p}: information state "
-              f"{list(info_ids[p])[i]!r} is reached by different own sequences "
-              f"(history {path(hh)})")
-        if not np.array_equal(legal[i], hist_legal[k]):
-          raise ValueError(
-              f"{game.name}: information state {list(info_ids[p])[i]!r} has different "
-              f"legal actions at history {path(hh)}")
-        if pub[i] != pk:
-          raise ValueError(
-              f"{game.name}: information state {list(info_ids[p])[i]!r} spans two public "
-              f"states (history {path(hh)})")
-    # levels: parent infostate has level-1.
+    legal = hist_legal[first]
+    pub = public_of_hist_arr[rep]
+    keys_old = list(info_ids[p])
+    for arr, what in ((last[p, hs], "is reached by different own sequences (imperfect recall)"),
+                      (hist_legal, "has different legal actions"),
+                      (public_of_hist_arr[hs], "spans two public states")):
+      ref = arr[first][iids] if arr.ndim == 1 else arr[first][iids]
+      bad = np.flatnonzero(np.any((ref != arr).reshape(len(hs), -1), axis=1))
+      if len(bad):
+        k = int(bad[0])
+        raise ValueError(
+            f"{game.name}: information state {keys_old[iids[k]]!r} of player {p} {what} "
+            f"(history {path(int(hs[k]))})")
+    # level = number of own earlier decisions; parents are seen first.
     level = np.zeros(n, np.int64)
-    # compute level by processing in first-seen order (parents are seen first
-    # since histories are breadth-first).
     for i in range(n):
       ps = par_seq_old[i]
       level[i] = 0 if ps < 0 else level[ps // A] + 1
@@ -392,10 +388,10 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     inv = np.empty(n, np.int64)
     inv[perm] = np.arange(n)  # old -> new
 
-    def remap(seq):
+    def remap(seq, n=n, inv=inv):
       seq = np.asarray(seq, np.int64)
-      out = np.where(seq < 0, n * A, inv[np.maximum(seq, 0) // A] * A + np.maximum(seq, 0) % A)
-      return out.astype(np.int32)
+      safe = np.maximum(seq, 0)
+      return np.where(seq < 0, n * A, inv[safe // A] * A + safe % A).astype(np.int32)
 
     lv = level[perm]
     levels = []
@@ -420,33 +416,19 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     infostate[m] = new_of_old[p][0][info_first[m]]
   last_seq = np.stack([new_of_old[p][1](last[p]) for p in (0, 1)])
 
-  term = np.nonzero(player_arr == TERMINAL)[0].astype(np.int32)
+  term = np.flatnonzero(player_arr == TERMINAL).astype(np.int32)
   history_terminal = np.full(H, EMPTY, np.int32)
   history_terminal[term] = np.arange(len(term), dtype=np.int32)
-  # chance reach per history
-  reach = np.ones(H, np.float64)
-  for hh in range(1, H):
-    par = parent_arr[hh]
-    if player_arr[par] == CHANCE:
-      reach[hh] = reach[par] * chance_probs[par, action_arr[hh]]
-    else:
-      reach[hh] = reach[par]
   terminal_payoff = np.asarray([payoff[int(z)] for z in term], np.float64)
 
-  public_of_hist_arr = np.asarray(public_of_hist, np.int32)
   P = len(public_ids)
-  public_parent = np.full(P, -2, np.int32)
+  _, first_h = np.unique(public_of_hist_arr, return_index=True)
+  par_pub = np.where(first_h > 0, public_of_hist_arr[parent_arr[first_h]], -1)
+  public_parent = np.where(par_pub == np.arange(P), -1, par_pub).astype(np.int32)
   public_depth = np.zeros(P, np.int32)
-  for hh in range(H):
-    ps = public_of_hist_arr[hh]
-    if public_parent[ps] != -2:
-      continue
-    if hh == 0:
-      public_parent[ps] = -1
-      continue
-    pp = public_of_hist_arr[parent_arr[hh]]
-    public_parent[ps] = -1 if pp == ps else pp
-    public_depth[ps] = 0 if pp == ps else public_depth[pp] + 1
+  for ps in np.argsort(first_h, kind="stable"):  # parents are seen first
+    if public_parent[ps] >= 0:
+      public_depth[ps] = public_depth[public_parent[ps]] + 1
 
   tree = GameTree(
       player=player_arr, parent=parent_arr, action=action_arr, depth=depth_arr,

@@ -163,3 +163,35 @@ def test_compiler_rejects_broken_games():
     jaxgt.compile_game(Bad("sum"))
   with pytest.raises(ValueError, match="more than 3 histories"):
     jaxgt.compile_game(Bad("ok"), max_histories=3)
+
+
+def test_compiler_rejects_imperfect_recall():
+  from jaxgt.games.base import Game
+
+  class Forgetful(Game):
+    name = "forgetful"
+    num_actions = 2
+
+    def initial_state(self):
+      return ()
+
+    def current_player(self, s):
+      return TERMINAL if len(s) == 2 else 0
+
+    def legal_actions(self, s):
+      return [0, 1]
+
+    def next_state(self, s, a):
+      return s + (a,)
+
+    def returns(self, s):
+      return (float(s[0] == s[1]), -float(s[0] == s[1]))
+
+    def information_state(self, s, p):
+      return "same"
+
+    def public_state(self, s):
+      return len(s)
+
+  with pytest.raises(ValueError, match=r"'same' of player 0 is reached by different own sequences"):
+    jaxgt.compile_game(Forgetful())
