@@ -8,7 +8,7 @@ from jaxgt import games
 from jaxgt.compiler import CompiledGame, GameTree, PlayerTree, compile_game
 from jaxgt.games import load, make
 from jaxgt.policy import Policy
-from jaxgt.solve import SolveResult, solve
+from jaxgt.solve import BatchResult, SolveResult, solve, solve_batch
 from jaxgt.solvers.cfr import cfr, cfr_plus, discounted_cfr, linear_cfr, make_solver
 from jaxgt.solvers.sequence_form import (best_response, best_response_value, exploitability,
                                          expected_value, nash_conv)

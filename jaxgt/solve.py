@@ -10,6 +10,7 @@ the :class:`Evaluation`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import time
 from typing import Callable
@@ -143,3 +144,48 @@ def plot_curve(evaluations, path: str, title: str = "") -> None:
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchResult:
+  """Result of :func:`solve_batch`: one policy and value per root belief.
+
+  Attributes:
+    policies: ``([B, I0, A], [B, I1, A])`` average policies.
+    values: ``[B]`` player 0's expected utility of each member's policy under its belief.
+    exploitability: ``[B]`` NashConv / 2 of each member under its belief.
+    state: the batched solver state.
+  """
+
+  policies: tuple
+  values: np.ndarray
+  exploitability: np.ndarray
+  state: object
+
+
+def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
+                iterations: int = 1000, dtype="float32", **solver_kwargs) -> BatchResult:
+  """Solves ``B`` root beliefs of one game in a single vmapped, jitted call.
+
+  ``weights [B, T]`` are terminal weights (e.g. stacked
+  :func:`jaxgt.solvers.sequence_form.root_chance_weights`).
+  """
+  if not isinstance(iterations, int) or iterations < 1:
+    raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+  dtype = resolve_dtype(dtype)
+  if isinstance(solver, str):
+    solver = cfr_lib.make_solver(solver, dtype=dtype, **solver_kwargs)
+  compiled = _as_compiled(game)
+  tree = compiled.device_tree(dtype)
+  state = solver.init_batch(tree, weights)
+  state = solver.run_batch(tree, state, iterations)
+  pols, vals, expl = _evaluate_batch(solver, tree, state)
+  return BatchResult(pols, np.asarray(vals), np.asarray(expl), state)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _evaluate_batch(solver, tree, state):
+  def one(s):
+    pol = solver.average_policy(tree, s)
+    return pol, sf.expected_value(tree, pol, s.weights), sf.exploitability(tree, pol, s.weights)
+  return jax.vmap(one)(state)

@@ -164,3 +164,18 @@ def test_bad_solver_arguments():
     solver.run(tree, solver.init_batch(tree, jnp.ones((2, tree.num_terminals))), 1)
   with pytest.raises(ValueError, match="iterations must be a positive integer"):
     jaxgt.solve("kuhn_poker", iterations=0)
+
+
+def test_solve_batch_values_match_individual_solves():
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  probs = np.random.default_rng(1).dirichlet(np.ones(3), size=4)
+  weights = jnp.stack([sf.root_chance_weights(tree, q) for q in probs])
+  res = jaxgt.solve_batch(g, weights, "cfr+", iterations=300, dtype="float64")
+  assert res.values.shape == (4,) and res.policies[0].shape == (4, 6, 2)
+  for b in range(4):
+    solver = cfr_lib.cfr_plus(dtype="float64")
+    single = solver.run(tree, solver.init(tree, weights[b]), 300)
+    pol = solver.average_policy(tree, single)
+    assert res.values[b] == pytest.approx(float(sf.expected_value(tree, pol, weights[b])), abs=1e-12)
+    assert res.exploitability[b] == pytest.approx(float(sf.exploitability(tree, pol, weights[b])), abs=1e-12)
