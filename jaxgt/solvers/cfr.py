@@ -159,24 +159,44 @@ def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigm
   return R, C
 
 
-def _step(cfg: CFRSolver, tree: GameTree, state: CFRState) -> CFRState:
+def _policies(tree: GameTree, regrets):
+  sigma = [sf.regret_matching(regrets[p], tree.players[p].legal) for p in (0, 1)]
+  return sigma, [sf.realization(tree.players[p], sigma[p]) for p in (0, 1)]
+
+
+def _step_carry(cfg: CFRSolver, tree: GameTree, carry):
+  """One iteration; the carry keeps the current strategies and realization plans."""
+  state, sigma, x = carry
   t = state.iteration + 1
-  legal = [pt.legal for pt in tree.players]
-  sigma = [sf.regret_matching(state.regrets[p], legal[p]) for p in (0, 1)]
-  x = [sf.realization(tree.players[p], sigma[p]) for p in (0, 1)]
+  sigma, x = list(sigma), list(x)
   regrets = list(state.regrets)
   cum = list(state.cum_policy)
+  players = tree.players
   if cfg.alternating:
     # Player 1's update sees player 0's new strategy (OpenSpiel's order).
-    regrets[0], cum[0] = _player_update(cfg, tree, state, 0, sigma, x, t)
-    sigma[0] = sf.regret_matching(regrets[0], legal[0])
-    x[0] = sf.realization(tree.players[0], sigma[0])
-    regrets[1], cum[1] = _player_update(cfg, tree, state, 1, sigma, x, t)
+    for p in (0, 1):
+      regrets[p], cum[p] = _player_update(cfg, tree, state, p, sigma, x, t)
+      sigma[p] = sf.regret_matching(regrets[p], players[p].legal)
+      x[p] = sf.realization(players[p], sigma[p])
   else:
     for p in (0, 1):
       regrets[p], cum[p] = _player_update(cfg, tree, state, p, sigma, x, t)
-  return CFRState(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
-                  weights=state.weights)
+    sigma, x = _policies(tree, regrets)
+  state = CFRState(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
+                   weights=state.weights)
+  return state, tuple(sigma), tuple(x)
+
+
+def _step(cfg: CFRSolver, tree: GameTree, state: CFRState) -> CFRState:
+  sigma, x = _policies(tree, state.regrets)
+  return _step_carry(cfg, tree, (state, tuple(sigma), tuple(x)))[0]
+
+
+def _loop(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations):
+  sigma, x = _policies(tree, state.regrets)
+  carry = lax.fori_loop(0, num_iterations, lambda _, c: _step_carry(cfg, tree, c),
+                        (state, tuple(sigma), tuple(x)))
+  return carry[0]
 
 
 def _count(n) -> jax.Array:
@@ -190,14 +210,13 @@ def _count(n) -> jax.Array:
 @functools.partial(jax.jit, static_argnums=(0,))
 def _run(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations) -> CFRState:
   tree = _cast_tree(tree, state)
-  return lax.fori_loop(0, num_iterations, lambda _, s: _step(cfg, tree, s), state)
+  return _loop(cfg, tree, state, num_iterations)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def _run_batch(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations):
   tree = _cast_tree(tree, state)
-  one = lambda s: lax.fori_loop(0, num_iterations, lambda _, x: _step(cfg, tree, x), s)
-  return jax.vmap(one)(state)
+  return jax.vmap(lambda s: _loop(cfg, tree, s, num_iterations))(state)
 
 
 def cfr(*, alternating: bool = True, dtype="float32") -> CFRSolver:

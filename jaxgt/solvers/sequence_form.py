@@ -23,14 +23,22 @@ from jaxgt.compiler import GameTree, PlayerTree
 def realization(pt: PlayerTree, sigma: jax.Array) -> jax.Array:
   """Own reach of every sequence: ``[S]`` with ``x[I*A] = 1`` (empty sequence).
 
-  ``x[i*A + a] = x[parent_seq[i]] * sigma[i, a]``, computed level by level.
+  ``x[i*A + a] = x[parent_seq[i]] * sigma[i, a]``. An information state of
+  level ``k`` has its parent sequence in level ``k - 1``, so each level reads
+  only the previous level's block (small gathers, no full-array updates).
   """
   n, A = sigma.shape
-  x = jnp.zeros(n * A + 1, sigma.dtype).at[n * A].set(1.0)
+  blocks = []
+  prev, prev_lo = None, 0
   for lo, hi in pt.levels:
-    par = x[pt.parent_seq[lo:hi]]
-    x = lax.dynamic_update_slice(x, (par[:, None] * sigma[lo:hi]).reshape(-1), (lo * A,))
-  return x
+    if prev is None:
+      xk = sigma[lo:hi]
+    else:
+      xk = prev.reshape(-1)[pt.parent_seq[lo:hi] - prev_lo * A][:, None] * sigma[lo:hi]
+    blocks.append(xk.reshape(-1))
+    prev, prev_lo = xk, lo
+  blocks.append(jnp.ones(1, sigma.dtype))
+  return jnp.concatenate(blocks)
 
 
 def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
@@ -51,14 +59,30 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
   n = pt.num_infostates
   v = jax.ops.segment_sum(leaf, leaf_seq, num_segments=n * A + 1)
   neg = jnp.asarray(-jnp.inf, leaf.dtype)
-  for lo, hi in reversed(pt.levels):
-    q = v[lo * A:hi * A].reshape(hi - lo, A)
+  levels = pt.levels
+  qs = [None] * len(levels)
+  from_below = None
+  root = v[n * A]
+  for k in reversed(range(len(levels))):
+    lo, hi = levels[k]
+    q = v[lo * A:hi * A]
+    if from_below is not None:
+      q = q + from_below
+    q = q.reshape(hi - lo, A)
+    qs[k] = q
     if sigma is None:
       node = jnp.max(jnp.where(pt.legal[lo:hi], q, neg), axis=-1)
     else:
       node = jnp.sum(sigma[lo:hi] * q, axis=-1)
-    v = v.at[pt.parent_seq[lo:hi]].add(node)
-  return v[:n * A].reshape(n, A), v[n * A]
+    if k == 0:
+      root = root + jnp.sum(node)
+    else:
+      plo, phi = levels[k - 1]
+      from_below = jax.ops.segment_sum(node, pt.parent_seq[lo:hi] - plo * A,
+                                       num_segments=(phi - plo) * A)
+  if not qs:
+    return jnp.zeros((0, A), leaf.dtype), root
+  return jnp.concatenate(qs, axis=0), root
 
 
 def counterfactual_values(tree: GameTree, policy, player: int, weights=None,
