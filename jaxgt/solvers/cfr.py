@@ -137,10 +137,8 @@ def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigm
   ``x`` are both players' realization plans under ``sigma``.
   """
   pt = tree.players[p]
-  o = 1 - p
   dtype = state.weights.dtype
-  sign = 1.0 if p == 0 else -1.0
-  leaf = sign * tree.terminal_payoff * state.weights * x[o][tree.terminal_seq[o]]
+  leaf = sf.terminal_leaf_values(tree, p, x[o], state.weights)
   q, _ = sf.sequence_values(pt, leaf, tree.terminal_seq[p], sigma[p], tree.num_actions)
   value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
   r = jnp.where(pt.legal, q - value, 0.0)

@@ -85,29 +85,34 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
   return jnp.concatenate(qs, axis=0), root
 
 
-def counterfactual_values(tree: GameTree, policy, player: int, weights=None,
-                          opponent_x=None):
-  """Counterfactual action values ``[I_p, A]`` of ``player`` under ``policy``."""
+def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None):
+  """``[T]`` utility to ``player`` times chance/external and opponent reach."""
   w = tree.terminal_chance if weights is None else weights
   o = 1 - player
-  if opponent_x is None:
-    opponent_x = realization(tree.players[o], policy[o])
   sign = 1.0 if player == 0 else -1.0
-  leaf = sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[o]]
+  return sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[o]]
+
+
+def counterfactual_values(tree: GameTree, policy, player: int, weights=None,
+                          opponent_x=None):
+  """Counterfactual action values ``[I_p, A]`` of ``player`` under ``policy``, and the root value."""
+  if opponent_x is None:
+    opponent_x = realization(tree.players[1 - player], policy[1 - player])
+  leaf = terminal_leaf_values(tree, player, opponent_x, weights)
   return sequence_values(tree.players[player], leaf, tree.terminal_seq[player],
                          policy[player], tree.num_actions)
 
 
+def _best_response_q(tree: GameTree, policy, player: int, weights):
+  xo = realization(tree.players[1 - player], policy[1 - player])
+  leaf = terminal_leaf_values(tree, player, xo, weights)
+  return sequence_values(tree.players[player], leaf, tree.terminal_seq[player], None,
+                         tree.num_actions)
+
+
 def best_response_value(tree: GameTree, policy, player: int, weights=None):
   """Value to ``player`` of a best response against ``policy[1 - player]``."""
-  w = tree.terminal_chance if weights is None else weights
-  o = 1 - player
-  xo = realization(tree.players[o], policy[o])
-  sign = 1.0 if player == 0 else -1.0
-  leaf = sign * tree.terminal_payoff * w * xo[tree.terminal_seq[o]]
-  _, root = sequence_values(tree.players[player], leaf, tree.terminal_seq[player],
-                            None, tree.num_actions)
-  return root
+  return _best_response_q(tree, policy, player, weights)[1]
 
 
 def best_response(tree: GameTree, policy, player: int, weights=None) -> jax.Array:
@@ -116,15 +121,9 @@ def best_response(tree: GameTree, policy, player: int, weights=None) -> jax.Arra
   At information states the opponent's policy makes unreachable, any legal
   action is a best response; the first legal maximiser is returned.
   """
-  w = tree.terminal_chance if weights is None else weights
-  o = 1 - player
-  xo = realization(tree.players[o], policy[o])
-  sign = 1.0 if player == 0 else -1.0
-  leaf = sign * tree.terminal_payoff * w * xo[tree.terminal_seq[o]]
-  pt = tree.players[player]
-  q, _ = sequence_values(pt, leaf, tree.terminal_seq[player], None, tree.num_actions)
-  q = jnp.where(pt.legal, q, -jnp.inf)
-  return jax.nn.one_hot(jnp.argmax(q, axis=-1), tree.num_actions, dtype=leaf.dtype)
+  q, _ = _best_response_q(tree, policy, player, weights)
+  q = jnp.where(tree.players[player].legal, q, -jnp.inf)
+  return jax.nn.one_hot(jnp.argmax(q, axis=-1), tree.num_actions, dtype=q.dtype)
 
 
 def expected_value(tree: GameTree, policy, weights=None):
