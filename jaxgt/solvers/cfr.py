@@ -138,7 +138,7 @@ def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigm
   """
   pt = tree.players[p]
   dtype = state.weights.dtype
-  leaf = sf.terminal_leaf_values(tree, p, x[o], state.weights)
+  leaf = sf.terminal_leaf_values(tree, p, x[1 - p], state.weights)
   q, _ = sf.sequence_values(pt, leaf, tree.terminal_seq[p], sigma[p], tree.num_actions)
   value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
   r = jnp.where(pt.legal, q - value, 0.0)
