@@ -73,3 +73,12 @@ def test_python_dash_m_entry_point():
   out = subprocess.run([sys.executable, "-m", "jaxgt", "games"], capture_output=True, text=True,
                        check=True).stdout
   assert "leduc_poker" in out
+
+
+def test_check_and_openspiel_prefix(capsys):
+  assert main(["check", "kuhn_poker"]) == 0
+  assert "all checks passed" in capsys.readouterr().out
+  assert main(["solve", "openspiel:goofspiel(imp_info=True,num_cards=3)", "--iterations", "50",
+               "--eval-every", "25"]) == 0
+  out = capsys.readouterr().out
+  assert "iter       50" in out and "final:" in out

@@ -2,7 +2,9 @@
 
 ``make(name, **params)`` builds a :class:`Game` definition (no enumeration);
 ``load("leduc_poker")`` or ``load("liars_dice(numdice=1)")`` parses a game
-string in OpenSpiel's syntax, builds and compiles it (cached per string).
+string in OpenSpiel's syntax, builds and compiles it (cached per string);
+``load("openspiel:<game string>")`` imports any two-player zero-sum pyspiel
+game (:func:`from_openspiel`). ``check(game)`` runs the conformance checks.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import re
 from typing import Any, Callable
 
 from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.conformance import check
+from jaxgt.games.goofspiel import Goofspiel
 from jaxgt.games.kuhn import KuhnPoker
 from jaxgt.games.leduc import LeducPoker
+from jaxgt.games.liars_dice import LiarsDice
 from jaxgt.games.nonlocality import NonLocality
+from jaxgt.games.openspiel_import import from_openspiel
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 
 __all__ = ["CHANCE", "TERMINAL", "Game", "GameSpec", "make", "load", "registry",
-           "register", "parse_game_string", "check_params"]
+           "register", "parse_game_string", "check_params", "check", "from_openspiel"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +96,10 @@ def parse_game_string(text: str) -> tuple[str, dict]:
   return name, params
 
 
-def make_from_string(text: str) -> Game:
-  """A game definition from a game string (registered names only)."""
+def make_from_string(text: str, max_histories: int = 5_000_000) -> Game:
+  """A game definition from a game string; ``openspiel:<string>`` imports a pyspiel game."""
+  if text.strip().startswith("openspiel:"):
+    return from_openspiel(text.strip(), max_histories=max_histories)
   name, params = parse_game_string(text)
   return make(name, **params)
 
@@ -100,7 +108,7 @@ def make_from_string(text: str) -> Game:
 def load(text: str, max_histories: int = 5_000_000):
   """Parses, builds and compiles a game string; returns a ``CompiledGame``."""
   from jaxgt.compiler import compile_game
-  return compile_game(make_from_string(text), max_histories=max_histories)
+  return compile_game(make_from_string(text, max_histories), max_histories=max_histories)
 
 
 register("kuhn_poker", KuhnPoker, {"players": 2},
@@ -111,3 +119,7 @@ register("rps_plus", RockPaperScissorsPlus, {"scissors_payoff": 2.0},
          "Rock-Paper-Scissors+ played sequentially, P2 unaware of P1's move")
 register("nonlocality", NonLocality, {"leftmost": 1.0},
          "the non-locality game of Lisy et al. 2015, Figure 1")
+register("liars_dice", LiarsDice, LiarsDice.param_defaults,
+         "Liar's Dice LD(D1,D2) of Lisy et al. 2015 (OpenSpiel liars_dice for equal counts)")
+register("goofspiel", Goofspiel, Goofspiel.param_defaults,
+         "II-Goofspiel II-GS(N) of Lisy et al. 2015, ascending point cards, turn-based bids")

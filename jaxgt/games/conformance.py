@@ -1,0 +1,216 @@
+"""The conformance check every game must pass: ``jaxgt.games.check(game)``.
+
+Independent of the compiler, :func:`check` enumerates a :class:`Game`
+breadth-first and verifies, in this order (the names are what the report
+lists and what a ``ValueError`` names):
+
+``players``
+  ``current_player`` is 0, 1, ``CHANCE`` or ``TERMINAL``; information states
+  are strings and public states hashable.
+``chance_probabilities``
+  every chance node has outcomes with distinct non-negative ids and positive
+  probabilities summing to one.
+``legal_actions``
+  every decision node has a non-empty, sorted, duplicate-free legal set inside
+  ``[0, num_actions)``.
+``zero_sum``
+  every terminal pays ``(u0, u1)``, finite, with ``u0 + u1 == 0``.
+``perfect_recall``
+  all histories of one information state have the same own action sequence
+  and the same legal actions.
+``public_states``
+  all histories of one information state share a public state, and all
+  histories of one public state have the same depth and (except the root)
+  parents in one public state, so public states form a tree.
+``deterministic``
+  a second enumeration gives the same histories, keys, legal sets,
+  probabilities and payoffs; for a compiled game, also the same sizes and
+  information-state keys as the compiled tree.
+
+A failure raises ``ValueError`` naming the check and the offending history as
+its action path from the root. Success returns a short dict (game string,
+passed checks, sizes) for printing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from jaxgt.games.base import CHANCE, TERMINAL, Game
+
+CHECKS = ("players", "chance_probabilities", "legal_actions", "zero_sum",
+          "perfect_recall", "public_states", "deterministic")
+
+
+class _Fail(ValueError):
+  pass
+
+
+def _enumerate(game: Game, max_histories: int, tol: float):
+  """One breadth-first pass; returns per-history arrays and the records to compare."""
+  name = game.game_string()
+  states = [game.initial_state()]
+  parent, action, depth = [-1], [-1], [0]
+  records = []
+  info_ids = ({}, {})
+  public_ids = {}
+
+  def path(h):
+    acts = []
+    while h > 0:
+      acts.append(action[h])
+      h = parent[h]
+    return tuple(reversed(acts))
+
+  def fail(check, h, what):
+    raise _Fail(f"{name}: check '{check}' failed at history {path(h)}: {what}")
+
+  h = 0
+  while h < len(states):
+    if len(states) > max_histories:
+      raise ValueError(f"{name}: more than max_histories={max_histories} histories; "
+                       "pass max_histories=... to check a larger game")
+    s = states[h]
+    states[h] = None
+    p = game.current_player(s)
+    try:
+      pub = public_ids.setdefault(game.public_state(s), len(public_ids))
+    except TypeError:
+      fail("players", h, "public_state is not hashable")
+    if p == TERMINAL:
+      r = tuple(float(x) for x in game.returns(s))
+      if len(r) != 2 or not all(math.isfinite(x) for x in r) or abs(r[0] + r[1]) > tol:
+        fail("zero_sum", h, f"returns {r} are not finite and zero-sum")
+      records.append((p, pub, -1, r))
+    elif p == CHANCE:
+      outcomes = [(int(a), float(q)) for a, q in game.chance_outcomes(s)]
+      ids = [a for a, _ in outcomes]
+      if not outcomes:
+        fail("chance_probabilities", h, "no chance outcomes")
+      if len(set(ids)) != len(ids) or min(ids) < 0:
+        fail("chance_probabilities", h, f"outcome ids {ids} repeat or are negative")
+      if not all(q > 0 for _, q in outcomes):
+        fail("chance_probabilities", h, f"non-positive probability in {outcomes}")
+      total = sum(q for _, q in outcomes)
+      if abs(total - 1.0) > tol:
+        fail("chance_probabilities", h, f"probabilities sum to {total!r}, not 1")
+      records.append((p, pub, -1, tuple(outcomes)))
+      for a in ids:
+        states.append(game.next_state(s, a))
+        parent.append(h)
+        action.append(a)
+        depth.append(depth[h] + 1)
+    elif p in (0, 1):
+      legal = [int(a) for a in game.legal_actions(s)]
+      if not legal:
+        fail("legal_actions", h, "empty legal set")
+      if legal != sorted(set(legal)) or legal[0] < 0 or legal[-1] >= game.num_actions:
+        fail("legal_actions", h, f"legal set {legal} is not sorted, unique and "
+             f"inside [0, {game.num_actions})")
+      key = game.information_state(s, p)
+      if not isinstance(key, str):
+        fail("players", h, f"information state {key!r} is not a string")
+      iid = info_ids[p].setdefault(key, len(info_ids[p]))
+      records.append((p, pub, iid, tuple(legal)))
+      for a in legal:
+        states.append(game.next_state(s, a))
+        parent.append(h)
+        action.append(a)
+        depth.append(depth[h] + 1)
+    else:
+      fail("players", h, f"current_player is {p!r}")
+    h += 1
+  return dict(parent=parent, action=action, depth=depth, records=records,
+              info_keys=(list(info_ids[0]), list(info_ids[1])), num_public=len(public_ids),
+              path=path, fail=fail)
+
+
+def _check_structure(e):
+  """``perfect_recall`` and ``public_states`` over one enumeration."""
+  parent, action, depth, records, fail = (e["parent"], e["action"], e["depth"],
+                                          e["records"], e["fail"])
+  H = len(records)
+  last = [[None] * H, [None] * H]   # each player's last own (infostate, action)
+  first_of_info = ({}, {})
+  for h in range(H):
+    p, pub, iid, legal = records[h]
+    if h:
+      q = parent[h]
+      pq = records[q][0]
+      for i in (0, 1):
+        last[i][h] = (records[q][2], action[h]) if pq == i else last[i][q]
+    if p in (0, 1):
+      g = first_of_info[p].setdefault(iid, h)
+      if g != h:
+        key = e["info_keys"][p][iid]
+        if last[p][g] != last[p][h]:
+          fail("perfect_recall", h, f"information state {key!r} of player {p} is also "
+               f"reached by a different own sequence at history {e['path'](g)}")
+        if records[g][3] != legal:
+          fail("perfect_recall", h, f"information state {key!r} of player {p} has legal "
+               f"actions {list(legal)} here and {list(records[g][3])} at {e['path'](g)}")
+        if records[g][1] != pub:
+          fail("public_states", h, f"information state {key!r} of player {p} spans two "
+               f"public states (also at history {e['path'](g)})")
+  first_of_pub = {}
+  for h in range(H):
+    pub = records[h][1]
+    g = first_of_pub.setdefault(pub, h)
+    if g == h:
+      continue
+    if depth[g] != depth[h]:
+      fail("public_states", h, f"its public state also holds history {e['path'](g)} "
+           f"of depth {depth[g]} (this one has depth {depth[h]})")
+    if g and h and records[parent[g]][1] != records[parent[h]][1]:
+      fail("public_states", h, f"its public state also holds history {e['path'](g)} "
+           "whose parent is in a different public state")
+
+
+def check(game: Any, *, max_histories: int = 5_000_000, tol: float = 1e-9) -> dict:
+  """Runs the conformance checks of the module docstring on a game.
+
+  Args:
+    game: a :class:`Game` or a compiled game (anything with ``.game``; its
+      tree is compared with a fresh enumeration too).
+    max_histories: refuse games larger than this.
+    tol: tolerance of the probability and zero-sum checks.
+
+  Returns:
+    ``{"game": str, "passed": [check names], "sizes": {...}}``.
+
+  Raises:
+    ValueError: naming the failed check and the offending history.
+  """
+  compiled = None
+  if not isinstance(game, Game):
+    if not isinstance(getattr(game, "game", None), Game):
+      raise ValueError(f"check() takes a Game or a compiled game, got {type(game).__name__}")
+    compiled, game = game, game.game
+  e = _enumerate(game, max_histories, tol)
+  _check_structure(e)
+  again = _enumerate(game, max_histories, tol)
+  name = game.game_string()
+  if again["records"] != e["records"] or again["info_keys"] != e["info_keys"]:
+    n = next((h for h, (a, b) in enumerate(zip(e["records"], again["records"])) if a != b),
+             min(len(e["records"]), len(again["records"])))
+    where = e["path"](n) if n < len(e["records"]) else again["path"](n)
+    raise ValueError(f"{name}: check 'deterministic' failed at history {where}: a second "
+                     "enumeration differs there")
+  sizes = {
+      "histories": len(e["records"]),
+      "terminals": sum(r[0] == TERMINAL for r in e["records"]),
+      "infostates_p0": len(e["info_keys"][0]),
+      "infostates_p1": len(e["info_keys"][1]),
+      "public_states": e["num_public"],
+  }
+  if compiled is not None:
+    t = compiled.tree
+    theirs = {"histories": t.num_histories, "terminals": t.num_terminals,
+              "infostates_p0": t.num_infostates[0], "infostates_p1": t.num_infostates[1],
+              "public_states": t.num_public_states}
+    if theirs != sizes or any(set(compiled.infostate_keys[p]) != set(e["info_keys"][p])
+                              for p in (0, 1)):
+      raise ValueError(f"{name}: check 'deterministic' failed at history (): the compiled "
+                       f"tree {theirs} differs from a fresh enumeration {sizes}")
+  return {"game": name, "passed": list(CHECKS), "sizes": sizes}

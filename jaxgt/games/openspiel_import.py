@@ -1,0 +1,301 @@
+"""Any two-player zero-sum (or constant-sum) OpenSpiel game as a jaxgt :class:`Game`.
+
+``from_openspiel("goofspiel(imp_info=True,num_cards=4)")`` wraps a ``pyspiel``
+game; ``jaxgt.games.load("openspiel:<game string>")`` does the same and
+compiles it. States are ``pyspiel.State`` objects (children made with
+``state.child(a)``, never mutated), and information-state keys are OpenSpiel's
+``information_state_string``, so policies export to a ``TabularPolicy``
+exactly.
+
+Conversions:
+
+* **Simultaneous moves** are played in turn (player 0, then player 1) the way
+  OpenSpiel's ``turn_based_simultaneous_game`` does: the second mover's
+  information state does not contain the first mover's pending action, and
+  the strings are that wrapper's (``"Current player: p\\n"`` + the underlying
+  game's string), so ``openspiel_game_string()`` names the wrapped game.
+* **Constant-sum** payoffs ``u0 + u1 = c`` become zero-sum ``u_i - c / 2``
+  (values and exploitability shift by ``c / 2``; equilibria are unchanged).
+
+Public states (the compiler's public view, Schmid et al. 2023):
+
+* where the game has a public observer
+  (``IIGObservationType(public_info=True, perfect_recall=False,
+  private_info=NONE)``), the public state of a history is the sequence of
+  public observation strings along it, one per step (a pending simultaneous
+  move is a step whose observation is unchanged);
+* otherwise the **common-knowledge partition** computed over the enumerated
+  tree: histories are linked when they share an information state of the
+  acting player, or of the other player at the same depth (its string need
+  not change while the opponent moves), connected components are taken with
+  union-find, then closed under parents (the parents of the non-root
+  histories of one component are merged into one component) until nothing
+  changes. This is the finest partition that contains every information set
+  and forms a tree; in games where a player cannot tell how many moves were
+  made it merges histories of different depths.
+
+Errors (``ValueError``), before anything is enumerated where possible: more
+than two players, general-sum or identical-interest utilities, no
+information-state strings, and a tree larger than ``max_histories`` (counted
+first, the count and the limit in the message). Imperfect recall is caught
+by the compiler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxgt.games.base import CHANCE, TERMINAL, Game
+
+_PREFIX = "openspiel:"
+_SIMULTANEOUS = -2   # pyspiel.PlayerId.SIMULTANEOUS
+_TURN_BASED = "turn_based_simultaneous_game"
+
+
+def _pyspiel():
+  try:
+    import pyspiel
+  except ImportError as e:  # pragma: no cover - pyspiel is a test dependency
+    raise ValueError("importing OpenSpiel games needs the open_spiel package "
+                     "(pip install open_spiel)") from e
+  return pyspiel
+
+
+# State: (player, pyspiel state, pending simultaneous actions, path, public key)
+#   player: jaxgt player id (0, 1, CHANCE, TERMINAL)
+#   path: action ids from the root (the key of the common-knowledge partition)
+#   public key: tuple of public observations (empty without a public observer)
+
+
+class OpenSpielGame(Game):
+  """A pyspiel game seen through the :class:`Game` interface (module doc)."""
+
+  name = "openspiel"
+
+  def __init__(self, game: Any, *, max_histories: int = 5_000_000):
+    pyspiel = _pyspiel()
+    if isinstance(game, str):
+      text = game[len(_PREFIX):] if game.startswith(_PREFIX) else game
+      try:
+        game = pyspiel.load_game(text)
+      except pyspiel.SpielError as e:
+        raise ValueError(f"OpenSpiel cannot load {text!r}: {str(e).splitlines()[0]}") from e
+    gtype = game.get_type()
+    label = str(game)
+    if game.num_players() != 2:
+      raise ValueError(f"{label}: jaxgt solves two-player games; this game has "
+                       f"{game.num_players()} players")
+    U = pyspiel.GameType.Utility
+    if gtype.utility == U.ZERO_SUM:
+      self._shift = 0.0
+    elif gtype.utility == U.CONSTANT_SUM:
+      self._shift = float(game.utility_sum()) / 2.0
+    else:
+      raise ValueError(f"{label}: utility is {gtype.utility.name}; jaxgt needs a "
+                       "zero-sum or constant-sum game")
+    if not gtype.provides_information_state_string:
+      raise ValueError(f"{label}: the game provides no information-state strings; "
+                       "jaxgt keys information states by them")
+    super().__init__(game=label)
+    self.name = _PREFIX + label   # error messages of the compiler name the game
+    self.os_game = game
+    self._loadable = self._reloads(pyspiel, game, label)
+    self.simultaneous = gtype.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS
+    self.num_actions = game.num_distinct_actions()
+    self._observer = self._public_observer(pyspiel, game)
+    self._ck = None
+    self.num_histories = self._count(max_histories)
+    if self._observer is None:
+      self._ck = self._common_knowledge()
+
+  @staticmethod
+  def _reloads(pyspiel, game, label):
+    """Whether ``pyspiel.load_game(str(game))`` gives this game back."""
+    short = game.get_type().short_name
+    if short not in pyspiel.registered_names():
+      return False   # e.g. a matrix game made in Python
+    if short == "efg_game" and "filename" not in game.get_parameters():
+      return False   # loaded from EFG text: the string names the default EFG game
+    try:
+      return str(pyspiel.load_game(label)) == label
+    except Exception:  # parameters pyspiel cannot parse back
+      return False
+
+  @staticmethod
+  def _public_observer(pyspiel, game):
+    try:
+      obs_type = pyspiel.IIGObservationType(
+          public_info=True, perfect_recall=False,
+          private_info=pyspiel.PrivateInfoType.NONE)
+      observer = game.make_observer(obs_type, {})
+      if observer is None:
+        return None
+      obs = pyspiel._Observation(game, observer)
+      if not obs.has_string():
+        return None
+      obs.string_from(game.new_initial_state(), 0)
+      return obs
+    except Exception:  # the game has no (string) public observer
+      return None
+
+  # --- rules -------------------------------------------------------------
+  def _wrap(self, o, pending, path, key):
+    if o.is_terminal():
+      p = TERMINAL
+    elif o.is_chance_node():
+      p = CHANCE
+    else:
+      p = o.current_player()
+      if p == _SIMULTANEOUS:
+        p = len(pending)
+        while p < 2 and not o.legal_actions(p):
+          pending = pending + (0,)
+          p += 1
+        if p == 2:   # nobody can move: apply the (empty) joint action
+          o = o.clone()
+          o.apply_actions(list(pending))
+          return self._wrap(o, (), path, key)
+    if self._observer is not None:
+      key = key + (self._observer.string_from(o, 0),)
+    return (p, o, pending, path, key)
+
+  def initial_state(self):
+    return self._wrap(self.os_game.new_initial_state(), (), (), ())
+
+  def current_player(self, s):
+    return s[0]
+
+  def legal_actions(self, s):
+    o = s[1]
+    return o.legal_actions(s[0]) if self.simultaneous else o.legal_actions()
+
+  def chance_outcomes(self, s):
+    return s[1].chance_outcomes()
+
+  def next_state(self, s, a):
+    p, o, pending, path, key = s
+    path = path + (a,)
+    if p >= 0 and o.current_player() == _SIMULTANEOUS:
+      pending = pending + (a,)
+      if len(pending) < 2:
+        return self._wrap(o, pending, path, key)
+      o = o.clone()
+      o.apply_actions(list(pending))
+      return self._wrap(o, (), path, key)
+    return self._wrap(o.child(a), (), path, key)
+
+  def returns(self, s):
+    r = s[1].returns()
+    return (r[0] - self._shift, r[1] - self._shift)
+
+  def information_state(self, s, player):
+    o = s[1]
+    if not self.simultaneous:
+      return o.information_state_string(player)
+    head = f"Current player: {s[0]}\n"
+    if s[2] and player < s[0]:
+      head += f"Observer's action this turn: {s[2][player]}\n"
+    return head + o.information_state_string(player)
+
+  def public_state(self, s):
+    return s[4] if self._ck is None else self._ck[s[3]]
+
+  # --- enumeration helpers -------------------------------------------------
+  def _count(self, limit):
+    n, stack = 0, [self.initial_state()]
+    while stack:
+      s = stack.pop()
+      n += 1
+      if n > limit:
+        raise ValueError(
+            f"{self.os_game}: more than max_histories={limit} histories (counted "
+            f"{n} before stopping); pass max_histories=... to raise the limit")
+      p = s[0]
+      if p == TERMINAL:
+        continue
+      acts = ([a for a, _ in self.chance_outcomes(s)] if p == CHANCE
+              else self.legal_actions(s))
+      stack.extend(self.next_state(s, a) for a in acts)
+    return n
+
+  def _common_knowledge(self):
+    """Path -> public-state id of the common-knowledge partition (module doc)."""
+    paths, parent, first = [], [], {}
+    up = []
+
+    def find(x):
+      while up[x] != x:
+        up[x] = up[up[x]]
+        x = up[x]
+      return x
+
+    def union(a, b):
+      a, b = find(a), find(b)
+      if a != b:
+        up[max(a, b)] = min(a, b)
+        return True
+      return False
+
+    stack = [(self.initial_state(), -1)]
+    while stack:
+      s, par = stack.pop()
+      h = len(paths)
+      paths.append(s[3])
+      parent.append(par)
+      up.append(h)
+      p = s[0]
+      for q in (0, 1):
+        try:
+          k = self.information_state(s, q)
+        except Exception:  # no string at this (e.g. terminal) history
+          continue
+        # The acting player's states are linked at any depth, the other
+        # player's (whose strings need not change when the opponent moves)
+        # only at the same depth.
+        k = (q, k) if q == p else (q, len(s[3]), k)
+        if k in first:
+          union(first[k], h)
+        else:
+          first[k] = h
+      if p == TERMINAL:
+        continue
+      acts = ([a for a, _ in self.chance_outcomes(s)] if p == CHANCE
+              else self.legal_actions(s))
+      stack.extend((self.next_state(s, a), h) for a in acts)
+    changed = True
+    while changed:
+      changed = False
+      rep_parent = {}
+      for h in range(1, len(paths)):
+        r = find(h)
+        q = rep_parent.setdefault(r, parent[h])
+        changed |= union(q, parent[h])
+    ids = {}
+    return {path: ids.setdefault(find(h), len(ids)) for h, path in enumerate(paths)}
+
+  # --- presentation --------------------------------------------------------
+  def game_string(self):
+    return self.name
+
+  def openspiel_game_string(self):
+    """The (turn-based) game string; ``None`` for a game pyspiel cannot reload by name."""
+    if not self._loadable:
+      return None
+    if self.simultaneous:
+      return f"{_TURN_BASED}(game={self.params['game']})"
+    return self.params["game"]
+
+  def action_string(self, a):
+    try:
+      return self.os_game.new_initial_state().action_to_string(0, a)
+    except Exception:  # the root cannot name player actions
+      return str(a)
+
+
+def from_openspiel(game_or_string: Any, max_histories: int = 5_000_000) -> OpenSpielGame:
+  """Wraps a ``pyspiel`` game (object or game string, ``openspiel:`` prefix allowed).
+
+  Raises ``ValueError`` for more than two players, general-sum utilities, no
+  information-state strings, or more than ``max_histories`` histories.
+  """
+  return OpenSpielGame(game_or_string, max_histories=max_histories)
