@@ -5,7 +5,7 @@ jaxgt solver (alternating updates), OpenSpiel's C++ ``CFRPlusSolver`` and
 ``CFRSolver`` ms/iteration through ``pyspiel`` with the ratio, and batched
 throughput (game-iterations/s) of CFR+ over B root chance distributions.
 
-  python benchmarks/cfr_speed.py                       # Kuhn and Leduc
+  python benchmarks/cfr_speed.py                       # all default games
   python benchmarks/cfr_speed.py --games "liars_dice(numdice=1)" --batch-sizes 1,16
 """
 
@@ -21,6 +21,10 @@ import numpy as np
 import jaxgt
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.solvers import sequence_form as sf
+
+
+DEFAULT_GAMES = ("kuhn_poker;leduc_poker;liars_dice(numdice=1);goofspiel(num_cards=4);"
+                 "goofspiel(num_cards=5)")
 
 
 def _time_jaxgt(tree, solver, iterations, repeats):
@@ -80,7 +84,7 @@ def _batched(g, tree, batch_sizes, iterations):
 
 def main():
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  ap.add_argument("--games", default="kuhn_poker,leduc_poker",
+  ap.add_argument("--games", default=DEFAULT_GAMES,
                   help="semicolon- or comma-separated game strings")
   ap.add_argument("--iterations", type=int, default=1000)
   ap.add_argument("--repeats", type=int, default=3)
