@@ -117,6 +117,35 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
   return jnp.concatenate(qs).reshape(n, A), root
 
 
+def check_policy(tree: GameTree, policy) -> None:
+  """Raises ``ValueError`` unless ``policy`` is ``([I0, A], [I1, A])`` floats for ``tree``.
+
+  Runs on static shapes, so it costs nothing under ``jit`` and fails before
+  any compilation.
+  """
+  if not isinstance(policy, (tuple, list)) or len(policy) != 2:
+    raise ValueError("a policy is a pair (sigma0 [I0, A], sigma1 [I1, A]); got "
+                     f"{type(policy).__name__}")
+  for p, sig in enumerate(policy):
+    want = (tree.num_infostates[p], tree.num_actions)
+    shape = tuple(getattr(sig, "shape", ()))
+    if shape[-2:] != want:
+      raise ValueError(f"policy of player {p} has shape {shape}; this game needs {want} "
+                       "(information states x actions): is it a policy for another game?")
+    if not jnp.issubdtype(sig.dtype, jnp.floating):
+      raise ValueError(f"policy of player {p} has dtype {sig.dtype}; expected floating point")
+
+
+def check_weights(tree: GameTree, weights) -> None:
+  """Raises ``ValueError`` unless ``weights`` has shape ``[..., T]``."""
+  if weights is None:
+    return
+  shape = tuple(getattr(weights, "shape", ()))
+  if shape[-1:] != (tree.num_terminals,):
+    raise ValueError(f"terminal weights have shape {shape}; this game needs "
+                     f"[..., {tree.num_terminals}] (one weight per terminal history)")
+
+
 def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None):
   """``[T]`` utility to ``player`` times chance/external and opponent reach."""
   w = tree.terminal_chance if weights is None else weights
@@ -128,6 +157,8 @@ def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None):
 def counterfactual_values(tree: GameTree, policy, player: int, weights=None,
                           opponent_x=None):
   """Counterfactual action values ``[I_p, A]`` of ``player`` under ``policy``, and the root value."""
+  check_policy(tree, policy)
+  check_weights(tree, weights)
   if opponent_x is None:
     opponent_x = realization(tree.players[1 - player], policy[1 - player])
   leaf = terminal_leaf_values(tree, player, opponent_x, weights)
@@ -136,6 +167,8 @@ def counterfactual_values(tree: GameTree, policy, player: int, weights=None,
 
 
 def _best_response_q(tree: GameTree, policy, player: int, weights):
+  check_policy(tree, policy)
+  check_weights(tree, weights)
   xo = realization(tree.players[1 - player], policy[1 - player])
   leaf = terminal_leaf_values(tree, player, xo, weights)
   return sequence_values(tree.players[player], leaf, tree.terminal_seq[player], None,
@@ -160,6 +193,8 @@ def best_response(tree: GameTree, policy, player: int, weights=None) -> jax.Arra
 
 def expected_value(tree: GameTree, policy, weights=None):
   """Player 0's expected utility when both follow ``policy``."""
+  check_policy(tree, policy)
+  check_weights(tree, weights)
   w = tree.terminal_chance if weights is None else weights
   x0 = realization(tree.players[0], policy[0])
   x1 = realization(tree.players[1], policy[1])
