@@ -373,6 +373,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
                       (hist_legal, "has different legal actions"),
                       (public_of_hist_arr[hs], "spans two public states")):
       ref = arr[first][iids] if arr.ndim == 1 else arr[first][iids]
+      if not len(hs):  # this player never acts
+        continue
       bad = np.flatnonzero(np.any((ref != arr).reshape(len(hs), -1), axis=1))
       if len(bad):
         k = int(bad[0])
@@ -390,6 +392,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
 
     def remap(seq, n=n, inv=inv):
       seq = np.asarray(seq, np.int64)
+      if n == 0:  # a player who never acts has only the empty sequence
+        return np.zeros(seq.shape, np.int32)
       safe = np.maximum(seq, 0)
       return np.where(seq < 0, n * A, inv[safe // A] * A + safe % A).astype(np.int32)
 

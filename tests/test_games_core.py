@@ -195,3 +195,46 @@ def test_compiler_rejects_imperfect_recall():
 
   with pytest.raises(ValueError, match=r"'same' of player 0 is reached by different own sequences"):
     jaxgt.compile_game(Forgetful())
+
+
+def test_compiler_accepts_a_player_who_never_acts():
+  """A one-sided decision problem: P2 never acts, P1 picks the better of two coin bets."""
+  from jaxgt.games.base import Game
+  from jaxgt.solvers import sequence_form as sf
+
+  class OneSided(Game):
+    name = "one_sided"
+    num_actions = 2
+
+    def initial_state(self):
+      return ()
+
+    def current_player(self, s):
+      return TERMINAL if len(s) == 2 else (CHANCE if len(s) == 0 else 0)
+
+    def chance_outcomes(self, s):
+      return [(0, 0.25), (1, 0.75)]
+
+    def legal_actions(self, s):
+      return [0, 1]
+
+    def next_state(self, s, a):
+      return s + (a,)
+
+    def returns(self, s):
+      v = 1.0 if s[0] == s[1] else -1.0
+      return (v, -v)
+
+    def information_state(self, s, p):
+      return "-" if p == 0 else ""
+
+    def public_state(self, s):
+      return len(s)
+
+  cg = jaxgt.compile_game(OneSided())
+  assert cg.tree.players[1].num_infostates == 0
+  tree = cg.device_tree(np.float64)
+  pol = sf.uniform_policy(tree)
+  # P1 cannot see the coin: always guessing 1 wins 0.75 - 0.25 = 0.5.
+  assert float(sf.best_response_value(tree, pol, 0)) == pytest.approx(0.5)
+  assert float(sf.expected_value(tree, pol)) == pytest.approx(0.0)
