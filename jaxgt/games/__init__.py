@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
 from jaxgt.games.conformance import check
+from jaxgt.games.generic_poker import GenericPoker
 from jaxgt.games.goofspiel import Goofspiel
 from jaxgt.games.kuhn import KuhnPoker
 from jaxgt.games.leduc import LeducPoker
@@ -23,6 +24,7 @@ from jaxgt.games.liars_dice import LiarsDice
 from jaxgt.games.nonlocality import NonLocality
 from jaxgt.games.openspiel_import import from_openspiel
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
+from jaxgt.games.scotland_yard import ScotlandYard
 
 __all__ = ["CHANCE", "TERMINAL", "Game", "GameSpec", "make", "load", "registry",
            "register", "parse_game_string", "check_params", "check", "from_openspiel"]
@@ -123,3 +125,7 @@ register("liars_dice", LiarsDice, LiarsDice.param_defaults,
          "Liar's Dice LD(D1,D2) of Lisy et al. 2015 (OpenSpiel liars_dice for equal counts)")
 register("goofspiel", Goofspiel, Goofspiel.param_defaults,
          "II-Goofspiel II-GS(N) of Lisy et al. 2015, ascending point cards, turn-based bids")
+register("generic_poker", GenericPoker, GenericPoker.param_defaults,
+         "Generic Poker GP(T,C,R,B) of Lisy et al. 2015 (Leduc is GP(3,2,1,1))")
+register("scotland_yard", ScotlandYard, ScotlandYard.param_defaults,
+         "Scotland Yard on the glasses map of Schmid et al. 2023 (jaxgt reconstruction)")
