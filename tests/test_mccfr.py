@@ -1,0 +1,128 @@
+"""Batched MCCFR (outcome / external sampling) against OpenSpiel's C++ solvers."""
+
+import jax
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt import policy as policy_lib
+from jaxgt.solvers import mccfr
+from jaxgt.solvers import sequence_form as sf
+
+pyspiel = pytest.importorskip("pyspiel")
+from open_spiel.python.algorithms import exploitability as os_expl  # noqa: E402
+
+SOLVERS = {"os": mccfr.outcome_sampling, "es": mccfr.external_sampling}
+
+
+def _run(game, kind, batch, steps, seed):
+  g = jaxgt.load(game)
+  tree = g.device_tree("float64")
+  solver = SOLVERS[kind](batch=batch, dtype="float64")
+  state = solver.run(tree, solver.init(tree, jax.random.key(seed)), steps)
+  return g, tree, solver.average_policy(tree, state)
+
+
+@pytest.mark.parametrize("kind", ["os", "es"])
+def test_same_key_same_policy_different_key_different(kind):
+  _, _, a = _run("kuhn_poker", kind, 8, 50, 3)
+  _, _, b = _run("kuhn_poker", kind, 8, 50, 3)
+  _, _, c = _run("kuhn_poker", kind, 8, 50, 4)
+  for p in (0, 1):
+    np.testing.assert_array_equal(np.asarray(a[p]), np.asarray(b[p]))
+  assert any(not np.array_equal(np.asarray(a[p]), np.asarray(c[p])) for p in (0, 1))
+
+
+@pytest.mark.parametrize("game,kind,batch,steps", [
+    ("kuhn_poker", "os", 16, 20), ("kuhn_poker", "es", 8, 5),
+    ("leduc_poker", "os", 64, 20), ("leduc_poker", "es", 16, 5)])
+def test_exploitability_falls_with_samples(game, kind, batch, steps):
+  g = jaxgt.load(game)
+  tree = g.device_tree("float64")
+  solver = SOLVERS[kind](batch=batch, dtype="float64")
+  state = solver.init(tree, jax.random.key(0))
+  uniform = float(sf.exploitability(tree, sf.uniform_policy(tree, np.float64)))
+  values = []
+  for n in (steps, 3 * steps, 12 * steps):  # after steps, 4 * steps, 16 * steps
+    state = solver.run(tree, state, n)
+    values.append(float(sf.exploitability(tree, solver.average_policy(tree, state))))
+  assert values[2] < uniform
+  assert values[2] < values[0]
+
+
+# Equal sample counts: OpenSpiel iteration = one trajectory per player = our batch-1 step.
+@pytest.mark.parametrize("game,kind,iterations", [
+    ("kuhn_poker", "os", 2000), ("kuhn_poker", "es", 2000),
+    ("leduc_poker", "os", 2000), ("leduc_poker", "es", 400)])
+def test_within_spread_of_openspiel_cpp(game, kind, iterations):
+  os_game = pyspiel.load_game(game)
+  cls = {"os": pyspiel.OutcomeSamplingMCCFRSolver, "es": pyspiel.ExternalSamplingMCCFRSolver}[kind]
+  ref = []
+  for seed in range(5):
+    solver = cls(os_game, seed=seed)
+    for _ in range(iterations):
+      solver.run_iteration()
+    ref.append(pyspiel.exploitability(os_game, solver.average_policy()))
+  ours = []
+  for seed in range(5):
+    g, _, pol = _run(game, kind, 1, iterations, seed)
+    if game == "kuhn_poker":  # measured with OpenSpiel's own exploitability
+      os_pol = policy_lib.to_openspiel(policy_lib.Policy.from_arrays(g, pol), g)
+      ours.append(os_expl.exploitability(os_game, os_pol))
+    else:
+      ours.append(float(sf.exploitability(g.device_tree("float64"), pol)))
+  spread = max(ref) - min(ref)
+  assert min(ref) - spread <= np.mean(ours) <= max(ref) + spread, (ref, ours)
+
+
+def test_second_run_does_not_recompile():
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  solver = mccfr.outcome_sampling(batch=4, dtype="float64")
+  state = solver.run(tree, solver.init(tree, jax.random.key(0)), 3)
+  before = mccfr._run._cache_size()
+  solver.run(tree, state, 7)
+  assert mccfr._run._cache_size() == before
+
+
+def test_bad_parameters():
+  with pytest.raises(ValueError, match="epsilon"):
+    mccfr.outcome_sampling(epsilon=0.0)
+  with pytest.raises(ValueError, match="batch"):
+    mccfr.outcome_sampling(batch=0)
+  with pytest.raises(ValueError, match="unknown sampling solver"):
+    mccfr.make_sampling_solver("mccfr-xx", batch=4)
+  with pytest.raises(ValueError, match="epsilon"):
+    mccfr.make_sampling_solver("mccfr-es", batch=4, epsilon=0.5)
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  solver = mccfr.make_sampling_solver("mccfr-es", batch=4, dtype="float64")
+  with pytest.raises(ValueError, match="key"):
+    solver.init(tree, 0)
+  with pytest.raises(ValueError, match="num_steps"):
+    solver.run(tree, solver.init(tree, jax.random.key(0)), -1)
+
+
+@pytest.mark.parametrize("game,kind,batch,tol", [
+    ("kuhn_poker", "os", 50_000, 0.02), ("kuhn_poker", "es", 20_000, 0.015),
+    ("leduc_poker", "es", 10_000, 0.04)])
+def test_sampled_regret_is_unbiased(game, kind, batch, tol):
+  """Mean sampled regret of the first half-step = exact counterfactual regret (uniform play)."""
+  tree = jaxgt.load(game).device_tree("float64")
+  solver = SOLVERS[kind](batch=batch, dtype="float64")
+  state = solver.run(tree, solver.init(tree, jax.random.key(1)), 1)
+  uniform = sf.uniform_policy(tree, np.float64)
+  q, _ = sf.counterfactual_values(tree, uniform, 0)
+  exact = np.where(tree.players[0].legal, q - np.sum(uniform[0] * q, -1, keepdims=True), 0.0)
+  np.testing.assert_allclose(np.asarray(state.regrets[0]) / batch, exact, atol=tol)
+
+
+def test_outcome_walks_agree():
+  """The tabulated (large batch) and row-wise (small batch) walks sample the same trajectories."""
+  tree = jaxgt.load("leduc_poker").device_tree("float64")
+  solver = mccfr.outcome_sampling(batch=4, dtype="float64")
+  state = solver.run(tree, solver.init(tree, jax.random.key(0)), 50)
+  uni = jax.random.uniform(jax.random.key(5), (state.max_depth, 32), np.float64)
+  for p in (0, 1):
+    a = mccfr._os_walk_lazy(solver, tree, state.regrets, p, uni)
+    b = mccfr._os_walk_tables(solver, tree, state.regrets, p, uni)
+    for x, y in zip(a, b):
+      np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
