@@ -1,0 +1,333 @@
+"""Leaf evaluators of depth-limited subgames and the solver loop that queries them.
+
+A leaf evaluator gives player 0's value of every leaf history ``[L]`` of a
+:class:`~jaxgt.subgame.Subgame` from the current beliefs at the leaves, as
+``004`` (Sec. 3) and ``003`` (Sec. 3) need: with values depending on the
+ranges, CFR queries the evaluator inside its jitted loop every ``chunk``
+iterations. The interface is a pair of pure functions (optax style):
+
+* ``init() -> state`` (any pytree; e.g. a warm-started inner solver);
+* ``apply(state, leaves: LeafInput) -> (values [2, L], state)``: row ``p``
+  is player 0's value of each leaf history used in player ``p``'s update
+  (the rows differ when each player is valued by its best response to the
+  other's continuation, as in CFR-D; a ``[L]`` result is used for both).
+
+``LeafInput`` carries both players' own reach ``[2, L]`` of each leaf history
+in the subgame and its chance-times-root-belief weight ``[L]``, so the
+ranges of each leaf public state are one segment sum away
+(:func:`leaf_ranges`). Provided: :func:`continuation` (exact values under a
+fixed continuation profile), :func:`equilibrium` (exact equilibrium values of
+the remaining game for the current ranges, all leaves solved together by the
+CFR family) and :func:`from_callable` (any user function, e.g. a network:
+one batched call for all leaves, shape-checked while tracing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from jax import lax
+
+from jaxgt.public_tree import history_values
+from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.solvers import sequence_form as sf
+from jaxgt.subgame import Subgame, extract
+
+
+@struct.dataclass
+class LeafInput:
+  """Beliefs at the leaves of a subgame.
+
+  Attributes:
+    reach: ``[2, L]`` each player's own reach of each leaf history.
+    weight: ``[L]`` chance reach times root belief of each leaf history.
+  """
+
+  reach: Any
+  weight: Any
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LeafEvaluator:
+  """``init() -> state`` and ``apply(state, LeafInput) -> (values [2, L] or [L], state)``.
+
+  ``final`` (same signature, optional) values the leaves for the final
+  average policy; ``apply`` is used when it is ``None``.
+  """
+
+  init: Callable[[], Any]
+  apply: Callable[[Any, LeafInput], tuple]
+  final: Callable[[Any, LeafInput], tuple] | None = None
+  name: str = "leaf"
+
+
+def leaf_input(sub: Subgame, tree, policy, weights) -> LeafInput:
+  """The :class:`LeafInput` of ``policy`` (subgame arrays) under terminal ``weights [T]``."""
+  K = max(sub.leaf_choices, 1)
+  term = np.flatnonzero((sub.terminal_leaf >= 0) & (sub.terminal_leaf % K == 0))
+  term = jnp.asarray(term[np.argsort(sub.terminal_leaf[term])])
+  nodes = jnp.asarray(sub.leaf_nodes)
+  xs = [sf.realization(tree.players[p], policy[p]) for p in (0, 1)]
+  reach = jnp.stack([xs[p][tree.last_seq[p][nodes]] for p in (0, 1)])
+  return LeafInput(reach=reach, weight=weights[term])
+
+
+def leaf_ranges(sub: Subgame, leaves: LeafInput):
+  """Per player ``[K_p]`` own reach of every augmented information state of the leaves.
+
+  Indexed like :class:`~jaxgt.public_tree.PublicTree` ``aug_keys`` (zero
+  outside the leaf public states).
+  """
+  out = []
+  for p in (0, 1):
+    ids = jnp.asarray(sub.full.aug[p][sub.leaf_histories])
+    K = len(sub.full.aug_keys[p])
+    # Every leaf history of one information state has the same own reach.
+    out.append(jnp.zeros(K, leaves.reach.dtype).at[ids].set(leaves.reach[p]))
+  return tuple(out)
+
+
+def continuation(sub: Subgame, policy) -> LeafEvaluator:
+  """Exact leaf values when both players follow ``policy`` (full-game arrays) below the leaves."""
+  tree = sub.full.game.device_tree(policy[0].dtype)
+  sf.check_policy(tree, policy)
+  values = history_values(tree, policy)[jnp.asarray(sub.leaf_histories)]
+  return LeafEvaluator(init=lambda: (), apply=lambda s, leaves: (values, s),
+                       name="continuation")
+
+
+def equilibrium(sub: Subgame, solver, iterations: int = 1,
+                final_iterations: int = 1000) -> LeafEvaluator:
+  """Equilibrium values of the remaining game for the current leaf beliefs.
+
+  All leaf public states form one continuation game (a subgame rooted at
+  all of them, no cut), so every leaf is solved in one batched call. Each
+  query runs ``iterations`` iterations of ``solver`` on it with the current
+  leaf beliefs as its root belief, warm-started from the previous query,
+  and values the leaves under its current strategies; with the subgame's
+  own CFR this is CFR on the trunk and the continuation together (the
+  decomposition of ``003``, Sec. 3, with exact continuation solving in
+  place of a value network), so the trunk converges to its part of an
+  equilibrium. The final query (:func:`solve`, for the average policy)
+  solves the continuation afresh for ``final_iterations`` iterations and
+  values the leaves under its average policy: the leaf equilibrium values for
+  those ranges.
+  """
+  if not sub.leaf_public:
+    raise ValueError("the subgame has no leaves")
+  cont = extract(sub.full, list(sub.leaf_public))
+  pos = {int(h): i for i, h in enumerate(cont.root_histories)}
+  root_of_leaf = jnp.asarray([pos[int(h)] for h in sub.leaf_histories])
+  child = jnp.asarray(cont.root_children()[[pos[int(h)] for h in sub.leaf_histories]])
+  dtype = solver.dtype
+  ctree = cont.compiled.device_tree(dtype)
+  R = len(cont.root_histories)
+  fresh = solver.init(ctree, jnp.zeros(cont.tree.num_terminals, dtype))
+
+  def weights(leaves, players=(0, 1)):
+    w = leaves.weight
+    for p in players:
+      w = w * leaves.reach[p]
+    return cont.history_weights(jnp.zeros(R, w.dtype).at[root_of_leaf].set(w)).astype(dtype)
+
+  def apply(state, leaves):
+    # Player p's regrets in the continuation see chance and the opponent's
+    # reach only (counterfactual values), as in CFR on the whole game.
+    wp = (weights(leaves, (1,)), weights(leaves, (0,)))
+    state = state.replace(weights=weights(leaves))
+    state = lax.fori_loop(0, iterations, lambda _, s: _step(solver, ctree, s, wp), state)
+    v = history_values(ctree, solver.current_policy(ctree, state))[child]
+    return v.astype(leaves.weight.dtype), state
+
+  def final(state, leaves):
+    st = _run_chunk(solver, ctree, fresh.replace(weights=weights(leaves)), final_iterations)
+    v = history_values(ctree, solver.average_policy(ctree, st))[child]
+    return v.astype(leaves.weight.dtype), state
+
+  return LeafEvaluator(init=lambda: fresh, apply=apply, final=final, name="equilibrium")
+
+
+def multi_valued(sub: Subgame, policies) -> LeafEvaluator:
+  """Multi-valued leaves (``004``, Sec. 4): exact values ``[L, K]`` under ``K`` continuation profiles.
+
+  ``sub`` must be extracted with ``leaf_choices=K``; the chooser picks among
+  the ``policies`` (full-game arrays) at each leaf.
+  """
+  if sub.leaf_choices != len(policies):
+    raise ValueError(f"the subgame has {sub.leaf_choices} leaf choices, got {len(policies)} "
+                     "continuation policies")
+  tree = sub.full.game.device_tree(policies[0][0].dtype)
+  cols = []
+  for pol in policies:
+    sf.check_policy(tree, pol)
+    cols.append(history_values(tree, pol)[jnp.asarray(sub.leaf_histories)])
+  values = jnp.stack(cols, axis=-1)
+  return LeafEvaluator(init=lambda: (), apply=lambda s, leaves: (values, s), name="multi_valued")
+
+
+def biased_policies(tree, policy, player: int, factor: float = 10.0):
+  """The blueprint and its ``A`` biased versions for ``player`` (``004``, Sec. 4.1).
+
+  Bias toward action ``a``: multiply the probability of ``a`` by ``factor``
+  at every information state of ``player`` and renormalise; the other
+  player's policy is unchanged. Returns ``A + 1`` policies, blueprint first.
+  """
+  if not factor > 0:
+    raise ValueError(f"factor must be positive, got {factor!r}")
+  out = [tuple(policy)]
+  sig = jnp.asarray(policy[player])
+  for a in range(tree.num_actions):
+    b = sig.at[:, a].multiply(factor)
+    b = b / jnp.maximum(jnp.sum(b, -1, keepdims=True), 1e-300)
+    out.append(tuple(b if p == player else policy[p] for p in (0, 1)))
+  return out
+
+
+def from_callable(sub: Subgame, fn: Callable[[LeafInput], jax.Array]) -> LeafEvaluator:
+  """A user function ``fn(LeafInput) -> values [L] or [2, L]`` (one batched call for all leaves)."""
+  single = (sub.num_leaves, sub.leaf_choices) if sub.leaf_choices else (sub.num_leaves,)
+
+  def apply(state, leaves):
+    v = fn(leaves)
+    shape = tuple(getattr(v, "shape", ()))
+    if shape not in (single, (2,) + single):
+      raise ValueError(f"leaf evaluator returned shape {shape}; expected {single} or "
+                       f"{(2,) + single} (player 0's value of each leaf history)")
+    return jnp.asarray(v, leaves.weight.dtype), state
+
+  return LeafEvaluator(init=lambda: (), apply=apply, name="callable")
+
+
+def _run_chunk(solver, tree, state, n):
+  return lax.fori_loop(0, n, lambda _, s: solver.step(tree, s), state)
+
+
+@struct.dataclass
+class SubgameState:
+  """State of a depth-limited solve (add ``B`` in front when batched).
+
+  Attributes:
+    cfr: the :class:`~jaxgt.solvers.cfr.CFRState` of the subgame.
+    evaluator: the evaluator's state.
+    leaf_values: ``[2, L]`` leaf values of the last query (for the final
+      average policy).
+  """
+
+  cfr: Any
+  evaluator: Any
+  leaf_values: Any
+
+
+def solve(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_iterations: int,
+          chunk: int = 1) -> SubgameState:
+  """``num_iterations`` iterations of ``solver`` on ``sub``, querying ``evaluator`` every ``chunk``.
+
+  Leaves are valued for the current strategies; at the end the evaluator's
+  ``final`` values them for the average policy.
+  ``weights [T]`` come from :meth:`Subgame.root_weights`. Raises
+  ``ValueError`` if the leaf values come back non-finite.
+  """
+  return _checked(_solve_fn(sub, solver, evaluator, _int(num_iterations), _int(chunk), False)(jnp.asarray(weights, solver.dtype)))
+
+
+def solve_batch(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_iterations: int,
+                chunk: int = 1) -> SubgameState:
+  """:func:`solve` for ``weights [B, T]`` (B root beliefs, one vmapped jitted call)."""
+  weights = jnp.asarray(weights, solver.dtype)
+  if weights.ndim != 2:
+    raise ValueError(f"solve_batch needs weights [B, T], got {weights.shape}")
+  return _checked(_solve_fn(sub, solver, evaluator, _int(num_iterations), _int(chunk), True)(weights))
+
+
+def _int(n):
+  if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+    raise ValueError(f"expected a non-negative integer, got {n!r}")
+  return int(n)
+
+
+def _checked(st: SubgameState) -> SubgameState:
+  if not bool(jnp.all(jnp.isfinite(st.leaf_values))):
+    raise ValueError("leaf evaluator returned NaN or infinite values")
+  return st
+
+
+def _two_rows(v, single):
+  v = jnp.asarray(v)
+  return jnp.broadcast_to(v, (2,) + single) if v.shape == single else v
+
+
+def _step(solver, tree, state, weights, sub=None, values=None):
+  """One CFR iteration; player ``p``'s update sees terminal weights
+  ``weights[p]`` and (with ``sub``) leaf values ``values[p]``."""
+  sigma, x = cfr_lib._policies(tree, state.regrets)
+  sigma, x = list(sigma), list(x)
+  t = state.iteration + 1
+  regrets, cum = list(state.regrets), list(state.cum_policy)
+  for p in (0, 1):
+    tp = tree if sub is None else sub.with_payoff(tree, values[p])
+    sp = state.replace(weights=weights[p])
+    regrets[p], cum[p] = cfr_lib._player_update(solver, tp, sp, p, sigma, x, t)
+    if solver.alternating:
+      sigma[p] = sf.regret_matching(regrets[p], tree.players[p].legal)
+      x[p] = sf.realization(tree.players[p], sigma[p])
+  return state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t)
+
+
+@functools.lru_cache(maxsize=64)
+def _solve_fn(sub, solver, evaluator, num_iterations, chunk, batched):
+  tree = sub.compiled.device_tree(solver.dtype)
+  chunks, rest = divmod(num_iterations, max(chunk, 1))
+  L = sub.num_leaves
+  single = (L, sub.leaf_choices) if sub.leaf_choices else (L,)
+
+  def one(weights):
+    if weights.shape != (tree.num_terminals,):
+      raise ValueError(f"weights must have shape [{tree.num_terminals}], got {weights.shape}")
+    st = solver.init(tree, weights)
+    es = evaluator.init()
+
+    def query(pol, es):
+      v, es = evaluator.apply(es, leaf_input(sub, tree, pol, weights))
+      return _two_rows(v, single), es
+
+    def body(n, carry):
+      st, es, _ = carry
+      v, es = query(solver.current_policy(tree, st), es)
+      ws = (st.weights, st.weights)
+      st = lax.fori_loop(0, n, lambda _, s: _step(solver, tree, s, ws, sub, v), st)
+      return st, es, v
+
+    carry = (st, es, jnp.zeros((2,) + single, weights.dtype))
+    carry = lax.fori_loop(0, chunks, lambda _, c: body(chunk, c), carry)
+    if rest:
+      carry = body(rest, carry)
+    st, es, _ = carry
+    # Leaf values for the final average policy (the value of the solved subgame).
+    avg = solver.average_policy(tree, st)
+    fin = evaluator.final or evaluator.apply
+    v, es = fin(es, leaf_input(sub, tree, avg, weights))
+    v = _two_rows(jnp.asarray(v, weights.dtype), single)
+    return SubgameState(cfr=st, evaluator=es, leaf_values=v)
+
+  return jax.jit(jax.vmap(one) if batched else one)
+
+
+def root_value(sub: Subgame, solver, state: SubgameState):
+  """Player 0's value of the subgame (root belief of ``state``) under its average policy.
+
+  The mean of the values with each player's leaf values (equal when the
+  leaf values are exact and both players reach the leaves).
+  """
+  tree = sub.compiled.device_tree(solver.dtype)
+  pol = solver.average_policy(tree, state.cfr)
+  def one(pol, w, v):
+    return 0.5 * sum(sf.expected_value(sub.with_payoff(tree, v[p]), pol, w) for p in (0, 1))
+  if state.cfr.weights.ndim == 2:
+    return jax.vmap(one)(pol, state.cfr.weights, state.leaf_values)
+  return one(pol, state.cfr.weights, state.leaf_values)

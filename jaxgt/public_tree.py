@@ -1,0 +1,277 @@
+"""The public tree of a compiled game and public belief states.
+
+Student of Games (``003``, Sec. 3 and supplement "public belief states"): a
+*public state* groups the histories both players cannot tell apart from the
+public observations; a *public belief state* is one range per player over
+its information states in that public state. For the player not acting at a
+public state the information states are the *augmented* ones,
+``game.information_state(s, p)`` at every non-terminal history, computed here
+host-side by replaying the compiled histories (the compiler is unchanged).
+
+Conventions (shape letters of :mod:`jaxgt.compiler`, plus ``K_p`` augmented
+information states of player ``p`` over the whole game):
+
+* the *own reach* of player ``p`` to an augmented information state ``I`` is
+  the product of ``p``'s own action probabilities on the path to it (equal on
+  every history of ``I`` by perfect recall); a *range* at a public state is
+  that own reach normalised over the public state's information states;
+* the *counterfactual value* of ``I`` for ``p`` is
+  ``sum_{h in I} pi_chance(h) pi_opp(h) u_p(h)`` with ``u_p(h)`` the value of
+  ``h`` to ``p`` when both follow the policy below ``h``; then
+  ``sum_I reach_p(I) cfv_p(I)`` is ``p``'s value of the public state's
+  histories (player 0's game value at the root public state).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.compiler import EMPTY, CompiledGame, GameTree
+from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.solvers import sequence_form as sf
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PublicTree:
+  """Public states of one compiled game and their augmented information states.
+
+  Attributes:
+    game: the :class:`CompiledGame`.
+    children: per public state, a tuple of its child public states.
+    depth: ``[P] int32`` depth in the public tree.
+    parent: ``[P] int32`` parent public state (``-1`` at the root).
+    histories: per public state, ``int32`` array of its histories.
+    aug: ``[2, H] int32`` each player's augmented information state of every
+      history (``-1`` at terminals).
+    aug_keys: per player, ``K_p`` information-state strings.
+    aug_public: per player, ``[K_p] int32`` public state of each one.
+    aug_seq: per player, ``[K_p] int32`` the player's own sequence reaching
+      it (index into the realization plan of :func:`sequence_form.realization`).
+    infostates: per player, per public state, ``int32`` array of the
+      augmented information states it holds (its range's support, in order).
+    chance_reach: ``[H] float64`` product of chance probabilities.
+    terminal_public: ``[P] bool`` public states whose histories are all terminal.
+  """
+
+  game: CompiledGame
+  children: tuple
+  depth: np.ndarray
+  parent: np.ndarray
+  histories: tuple
+  aug: np.ndarray
+  aug_keys: tuple
+  aug_public: tuple
+  aug_seq: tuple
+  infostates: tuple
+  chance_reach: np.ndarray
+  terminal_public: np.ndarray
+
+  @property
+  def num_public_states(self) -> int:
+    return len(self.histories)
+
+  def public_id(self, public_state) -> int:
+    """Index of ``public_state`` (an index or a key of ``game.public_keys``).
+
+    Raises ``ValueError`` for an index out of range or a key of another game.
+    """
+    P = self.num_public_states
+    if isinstance(public_state, (int, np.integer)) and not isinstance(public_state, bool):
+      if not 0 <= int(public_state) < P:
+        raise ValueError(f"public state {public_state} out of range [0, {P}) for "
+                         f"{self.game.name}")
+      return int(public_state)
+    idx = self._key_index()
+    if public_state not in idx:
+      raise ValueError(f"{public_state!r} is not a public state of {self.game.name} "
+                       "(is it from another game?)")
+    return idx[public_state]
+
+  def _key_index(self):
+    cache = self.game._device_cache
+    if ("public_index",) not in cache:
+      cache[("public_index",)] = {k: i for i, k in enumerate(self.game.public_keys)}
+    return cache[("public_index",)]
+
+  def at_depth(self, d: int) -> np.ndarray:
+    """Public states of depth ``d``."""
+    return np.flatnonzero(self.depth == d).astype(np.int32)
+
+  def check_range(self, public_state, player: int, r, *, atol: float = 1e-6) -> np.ndarray:
+    """Validates one range ``[K]`` at ``public_state``; returns it as float64."""
+    ps = self.public_id(public_state)
+    K = len(self.infostates[player][ps])
+    r = np.asarray(r, np.float64)
+    if r.shape != (K,):
+      raise ValueError(f"range of player {player} at public state {ps} must have shape ({K},) "
+                       f"(one entry per information state), got {r.shape}")
+    if not np.isfinite(r).all() or np.any(r < 0):
+      raise ValueError(f"range of player {player} at public state {ps} has negative or "
+                       "non-finite entries")
+    if abs(r.sum() - 1.0) > atol:
+      raise ValueError(f"range of player {player} at public state {ps} sums to {r.sum()}, "
+                       "not 1")
+    return r
+
+
+def build_public_tree(compiled: CompiledGame) -> PublicTree:
+  """The :class:`PublicTree` of ``compiled`` (cached on it)."""
+  cache = compiled._device_cache
+  if ("public_tree",) in cache:
+    return cache[("public_tree",)]
+  game, t = compiled.game, compiled.tree
+  H, P, A = t.num_histories, t.num_public_states, t.num_actions
+  parent, action, player = t.parent, t.action, t.player
+  hp = np.asarray(t.history_public)
+  # Replay the breadth-first enumeration to get the states back.
+  states = [None] * H
+  states[0] = game.initial_state()
+  aug = np.full((2, H), EMPTY, np.int32)
+  ids = [dict(), dict()]
+  for h in range(H):
+    if h > 0:
+      states[h] = game.next_state(states[int(parent[h])], int(action[h]))
+    s = states[h]
+    if player[h] == TERMINAL:
+      continue
+    for p in (0, 1):
+      key = (int(hp[h]), game.information_state(s, p))
+      i = ids[p].get(key)
+      if i is None:
+        i = ids[p][key] = len(ids[p])
+      aug[p, h] = i
+  del states
+  edge = np.ones(H, np.float64)
+  ch = np.flatnonzero(player[np.maximum(parent, 0)] == CHANCE)
+  ch = ch[ch > 0]
+  edge[ch] = t.chance_probs[parent[ch], action[ch]]
+  reach = np.ones(H, np.float64)
+  for h in range(1, H):
+    reach[h] = reach[parent[h]] * edge[h]
+  keys, pub, seq, infos = [], [], [], []
+  for p in (0, 1):
+    K = len(ids[p])
+    ks = [None] * K
+    pb = np.zeros(K, np.int32)
+    for (ps, k), i in ids[p].items():
+      ks[i] = k
+      pb[i] = ps
+    sq = np.full(K, -1, np.int32)
+    m = aug[p] >= 0
+    sq[aug[p][m]] = t.last_seq[p][m]
+    keys.append(tuple(ks))
+    pub.append(pb)
+    seq.append(sq)
+    order = np.argsort(pb, kind="stable")
+    bounds = np.searchsorted(pb[order], np.arange(P + 1))
+    infos.append(tuple(order[bounds[i]:bounds[i + 1]].astype(np.int32) for i in range(P)))
+  order = np.argsort(hp, kind="stable")
+  bounds = np.searchsorted(hp[order], np.arange(P + 1))
+  hists = tuple(order[bounds[i]:bounds[i + 1]].astype(np.int32) for i in range(P))
+  kids = [[] for _ in range(P)]
+  for ps in range(P):
+    if t.public_parent[ps] >= 0:
+      kids[int(t.public_parent[ps])].append(ps)
+  terminal_public = np.asarray([bool(np.all(player[hs] == TERMINAL)) for hs in hists])
+  out = PublicTree(game=compiled, children=tuple(tuple(k) for k in kids),
+                   depth=np.asarray(t.public_depth), parent=np.asarray(t.public_parent),
+                   histories=hists, aug=aug, aug_keys=tuple(keys), aug_public=tuple(pub),
+                   aug_seq=tuple(seq), infostates=tuple(infos), chance_reach=reach,
+                   terminal_public=terminal_public)
+  cache[("public_tree",)] = out
+  return out
+
+
+def edge_probabilities(tree: GameTree, policy) -> jax.Array:
+  """``[H]`` probability of the edge into each history under ``policy`` (1 at the root)."""
+  par = jnp.maximum(jnp.asarray(tree.parent), 0)
+  act = jnp.maximum(jnp.asarray(tree.action), 0)
+  pl = jnp.asarray(tree.player)[par]
+  info = jnp.maximum(jnp.asarray(tree.infostate)[par], 0)
+  chance = jnp.asarray(tree.chance_probs)[par, act]
+  s0 = policy[0][jnp.minimum(info, policy[0].shape[0] - 1), act] if policy[0].shape[0] else 0.0
+  s1 = policy[1][jnp.minimum(info, policy[1].shape[0] - 1), act] if policy[1].shape[0] else 0.0
+  e = jnp.where(pl == CHANCE, chance, jnp.where(pl == 0, s0, s1))
+  return jnp.where(jnp.arange(tree.num_histories) == 0, 1.0, e)
+
+
+def history_values(tree: GameTree, policy, payoff=None) -> jax.Array:
+  """``[H]`` player 0's expected utility below each history under ``policy``.
+
+  ``payoff [T]`` replaces ``tree.terminal_payoff`` (leaf values of a
+  subgame). Values flow up one breadth-first depth layer at a time.
+  """
+  depth = np.asarray(tree.depth)
+  payoff = tree.terminal_payoff if payoff is None else payoff
+  e = edge_probabilities(tree, policy).astype(payoff.dtype)
+  H = tree.num_histories
+  v_term = jnp.zeros(H, payoff.dtype).at[np.asarray(tree.terminal_history)].set(payoff)
+  bounds = np.searchsorted(depth, np.arange(int(depth[-1]) + 2))
+  parent = np.asarray(tree.parent)
+  layers = [None] * (len(bounds) - 1)
+  below = None
+  for d in reversed(range(len(bounds) - 1)):
+    lo, hi = int(bounds[d]), int(bounds[d + 1])
+    v = v_term[lo:hi]
+    if below is not None:
+      v = v + below
+    layers[d] = v
+    if d > 0:
+      plo = int(bounds[d - 1])
+      below = sf.segment_sum(e[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo), lo - plo)
+  return jnp.concatenate(layers)
+
+
+def ranges(pt: PublicTree, policy, *, normalize: bool = True):
+  """Ranges of both players at every public state: ``([K_0], [K_1])``.
+
+  Entry ``I`` is the own reach of ``I``'s player, normalised over the
+  information states of ``I``'s public state when ``normalize`` (public
+  states the player never reaches get the uniform range).
+  """
+  tree = pt.game.tree
+  sf.check_policy(tree, policy)
+  out = []
+  for p in (0, 1):
+    x = sf.realization(tree.players[p], policy[p])
+    r = x[jnp.asarray(pt.aug_seq[p])]
+    if normalize:
+      P = pt.num_public_states
+      ids = jnp.asarray(pt.aug_public[p])
+      tot = jax.ops.segment_sum(r, ids, P)[ids]
+      cnt = jax.ops.segment_sum(jnp.ones_like(r), ids, P)[ids]
+      r = jnp.where(tot > 0, r / jnp.where(tot > 0, tot, 1.0), 1.0 / cnt)
+    out.append(r)
+  return tuple(out)
+
+
+def counterfactual_values(pt: PublicTree, policy):
+  """Counterfactual values of every augmented information state: ``([K_0], [K_1])``.
+
+  These are the value-network targets of ``003`` (Sec. 3): unnormalised
+  (chance and opponent reach included), each in its own player's utility.
+  """
+  tree = pt.game.tree
+  sf.check_policy(tree, policy)
+  v = history_values(tree, policy)
+  xs = [sf.realization(tree.players[p], policy[p]) for p in (0, 1)]
+  out = []
+  last = np.asarray(tree.last_seq)
+  for p in (0, 1):
+    m = np.flatnonzero(pt.aug[p] >= 0)
+    o = 1 - p
+    sign = 1.0 if p == 0 else -1.0
+    contrib = sign * jnp.asarray(pt.chance_reach[m], v.dtype) * xs[o][last[o, m]] * v[m]
+    out.append(jax.ops.segment_sum(contrib, jnp.asarray(pt.aug[p][m]), len(pt.aug_keys[p])))
+  return tuple(out)
+
+
+def public_belief_state(pt: PublicTree, public_state, policy):
+  """Both players' ranges ``([K0_s], [K1_s])`` at one public state under ``policy``."""
+  ps = pt.public_id(public_state)
+  r = ranges(pt, policy)
+  return tuple(r[p][jnp.asarray(pt.infostates[p][ps])] for p in (0, 1))
