@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--beta", type=float, default=0.0, help="DCFR beta")
   p.add_argument("--gamma", type=float, default=2.0, help="DCFR gamma")
   p.add_argument("--seed", type=int, default=0, help="random seed (sampling solvers)")
-  p.add_argument("--batch", type=int, default=256, help="trajectories per step (sampling solvers)")
+  p.add_argument("--batch", type=int, default=256, help="trajectories per step, even, half for each player (sampling solvers; "
+                      "trajectories = iterations x batch)")
   p.add_argument("--save", metavar="POLICY", help="save the average policy (.npz)")
   p.add_argument("--plot", metavar="PNG", help="plot exploitability versus iteration")
   p = sub.add_parser("export", help="export a saved policy")
@@ -100,15 +101,17 @@ def cmd_solve(args) -> int:
     raise ValueError(f"--iterations must be positive, got {args.iterations}")
   if args.eval_every < 0:
     raise ValueError(f"--eval-every must be >= 0, got {args.eval_every}")
+  if args.solver in SAMPLING_CHOICES and (args.batch < 2 or args.batch % 2):
+    raise ValueError(f"--batch must be an even integer >= 2 (half the trajectories of a step "
+                     f"update each player), got {args.batch}")
   g = _load(args.game)
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
         f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", flush=True)
+  from jaxgt.solve import solve
   if args.solver in SAMPLING_CHOICES:
-    from jaxgt.solvers import mccfr
-    res = mccfr.solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
-                      seed=args.seed, batch=args.batch, dtype=args.dtype, progress=True)
+    res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
+                seed=args.seed, batch=args.batch, dtype=args.dtype, progress=True)
   else:
-    from jaxgt.solve import solve
     kw = {}
     if args.solver == "dcfr":
       kw = dict(alpha=args.alpha, beta=args.beta, gamma=args.gamma)

@@ -1,6 +1,7 @@
 """One call to solve a game with progress: ``jaxgt.solve("leduc_poker")``.
 
-Runs a CFR-family solver in jitted chunks of ``eval_every`` iterations,
+Runs a CFR-family solver (or a sampling solver, ``"mccfr-os"`` /
+``"mccfr-es"``, driven by ``seed``) in jitted chunks of ``eval_every`` iterations,
 evaluating the exact exploitability of the average policy between chunks
 (one jitted call per chunk, so dispatch costs nothing), and reports each
 evaluation through ``progress`` (``True`` prints a line, a callable receives
@@ -32,6 +33,7 @@ class Evaluation:
   exploitability: float
   mbb_per_hand: float | None
   elapsed: float
+  trajectories: int | None = None  # sampled trajectories so far (sampling solvers)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +45,7 @@ class SolveResult:
   value: float             # player 0's expected utility under ``policy``
   exploitability: float    # NashConv / 2
   evaluations: list        # [Evaluation]
-  state: object            # the solver state (CFRState)
+  state: object            # the solver state (CFRState or MCCFRState)
   compile_seconds: float
   solve_seconds: float
 
@@ -71,28 +73,59 @@ def mbb(game: CompiledGame, value: float) -> float | None:
 
 def format_evaluation(game: CompiledGame, e: Evaluation) -> str:
   m = f"  ({e.mbb_per_hand:.3f} mbb/h)" if e.mbb_per_hand is not None else ""
-  return f"iter {e.iteration:>8d}  exploitability {e.exploitability:.6e}{m}  elapsed {e.elapsed:8.2f}s"
+  t = f"  trajectories {e.trajectories:>10d}" if e.trajectories is not None else ""
+  return (f"iter {e.iteration:>8d}{t}  exploitability {e.exploitability:.6e}{m}  "
+          f"elapsed {e.elapsed:8.2f}s")
 
 
-def solve(game, solver: str | cfr_lib.CFRSolver = "cfr+", *, iterations: int = 1000,
+def solve(game, solver="cfr+", *, iterations: int = 1000,
           eval_every: int = 100, dtype="float32", alternating: bool = True,
           progress: bool | Callable[[Evaluation], None] = False, weights=None,
-          **solver_kwargs) -> SolveResult:
-  """Solves ``game`` (name, ``Game`` or ``CompiledGame``) with a CFR-family solver.
+          seed: int = 0, batch: int | None = None, **solver_kwargs) -> SolveResult:
+  """Solves ``game`` (name, ``Game`` or ``CompiledGame``) and tracks exploitability.
 
-  ``eval_every = 0`` evaluates only at the end. Invalid arguments raise
-  ``ValueError`` before anything is compiled.
+  ``solver`` is a CFR-family name (``cfr``, ``cfr+``, ``lcfr``, ``dcfr``) or
+  :class:`~jaxgt.solvers.cfr.CFRSolver`, or a sampling solver name
+  (``mccfr-os``, ``mccfr-es``; keys from ``jax.random.key(seed)``) or
+  :class:`~jaxgt.solvers.mccfr.MCCFRSolver`. For sampling solvers an
+  iteration is one step of ``batch`` trajectories (default 256, even: half
+  update each player, so trajectories = iterations x batch, the CLI's
+  contract); a given ``MCCFRSolver`` brings its own per-player batch. ``weights`` (root beliefs) applies to
+  the CFR family only. ``eval_every = 0`` evaluates only at the end. Invalid
+  arguments raise ``ValueError`` before anything is compiled.
   """
-  if not isinstance(iterations, int) or iterations < 1:
+  from jaxgt.solvers import mccfr as mccfr_lib
+  if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
     raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-  if not isinstance(eval_every, int) or eval_every < 0:
+  if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
     raise ValueError(f"eval_every must be a non-negative integer, got {eval_every!r}")
   dtype = resolve_dtype(dtype)
-  if isinstance(solver, str):
-    solver = cfr_lib.make_solver(solver, alternating=alternating, dtype=dtype, **solver_kwargs)
+  sampling = isinstance(solver, mccfr_lib.MCCFRSolver) or (
+      isinstance(solver, str) and solver in mccfr_lib.SAMPLING_SOLVERS)
+  if sampling:
+    if weights is not None:
+      raise ValueError("root beliefs (weights) apply to the CFR family only, not to sampling solvers")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+      raise ValueError(f"seed must be an integer, got {seed!r}")
+    if isinstance(solver, str):
+      batch = 256 if batch is None else batch
+      if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 2 or batch % 2:
+        raise ValueError(f"batch must be an even integer >= 2 (trajectories per step, half for "
+                         f"each player), got {batch!r}")
+      solver = mccfr_lib.make_sampling_solver(solver, batch=int(batch) // 2, dtype=dtype,
+                                              **solver_kwargs)
+    elif batch is not None and batch != solver.trajectories_per_step:
+      raise ValueError(f"batch={batch} conflicts with the solver's {solver.trajectories_per_step} "
+                       f"trajectories per step")
+  else:
+    if batch is not None:
+      raise ValueError("batch applies to sampling solvers (mccfr-os, mccfr-es) only")
+    if isinstance(solver, str):
+      solver = cfr_lib.make_solver(solver, alternating=alternating, dtype=dtype, **solver_kwargs)
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
-  state = solver.init(tree, weights)
+  state = solver.init(tree, jax.random.key(int(seed))) if sampling else solver.init(tree, weights)
+  per_step = solver.trajectories_per_step if sampling else None
   report = progress if callable(progress) else (
       (lambda e: print(format_evaluation(compiled, e), file=sys.stdout, flush=True))
       if progress else (lambda e: None))
@@ -116,7 +149,8 @@ def solve(game, solver: str | cfr_lib.CFRSolver = "cfr+", *, iterations: int = 1
       pol = solver.average_policy(tree, state)
       expl, _ = _evaluate(tree, pol)
       expl = float(expl)
-      e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start)
+      e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
+                     None if per_step is None else it * per_step)
       evals.append(e)
       report(e)
   jax.block_until_ready(state.regrets)

@@ -82,3 +82,27 @@ def test_check_and_openspiel_prefix(capsys):
                "--eval-every", "25"]) == 0
   out = capsys.readouterr().out
   assert "iter       50" in out and "final:" in out
+
+
+@pytest.mark.parametrize("solver", ["mccfr-os", "mccfr-es"])
+def test_sampling_solvers_count_trajectories_and_reproduce_with_seed(solver, capsys):
+  args = ["solve", "kuhn_poker", "--solver", solver, "--iterations", "300", "--eval-every", "100",
+          "--batch", "32", "--seed", "7"]
+  assert main(args) == 0
+  out = capsys.readouterr().out
+  lines = [l.split() for l in out.splitlines() if l.startswith("iter")]
+  # --iterations counts steps of --batch trajectories each.
+  assert [int(l[3]) for l in lines] == [3200, 6400, 9600]
+  expl = [float(l[5]) for l in lines]
+  assert expl[-1] < 0.25 < 11 / 24  # far below the uniform policy's 0.4583
+  assert main(args) == 0
+  again = [l.split() for l in capsys.readouterr().out.splitlines() if l.startswith("iter")]
+  assert [l[5] for l in again] == [l[5] for l in lines]  # same seed, same numbers
+  assert main(args[:-1] + ["8"]) == 0
+  other = [l.split() for l in capsys.readouterr().out.splitlines() if l.startswith("iter")]
+  assert [l[5] for l in other] != [l[5] for l in lines]
+
+
+def test_sampling_batch_must_be_even(capsys):
+  assert main(["solve", "kuhn_poker", "--solver", "mccfr-os", "--batch", "3"]) == 2
+  assert "--batch must be an even integer" in capsys.readouterr().err
