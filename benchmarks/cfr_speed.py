@@ -24,7 +24,8 @@ from jaxgt.solvers import sequence_form as sf
 
 
 DEFAULT_GAMES = ("kuhn_poker;leduc_poker;liars_dice(numdice=1);goofspiel(num_cards=4);"
-                 "goofspiel(num_cards=5)")
+                 "goofspiel(num_cards=5);generic_poker(T=4,C=1,R=2,B=1);generic_poker;"
+                 "scotland_yard")
 
 
 def _time_jaxgt(tree, solver, iterations, repeats):
