@@ -8,43 +8,12 @@ from jaxgt.games import CHANCE, TERMINAL, make, parse_game_string
 
 pyspiel = pytest.importorskip("pyspiel")
 
-
-def _walk_lockstep(name):
-  """Walks our definition and OpenSpiel's state together over the whole tree."""
-  ours = make(name)
-  os_game = pyspiel.load_game(name)
-  counts = {"histories": 0, "terminals": 0}
-  infos = [set(), set()]
-  stack = [(ours.initial_state(), os_game.new_initial_state())]
-  while stack:
-    s, o = stack.pop()
-    counts["histories"] += 1
-    p = ours.current_player(s)
-    if o.is_terminal():
-      assert p == TERMINAL
-      assert ours.returns(s) == pytest.approx(o.returns())
-      counts["terminals"] += 1
-      continue
-    if o.is_chance_node():
-      assert p == CHANCE
-      mine, theirs = ours.chance_outcomes(s), o.chance_outcomes()
-      assert [a for a, _ in mine] == [a for a, _ in theirs]
-      assert [q for _, q in mine] == pytest.approx([q for _, q in theirs])
-      actions = [a for a, _ in o.chance_outcomes()]
-    else:
-      assert p == o.current_player()
-      assert list(ours.legal_actions(s)) == o.legal_actions()
-      assert ours.information_state(s, p) == o.information_state_string(p)
-      infos[p].add(o.information_state_string(p))
-      actions = o.legal_actions()
-    for a in actions:
-      stack.append((ours.next_state(s, a), o.child(a)))
-  return counts, infos
+from openspiel_reference import walk_lockstep  # noqa: E402
 
 
 @pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
 def test_rules_and_infostate_strings_equal_openspiel(name):
-  counts, infos = _walk_lockstep(name)
+  counts, infos = walk_lockstep(make(name), pyspiel.load_game(name))
   g = jaxgt.load(name)
   assert g.tree.num_histories == counts["histories"]
   assert g.tree.num_terminals == counts["terminals"]

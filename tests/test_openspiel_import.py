@@ -11,7 +11,7 @@ from jaxgt.compiler import compile_game
 from jaxgt.games import check, from_openspiel, make, make_from_string
 from jaxgt.solvers import sequence_form as sf
 
-from test_liars_dice import cfr_plus_policy, exported_exploitability, walk_lockstep
+from openspiel_reference import cfr_plus_policy, exported_exploitability, walk_lockstep
 
 pyspiel = pytest.importorskip("pyspiel")
 

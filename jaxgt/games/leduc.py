@@ -115,7 +115,8 @@ class LeducPoker(Game):
     priv, pub, r1, r2 = s
     c = _contributions(r1, r2)
     cur = self.current_player(s)
-    rnd = 1 if pub is None else 2
+    # OpenSpiel's round counter moves to 2 as soon as round 1's betting ends.
+    rnd = 2 if pub is not None or (cur == CHANCE and len(priv) == 2) else 1
     private = priv[player] if len(priv) > player else -10000
     out = (f"[Observer: {player}][Private: {private}][Round {rnd}][Player: {cur}]"
            f"[Pot: {c[0] + c[1]}][Money: {_STACK - c[0]} {_STACK - c[1]}]")
