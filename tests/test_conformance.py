@@ -74,6 +74,15 @@ class ImperfectRecall(Toy):
     return f"card {s[0]} turn {len(s)}"
 
 
+class ForgetfulWhileWaiting(Toy):
+  """Player 0's key at player 1's decision forgets its own bet (as nonlocality's once did)."""
+
+  def information_state(self, s, player):
+    if player == 0 and len(s) == 2:
+      return f"card {s[0]} waiting"
+    return super().information_state(s, player)
+
+
 class PrivatePublicState(Toy):
   """The public state reveals player 0's bet, which player 1 does not see."""
 
@@ -111,6 +120,7 @@ def test_toy_passes():
     (EmptyLegal, "legal_actions", "(1, 0)"),
     (NotZeroSum, "zero_sum", "(0, 1, 1)"),
     (ImperfectRecall, "perfect_recall", "(0, 1)"),
+    (ForgetfulWhileWaiting, "perfect_recall", "(0, 1)"),
     (PrivatePublicState, "public_states", "(0, 1)"),
     (PublicStateAcrossDepths, "public_states", "(0, 0)"),
     (Nondeterministic, "deterministic", "(0, 0, 0)"),

@@ -17,7 +17,9 @@ lists and what a ``ValueError`` names):
   every terminal pays ``(u0, u1)``, finite, with ``u0 + u1 == 0``.
 ``perfect_recall``
   all histories of one information state have the same own action sequence
-  and the same legal actions.
+  and the same legal actions; the same holds for each player's *augmented*
+  information states (its key at the opponent's decision nodes), which the
+  public tree and value networks use as range supports.
 ``public_states``
   all histories of one information state share a public state, and all
   histories of one public state have the same depth and (except the root)
@@ -55,6 +57,7 @@ def _enumerate(game: Game, max_histories: int, tol: float):
   records = []
   info_ids = ({}, {})
   public_ids = {}
+  augmented = {}  # decision history -> the non-acting player's information state key
 
   def path(h):
     acts = []
@@ -113,6 +116,10 @@ def _enumerate(game: Game, max_histories: int, tol: float):
         fail("players", h, f"information state {key!r} is not a string")
       iid = info_ids[p].setdefault(key, len(info_ids[p]))
       records.append((p, pub, iid, tuple(legal)))
+      other = game.information_state(s, 1 - p)
+      if not isinstance(other, str):
+        fail("players", h, f"information state {other!r} of player {1 - p} is not a string")
+      augmented[h] = other
       for a in legal:
         states.append(game.next_state(s, a))
         parent.append(h)
@@ -121,7 +128,7 @@ def _enumerate(game: Game, max_histories: int, tol: float):
     else:
       fail("players", h, f"current_player is {p!r}")
     h += 1
-  return dict(parent=parent, action=action, depth=depth, records=records,
+  return dict(parent=parent, action=action, depth=depth, records=records, augmented=augmented,
               info_keys=(list(info_ids[0]), list(info_ids[1])), num_public=len(public_ids),
               path=path, fail=fail)
 
@@ -153,6 +160,16 @@ def _check_structure(e):
         if records[g][1] != pub:
           fail("public_states", h, f"information state {key!r} of player {p} spans two "
                f"public states (also at history {e['path'](g)})")
+  first_of_aug = ({}, {})
+  for h, key in e["augmented"].items():
+    i = 1 - records[h][0]
+    g = first_of_aug[i].setdefault(key, h)
+    if g != h and last[i][g] != last[i][h]:
+      fail("perfect_recall", h, f"information state {key!r} of player {i} (not acting here) is "
+           f"also reached by a different own sequence at history {e['path'](g)}")
+    if g != h and records[g][1] != records[h][1]:
+      fail("public_states", h, f"information state {key!r} of player {i} (not acting here) "
+           f"spans two public states (also at history {e['path'](g)})")
   first_of_pub = {}
   for h in range(H):
     pub = records[h][1]

@@ -57,8 +57,8 @@ class NonLocality(Game):
     return (float(u0), -float(u0))
 
   def information_state(self, s, player):
-    if player == 0:
-      return "max" if len(s) >= 1 else ""
+    if player == 0:  # after its move player 0 remembers it (perfect recall)
+      return "" if len(s) == 0 else ("max" if len(s) == 1 else f"max:{self.action_string(s[1])}")
     return "I" if len(s) >= 2 else ""
 
   def public_state(self, s):
