@@ -186,7 +186,11 @@ class CompiledGame:
     dtype = resolve_dtype(dtype)
     key = jnp.dtype(dtype).name
     if key not in self._device_cache:
-      self._device_cache[key] = self.tree.cast(dtype)
+      # Build concrete arrays even when first called inside a jit trace, so
+      # the cache never holds a tracer that leaks into later traces.
+      import jax
+      with jax.ensure_compile_time_eval():
+        self._device_cache[key] = self.tree.cast(dtype)
     return self._device_cache[key]
 
   def infostate_index(self, player: int) -> dict:
