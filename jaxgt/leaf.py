@@ -6,7 +6,9 @@ A leaf evaluator gives player 0's value of every leaf history ``[L]`` of a
 ranges, CFR queries the evaluator inside its jitted loop every ``chunk``
 iterations. The interface is a pair of pure functions (optax style):
 
-* ``init() -> state`` (any pytree; e.g. a warm-started inner solver);
+* ``init() -> state`` (a pytree of arrays; e.g. a warm-started inner solver
+  and the arrays it needs: it is called outside the jitted solve and passed
+  in as an argument, so large arrays are not compiled in as constants);
 * ``apply(state, leaves: LeafInput) -> (values [2, L], state)``: row ``p``
   is player 0's value of each leaf history used in player ``p``'s update
   (the rows differ when each player is valued by its best response to the
@@ -117,7 +119,10 @@ def equilibrium(sub: Subgame, solver, iterations: int = 1,
   equilibrium. The final query (:func:`solve`, for the average policy)
   solves the continuation afresh for ``final_iterations`` iterations and
   values the leaves under its average policy: the leaf equilibrium values for
-  those ranges.
+  those ranges. Both solves use counterfactual weights (each player's updates
+  exclude its own reach to the leaves), so a player's continuation below a
+  leaf it does not reach is still a counterfactual best reply. The state is
+  ``(CFRState, continuation arrays)``.
   """
   if not sub.leaf_public:
     raise ValueError("the subgame has no leaves")
@@ -127,30 +132,47 @@ def equilibrium(sub: Subgame, solver, iterations: int = 1,
   child = jnp.asarray(cont.root_children()[[pos[int(h)] for h in sub.leaf_histories]])
   dtype = solver.dtype
   ctree = cont.compiled.device_tree(dtype)
+  host = cont.tree
   R = len(cont.root_histories)
   fresh = solver.init(ctree, jnp.zeros(cont.tree.num_terminals, dtype))
+  # The continuation's arrays travel in the evaluator state (a jit argument
+  # of the solve), not as constants folded into the compiled program.
+  consts = (ctree, jnp.asarray(cont.chance_below_root, dtype), jnp.asarray(cont.terminal_root),
+            root_of_leaf, child)
 
-  def weights(leaves, players=(0, 1)):
+  def weights(c, leaves, players=(0, 1)):
+    _, below, troot, rol, _ = c
     w = leaves.weight
     for p in players:
       w = w * leaves.reach[p]
-    return cont.history_weights(jnp.zeros(R, w.dtype).at[root_of_leaf].set(w)).astype(dtype)
+    reach = jnp.zeros(R, w.dtype).at[rol].set(w)
+    return (below * reach[troot]).astype(dtype)
 
   def apply(state, leaves):
+    st, c = state
+    ct, child_ = c[0], c[4]
     # Player p's regrets in the continuation see chance and the opponent's
     # reach only (counterfactual values), as in CFR on the whole game.
-    wp = (weights(leaves, (1,)), weights(leaves, (0,)))
-    state = state.replace(weights=weights(leaves))
-    state = lax.fori_loop(0, iterations, lambda _, s: _step(solver, ctree, s, wp), state)
-    v = history_values(ctree, solver.current_policy(ctree, state))[child]
-    return v.astype(leaves.weight.dtype), state
+    wp = (weights(c, leaves, (1,)), weights(c, leaves, (0,)))
+    st = st.replace(weights=weights(c, leaves))
+    st = lax.fori_loop(0, iterations, lambda _, s: _step(solver, ct, s, wp), st)
+    v = history_values(ct, solver.current_policy(ct, st), host=host)[child_]
+    return v.astype(leaves.weight.dtype), (st, c)
 
   def final(state, leaves):
-    st = _run_chunk(solver, ctree, fresh.replace(weights=weights(leaves)), final_iterations)
-    v = history_values(ctree, solver.average_policy(ctree, st))[child]
+    _, c = state
+    ct, child_ = c[0], c[4]
+    # Counterfactual weights here too: a player's continuation strategy below
+    # a leaf it does not reach is still a counterfactual best reply (its
+    # values there matter to the other player's updates and to re-solving).
+    wp = (weights(c, leaves, (1,)), weights(c, leaves, (0,)))
+    st = solver.init(ct, weights(c, leaves))
+    st = lax.fori_loop(0, final_iterations, lambda _, s: _step(solver, ct, s, wp), st)
+    v = history_values(ct, solver.average_policy(ct, st), host=host)[child_]
     return v.astype(leaves.weight.dtype), state
 
-  return LeafEvaluator(init=lambda: fresh, apply=apply, final=final, name="equilibrium")
+  return LeafEvaluator(init=lambda: (fresh, consts), apply=apply, final=final,
+                       name="equilibrium")
 
 
 def multi_valued(sub: Subgame, policies) -> LeafEvaluator:
@@ -202,10 +224,6 @@ def from_callable(sub: Subgame, fn: Callable[[LeafInput], jax.Array]) -> LeafEva
     return jnp.asarray(v, leaves.weight.dtype), state
 
   return LeafEvaluator(init=lambda: (), apply=apply, name="callable")
-
-
-def _run_chunk(solver, tree, state, n):
-  return lax.fori_loop(0, n, lambda _, s: solver.step(tree, s), state)
 
 
 @struct.dataclass
@@ -265,14 +283,14 @@ def _two_rows(v, single):
 def _step(solver, tree, state, weights, sub=None, values=None):
   """One CFR iteration; player ``p``'s update sees terminal weights
   ``weights[p]`` and (with ``sub``) leaf values ``values[p]``."""
-  sigma, x = cfr_lib._policies(tree, state.regrets)
+  sigma, x = cfr_lib.policies(tree, state.regrets)
   sigma, x = list(sigma), list(x)
   t = state.iteration + 1
   regrets, cum = list(state.regrets), list(state.cum_policy)
   for p in (0, 1):
     tp = tree if sub is None else sub.with_payoff(tree, values[p])
     sp = state.replace(weights=weights[p])
-    regrets[p], cum[p] = cfr_lib._player_update(solver, tp, sp, p, sigma, x, t)
+    regrets[p], cum[p] = cfr_lib.player_update(solver, tp, sp, p, sigma, x, t)
     if solver.alternating:
       sigma[p] = sf.regret_matching(regrets[p], tree.players[p].legal)
       x[p] = sf.realization(tree.players[p], sigma[p])
@@ -286,11 +304,10 @@ def _solve_fn(sub, solver, evaluator, num_iterations, chunk, batched):
   L = sub.num_leaves
   single = (L, sub.leaf_choices) if sub.leaf_choices else (L,)
 
-  def one(weights):
+  def one(weights, es):
     if weights.shape != (tree.num_terminals,):
       raise ValueError(f"weights must have shape [{tree.num_terminals}], got {weights.shape}")
     st = solver.init(tree, weights)
-    es = evaluator.init()
 
     def query(pol, es):
       v, es = evaluator.apply(es, leaf_input(sub, tree, pol, weights))
@@ -315,7 +332,10 @@ def _solve_fn(sub, solver, evaluator, num_iterations, chunk, batched):
     v = _two_rows(jnp.asarray(v, weights.dtype), single)
     return SubgameState(cfr=st, evaluator=es, leaf_values=v)
 
-  return jax.jit(jax.vmap(one) if batched else one)
+  # The evaluator's initial state is an argument: its arrays (e.g. the
+  # continuation game of ``equilibrium``) are not compiled in as constants.
+  fn = jax.jit(jax.vmap(one, in_axes=(0, None)) if batched else one)
+  return lambda weights: fn(weights, evaluator.init())
 
 
 def root_value(sub: Subgame, solver, state: SubgameState):

@@ -199,19 +199,22 @@ def edge_probabilities(tree: GameTree, policy) -> jax.Array:
   return jnp.where(jnp.arange(tree.num_histories) == 0, 1.0, e)
 
 
-def history_values(tree: GameTree, policy, payoff=None) -> jax.Array:
+def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None = None) -> jax.Array:
   """``[H]`` player 0's expected utility below each history under ``policy``.
 
   ``payoff [T]`` replaces ``tree.terminal_payoff`` (leaf values of a
-  subgame). Values flow up one breadth-first depth layer at a time.
+  subgame). Values flow up one breadth-first depth layer at a time. The layer
+  structure is read host-side from ``host`` (default ``tree``), so ``tree``
+  may be a traced argument when ``host`` is the concrete tree.
   """
-  depth = np.asarray(tree.depth)
+  host = tree if host is None else host
+  depth = np.asarray(host.depth)
   payoff = tree.terminal_payoff if payoff is None else payoff
   e = edge_probabilities(tree, policy).astype(payoff.dtype)
   H = tree.num_histories
-  v_term = jnp.zeros(H, payoff.dtype).at[np.asarray(tree.terminal_history)].set(payoff)
+  v_term = jnp.zeros(H, payoff.dtype).at[np.asarray(host.terminal_history)].set(payoff)
   bounds = np.searchsorted(depth, np.arange(int(depth[-1]) + 2))
-  parent = np.asarray(tree.parent)
+  parent = np.asarray(host.parent)
   layers = [None] * (len(bounds) - 1)
   below = None
   for d in reversed(range(len(bounds) - 1)):

@@ -131,10 +131,19 @@ def _cast_tree(tree: GameTree, state: CFRState) -> GameTree:
       lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
 
 
-def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma, x, t):
-  """Regret and average update of player ``p`` given strategies ``sigma``.
+def player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma, x, t):
+  """One player's half of a CFR iteration: returns its new ``(regrets [I_p, A], cum_policy [I_p, A])``.
 
-  ``x`` are both players' realization plans under ``sigma``.
+  Public building block for solvers that drive the iteration themselves
+  (depth-limited solving with leaf values, re-solving gadgets): ``sigma``
+  are both players' current strategies ``([I0, A], [I1, A])``, ``x`` their
+  realization plans ``([S0], [S1])`` (:func:`policies`), ``t`` the 1-based
+  iteration (``[] int32``; discounting and averaging weights). Player ``p``'s
+  counterfactual values use ``state.weights [T]`` and ``x[1 - p]``, so
+  passing a ``state`` whose weights omit ``p``'s own root range gives
+  counterfactual values in the strict sense. ``tree`` floats must be in the
+  state's dtype. Pure and jit/vmap-able; :meth:`CFRSolver.step` is both
+  players' updates in turn.
   """
   pt = tree.players[p]
   dtype = state.weights.dtype
@@ -157,7 +166,12 @@ def _player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigm
   return R, C
 
 
-def _policies(tree: GameTree, regrets):
+def policies(tree: GameTree, regrets):
+  """Regret-matching strategies and realization plans: ``([sigma0, sigma1], [x0, x1])``.
+
+  ``sigma_p [I_p, A]`` from cumulative regrets ``regrets[p]``; ``x_p [S_p]``
+  the realization plan of ``sigma_p`` (inputs of :func:`player_update`).
+  """
   sigma = [sf.regret_matching(regrets[p], tree.players[p].legal) for p in (0, 1)]
   return sigma, [sf.realization(tree.players[p], sigma[p]) for p in (0, 1)]
 
@@ -173,25 +187,25 @@ def _step_carry(cfg: CFRSolver, tree: GameTree, carry):
   if cfg.alternating:
     # Player 1's update sees player 0's new strategy (OpenSpiel's order).
     for p in (0, 1):
-      regrets[p], cum[p] = _player_update(cfg, tree, state, p, sigma, x, t)
+      regrets[p], cum[p] = player_update(cfg, tree, state, p, sigma, x, t)
       sigma[p] = sf.regret_matching(regrets[p], players[p].legal)
       x[p] = sf.realization(players[p], sigma[p])
   else:
     for p in (0, 1):
-      regrets[p], cum[p] = _player_update(cfg, tree, state, p, sigma, x, t)
-    sigma, x = _policies(tree, regrets)
+      regrets[p], cum[p] = player_update(cfg, tree, state, p, sigma, x, t)
+    sigma, x = policies(tree, regrets)
   state = CFRState(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
                    weights=state.weights)
   return state, tuple(sigma), tuple(x)
 
 
 def _step(cfg: CFRSolver, tree: GameTree, state: CFRState) -> CFRState:
-  sigma, x = _policies(tree, state.regrets)
+  sigma, x = policies(tree, state.regrets)
   return _step_carry(cfg, tree, (state, tuple(sigma), tuple(x)))[0]
 
 
 def _loop(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations):
-  sigma, x = _policies(tree, state.regrets)
+  sigma, x = policies(tree, state.regrets)
   carry = lax.fori_loop(0, num_iterations, lambda _, c: _step_carry(cfg, tree, c),
                         (state, tuple(sigma), tuple(x)))
   return carry[0]
