@@ -11,6 +11,14 @@ from their own beliefs instead.
 ``act`` returns a probability vector over the ``A`` actions (zeros at illegal
 actions) and the agent's new state, so agents that carry beliefs between
 decisions of one match (continual re-solving) stay pure.
+
+**Traceable agents.** :func:`jaxgt.evaluation.match.play` runs many matches
+as one jitted, vmapped program. For that, ``init`` and ``act`` must be
+traceable JAX functions: ``history`` arrives as a traced ``int32`` scalar (no
+``int(history)``, no Python branching on it), the key is a traced key, and
+the state is a pytree of arrays whose shapes and dtypes do not depend on the
+history (the same structure before and after every ``act``; ``None`` is
+fine). Agents that cannot meet this still play, through a slower Python loop.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxgt.compiler import CompiledGame
 
@@ -41,20 +50,54 @@ class Agent(abc.ABC):
     return None
 
   @abc.abstractmethod
-  def act(self, key: jax.Array, state: Any, history: int) -> tuple[jax.Array, Any]:
+  def act(self, key: jax.Array, state: Any, history) -> tuple[jax.Array, Any]:
     """Policy ``[A]`` at the acting player's information state of ``history``."""
+
+  def statistics(self, state: Any, player: int) -> jax.Array | None:
+    """Optional: ``player``'s accumulated strategy weights ``[I_player, A]`` in ``state``.
+
+    Unnormalised (visit counts for MCTS, average-strategy sums for CFR-based
+    search) over all of that player's information states, read after an
+    ``act`` as ``player`` (a static Python int); used by the aggregate
+    evaluation method (:mod:`jaxgt.evaluation.aggregate`). ``None``: not
+    supported.
+    """
+    del state, player
+    return None
+
+
+def acting_row(game: CompiledGame, tables, history, dtype=None):
+  """Row ``[A]`` of ``tables = ([I0, A], [I1, A])`` at the acting player's information state.
+
+  Traceable in ``history``; also returns the acting player (``int32`` scalar).
+  """
+  tree = game.tree
+  pl = jnp.asarray(tree.player)[history]
+  info = jnp.asarray(tree.infostate)[history]
+  t0, t1 = (jnp.asarray(t) for t in tables)
+  r0 = t0[jnp.clip(info, 0, max(t0.shape[0] - 1, 0))]
+  r1 = t1[jnp.clip(info, 0, max(t1.shape[0] - 1, 0))]
+  row = jnp.where(pl == 0, r0, r1)
+  return (row if dtype is None else row.astype(dtype)), pl
 
 
 @dataclasses.dataclass
 class PolicyAgent(Agent):
-  """Plays a fixed tabular policy ``(sigma0 [I0, A], sigma1 [I1, A])``."""
+  """Plays a fixed tabular policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (traceable)."""
 
   game: CompiledGame
   policy: tuple
 
   def act(self, key, state, history):
-    tree = self.game.tree
-    p = int(tree.player[history])
-    if p not in (0, 1):
-      raise ValueError(f"history {history} is not a decision node (player {p})")
-    return jnp.asarray(self.policy[p][int(tree.infostate[history])]), state
+    del key
+    if isinstance(history, (int, np.integer)):  # concrete: check it is a decision node
+      p = int(self.game.tree.player[history])
+      if p not in (0, 1):
+        raise ValueError(f"history {history} is not a decision node (player {p})")
+    row, _ = acting_row(self.game, self.policy, history)
+    return row, state
+
+  def statistics(self, state, player):
+    """``player``'s whole policy table (aggregating it gives back the policy)."""
+    del state
+    return jnp.asarray(self.policy[player])

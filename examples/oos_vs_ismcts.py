@@ -1,0 +1,110 @@
+"""Head-to-head: OOS against ISMCTS (UCT and RM) on II-Goofspiel and Liar's Dice.
+
+Reproduces the shape of the match tables of Lisy, Lanctot, Bowling (2015),
+Sec. 5.3: every row agent plays ``--matches`` matches against every column
+agent, half of them in each seat; a cell is the row agent's win rate in
+percent (draws count half) with its 95% half-width, and its mean payoff.
+Budgets are trajectories per move: OOS runs ``budget / 2`` iterations (one
+trajectory per update player each), ISMCTS ``budget`` simulations.
+
+    python examples/oos_vs_ismcts.py                       # small default run
+    python examples/oos_vs_ismcts.py --budgets 1000,10000 --matches 400 \\
+        --rows oos,uct,rm --cols oos,uct,rm,rnd
+
+Matches run through :func:`jaxgt.evaluation.match.play` (all matches of a
+cell as one jitted, vmapped program). The default run takes about a minute
+on 2 CPU cores. At these small budgets OOS (fresh tables each match) loses to
+UCT in Liar's Dice; with ``--budgets 20000`` one run gave OOS 55 +- 16% against
+UCT and 80 +- 13% against RND (40 matches), close to the paper's 0.1 s LD(1,1)
+table (51.7% and 83.3%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import jax
+import jax.numpy as jnp
+
+import jaxgt
+from jaxgt.agents.base import Agent
+from jaxgt.compiler import CompiledGame
+from jaxgt.evaluation.match import play
+from jaxgt.solvers.ismcts import ISMCTS, ISMCTSAgent
+from jaxgt.solvers.oos import OOS, OOSAgent
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class UniformAgent(Agent):
+  """The random opponent (RND): uniform over legal actions, traceable."""
+
+  game: CompiledGame
+
+  def __post_init__(self):
+    legal = tuple(jnp.asarray(pt.legal) for pt in self.game.tree.players)
+    object.__setattr__(self, "_legal", legal)
+
+  def act(self, key, state, history):
+    tree = self.game.tree
+    pl = jnp.asarray(tree.player)[history]
+    info = jnp.asarray(tree.infostate)[history]
+    l0, l1 = self._legal
+    legal = jnp.where(pl == 0, l0[jnp.clip(info, 0, l0.shape[0] - 1)],
+                      l1[jnp.clip(info, 0, l1.shape[0] - 1)])
+    return legal / jnp.maximum(legal.sum(), 1), state
+
+
+def make_agent(kind: str, game: CompiledGame, budget: int, args) -> Agent:
+  if kind == "oos":
+    solver = OOS(delta=args.delta, targeting=args.targeting, epsilon=0.6, gamma=0.01)
+    return OOSAgent(game, iterations=max(budget // 2, 1), solver=solver)
+  if kind == "uct":
+    return ISMCTSAgent(game, simulations=budget, solver=ISMCTS(selection="uct"))
+  if kind == "rm":
+    return ISMCTSAgent(game, simulations=budget, solver=ISMCTS(selection="rm", exploration=0.2))
+  if kind == "rnd":
+    return UniformAgent(game)
+  raise ValueError(f"unknown agent {kind!r}; choose oos, uct, rm or rnd")
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--games", default="goofspiel,liars_dice",
+                  help="comma-separated game strings (default: II-GS(4) and LD(1,1))")
+  ap.add_argument("--budgets", default="100,1000", help="trajectories per move, comma-separated")
+  ap.add_argument("--matches", type=int, default=40, help="matches per cell (seats alternate)")
+  ap.add_argument("--rows", default="oos")
+  ap.add_argument("--cols", default="uct,rm")
+  ap.add_argument("--delta", type=float, default=0.9)
+  ap.add_argument("--targeting", default="ist", choices=("ist", "pst"))
+  ap.add_argument("--seed", type=int, default=0)
+  args = ap.parse_args(argv)
+  budgets = [int(b) for b in args.budgets.split(",")]
+  if any(b < 1 for b in budgets) or args.matches < 2:
+    raise SystemExit("budgets must be positive and --matches at least 2")
+  rows, cols = args.rows.split(","), args.cols.split(",")
+  print(f"{args.matches} matches per cell; cells: row agent's win % "
+        f"(draws half) +- 95% half-width [mean payoff]")
+  key = jax.random.key(args.seed)
+  for game_string in args.games.split(","):
+    game = jaxgt.load(game_string)
+    for budget in budgets:
+      print(f"\n{game.name}, {budget} trajectories per move")
+      print(f"{'':>6}" + "".join(f"{c.upper():>26}" for c in cols))
+      for r in rows:
+        cells = []
+        for c in cols:
+          key, k = jax.random.split(key)
+          t0 = time.perf_counter()
+          res = play(game, make_agent(r, game, budget, args), make_agent(c, game, budget, args),
+                     args.matches, k, swap_seats=True)
+          win = 50.0 * (1.0 + res.mean)
+          secs = time.perf_counter() - t0
+          cells.append(f"{win:5.1f}({50.0 * res.ci95:4.1f}) [{res.mean:+.2f}] {secs:4.0f}s")
+        print(f"{r.upper():>6}" + "".join(f"{cell:>26}" for cell in cells))
+
+
+if __name__ == "__main__":
+  main()

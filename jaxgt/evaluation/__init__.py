@@ -1,0 +1,15 @@
+"""Evaluating online agents: head-to-head matches and exact evaluation of composed policies.
+
+* :mod:`jaxgt.evaluation.match`: :func:`play` (many matches as one jitted,
+  vmapped program) and :func:`round_robin` (001's head-to-head tables).
+* :mod:`jaxgt.evaluation.aggregate`: 001's aggregate method, a policy for
+  exact exploitability built from an online agent's search statistics.
+* :mod:`jaxgt.evaluation.construct`: 003's breadth-first policy construction.
+"""
+
+from jaxgt.evaluation.aggregate import AggregateResult, aggregate_policy
+from jaxgt.evaluation.construct import construct_policy
+from jaxgt.evaluation.match import MatchResult, RoundRobinResult, play, round_robin
+
+__all__ = ["AggregateResult", "MatchResult", "RoundRobinResult", "aggregate_policy",
+           "construct_policy", "play", "round_robin"]

@@ -1,0 +1,141 @@
+"""Exact evaluation of search agents by policy construction (``003``, supplement).
+
+A search agent's play at a state can depend on its earlier searches in the
+same match, so it has no fixed policy to evaluate. ``003`` ("Exploitability
+in Leduc Poker and Small Scotland Yard Map") constructs one: pick a seed, run
+the search at every public state breadth-first so that every search is
+conditioned on the searches at its predecessors, compose the policies the
+searches return, and compute the exploitability of the composition exactly;
+repeat over seeds and report min/avg/max.
+
+:func:`construct_policy` does this for any :class:`~jaxgt.agents.base.Agent`:
+for each player ``p`` it calls ``agent.act`` at every information state of
+``p`` in breadth-first order (the compiled order: by number of own earlier
+decisions), at one of its histories, with the agent state returned by the
+act at ``p``'s own parent information state (``parent_seq // A``; the
+information states of ``p``'s first decisions start from one
+``agent.init(key)`` per player and seed), and writes the returned ``[A]``
+probabilities into that information state's row. An information state's
+search thus sees exactly the searches of the decisions that led to it. Keys:
+``fold_in(fold_in(key, p), I)`` for information state ``I`` of ``p``.
+
+For the continual re-solving agent (:class:`jaxgt.resolving.ContinualResolvingAgent`)
+the searches depend on public information only and the agent memoises them,
+so the same loop costs one re-solve per public state (every information state
+of the public state reuses it); ``agent.num_searches`` counts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.agents.base import Agent
+from jaxgt.compiler import CompiledGame
+from jaxgt.solvers import sequence_form as sf
+
+
+def construct_policy(agent: Agent, key: jax.Array, *, atol: float = 1e-6):
+  """The composed policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy float64) of ``agent``.
+
+  Raises ``ValueError`` if the agent returns probabilities of the wrong
+  shape, non-finite or negative, on illegal actions, or not summing to one.
+  """
+  game: CompiledGame = agent.game
+  tree = game.tree
+  A = tree.num_actions
+  player = np.asarray(tree.player)
+  info = np.asarray(tree.infostate)
+  out = []
+  for p in (0, 1):
+    pt = tree.players[p]
+    n = pt.num_infostates
+    legal = np.asarray(pt.legal)
+    parent_seq = np.asarray(pt.parent_seq)
+    hist = np.full(n, -1, np.int64)
+    hs = np.flatnonzero(player == p)
+    ids, first = np.unique(info[hs], return_index=True)
+    hist[ids] = hs[first]  # first (breadth-first) history of each information state
+    kp = jax.random.fold_in(key, p)
+    start = agent.init(jax.random.fold_in(kp, n))
+    after = [None] * n
+    sig = np.zeros((n, A))
+    for I in range(n):  # compiled order is breadth-first over own decisions
+      par = int(parent_seq[I])
+      st = start if par == n * A else after[par // A]
+      probs, after[I] = agent.act(jax.random.fold_in(kp, I), st, int(hist[I]))
+      sig[I] = _check_probs(probs, legal[I], game.infostate_keys[p][I], A, atol)
+    out.append(sig)
+  return tuple(out)
+
+
+def _check_probs(probs, legal, key, A, atol):
+  q = np.asarray(probs, np.float64)
+  if q.shape != (A,):
+    raise ValueError(f"agent returned probabilities of shape {q.shape} at {key!r}; expected ({A},)")
+  if not np.isfinite(q).all() or np.any(q < -atol):
+    raise ValueError(f"agent returned non-finite or negative probabilities at {key!r}: {q}")
+  if np.any(np.abs(np.where(legal, 0.0, q)) > atol):
+    raise ValueError(f"agent put probability on an illegal action at {key!r}: {q}")
+  s = q.sum()
+  if abs(s - 1.0) > 1e-4:
+    raise ValueError(f"agent probabilities at {key!r} sum to {s}, not 1")
+  return np.where(legal, np.maximum(q, 0.0), 0.0) / max(s, 1e-300)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstructionResult:
+  """Exploitabilities (game units) of the policies constructed for each seed.
+
+  Attributes:
+    seeds: the seeds.
+    exploitability: ``[S]`` exact exploitability (NashConv / 2) per seed.
+    policies: per seed, the composed ``(sigma0, sigma1)``.
+  """
+
+  seeds: tuple
+  exploitability: np.ndarray
+  policies: tuple
+
+  @property
+  def min(self) -> float:
+    return float(np.min(self.exploitability))
+
+  @property
+  def avg(self) -> float:
+    return float(np.mean(self.exploitability))
+
+  @property
+  def max(self) -> float:
+    return float(np.max(self.exploitability))
+
+
+def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,)) -> ConstructionResult:
+  """Constructs the policy for every seed and computes its exact exploitability.
+
+  ``make_agent`` is an agent or a factory (a fresh agent per seed, for agents
+  whose memoisation should not be shared between seeds).
+  """
+  seeds = tuple(int(s) for s in seeds)
+  if not seeds:
+    raise ValueError("need at least one seed")
+  expl, pols = [], []
+  for s in seeds:
+    agent = make_agent() if callable(make_agent) and not isinstance(make_agent, Agent) \
+        else make_agent
+    pol = construct_policy(agent, jax.random.PRNGKey(s))
+    expl.append(exploitability(agent.game, pol))
+    pols.append(pol)
+  return ConstructionResult(seeds, np.asarray(expl), tuple(pols))
+
+
+def exploitability(game: CompiledGame, policy) -> float:
+  """Exact exploitability (NashConv / 2, game units) of a tabular policy, in float64
+  when 64-bit JAX is enabled."""
+  dtype = "float64" if jax.config.jax_enable_x64 else "float32"
+  tree = game.device_tree(dtype)
+  return float(sf.exploitability(tree, tuple(jnp.asarray(p, dtype) for p in policy)))

@@ -1,0 +1,104 @@
+"""Information-set MCTS baselines (Lisy, Lanctot, Bowling 2015, Sec. 5.1)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.compiler import compile_game
+from jaxgt.solvers import ismcts
+from jaxgt.solvers.ismcts import ISMCTS, ISMCTSAgent
+
+
+def _nonlocality(leftmost=1.0):
+  g = compile_game(jaxgt.games.make("nonlocality", leftmost=leftmost))
+  return g, [int(h) for h in np.flatnonzero(np.asarray(g.tree.player) == 1)]
+
+
+def _policy_at_I(solver, leftmost, keys, sims=2000):
+  g, (h, _) = _nonlocality(leftmost)
+  tree = g.device_tree("float64")
+  f = jax.vmap(lambda k: solver.policy(
+      tree, solver.search(tree, solver.init(tree), k, h, sims))[1][0])
+  return np.asarray(f(keys))
+
+
+@pytest.mark.parametrize("selection,final", [("uct", "frequency"), ("rm", "mean")])
+def test_nonlocality_ismcts_ignores_the_leftmost_leaf(selection, final):
+  """From I, ISMCTS cannot see the leftmost leaf (Sec. 2.3): no (1/3, 2/3) or (1/6, 5/6)."""
+  solver = ISMCTS(selection=selection, final=final, batch=8, dtype="float64")
+  keys = jax.random.split(jax.random.key(0), 16)
+  one = _policy_at_I(solver, 1.0, keys)
+  two = _policy_at_I(solver, 2.0, keys)
+  np.testing.assert_array_equal(one, two)  # same samples, same answer for either game
+  left = one[:, 0]
+  # Both actions are worth 1.5 to the searcher at I: no preference, the
+  # answer scatters around 1/2 (UCT's visit split tightly, RM's mean strategy
+  # drifts), never towards 1/3 or 1/6.
+  assert abs(left.mean() - 0.5) < 0.1 and abs(left.mean() - 1 / 3) > 0.1, left
+  if selection == "uct":
+    assert np.all(np.abs(left - 0.5) < 0.15), left
+
+
+def test_uct_finds_the_dominant_action():
+  # Kuhn poker, player 1 holding the king facing a bet: calling always wins.
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  i = g.infostate_keys[1].index("2b")
+  h = int(np.flatnonzero((np.asarray(tree.player) == 1) & (np.asarray(tree.infostate) == i))[0])
+  for selection in ("uct", "rm"):
+    solver = ISMCTS(selection=selection, batch=4, dtype="float64")
+    s = solver.search(tree, solver.init(tree), jax.random.key(0), h, 200)
+    probs = np.asarray(solver.policy(tree, s)[1][i])
+    assert probs[1] > 0.8, (selection, probs)  # action 1 = bet/call
+
+
+def test_same_key_same_result_different_key_different_and_capacity():
+  g, (h, _) = _nonlocality()
+  tree = g.device_tree("float64")
+  solver = ISMCTS(batch=2, dtype="float64")
+  a, b, c = (solver.search(tree, solver.init(tree), jax.random.key(k), None, 30) for k in (1, 1, 2))
+  for p in (0, 1):
+    np.testing.assert_array_equal(np.asarray(a.visits[p]), np.asarray(b.visits[p]))
+    np.testing.assert_array_equal(np.asarray(a.values[p]), np.asarray(b.values[p]))
+  assert a.regrets is None and a.cum_policy is None  # UCT keeps visits and values only
+  assert any(not np.array_equal(np.asarray(a.values[p]), np.asarray(c.values[p])) for p in (0, 1))
+  small = ISMCTS(batch=2, capacity=1, dtype="float64")
+  s = small.search(tree, small.init(tree), jax.random.key(1), None, 30)
+  assert int(s.size) == 1 and int(np.asarray(s.in_tree[0]).sum()) == 1  # the root state only
+  assert not np.asarray(s.visits[1]).any()
+
+
+def test_agent_act_is_traceable():
+  g, (h, _) = _nonlocality()
+  agent = ISMCTSAgent(g, simulations=50, solver=ISMCTS(selection="rm", dtype="float64"))
+  hs = jnp.asarray([h, 1, 2], jnp.int32)
+  keys = jax.random.split(jax.random.key(3), 3)
+  state = agent.init(jax.random.key(0))
+  probs, states = jax.jit(jax.vmap(agent.act, in_axes=(0, None, 0)))(keys, state, hs)
+  p0, s0 = agent.act(keys[0], state, h)
+  np.testing.assert_allclose(np.asarray(probs[0]), np.asarray(p0), rtol=1e-12)
+  np.testing.assert_allclose(np.asarray(probs).sum(-1), 1.0)
+  compiled = ismcts._search._cache_size()
+  _, s1 = agent.act(keys[1], s0, 1)  # another history: no recompilation
+  assert int(s1) == 2 and ismcts._search._cache_size() == compiled
+
+
+def test_bad_input_raises_before_compilation():
+  g, _ = _nonlocality()
+  tree = g.device_tree("float64")
+  for kwargs in ({"selection": "ucb"}, {"c": -1.0}, {"exploration": 0.0}, {"final": "max"},
+                 {"selection": "uct", "final": "mean"},
+                 {"capacity": 0}, {"batch": 0}):
+    with pytest.raises(ValueError):
+      ISMCTS(**kwargs)
+  with pytest.raises(ValueError, match="simulations"):
+    ISMCTSAgent(g, simulations=0)
+  solver = ISMCTS(dtype="float64")
+  with pytest.raises(ValueError, match="num_simulations"):
+    solver.search(tree, solver.init(tree), jax.random.key(0), None, -3)
+  agent = ISMCTSAgent(g, simulations=5, solver=solver)
+  for h in (0, 3, 99):  # chance root, terminal, out of range
+    with pytest.raises(ValueError, match="history"):
+      agent.act(jax.random.key(0), agent.init(None), h)
