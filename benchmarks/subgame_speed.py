@@ -1,27 +1,53 @@
-"""Batched depth-limited solving: subgame-iterations/s of all Leduc public states of one depth.
+"""Batched re-solving: subgame-iterations/s over all Leduc public states of one depth.
 
-Every public state at ``--depth`` is the root of a subgame cut ``--limit``
-public levels below (leaf values from a fixed continuation profile, so
-each solve is plain CFR+ on the compiled subgame). For each subgame shape,
-``B`` root ranges (random, valid) are solved in one vmapped jitted call;
-compared with solving them one by one. Compile and steady-state times are
-reported separately. Runs unchanged on CPU or GPU.
+Every non-terminal public state at ``--depth`` is the root of a subgame cut
+``--limit`` public levels below, with leaf values from a fixed continuation
+profile (the uniform blueprint: exact values for it, so each iteration is one
+CFR+ iteration of the subgame). ``--mode resolve`` (default) re-solves with the
+safe-re-solving gadget mixed with the previous opponent range (``003``,
+alpha = 0.5; :func:`jaxgt.resolving.resolve_batch`) from ``B`` random
+summaries (our range, opponent counterfactual values and range) in one
+vmapped jitted call; ``--mode fixed`` solves ``B`` random root-range pairs
+(:meth:`CFRSolver.run_batch`). Both are compared with the same solves one by
+one (one jitted call each, compiled once). Compile and steady-state times are
+reported separately; runs unchanged on CPU or GPU.
 
-  python benchmarks/subgame_speed.py --depth 3 --limit 2 --iterations 100
+OpenSpiel has no depth-limited subgame solver, so the closest equal work is a
+CFR+ iteration over a game tree: ``--openspiel`` times OpenSpiel's
+``CFRPlusSolver`` on the full game and reports history visits per second next
+to ours (subgame histories x iterations x B per second).
+
+  python benchmarks/subgame_speed.py --depth 3 --limit 2 --iterations 100 --openspiel
 """
 
 import argparse
 import time
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
-import jaxgt
-from jaxgt import leaf as lf
-from jaxgt import public_tree as ptm
-from jaxgt import subgame as sgm
-from jaxgt.solvers import sequence_form as sf
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxgt  # noqa: E402
+from jaxgt import leaf as lf  # noqa: E402
+from jaxgt import public_tree as ptm  # noqa: E402
+from jaxgt import resolving as rs  # noqa: E402
+from jaxgt import subgame as sgm  # noqa: E402
+from jaxgt.solvers import sequence_form as sf  # noqa: E402
+
+
+def _summaries(rng, k_us, k_opp, B):
+  """``B`` random valid summaries: our range, opponent values, opponent range."""
+  return (rng.dirichlet(np.ones(k_us), B), rng.normal(0.0, 0.5, (B, k_opp)),
+          rng.dirichlet(np.ones(k_opp), B))
+
+
+def _timed(fn):
+  t0 = time.perf_counter()
+  jax.block_until_ready(fn())
+  return time.perf_counter() - t0
 
 
 def main():
@@ -31,45 +57,86 @@ def main():
   ap.add_argument("--limit", type=int, default=2)
   ap.add_argument("--iterations", type=int, default=100)
   ap.add_argument("--batches", default="1,16,256,4096")
+  ap.add_argument("--mode", choices=["resolve", "fixed"], default="resolve")
+  ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
   ap.add_argument("--one-by-one", type=int, default=8, help="solves timed one by one")
+  ap.add_argument("--openspiel", action="store_true", help="also time OpenSpiel CFR+")
   args = ap.parse_args()
   g = jaxgt.load(args.game)
   pt = ptm.build_public_tree(g)
-  solver = jaxgt.cfr_plus(dtype="float32")
-  blueprint = sf.uniform_policy(g.device_tree("float32"), jnp.float32)
+  dt_name = args.dtype
+  solver = jaxgt.cfr_plus(dtype=dt_name)
+  blueprint = sf.uniform_policy(g.device_tree(dt_name), jnp.dtype(dt_name))
   roots = [int(ps) for ps in pt.at_depth(args.depth) if not pt.terminal_public[ps]]
+  T = args.iterations
   print(f"{args.game}: {len(roots)} public states at depth {args.depth}, limit {args.limit}, "
-        f"{args.iterations} CFR+ iterations per solve, device {jax.devices()[0].platform}")
+        f"{T} CFR+ iterations per solve, mode {args.mode}, {dt_name}, "
+        f"device {jax.devices()[0].platform}")
   rng = np.random.default_rng(0)
+  ours_visits = []
   for ps in roots:
     sub = sgm.extract(pt, ps, depth_limit=args.limit)
-    ev = lf.continuation(sub, blueprint) if sub.num_leaves else None
-    k0, k1 = sub.range_sizes()
-    tree = sub.compiled.device_tree("float32")
-    if ev is not None:
-      tree = sub.with_payoff(tree, ev.apply((), None)[0])
-    line = [f"public state {ps}: {sub.tree.num_histories} histories"]
+    player = int(g.tree.player[pt.histories[ps][0]])
+    if player not in (0, 1):
+      player = 0
+    k = sub.range_sizes()
+    ev = lf.continuation(sub, blueprint)
+    tree = sub.with_payoff(sub.compiled.device_tree(dt_name), ev.apply((), None)[0])
+    H = sub.tree.num_histories
+    line = [f"public state {ps} (player {player}): {H} histories, {sub.num_leaves} leaves"]
+
+    if args.mode == "resolve":
+      def batch(B):
+        r, v, o = _summaries(rng, k[player], k[1 - player], B)
+        return lambda: rs.resolve_batch(sub, solver, player, r, v, o, evaluator=ev,
+                                        iterations=T, alpha=0.5).policy
+
+      def single(n):
+        r, v, o = _summaries(rng, k[player], k[1 - player], n)
+        return [lambda b=b: rs.resolve(sub, solver, player, r[b], v[b], o[b], evaluator=ev,
+                                       iterations=T, alpha=0.5).policy for b in range(n)]
+    else:
+      def batch(B):
+        w = sub.root_weights(rng.dirichlet(np.ones(k[0]), B), rng.dirichlet(np.ones(k[1]), B),
+                             jnp.dtype(dt_name))
+        return lambda: solver.run_batch(tree, solver.init_batch(tree, w), T).regrets
+
+      def single(n):
+        w = sub.root_weights(rng.dirichlet(np.ones(k[0]), n), rng.dirichlet(np.ones(k[1]), n),
+                             jnp.dtype(dt_name))
+        return [lambda b=b: solver.run(tree, solver.init(tree, w[b]), T).regrets
+                for b in range(n)]
+
     for B in [int(b) for b in args.batches.split(",")]:
-      w = sub.root_weights(rng.dirichlet(np.ones(k0), B), rng.dirichlet(np.ones(k1), B),
-                           jnp.float32)
-      t0 = time.perf_counter()
-      st = solver.run_batch(tree, solver.init_batch(tree, w), args.iterations)
-      jax.block_until_ready(st.regrets)
-      first = time.perf_counter() - t0
-      t0 = time.perf_counter()
-      st = solver.run_batch(tree, solver.init_batch(tree, w), args.iterations)
-      jax.block_until_ready(st.regrets)
-      dt = time.perf_counter() - t0
-      line.append(f"B={B}: {B * args.iterations / dt:,.0f} it/s (compile+first {first:.2f}s)")
-    n = args.one_by_one
-    w = sub.root_weights(rng.dirichlet(np.ones(k0), n), rng.dirichlet(np.ones(k1), n), jnp.float32)
-    jax.block_until_ready(solver.run(tree, solver.init(tree, w[0]), args.iterations).regrets)
-    t0 = time.perf_counter()
-    for b in range(n):
-      jax.block_until_ready(solver.run(tree, solver.init(tree, w[b]), args.iterations).regrets)
-    dt = time.perf_counter() - t0
-    line.append(f"one by one: {n * args.iterations / dt:,.0f} it/s")
+      fn = batch(B)
+      first = _timed(fn)
+      dt = _timed(fn)
+      ours_visits.append(B * T * H / dt)
+      line.append(f"B={B}: {B * T / dt:,.0f} it/s (compile+first {first:.2f}s)")
+    fns = single(args.one_by_one)
+    _timed(fns[0])  # compile
+    dt = sum(_timed(f) for f in fns)
+    line.append(f"one by one: {len(fns) * T / dt:,.0f} it/s")
     print("  " + "; ".join(line))
+  print(f"ours: up to {max(ours_visits):,.0f} history visits/s (subgame histories x iterations x B)")
+  if args.openspiel:
+    try:
+      import pyspiel
+      from open_spiel.python.algorithms import cfr as os_cfr
+    except ImportError:
+      print("OpenSpiel not installed: skipped")
+      return
+    from jaxgt import policy as pol_lib
+    os_game = pyspiel.load_game(pol_lib.openspiel_game_string(g))
+    cfr_os = os_cfr.CFRPlusSolver(os_game)
+    cfr_os.evaluate_and_update_policy()
+    n = 3
+    t0 = time.perf_counter()
+    for _ in range(n):
+      cfr_os.evaluate_and_update_policy()
+    dt = (time.perf_counter() - t0) / n
+    print(f"OpenSpiel CFRPlusSolver on the full game ({g.tree.num_histories} histories): "
+          f"{1 / dt:.2f} it/s = {g.tree.num_histories / dt:,.0f} history visits/s")
 
 
 if __name__ == "__main__":
