@@ -1,0 +1,376 @@
+"""Counterfactual value-and-policy network (CVPN), its supervised fit, and its use as a leaf evaluator.
+
+Student of Games (``003``): "Counterfactual Value-and-Policy Networks" and
+Fig. 6 (``f_theta(beta) = (v, p)``: counterfactual values of every
+information state of both players and a prior policy for the acting player,
+from the public state's encoding and both ranges); "Training Process" and
+Table S2 (Huber loss on values, cross entropy on the policy, weighted heads);
+Fig. 2 and "Search via Growing-Tree CFR" (depth-limited CFR querying the
+network at its leaf public states). Inputs, outputs and the value scale are
+those of :mod:`jaxgt.nets.encoding` (shape letters there; ``N`` leaf public
+states, ``L`` leaf histories, ``B`` a batch of PBSs).
+
+**Leaf adapter.** A :class:`~jaxgt.subgame.Subgame` needs player 0's value of
+every leaf *history* (:func:`jaxgt.leaf.from_callable`); a CVPN gives one
+counterfactual value per *information state*. CFR only sees, for player
+``p``, the per-information-state sums ``sum_{h in I} w(h) pi_o(h) value(h)``
+(chance-and-belief weight times opponent reach). Row ``p`` of the leaf values
+therefore gives every history of ``p``'s information state ``I`` the value
+``v_p(I) / c_p(I)`` (in player 0's utility), with ``c_p(I) = sum_{h in I}
+q(h) r_o(I_o(h))`` its counterfactual reach at the same scale
+(:func:`jaxgt.nets.encoding.counterfactual_reach`); ``c_p(I)`` is that sum
+``sum_{h in I} w(h) pi_o(h)`` divided by a positive constant of ``I``, so the
+per-information-state sums CFR uses are exactly the network's
+counterfactual values (zero where ``c_p(I) = 0``: no opponent reach, no
+effect). With exact counterfactual values of a continuation profile
+(:func:`continuation_cfvs`) this reproduces :func:`jaxgt.leaf.continuation`
+exactly under simultaneous updates (as GT-CFR runs, ``003``); with
+alternating updates the second player's update sees leaf values computed for
+the ranges before the first player's update (true of any range-dependent
+evaluator queried once per iteration), so trajectories differ slightly.
+
+The leaf ranges come from the :class:`~jaxgt.leaf.LeafInput` own reaches.
+``LeafInput`` does not carry the subgame's root ranges separately (its
+``weight`` mixes both), so a subgame whose root public states have several
+information states of a player needs ``root_ranges`` (one fixed root
+belief); subgames rooted at the game's start need nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+
+from jaxgt import leaf as leaf_lib
+from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, counterfactual_reach,
+                                 exact_cfvs, features, history_utilities, masks)
+from jaxgt.public_tree import history_values
+from jaxgt.solvers import sequence_form as sf
+from jaxgt.subgame import Subgame
+
+_NEG = -1e9  # logit of an illegal action
+
+
+@struct.dataclass
+class CVPNOutput:
+  """Network outputs for ``[B]`` PBSs.
+
+  Attributes:
+    values: ``[B, 2, K]`` network-scale counterfactual values (row ``p`` in
+      player ``p``'s utility; zero on padding slots).
+    logits: ``[B, 2, K, A]`` policy logits, ``-1e9`` at illegal actions.
+    policy: ``[B, 2, K, A]`` softmax over legal actions (all zero on slots
+      where the slot's player does not act).
+  """
+
+  values: Any
+  logits: Any
+  policy: Any
+
+
+@struct.dataclass
+class CVPNTargets:
+  """Supervised targets for ``[B]`` PBSs.
+
+  Attributes:
+    values: ``[B, 2, K]`` network-scale counterfactual values.
+    policy: ``[B, 2, K, A]`` target policies, or ``None``; rows that are all
+      zero (no target, or the slot's player does not act) are ignored.
+  """
+
+  values: Any
+  policy: Any = None
+
+
+class CVPN(nn.Module):
+  """MLP counterfactual value-and-policy network over one game's PBSs (``003``, Fig. 6).
+
+  Input per PBS: public features ``[F]``, both padded ranges ``[2K]`` and the
+  slot masks ``[2K]`` (plus a learned embedding of the public state id when
+  ``embed_dim > 0``); a ReLU MLP trunk ``hidden``; a value head ``[2, K]``
+  masked to the public state's information states and a policy head
+  ``[2, K, A]`` masked to legal actions. ``model.apply(params, pbs)`` takes a
+  :class:`PBS` with any leading batch shape and returns a :class:`CVPNOutput`.
+  """
+
+  encoding: PBSEncoding
+  hidden: Sequence[int] = (128, 128)
+  embed_dim: int = 0
+
+  @nn.compact
+  def __call__(self, pbs: PBS) -> CVPNOutput:
+    enc = self.encoding
+    K, A = enc.k_max, enc.num_actions
+    public = jnp.asarray(pbs.public)
+    ranges = jnp.asarray(pbs.ranges)
+    if ranges.shape != public.shape + (2, K):
+      raise ValueError(f"PBS ranges must have shape {public.shape + (2, K)} for "
+                       f"{enc.game.name} (K={K} slots per player), got {ranges.shape}")
+    batch = public.shape
+    mask, legal = masks(enc, public)
+    x = [features(enc, public), ranges.astype(jnp.float32).reshape(batch + (2 * K,)),
+         mask.astype(jnp.float32).reshape(batch + (2 * K,))]
+    if self.embed_dim:
+      x.append(nn.Embed(enc.num_public_states, self.embed_dim, name="public_embed")(public))
+    x = jnp.concatenate(x, axis=-1)
+    for i, width in enumerate(self.hidden):
+      x = nn.relu(nn.Dense(width, name=f"trunk_{i}")(x))
+    values = nn.Dense(2 * K, name="value_head")(x).reshape(batch + (2, K))
+    values = jnp.where(mask, values, 0.0)
+    logits = nn.Dense(2 * K * A, name="policy_head")(x).reshape(batch + (2, K, A))
+    logits = jnp.where(legal, logits, _NEG)
+    policy = jnp.where(legal, jax.nn.softmax(logits, axis=-1), 0.0)
+    return CVPNOutput(values=values, logits=logits, policy=policy)
+
+
+def init(model: CVPN, key, batch_size: int = 1):
+  """Parameters of ``model`` (a dummy batch of root PBSs)."""
+  enc = model.encoding
+  pbs = PBS(public=jnp.zeros((batch_size,), jnp.int32),
+            ranges=jnp.zeros((batch_size, 2, enc.k_max), jnp.float32))
+  return model.init(key, pbs)
+
+
+# --------------------------------------------------------------------------- losses and fit
+
+
+def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: float = 1.0):
+  """``(value_loss, policy_loss)``: Huber over valid slots and cross entropy over targeted rows.
+
+  Means over the valid (masked) entries of the batch; the policy loss is 0
+  without policy targets.
+  """
+  out = model.apply(params, pbs)
+  tv = jnp.asarray(targets.values, out.values.dtype)
+  if tv.shape != out.values.shape:
+    raise ValueError(f"value targets must have shape {out.values.shape}, got {tv.shape}")
+  mask, legal = masks(model.encoding, pbs.public)
+  per = optax.huber_loss(out.values, tv, delta=huber_delta)
+  value_loss = jnp.sum(jnp.where(mask, per, 0.0)) / jnp.maximum(jnp.sum(mask), 1)
+  if targets.policy is None:
+    return value_loss, jnp.zeros((), value_loss.dtype)
+  tp = jnp.asarray(targets.policy, out.logits.dtype)
+  if tp.shape != out.logits.shape:
+    raise ValueError(f"policy targets must have shape {out.logits.shape}, got {tp.shape}")
+  tp = jnp.where(legal, tp, 0.0)
+  rows = jnp.sum(tp, -1) > 0
+  logp = jax.nn.log_softmax(out.logits, axis=-1)
+  ce = -jnp.sum(jnp.where(legal, tp * logp, 0.0), -1)
+  policy_loss = jnp.sum(jnp.where(rows, ce, 0.0)) / jnp.maximum(jnp.sum(rows), 1)
+  return value_loss, policy_loss
+
+
+def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, steps: int = 500,
+        learning_rate: float = 1e-3, batch_size: int | None = None, value_weight: float = 1.0,
+        policy_weight: float = 1.0, huber_delta: float = 1.0, optimizer=None, key=None):
+  """Supervised training of ``model`` on ``[B]`` PBSs with optax (one jitted scan).
+
+  Loss ``value_weight * Huber + policy_weight * cross entropy``
+  (:func:`losses`), Adam at ``learning_rate`` unless ``optimizer`` (an
+  ``optax.GradientTransformation``) is given, minibatches of ``batch_size``
+  drawn with ``key`` (full batch when ``None``). Returns ``(params, loss
+  [steps])``.
+  """
+  public = jnp.asarray(pbs.public)
+  if public.ndim != 1:
+    raise ValueError(f"fit needs a flat batch of PBSs (public [B]), got shape {public.shape}")
+  B = public.shape[0]
+  if jnp.shape(targets.values)[:1] != (B,):
+    raise ValueError(f"targets must have a leading batch of {B}, got {jnp.shape(targets.values)}")
+  opt = optimizer if optimizer is not None else optax.adam(learning_rate)
+  key = jax.random.PRNGKey(0) if key is None else key
+  mb = B if batch_size is None else int(min(batch_size, B))
+
+  def loss_fn(p, b, t):
+    v, c = losses(model, p, b, t, huber_delta=huber_delta)
+    return value_weight * v + policy_weight * c
+
+  def step(carry, k):
+    p, s = carry
+    if mb < B:
+      idx = jax.random.choice(k, B, (mb,), replace=False)
+      b, t = jax.tree_util.tree_map(lambda a: a[idx], (pbs, targets))
+    else:
+      b, t = pbs, targets
+    loss, g = jax.value_and_grad(loss_fn)(p, b, t)
+    upd, s = opt.update(g, s, p)
+    return (optax.apply_updates(p, upd), s), loss
+
+  @jax.jit
+  def run(params, key):
+    (p, _), trace = jax.lax.scan(step, (params, opt.init(params)), jax.random.split(key, steps))
+    return p, trace
+
+  return run(params, key)
+
+
+# --------------------------------------------------------------------------- leaf adapter
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LeafLayout:
+  """Static map from a subgame's leaf histories to PBS slots.
+
+  Attributes:
+    sub: the :class:`Subgame`; enc: the full game's :class:`PBSEncoding`.
+    public: ``[N]`` leaf public states (``sub.leaf_public``).
+    leaf_public: ``[L]`` index ``0..N-1`` of each leaf history's public state.
+    leaf_slot: ``[2, L]`` slot of each leaf history's information state.
+    root_pos: ``[2, L]`` position of each leaf history's root information
+      state in the concatenated root ranges.
+  """
+
+  sub: Subgame
+  enc: PBSEncoding
+  public: np.ndarray
+  leaf_public: np.ndarray
+  leaf_slot: np.ndarray
+  root_pos: np.ndarray
+
+
+def leaf_layout(sub: Subgame, enc: PBSEncoding | None = None) -> LeafLayout:
+  """The :class:`LeafLayout` of ``sub`` (``ValueError`` for multi-valued leaves or another game)."""
+  enc = build_encoding(sub.full) if enc is None else enc
+  enc.check_for(sub.full)
+  if sub.leaf_choices:
+    raise ValueError("CVPN leaves are single-valued; the subgame has leaf_choices="
+                     f"{sub.leaf_choices}")
+  if not sub.leaf_public:
+    raise ValueError("the subgame has no leaves")
+  pt = sub.full
+  public = np.asarray(sub.leaf_public, np.int32)
+  pos = {int(s): j for j, s in enumerate(public)}
+  hp = np.asarray(pt.game.tree.history_public)
+  lh = np.asarray(sub.leaf_histories)
+  leaf_public = np.asarray([pos[int(hp[h])] for h in lh], np.int32)
+  for j, s in enumerate(public):
+    mine = np.sort(lh[leaf_public == j])
+    if not np.array_equal(mine, np.sort(enc.hist[s][enc.hist[s] >= 0])):
+      raise ValueError(f"leaf public state {s} is only partly inside the subgame")
+  slot = np.stack([enc.slot_of[p][pt.aug[p][lh]] for p in (0, 1)]).astype(np.int32)
+  # Root history above each leaf history (walk up the full tree).
+  roots = {int(h): i for i, h in enumerate(sub.root_histories)}
+  parent = np.asarray(pt.game.tree.parent)
+  root_of = np.zeros(len(lh), np.int32)
+  for i, h in enumerate(lh):
+    h = int(h)
+    while h not in roots:
+      h = int(parent[h])
+    root_of[i] = roots[h]
+  root_pos = np.asarray(sub.root_aug)[:, root_of].astype(np.int32)
+  return LeafLayout(sub=sub, enc=enc, public=public, leaf_public=leaf_public, leaf_slot=slot,
+                    root_pos=root_pos)
+
+
+def _root_factors(layout: LeafLayout, root_ranges):
+  sub = layout.sub
+  sizes = sub.range_sizes()
+  if root_ranges is None:
+    if sizes != (len(sub.root_public),) * 2:
+      raise ValueError(
+          f"the subgame's root has {sizes} information states per player; LeafInput does not "
+          "carry the root ranges, so pass root_ranges=(range0, range1) (concatenated over the "
+          "root public states, as Subgame.root_weights takes them)")
+    return None
+  out = []
+  for p, r in enumerate(root_ranges):
+    r = np.asarray(r, np.float64)
+    if r.shape != (sizes[p],):
+      raise ValueError(f"root range of player {p} must have shape ({sizes[p]},), got {r.shape}")
+    if not np.isfinite(r).all() or np.any(r < 0):
+      raise ValueError(f"root range of player {p} has negative or non-finite entries")
+    out.append(r[layout.root_pos[p]])
+  return np.stack(out)
+
+
+def leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, root_ranges=None) -> PBS:
+  """The PBS ``[N]`` of every leaf public state from a :class:`LeafInput` (jittable).
+
+  Player ``p``'s range at a leaf public state is its own reach of each
+  information state (times its root range when ``root_ranges`` is given)
+  normalised over the public state; a player who reaches none of them gets
+  the uniform range, as in :func:`jaxgt.public_tree.ranges`.
+  """
+  enc = layout.enc
+  N, K = len(layout.public), enc.k_max
+  reach = jnp.asarray(leaves.reach)
+  L = len(layout.leaf_public)
+  if reach.shape != (2, L):
+    raise ValueError(f"LeafInput.reach must have shape (2, {L}), got {reach.shape}")
+  fac = _root_factors(layout, root_ranges)
+  if fac is not None:
+    reach = reach * jnp.asarray(fac, reach.dtype)
+  mask = jnp.asarray(enc.mask[layout.public])  # [N, 2, K]
+  rows = []
+  for p in (0, 1):
+    x = jnp.zeros((N, K), reach.dtype).at[layout.leaf_public, layout.leaf_slot[p]].set(reach[p])
+    rows.append(x)
+  x = jnp.stack(rows, axis=1)
+  tot = jnp.sum(x, -1, keepdims=True)
+  cnt = jnp.maximum(jnp.sum(mask, -1, keepdims=True), 1)
+  r = jnp.where(tot > 0, x / jnp.where(tot > 0, tot, 1.0), mask / cnt)
+  return PBS(public=jnp.asarray(layout.public), ranges=jnp.where(mask, r, 0.0))
+
+
+def leaf_values(layout: LeafLayout, pbs: PBS, cfvs) -> jax.Array:
+  """Leaf-history values ``[2, L]`` (player 0's utility) from network-scale ``cfvs [N, 2, K]``.
+
+  Row ``p``: ``v_p(I) / c_p(I)`` on every history of ``p``'s information
+  state ``I`` (module docstring), sign-flipped to player 0's utility.
+  """
+  N, K = len(layout.public), layout.enc.k_max
+  cfvs = jnp.asarray(cfvs)
+  if cfvs.shape != (N, 2, K):
+    raise ValueError(f"leaf counterfactual values must have shape ({N}, 2, {K}) (leaf public "
+                     f"states x players x slots), got {cfvs.shape}")
+  c = counterfactual_reach(layout.enc, pbs.public, jnp.asarray(pbs.ranges, cfvs.dtype))
+  ratio = jnp.where(c > 0, cfvs / jnp.where(c > 0, c, 1.0), 0.0)
+  rows = [ratio[layout.leaf_public, p, layout.leaf_slot[p]] for p in (0, 1)]
+  return jnp.stack([rows[0], -rows[1]])
+
+
+def leaf_evaluator(sub: Subgame, cfv_fn: Callable[[PBS], jax.Array], *,
+                   enc: PBSEncoding | None = None, root_ranges=None) -> leaf_lib.LeafEvaluator:
+  """A :class:`~jaxgt.leaf.LeafEvaluator` from ``cfv_fn(PBS [N]) -> cfvs [N, 2, K]``.
+
+  One batched call per query for all leaf public states (e.g. a CVPN,
+  :func:`network_cfvs`, or exact values, :func:`continuation_cfvs`).
+  """
+  layout = leaf_layout(sub, enc)
+  _root_factors(layout, root_ranges)  # validate now, not while tracing
+
+  def fn(leaves):
+    pbs = leaf_pbs(layout, leaves, root_ranges)
+    return leaf_values(layout, pbs, cfv_fn(pbs))
+
+  ev = leaf_lib.from_callable(sub, fn)
+  return dataclasses.replace(ev, name="cvpn")
+
+
+def network_cfvs(model: CVPN, params) -> Callable[[PBS], jax.Array]:
+  """``cfv_fn`` of a trained :class:`CVPN` (its value head)."""
+  return lambda pbs: model.apply(params, pbs).values
+
+
+def continuation_cfvs(enc: PBSEncoding, policy) -> Callable[[PBS], jax.Array]:
+  """``cfv_fn`` giving the exact network-scale values when both follow ``policy`` (full game) below.
+
+  The oracle CVPN: with it :func:`leaf_evaluator` reproduces
+  :func:`jaxgt.leaf.continuation`; also the target generator for :func:`fit`.
+  """
+  tree = enc.game.device_tree(policy[0].dtype)
+  sf.check_policy(tree, policy)
+  hv = history_values(tree, policy)
+
+  def fn(pbs):
+    u = history_utilities(enc, pbs.public, hv)
+    return exact_cfvs(enc, pbs.public, jnp.asarray(pbs.ranges, hv.dtype), u)
+
+  return fn

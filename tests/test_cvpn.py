@@ -1,0 +1,278 @@
+"""PBS encoding, the CVPN, its fit, and the CVPN leaf adapter against independent paths."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import jaxgt
+from jaxgt import leaf as lf
+from jaxgt import public_tree as ptm
+from jaxgt import subgame as sgm
+from jaxgt.games.rps_plus import RockPaperScissorsPlus
+from jaxgt.nets import cvpn
+from jaxgt.nets import encoding as enc_lib
+
+
+@functools.lru_cache(maxsize=None)
+def _game(name):
+  g = jaxgt.load(name)
+  return g, enc_lib.build_encoding(g)
+
+
+def _random_policy(tree, rng, alpha=1.0):
+  out = []
+  for p in (0, 1):
+    legal = np.asarray(tree.players[p].legal)
+    x = rng.dirichlet(alpha * np.ones(tree.num_actions), size=legal.shape[0]) * legal
+    out.append(jnp.asarray(x / x.sum(-1, keepdims=True)))
+  return tuple(out)
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+def test_encoding_layout(name):
+  g, enc = _game(name)
+  pt = enc.pt
+  P = pt.num_public_states
+  assert enc.slots.shape == (P, 2, enc.k_max)
+  assert enc.k_max == max(len(x) for p in (0, 1) for x in pt.infostates[p])
+  for s in range(P):
+    for p in (0, 1):
+      k = len(pt.infostates[p][s])
+      assert enc.mask[s, p].sum() == k
+      np.testing.assert_array_equal(enc.slots[s, p, :k], pt.infostates[p][s])
+  # Legal actions exactly at the slots whose player acts, matching the compiled game.
+  for p in (0, 1):
+    info = enc.policy_infostate[:, p]
+    assert set(np.unique(info[info >= 0])) == set(range(g.tree.num_infostates[p]))
+    np.testing.assert_array_equal(enc.legal[:, p].any(-1), info >= 0)
+    np.testing.assert_array_equal(enc.legal[:, p][info >= 0],
+                                  np.asarray(g.tree.players[p].legal)[info[info >= 0]])
+  # Features: fixed size, and injective over public states.
+  f = np.asarray(enc_lib.features(enc, np.arange(P)))
+  assert f.shape == (P, enc.feature_size)
+  assert len({r.tobytes() for r in f}) == P
+  np.testing.assert_allclose(f[:, enc.max_depth + 1:enc.max_depth + 5].sum(-1), 1.0)
+  assert np.all(enc.hist_q.sum(-1)[~pt.terminal_public] == pytest.approx(1.0))
+
+
+def test_range_gather_scatter_round_trip():
+  g, enc = _game("leduc_poker")
+  pt = enc.pt
+  pol = _random_policy(g.device_tree("float64"), np.random.default_rng(3))
+  flat = ptm.ranges(pt, pol)
+  ids = np.flatnonzero(~pt.terminal_public)
+  R = enc_lib.gather_ranges(enc, ids, flat)
+  assert R.shape == (len(ids), 2, enc.k_max)
+  s = int(ids[7])
+  local = ptm.public_belief_state(pt, s, pol)
+  np.testing.assert_allclose(enc_lib.pad_ranges(enc, s, *local), R[7], atol=1e-12)
+  back = enc_lib.scatter(enc, ids, R)
+  for p in (0, 1):
+    inside = np.isin(pt.aug_public[p], ids)
+    np.testing.assert_allclose(np.asarray(back[p])[inside], np.asarray(flat[p])[inside])
+  pbs = enc_lib.make_pbs(enc, ids, R)
+  assert pbs.ranges.shape == R.shape
+  # Policy scatter puts acting slots back into a full-game policy.
+  probs = np.zeros((len(ids), 2, enc.k_max, enc.num_actions))
+  for p in (0, 1):
+    info = enc.policy_infostate[ids, p]
+    probs[:, p] = np.where((info >= 0)[..., None], np.asarray(pol[p])[np.maximum(info, 0)], 0)
+  zero = tuple(jnp.zeros_like(x) for x in pol)
+  full = enc_lib.scatter_policy(enc, ids, probs, zero)
+  for p in (0, 1):
+    np.testing.assert_allclose(full[p], pol[p])
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+def test_exact_cfvs_match_public_tree(name):
+  """Network-scale CFVs, rescaled, equal :func:`public_tree.counterfactual_values`."""
+  g, enc = _game(name)
+  pt = enc.pt
+  tree = g.device_tree("float64")
+  pol = _random_policy(tree, np.random.default_rng(1))
+  ref = ptm.counterfactual_values(pt, pol)
+  ids = np.flatnonzero(~pt.terminal_public)
+  R = enc_lib.gather_ranges(enc, ids, ptm.ranges(pt, pol))
+  v = cvpn.continuation_cfvs(enc, pol)(enc_lib.PBS(public=jnp.asarray(ids), ranges=R))
+  mass = enc_lib.gather_ranges(enc, ids, ptm.ranges(pt, pol, normalize=False)).sum(-1)[:, ::-1]
+  got = enc_lib.scatter(enc, ids, enc_lib.to_game_scale(enc, ids, v, mass))
+  for p in (0, 1):
+    np.testing.assert_allclose(got[p], ref[p], atol=1e-12)
+    assert float(jnp.max(jnp.abs(ref[p]))) > 0.1
+
+
+def test_cvpn_shapes_and_masks():
+  g, enc = _game("leduc_poker")
+  model = cvpn.CVPN(enc, hidden=(32,), embed_dim=4)
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  rng = np.random.default_rng(0)
+  ids = rng.choice(np.flatnonzero(~enc.pt.terminal_public), size=(3, 5))
+  r = rng.random((3, 5, 2, enc.k_max)) * enc.mask[ids]
+  r = r / r.sum(-1, keepdims=True)
+  out = model.apply(params, enc_lib.make_pbs(enc, ids, r))
+  K, A = enc.k_max, enc.num_actions
+  assert out.values.shape == (3, 5, 2, K) and out.policy.shape == (3, 5, 2, K, A)
+  assert np.all(np.asarray(out.values)[~enc.mask[ids]] == 0)
+  legal = enc.legal[ids]
+  sums = np.asarray(out.policy).sum(-1)
+  np.testing.assert_allclose(sums[legal.any(-1)], 1.0, atol=1e-5)
+  assert np.all(sums[~legal.any(-1)] == 0) and np.all(np.asarray(out.policy)[~legal] == 0)
+  # The actor's row carries the policy at decision public states.
+  for s in np.unique(ids):
+    if enc.actor[s, 0] == 1:
+      assert legal[ids == s][0, 0].any() and not legal[ids == s][0, 1].any()
+
+
+def _same_solution(sub, w, ev_a, ev_b, iterations):
+  solver = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  a = lf.solve(sub, solver, w, ev_a, iterations)
+  b = lf.solve(sub, solver, w, ev_b, iterations)
+  va, vb = float(lf.root_value(sub, solver, a)), float(lf.root_value(sub, solver, b))
+  assert vb == pytest.approx(va, abs=1e-10)
+  stree = sub.compiled.device_tree("float64")
+  pa, pb = solver.average_policy(stree, a.cfr), solver.average_policy(stree, b.cfr)
+  for p in (0, 1):
+    np.testing.assert_allclose(pb[p], pa[p], atol=1e-9)
+  return va
+
+
+@pytest.mark.parametrize("name,depth", [("kuhn_poker", 4), ("leduc_poker", 4)])
+def test_oracle_cfvs_through_adapter_reproduce_continuation(name, depth):
+  """Exact CFVs of a continuation profile -> adapter == :func:`leaf.continuation`."""
+  g, enc = _game(name)
+  pol = _random_policy(g.device_tree("float64"), np.random.default_rng(2))
+  sub = sgm.extract(g, 0, depth_limit=depth)
+  assert len(sub.leaf_public) >= 1 and sub.num_leaves > len(sub.leaf_public)
+  oracle = cvpn.leaf_evaluator(sub, cvpn.continuation_cfvs(enc, pol), enc=enc)
+  _same_solution(sub, sub.root_weights([1.0], [1.0]), lf.continuation(sub, pol), oracle, 300)
+
+
+def test_adapter_at_inner_root_needs_and_uses_root_ranges():
+  """Kuhn subgame at player 0's first decision (3 x 3 root infostates), non-uniform ranges."""
+  g, enc = _game("kuhn_poker")
+  pt = enc.pt
+  root = int(pt.at_depth(2)[0])
+  sub = sgm.extract(pt, root, depth_limit=2)
+  pol = _random_policy(g.device_tree("float64"), np.random.default_rng(4))
+  fn = cvpn.continuation_cfvs(enc, pol)
+  with pytest.raises(ValueError, match="root_ranges"):
+    cvpn.leaf_evaluator(sub, fn)
+  r0, r1 = np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.3, 0.6])
+  w = sub.root_weights(r0, r1)
+  v = _same_solution(sub, w, lf.continuation(sub, pol),
+                     cvpn.leaf_evaluator(sub, fn, root_ranges=(r0, r1)), 300)
+  assert abs(v) > 1e-3
+  with pytest.raises(ValueError, match="shape"):
+    cvpn.leaf_evaluator(sub, fn, root_ranges=(r0[:2], r1))
+
+
+def test_network_as_leaf_evaluator():
+  g, enc = _game("leduc_poker")
+  sub = sgm.extract(g, 0, depth_limit=4)
+  model = cvpn.CVPN(enc, hidden=(16,))
+  params = cvpn.init(model, jax.random.PRNGKey(1))
+  ev = cvpn.leaf_evaluator(sub, cvpn.network_cfvs(model, params), enc=enc)
+  solver = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  st = lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), ev, 20, chunk=5)
+  assert np.isfinite(float(lf.root_value(sub, solver, st)))
+  bad = cvpn.leaf_evaluator(sub, lambda pbs: jnp.zeros((1, 2, enc.k_max)), enc=enc)
+  with pytest.raises(ValueError, match="leaf counterfactual values must have shape"):
+    lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), bad, 2)
+
+
+def test_fit_kuhn_exact_targets():
+  """Values of a fixed continuation profile at PBSs from random policies; held-out
+  loss far below the initial one and the per-slot mean predictor; the policy head
+  learns the continuation policy (cross entropy -> its entropy)."""
+  g, enc = _game("kuhn_poker")
+  pt = enc.pt
+  tree = g.device_tree("float64")
+  rng = np.random.default_rng(0)
+  cont = _random_policy(tree, rng)
+  ids = np.flatnonzero(~pt.terminal_public)
+  gather = jax.jit(lambda pol: enc_lib.gather_ranges(enc, ids, ptm.ranges(pt, pol)))
+  n, n_train = 300, 240
+  R = np.concatenate([np.asarray(gather(_random_policy(tree, rng, 0.5))) for _ in range(n)])
+  pub = np.tile(ids, n)
+  pbs = enc_lib.make_pbs(enc, pub, R)
+  values = cvpn.continuation_cfvs(enc, cont)(pbs)
+  policy = np.zeros(enc.legal[pub].shape)
+  for p in (0, 1):
+    info = enc.policy_infostate[pub, p]
+    policy[:, p] = np.where((info >= 0)[..., None], np.asarray(cont[p])[np.maximum(info, 0)], 0)
+  data = (pbs, cvpn.CVPNTargets(values=values, policy=jnp.asarray(policy)))
+  cut = n_train * len(ids)
+  train = jax.tree_util.tree_map(lambda a: a[:cut], data)
+  test = jax.tree_util.tree_map(lambda a: a[cut:], data)
+  model = cvpn.CVPN(enc, hidden=(64, 64))
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  v0, c0 = cvpn.losses(model, params, *test)
+  mean = np.zeros((pt.num_public_states, 2, enc.k_max))
+  for s in ids:
+    mean[s] = np.asarray(train[1].values)[np.asarray(train[0].public) == s].mean(0)
+  tp = np.asarray(test[0].public)
+  m = enc.mask[tp]
+  base = np.asarray(optax.huber_loss(mean[tp], np.asarray(test[1].values)))
+  baseline = base[m].mean()
+  params, trace = cvpn.fit(model, params, *train, steps=600, learning_rate=3e-3, batch_size=256,
+                           policy_weight=0.1, key=jax.random.PRNGKey(1))
+  assert trace.shape == (600,) and np.all(np.isfinite(trace))
+  v1, c1 = cvpn.losses(model, params, *test)
+  p = policy[cut:]
+  rows = p.sum(-1) > 0
+  entropy = -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0), -1)[rows].mean()
+  print(f"held-out value loss {float(v1):.2e}, initial {float(v0):.2e}, mean predictor "
+        f"{baseline:.2e}; policy CE {float(c1):.4f} vs entropy {entropy:.4f}")
+  assert float(v1) < 0.05 * baseline and float(v1) < 1e-3 * float(v0)
+  assert float(c1) < float(c0) and float(c1) - entropy < 0.02
+
+
+class _ForgetfulRPS(RockPaperScissorsPlus):
+  """Player 0's augmented information state at player 1's move forgets its own move."""
+
+  def information_state(self, s, player):
+    return "p0:waiting" if player == 0 and s else super().information_state(s, player)
+
+
+def test_bad_inputs():
+  g, enc = _game("kuhn_poker")
+  s = 2  # 3 x 3 information states
+  with pytest.raises(ValueError, match=r"shape \(3,\)"):
+    enc_lib.pad_ranges(enc, s, [0.5, 0.5], [1 / 3] * 3)
+  with pytest.raises(ValueError, match="sums to"):
+    enc_lib.pad_ranges(enc, s, [0.5, 0.5, 0.5], [1 / 3] * 3)
+  with pytest.raises(ValueError, match="another game"):
+    enc_lib.pad_ranges(enc, jaxgt.load("leduc_poker").public_keys[5], [1.0], [1.0])
+  good = enc_lib.pad_ranges(enc, s, [0.2, 0.3, 0.5], [1 / 3] * 3)
+  with pytest.raises(ValueError, match="shape"):
+    enc_lib.make_pbs(enc, [s], good[None, :, :2])
+  with pytest.raises(ValueError, match="padding"):
+    enc_lib.make_pbs(enc, [1], good[None])  # public state 1: player 1 has one infostate
+  with pytest.raises(ValueError, match="sum to one"):
+    enc_lib.make_pbs(enc, [s], 2 * good[None])
+  with pytest.raises(ValueError, match="out of range|lie in"):
+    enc_lib.make_pbs(enc, [99], good[None])
+  with pytest.raises(ValueError, match="augmented information state"):
+    enc_lib.gather_ranges(enc, [s], (jnp.ones(4), jnp.ones(4)))
+  model = cvpn.CVPN(enc, hidden=(8,))
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  with pytest.raises(ValueError, match="PBS ranges must have shape"):
+    model.apply(params, enc_lib.PBS(public=jnp.array([s]), ranges=jnp.zeros((1, 2, 6))))
+  pbs = enc_lib.make_pbs(enc, [s], good[None])
+  with pytest.raises(ValueError, match="value targets"):
+    cvpn.losses(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((1, 2, 2))))
+  with pytest.raises(ValueError, match="leading batch"):
+    cvpn.fit(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((2, 2, 3))), steps=1)
+  # An encoding of another game.
+  leduc_sub = sgm.extract(jaxgt.load("leduc_poker"), 0, depth_limit=2)
+  with pytest.raises(ValueError, match="encoding is for"):
+    cvpn.leaf_layout(leduc_sub, enc)
+  with pytest.raises(ValueError, match="single-valued"):
+    cvpn.leaf_layout(sgm.extract(g, 0, depth_limit=3, leaf_choices=2), enc)
+  # Imperfect-recall augmented information states have no well-defined range.
+  with pytest.raises(ValueError, match="imperfect recall"):
+    enc_lib.build_encoding(jaxgt.compile_game(_ForgetfulRPS()))
