@@ -257,18 +257,23 @@ def _episodes(cfg: UCTSolver, tree: GameTree, visits, values, uni):
 
 
 def _update(visits, values, rec_pl, rec_info, rec_act, ret):
-  """UPDATE of Algorithm 1 for every recorded node, summed over the batch."""
+  """UPDATE of Algorithm 1 for every recorded node, summed over the batch.
+
+  Sparse: only the recorded ``(u, a)`` entries are read and written (scatter
+  adds), so a step costs O(batch x depth), not O(I x A). Records of the same
+  entry in one batch add ``(r - Q) / N_new`` each, i.e. ``Q`` moves to the
+  mean over all its returns so far.
+  """
   visits, values = list(visits), list(values)
+  i = rec_info.reshape(-1)
+  a = rec_act.reshape(-1)
   for p in (0, 1):
     mine = (rec_pl == p).reshape(-1)
-    i = rec_info.reshape(-1)
-    a = rec_act.reshape(-1)
     r = jnp.broadcast_to(ret if p == 0 else -ret, rec_pl.shape).reshape(-1)
-    dn = jnp.zeros(visits[p].shape, jnp.int32).at[i, a].add(mine.astype(jnp.int32))
-    dw = jnp.zeros(values[p].shape, values[p].dtype).at[i, a].add(jnp.where(mine, r, 0.0))
-    n_new = visits[p] + dn
+    n_new = visits[p].at[i, a].add(mine.astype(jnp.int32))
     q = values[p]
-    values[p] = jnp.where(dn > 0, q + (dw - dn.astype(q.dtype) * q) / jnp.maximum(n_new, 1), q)
+    step = (r - q[i, a]) / jnp.maximum(n_new[i, a], 1).astype(q.dtype)
+    values[p] = q.at[i, a].add(jnp.where(mine, step, 0.0).astype(q.dtype))
     visits[p] = n_new
   return tuple(visits), tuple(values)
 

@@ -1,0 +1,180 @@
+"""Throughput of the online search solvers (OOS, ISMCTS, UCT / Smooth UCT) against OpenSpiel C++.
+
+For each game, solver and batch size: compile time (the first call, one
+step) and steady-state work per second, with the ratio to an OpenSpiel C++
+peer timed in the same run:
+
+* ``oos-ist`` / ``oos-pst``: ``OOS(targeting=...).search`` from the search
+  position below; trajectories/s (an iteration is ``2 * batch``
+  trajectories, one batch per update player). Peer:
+  ``pyspiel.OutcomeSamplingMCCFRSolver`` trajectories/s (one
+  ``run_iteration()`` = 2), the nearest peer: OpenSpiel has no OOS, and OOS is
+  outcome sampling plus targeting and incremental tree building.
+* ``ismcts``: ``ISMCTS(selection="uct").search`` from the search position;
+  simulations/s (a step is ``batch`` simulations). Peer: ``pyspiel.ISMCTSBot``
+  (random-rollout evaluator, same ``uct_c``, max-visit final policy),
+  ``bot.step(state)`` at the same position, simulations/s. A like-for-like peer
+  (the bot rebuilds its tree every step; ours carries its fixed-shape tables
+  over, a simulation costs the same either way). OpenSpiel's liars_dice has no
+  ``ResampleFromInfostate``, so ISMCTSBot is ``n/a`` there.
+* ``uct`` / ``smooth-uct``: self-play ``run`` from the root (paper constants
+  where known); episodes/s (a step is ``batch`` episodes). OpenSpiel's
+  ``MCTSBot`` is perfect-information only, so the ratio is to outcome-sampling
+  MCCFR trajectories/s, the nearest sampled peer (one root-to-leaf walk each).
+
+The search position of OOS / ISMCTS is the first decision of player 0 after
+the leftmost chance outcomes (the first card / die outcomes), in both
+libraries. Without OpenSpiel the peer columns read ``n/a``.
+
+  python benchmarks/search_speed.py [--games kuhn_poker,leduc_poker]
+      [--solvers oos-ist,oos-pst,ismcts,uct,smooth-uct] [--batches 1,16,256]
+      [--seconds 0.25] [--peer-simulations 1000] [--no-liars-dice]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import jax
+import numpy as np
+
+import jaxgt
+from jaxgt.games.base import CHANCE
+from jaxgt.solvers import uct as uct_lib
+from jaxgt.solvers.ismcts import ISMCTS
+from jaxgt.solvers.oos import OOS, target_members
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sampling_speed import _openspiel as _openspiel_mccfr  # noqa: E402  (OS-MCCFR traj/s)
+
+SOLVERS = ("oos-ist", "oos-pst", "ismcts", "uct", "smooth-uct")
+UNIT = {"oos-ist": "traj", "oos-pst": "traj", "ismcts": "sims", "uct": "episodes",
+        "smooth-uct": "episodes"}
+
+
+def _first_decision(tree) -> int:
+  """Index of the first player-0 decision below the leftmost chance outcomes."""
+  pl, ch = np.asarray(tree.player), np.asarray(tree.children)
+  h = 0
+  while pl[h] == CHANCE:
+    h = int(ch[h][ch[h] >= 0][0])
+  assert pl[h] == 0, (h, pl[h])
+  return h
+
+
+def _throughput(run, state, per_step: int, seconds: float):
+  """``(compile s, units/s)`` of ``run(state, steps) -> state``, ``per_step`` units a step."""
+  t0 = time.perf_counter()
+  state = jax.block_until_ready(run(state, 1))
+  compile_s = time.perf_counter() - t0
+  steps = 1
+  while True:
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(run(state, steps))
+    dt = time.perf_counter() - t0
+    if dt >= seconds or steps >= 1 << 24:
+      return compile_s, per_step * steps / dt
+    steps *= 4 if dt < seconds / 8 else 2
+
+
+def _ours(game: str, solver: str, batch: int, seconds: float):
+  tree = jaxgt.load(game).device_tree("float32")
+  key = jax.random.key(0)
+  if solver.startswith("oos"):
+    s = OOS(targeting=solver[4:], batch=batch)
+    h, members = _first_decision(tree), target_members(tree, s.targeting)
+    run = lambda st, n: s.search(tree, st, jax.random.fold_in(key, n), h, n, members=members)
+    return _throughput(run, s.init(tree), 2 * batch, seconds)
+  if solver == "ismcts":
+    s = ISMCTS(selection="uct", batch=batch)
+    h, members = _first_decision(tree), target_members(tree, "ist")
+    run = lambda st, n: s.search(tree, st, jax.random.fold_in(key, n), h, n, members=members)
+    return _throughput(run, s.init(tree), batch, seconds)
+  consts = uct_lib.PAPER_CONSTANTS[solver].get(game, {})
+  s = (uct_lib.uct if solver == "uct" else uct_lib.smooth_uct)(**consts, batch=batch)
+  return _throughput(lambda st, n: s.run(tree, st, n), s.init(tree, key), batch, seconds)
+
+
+def _openspiel_ismcts(pyspiel, game: str, uct_c: float, sims: int, seconds: float) -> float:
+  """``pyspiel.ISMCTSBot`` simulations/s: ``bot.step`` at the first decision after the deal."""
+  g = pyspiel.load_game(game)
+  state = g.new_initial_state()
+  while state.is_chance_node():
+    state.apply_action(state.legal_actions()[0])
+  bot = pyspiel.ISMCTSBot(0, pyspiel.RandomRolloutEvaluator(1, 0), uct_c, sims,
+                          final_policy_type=pyspiel.ISMCTSFinalPolicyType.MAX_VISIT_COUNT)
+  bot.step(state)  # warm-up
+  n = 1
+  while True:
+    t0 = time.perf_counter()
+    for _ in range(n):
+      bot.step(state)
+    dt = time.perf_counter() - t0
+    if dt >= seconds:
+      return sims * n / dt
+    n *= 2
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--games", default="kuhn_poker,leduc_poker")
+  ap.add_argument("--solvers", default=",".join(SOLVERS), help=f"subset of {','.join(SOLVERS)}")
+  ap.add_argument("--batches", default="1,16,256")
+  ap.add_argument("--seconds", type=float, default=0.25, help="minimum timed interval")
+  ap.add_argument("--peer-simulations", type=int, default=1000,
+                  help="simulations per ISMCTSBot.step")
+  ap.add_argument("--no-liars-dice", dest="liars_dice", action="store_false",
+                  help="skip liars_dice(numdice=1) even when it is registered")
+  args = ap.parse_args(argv)
+  solvers = [s for s in args.solvers.split(",") if s]
+  if bad := set(solvers) - set(SOLVERS):
+    ap.error(f"unknown solvers {sorted(bad)}; choose from {','.join(SOLVERS)}")
+  try:
+    import pyspiel
+  except ImportError:
+    pyspiel = None
+  games = [g for g in args.games.split(",") if g]
+  if args.liars_dice and "liars_dice" in jaxgt.games.registry():
+    games.append("liars_dice(numdice=1)")  # OpenSpiel's liars_dice defaults to one die each
+  batches = [int(b) for b in args.batches.split(",")]
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; "
+        f"OpenSpiel {'present' if pyspiel else 'absent (peer columns n/a)'}")
+  print("units: traj = sampled trajectories (OOS: 2 x batch per iteration), sims = ISMCTS "
+        "simulations, episodes = UCT self-play episodes.\npeers: ISMCTSBot = OpenSpiel C++ "
+        "ISMCTS (like for like); OS-MCCFR = OpenSpiel C++ OutcomeSamplingMCCFRSolver "
+        "traj/s, the nearest peer\n(OpenSpiel has no OOS; OOS is outcome sampling with "
+        "targeting; its MCTSBot is perfect-information only, so no UCT peer).")
+  for game in games:
+    os_game = "liars_dice" if game.startswith("liars_dice") else game
+    peers = {}  # OpenSpiel rate, or why there is none; each timed once per game
+    for solver in solvers:
+      peer = "ISMCTSBot" if solver == "ismcts" else "OS-MCCFR"
+      if peer not in peers:
+        peers[peer] = "n/a (no pyspiel)"
+        try:
+          if pyspiel and peer == "ISMCTSBot":
+            c = ISMCTS().exploration_constant(jaxgt.load(game).tree)  # ours' uct_c
+            peers[peer] = _openspiel_ismcts(pyspiel, os_game, c, args.peer_simulations,
+                                            args.seconds)
+          elif pyspiel:
+            peers[peer] = _openspiel_mccfr(pyspiel, os_game, "os", args.seconds)
+        except pyspiel.SpielError as e:
+          peers[peer] = f"n/a ({e})"
+      ref, unit = peers[peer], UNIT[solver]
+      ref_s = ref if isinstance(ref, str) else \
+          f"{ref:,.0f} {'sims' if solver == 'ismcts' else 'traj'}/s"
+      print(f"\n{game} {solver}: OpenSpiel C++ {peer} {ref_s}")
+      ratio_h = f"ours/{peer}" + ("" if solver == "ismcts" else " (nearest peer)")
+      w = len(ratio_h) + 2
+      print(f"{'batch':>6} {'compile s':>10} {unit + '/s':>14} {ratio_h:>{w}}")
+      for b in batches:
+        c, rate = _ours(game, solver, b, args.seconds)
+        ratio = "n/a" if isinstance(ref, str) else f"{rate / ref:.2f}x"
+        print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ratio:>{w}}", flush=True)
+
+
+if __name__ == "__main__":
+  main()
