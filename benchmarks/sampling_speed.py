@@ -5,13 +5,16 @@ size: compile time (``run(tree, state, 0)``), steady-state trajectories per
 second (a step is ``2 * batch`` trajectories, one per player each), and the
 ratio to ``pyspiel.OutcomeSamplingMCCFRSolver`` /
 ``ExternalSamplingMCCFRSolver`` (one ``run_iteration()`` = 2 trajectories)
-timed in the same run. Then, at an equal number of trajectories, the
-exploitability (NashConv / 2) of both average policies: convergence per
-sample, ours at the fastest batch size.
+timed in the same run. Then, at an equal number of trajectories
+(``--samples``), the exploitability (NashConv / 2) of the average policy and
+the seconds it took, ours at each of ``--convergence-batches`` and
+OpenSpiel's: convergence per sample and per second. A batch is one regret
+update, so at a fixed sample count very large batches make few updates and
+converge less per sample; with thousands of updates they match OpenSpiel.
 
   python benchmarks/sampling_speed.py [--games kuhn_poker,leduc_poker]
-      [--batches 1,4,16,64,256,1024,4096] [--seconds 1.0] [--samples 200000]
-      [--no-liars-dice]
+      [--batches 1,4,16,64,256,1024,4096] [--seconds 1.0] [--samples 2000000]
+      [--convergence-batches 16,256,4096] [--no-liars-dice]
 """
 
 from __future__ import annotations
@@ -59,18 +62,30 @@ def _openspiel(pyspiel, game: str, kind: str, seconds: float) -> float:
     n *= 2
 
 
-def _convergence(pyspiel, game: str, kind: str, batch: int, samples: int, seed: int = 0):
-  """Exploitability of ours and OpenSpiel's after ``samples`` trajectories."""
+def _convergence(pyspiel, game: str, kind: str, batches, samples: int, seed: int = 0):
+  """Exploitability after ``samples`` trajectories and the seconds it took:
+  ours (float64) at each batch size, then OpenSpiel's (its own wall clock)."""
   tree = jaxgt.load(game).device_tree("float64")
-  solver = mccfr.make_sampling_solver(f"mccfr-{kind}", batch=batch, dtype="float64")
-  steps = max(1, samples // (2 * batch))
-  state = solver.run(tree, solver.init(tree, jax.random.key(seed)), steps)
-  ours = float(sf.exploitability(tree, solver.average_policy(tree, state)))
+  rows = []
+  for batch in batches:
+    solver = mccfr.make_sampling_solver(f"mccfr-{kind}", batch=batch, dtype="float64")
+    steps = max(1, samples // (2 * batch))
+    state = solver.init(tree, jax.random.key(seed))
+    jax.block_until_ready(solver.run(tree, state, 1))  # compile outside the timing
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(solver.run(tree, state, steps))
+    dt = time.perf_counter() - t0
+    rows.append((f"jaxgt batch {batch}", 2 * steps * batch,
+                 float(sf.exploitability(tree, solver.average_policy(tree, state))), dt))
   os_game = pyspiel.load_game(game)
   ref = getattr(pyspiel, OS_NAMES[kind])(os_game, seed=seed)
-  for _ in range(steps * batch):
+  t0 = time.perf_counter()
+  for _ in range(max(1, samples // 2)):
     ref.run_iteration()
-  return 2 * steps * batch, ours, pyspiel.exploitability(os_game, ref.average_policy())
+  dt = time.perf_counter() - t0
+  rows.append(("OpenSpiel C++", 2 * max(1, samples // 2),
+               pyspiel.exploitability(os_game, ref.average_policy()), dt))
+  return rows
 
 
 def main(argv=None):
@@ -81,8 +96,10 @@ def main(argv=None):
   ap.add_argument("--seconds", type=float, default=1.0, help="minimum timed interval")
   ap.add_argument("--no-liars-dice", dest="liars_dice", action="store_false",
                   help="skip liars_dice(numdice=1) even when it is registered")
-  ap.add_argument("--samples", type=int, default=200_000,
+  ap.add_argument("--samples", type=int, default=2_000_000,
                   help="trajectories for the equal-sample exploitability comparison")
+  ap.add_argument("--convergence-batches", default="16,256,4096",
+                  help="our batch sizes in the equal-sample comparison")
   args = ap.parse_args(argv)
   import pyspiel
   jax.config.update("jax_enable_x64", True)  # float64 exploitability; timings stay float32
@@ -103,9 +120,11 @@ def main(argv=None):
         c, rate = _ours(game, kind, b, args.seconds)
         best = max(best, (rate, b))
         print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {rate / ref:>8.1f}x")
-      n, ours, theirs = _convergence(pyspiel, os_game, kind, best[1], args.samples)
-      print(f"exploitability after {n:,} trajectories: jaxgt (batch {best[1]}) {ours:.4f}, "
-            f"OpenSpiel {theirs:.4f}")
+      print(f"fastest: batch {best[1]}; equal samples (exploitability, seconds; larger "
+            f"batches make fewer regret updates per sample):")
+      conv = [int(b) for b in args.convergence_batches.split(",") if b]
+      for name, n, expl, dt in _convergence(pyspiel, os_game, kind, conv, args.samples):
+        print(f"  {name:<18} {n:>12,} traj  exploitability {expl:.4f}  {dt:7.2f} s")
 
 
 if __name__ == "__main__":

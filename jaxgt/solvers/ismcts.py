@@ -22,9 +22,10 @@ Selection (Sec. 5.1):
   updated from the importance-sampled reward ``u 1[a' = a] / sigma(a) - u``
   (Lanctot et al. 2013); the move played is the mean strategy.
 
-``ISMCTS(...).search(tree, state, key, history, n)`` runs ``n`` simulations in
-one jitted ``lax.fori_loop`` (``batch`` simulations per step read the same
-statistics and are written with one scatter-add).
+``ISMCTS(...).search(tree, state, key, history, n)`` runs ``n`` steps of
+``batch`` simulations (``n x batch`` in all) in one jitted ``lax.fori_loop``
+(the simulations of a step read the same statistics and are written with one
+scatter-add).
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ class ISMCTS:
 
   def search(self, tree: GameTree, state: ISMCTSState, key, history, num_simulations: int, *,
              members=None):
-    """``num_simulations`` simulations determinized from ``history``'s information state.
+    """``num_simulations`` steps of ``batch`` simulations each (``num_simulations x batch``
+    in all), determinized from ``history``'s information state.
 
     ``history``: ``None`` (the root) or a history index (may be traced) where
     player 0 or 1 acts; only its acting player's information state is used.
@@ -282,7 +284,7 @@ def _search(cfg: ISMCTS, c_uct: float, tree: GameTree, state: ISMCTSState, key, 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ISMCTSAgent(Agent):
-  """ISMCTS as an online agent: ``simulations`` per move from fresh statistics.
+  """ISMCTS as an online agent: ``simulations x solver.batch`` simulations per move from fresh statistics.
 
   The agent state counts the moves made (statistics are rebuilt at every
   move, determinized from the current information state as in Sec. 5.1).
