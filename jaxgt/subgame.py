@@ -215,11 +215,10 @@ class Subgame:
                        f"got {leaf_values.shape}")
     if K:
       leaf_values = leaf_values.reshape(leaf_values.shape[:-2] + (-1,))
+    base = jnp.asarray(self.base_payoff, leaf_values.dtype)
     if not self.num_leaves:  # nothing to fill in (gathering from an empty axis fails)
-      base = jnp.asarray(self.base_payoff, leaf_values.dtype)
       return jnp.broadcast_to(base, leaf_values.shape[:-1] + base.shape)
     idx = jnp.asarray(np.maximum(self.terminal_leaf, 0))
-    base = jnp.asarray(self.base_payoff, leaf_values.dtype)
     return jnp.where(jnp.asarray(self.terminal_leaf >= 0), leaf_values[..., idx], base)
 
   def root_children(self) -> np.ndarray:
