@@ -32,21 +32,30 @@ from jaxgt.solvers import sequence_form as sf
 OS_NAMES = {"os": "OutcomeSamplingMCCFRSolver", "es": "ExternalSamplingMCCFRSolver"}
 
 
-def _ours(game: str, kind: str, batch: int, seconds: float):
-  tree = jaxgt.load(game).device_tree("float32")
-  solver = mccfr.make_sampling_solver(f"mccfr-{kind}", batch=batch)
-  state = solver.init(tree, jax.random.key(0))
+def throughput(run, state, per_step: int, seconds: float, warmup_steps: int = 1):
+  """``(compile s, units/s)`` of ``run(state, steps) -> state``, ``per_step`` units a step.
+
+  The first call (``warmup_steps`` steps) compiles; the number of steps then
+  grows until one timed call lasts ``seconds``.
+  """
   t0 = time.perf_counter()
-  state = jax.block_until_ready(solver.run(tree, state, 0))
+  state = jax.block_until_ready(run(state, warmup_steps))
   compile_s = time.perf_counter() - t0
   steps = 1
   while True:
     t0 = time.perf_counter()
-    state = jax.block_until_ready(solver.run(tree, state, steps))
+    state = jax.block_until_ready(run(state, steps))
     dt = time.perf_counter() - t0
     if dt >= seconds or steps >= 1 << 24:
-      return compile_s, 2 * batch * steps / dt
+      return compile_s, per_step * steps / dt
     steps *= 4 if dt < seconds / 8 else 2
+
+
+def _ours(game: str, kind: str, batch: int, seconds: float):
+  tree = jaxgt.load(game).device_tree("float32")
+  solver = mccfr.make_sampling_solver(f"mccfr-{kind}", batch=batch)
+  return throughput(lambda st, n: solver.run(tree, st, n), solver.init(tree, jax.random.key(0)),
+                    2 * batch, seconds, warmup_steps=0)
 
 
 def _openspiel(pyspiel, game: str, kind: str, seconds: float) -> float:

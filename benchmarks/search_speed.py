@@ -49,6 +49,7 @@ from jaxgt.solvers.oos import OOS, target_members
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sampling_speed import _openspiel as _openspiel_mccfr  # noqa: E402  (OS-MCCFR traj/s)
+from sampling_speed import throughput  # noqa: E402
 
 SOLVERS = ("oos-ist", "oos-pst", "ismcts", "uct", "smooth-uct")
 UNIT = {"oos-ist": "traj", "oos-pst": "traj", "ismcts": "sims", "uct": "episodes",
@@ -65,21 +66,6 @@ def _first_decision(tree) -> int:
   return h
 
 
-def _throughput(run, state, per_step: int, seconds: float):
-  """``(compile s, units/s)`` of ``run(state, steps) -> state``, ``per_step`` units a step."""
-  t0 = time.perf_counter()
-  state = jax.block_until_ready(run(state, 1))
-  compile_s = time.perf_counter() - t0
-  steps = 1
-  while True:
-    t0 = time.perf_counter()
-    state = jax.block_until_ready(run(state, steps))
-    dt = time.perf_counter() - t0
-    if dt >= seconds or steps >= 1 << 24:
-      return compile_s, per_step * steps / dt
-    steps *= 4 if dt < seconds / 8 else 2
-
-
 def _ours(game: str, solver: str, batch: int, seconds: float):
   tree = jaxgt.load(game).device_tree("float32")
   key = jax.random.key(0)
@@ -87,15 +73,15 @@ def _ours(game: str, solver: str, batch: int, seconds: float):
     s = OOS(targeting=solver[4:], batch=batch)
     h, members = _first_decision(tree), target_members(tree, s.targeting)
     run = lambda st, n: s.search(tree, st, jax.random.fold_in(key, n), h, n, members=members)
-    return _throughput(run, s.init(tree), 2 * batch, seconds)
+    return throughput(run, s.init(tree), 2 * batch, seconds)
   if solver == "ismcts":
     s = ISMCTS(selection="uct", batch=batch)
     h, members = _first_decision(tree), target_members(tree, "ist")
     run = lambda st, n: s.search(tree, st, jax.random.fold_in(key, n), h, n, members=members)
-    return _throughput(run, s.init(tree), batch, seconds)
+    return throughput(run, s.init(tree), batch, seconds)
   consts = uct_lib.PAPER_CONSTANTS[solver].get(game, {})
   s = (uct_lib.uct if solver == "uct" else uct_lib.smooth_uct)(**consts, batch=batch)
-  return _throughput(lambda st, n: s.run(tree, st, n), s.init(tree, key), batch, seconds)
+  return throughput(lambda st, n: s.run(tree, st, n), s.init(tree, key), batch, seconds)
 
 
 def _openspiel_ismcts(pyspiel, game: str, uct_c: float, sims: int, seconds: float) -> float:
