@@ -17,26 +17,7 @@ import jax
 import numpy as np
 
 import jaxgt
-from jaxgt.solvers import sequence_form as sf
 from jaxgt.solvers import uct as uct_lib
-
-
-def curve(solver, tree, checkpoints, seeds, key):
-  """``[len(checkpoints), seeds]`` exploitabilities of ``seeds`` vmapped runs."""
-  @jax.jit
-  def advance(states, n):
-    def one(s):
-      s = solver.run(tree, s, n)
-      return s, sf.exploitability(tree, solver.average_policy(tree, s))
-    return jax.vmap(one)(states)
-
-  states = jax.vmap(lambda k: solver.init(tree, k))(jax.random.split(key, seeds))
-  done, out = 0, []
-  for c in checkpoints:
-    states, e = advance(states, (c - done) // solver.batch)
-    done = c
-    out.append(np.asarray(e))
-  return np.asarray(out)
 
 
 def main():
@@ -64,7 +45,7 @@ def main():
   for kind in ("uct", "smooth-uct"):
     solver = uct_lib.for_game(kind, name, batch=args.batch)
     t0 = time.perf_counter()
-    e = curve(solver, tree, cps, args.seeds, jax.random.key(args.seed))
+    e = uct_lib.exploitability_curve(solver, tree, cps, jax.random.key(args.seed), args.seeds)
     curves[kind] = e
     print(f"{kind:>10}: {solver}  ({time.perf_counter() - t0:.1f}s)")
   runs = f"{args.seeds} seed{'s' if args.seeds > 1 else ''}"

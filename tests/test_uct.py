@@ -12,22 +12,8 @@ from jaxgt.solvers import uct as uct_lib
 
 
 def _curves(solver, tree, checkpoints, seeds):
-  """Mean exploitability over ``seeds`` runs (vmapped) at each episode count in ``checkpoints``."""
-  @jax.jit
-  def go(states, n):
-    def one(s):
-      s = solver.run(tree, s, n)
-      return s, sf.exploitability(tree, solver.average_policy(tree, s))
-    return jax.vmap(one)(states)
-
-  keys = jax.random.split(jax.random.key(2015), seeds)
-  states = jax.vmap(lambda k: solver.init(tree, k))(keys)
-  done, out = 0, []
-  for c in checkpoints:
-    states, e = go(states, (c - done) // solver.batch)
-    done = c
-    out.append(np.asarray(e))
-  return np.asarray(out)  # [checkpoints, seeds]
+  """Exploitability ``[checkpoints, seeds]`` of ``seeds`` vmapped runs."""
+  return uct_lib.exploitability_curve(solver, tree, checkpoints, jax.random.key(2015), seeds)
 
 
 def _reference(solver, tree, key, episodes):

@@ -332,6 +332,31 @@ def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float =
                    batch=_check_batch(batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
 
 
+def exploitability_curve(solver, tree: GameTree, checkpoints, key: jax.Array, seeds: int = 1):
+  """``[len(checkpoints), seeds]`` exact exploitabilities of ``seeds`` vmapped runs.
+
+  Runs ``seeds`` independent self-play runs (keys ``split(key, seeds)``) and
+  evaluates each run's average strategy after ``checkpoints[k]`` episodes
+  (increasing multiples of ``solver.batch``); one jitted call per
+  checkpoint. Any solver with ``init(tree, key)``, ``run`` and
+  ``average_policy`` (also :mod:`jaxgt.solvers.mccfr`) works.
+  """
+  @jax.jit
+  def advance(states, n):
+    def one(s):
+      s = solver.run(tree, s, n)
+      return s, sf.exploitability(tree, solver.average_policy(tree, s))
+    return jax.vmap(one)(states)
+
+  states = jax.vmap(lambda k: solver.init(tree, k))(jax.random.split(key, seeds))
+  done, out = 0, []
+  for c in checkpoints:
+    states, e = advance(states, (c - done) // solver.batch)
+    done = c
+    out.append(np.asarray(e))
+  return np.asarray(out)
+
+
 def for_game(name: str, game: str, **kwargs) -> UCTSolver:
   """``uct`` or ``smooth-uct`` with the paper's constants for ``kuhn_poker`` / ``leduc_poker``."""
   if name not in PAPER_CONSTANTS:
