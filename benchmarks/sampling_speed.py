@@ -23,7 +23,6 @@ import argparse
 import time
 
 import jax
-import numpy as np
 
 import jaxgt
 from jaxgt.solvers import mccfr

@@ -38,7 +38,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from collections import deque
 from typing import Any
 
 import numpy as np

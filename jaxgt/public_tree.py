@@ -124,7 +124,7 @@ def build_public_tree(compiled: CompiledGame) -> PublicTree:
   if ("public_tree",) in cache:
     return cache[("public_tree",)]
   game, t = compiled.game, compiled.tree
-  H, P, A = t.num_histories, t.num_public_states, t.num_actions
+  H, P = t.num_histories, t.num_public_states
   parent, action, player = t.parent, t.action, t.player
   hp = np.asarray(t.history_public)
   # Replay the breadth-first enumeration to get the states back.

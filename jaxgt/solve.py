@@ -17,7 +17,6 @@ import time
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxgt._dtypes import resolve_dtype

@@ -6,8 +6,7 @@ import pytest
 
 import jaxgt
 from jaxgt.compiler import compile_game
-from jaxgt.games import CHANCE, TERMINAL, check, make
-from jaxgt.solvers import cfr
+from jaxgt.games import check, make
 from jaxgt.solvers import sequence_form as sf
 
 pyspiel = pytest.importorskip("pyspiel")

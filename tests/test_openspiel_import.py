@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt import policy as pol_lib
 from jaxgt.compiler import compile_game
-from jaxgt.games import check, from_openspiel, make, make_from_string
+from jaxgt.games import check, from_openspiel, make_from_string
 from jaxgt.solvers import sequence_form as sf
 
 from openspiel_reference import cfr_plus_policy, exported_exploitability, walk_lockstep

@@ -78,7 +78,7 @@ class LeducPoker(Game):
     return legal
 
   def chance_outcomes(self, s):
-    priv, pub = s[0], s[1]
+    priv = s[0]
     rest = [c for c in range(6) if c not in priv]
     return [(c, 1.0 / len(rest)) for c in rest]
 

@@ -17,7 +17,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax import custom_batching, lax
+from jax import custom_batching
 
 from jaxgt.compiler import GameTree, PlayerTree
 
