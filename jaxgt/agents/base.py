@@ -66,19 +66,19 @@ class Agent(abc.ABC):
     return None
 
 
-def acting_row(game: CompiledGame, tables, history, dtype=None):
+def acting_row(tree, tables, history):
   """Row ``[A]`` of ``tables = ([I0, A], [I1, A])`` at the acting player's information state.
 
-  Traceable in ``history``; also returns the acting player (``int32`` scalar).
+  ``tree`` is a :class:`~jaxgt.compiler.GameTree` (NumPy or device arrays);
+  traceable in ``history`` (an ``int32`` scalar, concrete or traced).
   """
-  tree = game.tree
-  pl = jnp.asarray(tree.player)[history]
-  info = jnp.asarray(tree.infostate)[history]
+  h = jnp.asarray(history, jnp.int32)
+  pl = jnp.asarray(tree.player)[h]
+  info = jnp.asarray(tree.infostate)[h]
   t0, t1 = (jnp.asarray(t) for t in tables)
   r0 = t0[jnp.clip(info, 0, max(t0.shape[0] - 1, 0))]
   r1 = t1[jnp.clip(info, 0, max(t1.shape[0] - 1, 0))]
-  row = jnp.where(pl == 0, r0, r1)
-  return (row if dtype is None else row.astype(dtype)), pl
+  return jnp.where(pl == 0, r0, r1)
 
 
 @dataclasses.dataclass
@@ -94,8 +94,7 @@ class PolicyAgent(Agent):
       p = int(self.game.tree.player[history])
       if p not in (0, 1):
         raise ValueError(f"history {history} is not a decision node (player {p})")
-    row, _ = acting_row(self.game, self.policy, history)
-    return row, state
+    return acting_row(self.game.tree, self.policy, history), state
 
   def statistics(self, state, player):
     """``player``'s whole policy table (aggregating it gives back the policy)."""

@@ -40,12 +40,12 @@ from flax import struct
 from jax import lax
 
 from jaxgt._dtypes import resolve_dtype
-from jaxgt.agents.base import Agent
+from jaxgt.agents.base import acting_row
 from jaxgt.compiler import CompiledGame, GameTree
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import sequence_form as sf
-from jaxgt.solvers.oos import (cast_tree, check_decision_history, check_key, check_positive_int,
-                               ancestor_chains, chain_reach, grow_tree, infostate_row, max_depth,
+from jaxgt.solvers.oos import (TableSearchAgent, cast_tree, check_decision_history, check_key, check_positive_int,
+                               ancestor_chains, chain_reach, grow_tree, max_depth,
                                member_row, target_members)
 
 SELECTION = ("uct", "rm")
@@ -283,7 +283,7 @@ def _search(cfg: ISMCTS, c_uct: float, tree: GameTree, state: ISMCTSState, key, 
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class ISMCTSAgent(Agent):
+class ISMCTSAgent(TableSearchAgent):
   """ISMCTS as an online agent: ``simulations x solver.batch`` simulations per move from fresh statistics.
 
   The agent state counts the moves made (statistics are rebuilt at every
@@ -295,17 +295,9 @@ class ISMCTSAgent(Agent):
   simulations: int = 1000
   solver: ISMCTS = ISMCTS()
 
-  def __post_init__(self):
-    check_positive_int("simulations", self.simulations)
-    if not isinstance(self.solver, ISMCTS):
-      raise ValueError(f"solver must be an ISMCTS instance, got {type(self.solver).__name__}")
-    # Device arrays made here, outside any trace (act may run under jit).
-    object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
-    object.__setattr__(self, "_members", target_members(self.game.tree, "ist"))
-
-  @property
-  def tree(self) -> GameTree:
-    return self._tree
+  _budget = "simulations"
+  _solver_type = ISMCTS
+  _targeting = "ist"
 
   def init(self, key: jax.Array):
     del key
@@ -317,7 +309,7 @@ class ISMCTSAgent(Agent):
     s = self.solver.search(tree, self.solver.init(tree), key, history, self.simulations,
                            members=self._members)
     legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
-    cum = None if s.cum_policy is None else infostate_row(tree, s.cum_policy, history)
-    probs = self.solver._final(infostate_row(tree, s.visits, history), cum,
-                               infostate_row(tree, legal, history))
+    cum = None if s.cum_policy is None else acting_row(tree, s.cum_policy, history)
+    probs = self.solver._final(acting_row(tree, s.visits, history), cum,
+                               acting_row(tree, legal, history))
     return probs, state + 1

@@ -66,7 +66,7 @@ from flax import struct
 from jax import lax
 
 from jaxgt._dtypes import resolve_dtype
-from jaxgt.agents.base import Agent
+from jaxgt.agents.base import Agent, acting_row
 from jaxgt.compiler import CompiledGame, GameTree
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import sequence_form as sf
@@ -493,8 +493,36 @@ def _search(cfg: OOS, tree: GameTree, state: OOSState, key, history, num_iterati
   return state
 
 
+class TableSearchAgent(Agent):
+  """Shared set-up of the search agents over fixed-capacity tables (OOS, ISMCTS).
+
+  Subclasses are frozen dataclasses with fields ``game``, ``solver`` and a
+  positive per-move budget named by ``_budget``; ``_solver_type`` is the
+  solver class they accept and ``_targeting`` the target set of their
+  searches (``None``: the solver's own ``targeting``).
+  """
+
+  _budget: str
+  _solver_type: type
+  _targeting: str | None = None
+
+  def __post_init__(self):
+    check_positive_int(self._budget, getattr(self, self._budget))
+    if not isinstance(self.solver, self._solver_type):
+      raise ValueError(f"solver must be an {self._solver_type.__name__} instance, "
+                       f"got {type(self.solver).__name__}")
+    targeting = self._targeting or self.solver.targeting
+    # Device arrays made here, outside any trace (act may run under jit).
+    object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
+    object.__setattr__(self, "_members", target_members(self.game.tree, targeting))
+
+  @property
+  def tree(self) -> GameTree:
+    return self._tree
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
-class OOSAgent(Agent):
+class OOSAgent(TableSearchAgent):
   """OOS as an online agent (Sec. 4 and 5): ``iterations`` per move, tables kept.
 
   The agent state is the :class:`OOSState` of the match (memory persists
@@ -509,17 +537,8 @@ class OOSAgent(Agent):
   iterations: int = 1000
   solver: OOS = OOS()
 
-  def __post_init__(self):
-    check_positive_int("iterations", self.iterations)
-    if not isinstance(self.solver, OOS):
-      raise ValueError(f"solver must be an OOS instance, got {type(self.solver).__name__}")
-    # Device arrays made here, outside any trace (act may run under jit).
-    object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
-    object.__setattr__(self, "_members", target_members(self.game.tree, self.solver.targeting))
-
-  @property
-  def tree(self) -> GameTree:
-    return self._tree
+  _budget = "iterations"
+  _solver_type = OOS
 
   def init(self, key: jax.Array) -> OOSState:
     del key
@@ -530,16 +549,8 @@ class OOSAgent(Agent):
     check_decision_history(tree, history)
     state = self.solver.search(tree, state, key, history, self.iterations, members=self._members)
     legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
-    row = sf.normalize(infostate_row(tree, state.cum_policy, history),
-                       infostate_row(tree, legal, history))
+    row = sf.normalize(acting_row(tree, state.cum_policy, history),
+                       acting_row(tree, legal, history))
     return row, state
 
 
-def infostate_row(tree: GameTree, tables, history):
-  """Row ``[A]`` of ``tables`` (``([I0, A], [I1, A])``) at the acting player's information state."""
-  h = jnp.asarray(history, jnp.int32)
-  pl = jnp.asarray(tree.player)[h]
-  info = jnp.asarray(tree.infostate)[h]
-  r0 = tables[0][jnp.clip(info, 0, tables[0].shape[0] - 1)]
-  r1 = tables[1][jnp.clip(info, 0, tables[1].shape[0] - 1)]
-  return jnp.where(pl == 0, r0, r1)

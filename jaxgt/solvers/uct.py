@@ -408,7 +408,7 @@ class UCTAgent(Agent):
     state = self.solver.run(tree, state.replace(key=key), self.episodes // self.solver.batch)
     pol = (self.solver.average_policy if self.play == "average" else self.solver.greedy_policy)(
         tree, state)
-    return acting_row(self.game, pol, history)[0], state
+    return acting_row(self.game.tree, pol, history), state
 
   def statistics(self, state: UCTState, player: int):
     """``player``'s visit counts ``N(u, a)`` ``[I_player, A]`` (float)."""
