@@ -351,7 +351,6 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
       acc = acc + wt * own_root[i] * x[i][tree.last_seq[i]] * V
       regrets, cpol = list(st.regrets), list(st.cum_policy)
       r_o, f = opp_range(gr)
-      r_used = r_o
       for p in (0, 1):
         tp = sub.with_payoff(tree, values[p])
         if p == o:
@@ -620,22 +619,15 @@ class ContinualResolvingAgent(Agent):
       summ = state.summary(root)
     else:
       raise ValueError(f"not a state of this agent: {type(state).__name__}")
-    sub = self._subgame(root, s)
-    ev = (default_evaluator(sub, self.solver) if self.evaluator == "equilibrium"
-          else self.evaluator(sub, self.solver))
+    sub, ev = self._subgame(root, s)
     if summ is None:  # first decision: the root public state with its known ranges
       r0, r1 = (np.asarray(r)[pt.infostates[q][root]] for q, r in enumerate(_root_ranges(pt)))
-      ours, opp = (r0, r1) if p == 0 else (r1, r0)
-      res = resolve(sub, self.solver, p, ours, None, opp, evaluator=ev,
-                    iterations=self.iterations, chunk=self.chunk)
-    elif summ.opp_values is None:  # we never reach the root: any policy is as good
-      ours = summ.our_range
-      res = resolve(sub, self.solver, p, ours, None, summ.opp_range, evaluator=ev,
-                    iterations=self.iterations, chunk=self.chunk)
-    else:
-      ours = summ.our_range
-      res = resolve(sub, self.solver, p, ours, summ.opp_values, summ.opp_range, evaluator=ev,
-                    iterations=self.iterations, chunk=self.chunk, alpha=self.alpha)
+      ours, opp_values, opp = (r0, None, r1) if p == 0 else (r1, None, r0)
+    else:  # opp_values None: we never reach the root, any policy is as good (no gadget)
+      ours, opp_values, opp = summ.our_range, summ.opp_values, summ.opp_range
+    # Without opponent values there is no gadget, so alpha is unused.
+    res = resolve(sub, self.solver, p, ours, opp_values, opp, evaluator=ev,
+                  iterations=self.iterations, chunk=self.chunk, alpha=self.alpha)
     self.num_searches += 1
     avg = np.asarray(res.policy[p], np.float64)
     A = self.game.tree.num_actions
@@ -651,11 +643,15 @@ class ContinualResolvingAgent(Agent):
       self._info_at[p] = {int(k): np.flatnonzero(ps == k) for k in np.unique(ps)}
     return self._info_at[p].get(s, np.zeros(0, np.int64))
 
-  def _subgame(self, root: int, s: int) -> Subgame:
+  def _subgame(self, root: int, s: int):
+    """``(Subgame, LeafEvaluator)`` of the re-solve at ``s`` from ``root``, built once: the
+    same evaluator object lets :func:`resolve` reuse its compiled program."""
     key = (root, s)
     if key not in self._subgames:
-      self._subgames[key] = extract(self.pt, root, leaves=branch_leaves(self.pt, root, s,
-                                                                        self.depth_limit))
+      sub = extract(self.pt, root, leaves=branch_leaves(self.pt, root, s, self.depth_limit))
+      ev = (default_evaluator(sub, self.solver) if self.evaluator == "equilibrium"
+            else self.evaluator(sub, self.solver))
+      self._subgames[key] = (sub, ev)
     return self._subgames[key]
 
 
