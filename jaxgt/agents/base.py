@@ -56,8 +56,8 @@ class Agent(abc.ABC):
   def statistics(self, state: Any, player: int) -> jax.Array | None:
     """Optional: ``player``'s accumulated strategy weights ``[I_player, A]`` in ``state``.
 
-    Unnormalised (visit counts for MCTS, average-strategy sums for CFR-based
-    search) over all of that player's information states, read after an
+    Unnormalised (e.g. visit counts for MCTS, average-strategy sums for
+    CFR-based search) over all of that player's information states, read after an
     ``act`` as ``player`` (a static Python int); used by the aggregate
     evaluation method (:mod:`jaxgt.evaluation.aggregate`). ``None``: not
     supported.

@@ -6,8 +6,9 @@ exploitability by aggregation: keep a global accumulating strategy
 ``G_p [I_p, A]`` per player; play ``num_matches`` matches of the agent
 against a uniform random opponent (half of them as each player); at every
 information state ``I`` the agent reaches, add the information its search
-computed (``agent.statistics(state, p)``: visit counts for MCTS,
-average-strategy sums for OOS) at ``I`` *and at every successor information
+computed (``agent.statistics(state, p)``: visit counts for
+:class:`~jaxgt.solvers.uct.UCTAgent`; ``OOSAgent`` and ``ISMCTSAgent`` do not
+expose theirs yet) at ``I`` *and at every successor information
 state of ``I``* in ``p``'s tree, raw, so each successor weighs in
 proportionally to its visits. Information states never added get a fixed
 random action (``unvisited="random_action"``, 001's choice) or the uniform
@@ -42,6 +43,7 @@ from jaxgt.agents.base import Agent, PolicyAgent
 from jaxgt.compiler import CompiledGame, GameTree
 from jaxgt.evaluation.match import _check_args, _pick, _traceable
 from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.solvers.oos import check_key
 from jaxgt.solvers import sequence_form as sf
 
 
@@ -192,7 +194,6 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
   the fallback random actions use ``fold_in(key, 2)``. ``dtype`` of the
   accumulators defaults to float64 when x64 is enabled.
   """
-  from jaxgt.solvers.uct import _check_key
   if unvisited not in ("random_action", "uniform"):
     raise ValueError(f"unvisited must be 'random_action' or 'uniform', got {unvisited!r}")
   if dtype is None:  # accumulate in float64 where JAX allows it
@@ -203,7 +204,7 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
   _check_args(game, (("agent", agent), ("opponent", opponent)), num_matches)
   if num_matches < 2:
     raise ValueError("num_matches must be at least 2 (half are played as each player)")
-  key = _check_key(key)
+  key = check_key(key)
   traced = all([_traceable(a, game, key) for a in (agent, opponent)])
   legal = [np.asarray(pt.legal) for pt in game.tree.players]
   weights = []

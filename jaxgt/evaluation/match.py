@@ -36,6 +36,7 @@ from jax import lax
 from jaxgt.agents.base import Agent
 from jaxgt.compiler import CompiledGame
 from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.solvers.oos import check_key
 
 _TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
                  jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
@@ -203,12 +204,11 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   program (agents are closed over); the match count is the batch size.
   """
   from jaxgt._dtypes import resolve_dtype
-  from jaxgt.solvers.uct import _check_key
   _check_args(game, (("agent0", agent0), ("agent1", agent1)), num_matches)
   if mode not in ("auto", "jit", "python"):
     raise ValueError(f"mode must be 'auto', 'jit' or 'python', got {mode!r}")
   dtype = resolve_dtype(dtype)
-  key = _check_key(key)
+  key = check_key(key)
   agents = (agent0, agent1)
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)

@@ -63,6 +63,7 @@ from jaxgt.agents.base import Agent, acting_row
 from jaxgt.compiler import CompiledGame, GameTree
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import sequence_form as sf
+from jaxgt.solvers.oos import check_key
 
 PAPER_CONSTANTS = {
     "uct": {"kuhn_poker": {"c": 2.0}, "leduc_poker": {"c": 20.0}},
@@ -128,7 +129,7 @@ class UCTSolver:
   def init(self, tree: GameTree, key: jax.Array) -> UCTState:
     """Empty trees (no visits); ``key`` drives every later step."""
     dtype = resolve_dtype(self.dtype)
-    key = _check_key(key)
+    key = check_key(key)
     depth = np.asarray(tree.depth)
     if depth.size == 0 or np.any(np.diff(depth) < 0):
       raise ValueError("tree histories must be in breadth-first order (non-decreasing depth)")
@@ -176,13 +177,6 @@ class UCTSolver:
     n = jnp.asarray(visits_total, jnp.float32)
     return jnp.maximum(self.gamma, self.eta / (1.0 + self.d * jnp.sqrt(n)))
 
-
-def _check_key(key) -> jax.Array:
-  key = jnp.asarray(key)
-  if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or
-          (key.dtype == jnp.uint32 and key.shape == (2,))):
-    raise ValueError(f"key must be a jax.random key, got dtype {key.dtype} shape {key.shape}")
-  return key
 
 
 def _pick(weights, u):
