@@ -20,7 +20,7 @@ import numpy as np
 
 import jaxgt
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 
 DEFAULT_GAMES = ("kuhn_poker;leduc_poker;liars_dice(numdice=1);goofspiel(num_cards=4);"

@@ -26,7 +26,7 @@ import jax
 
 import jaxgt
 from jaxgt.solvers import mccfr
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 OS_NAMES = {"os": "OutcomeSamplingMCCFRSolver", "es": "ExternalSamplingMCCFRSolver"}
 

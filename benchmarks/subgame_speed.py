@@ -5,7 +5,7 @@ Every non-terminal public state at ``--depth`` is the root of a subgame cut
 profile (the uniform blueprint: exact values for it, so each iteration is one
 CFR+ iteration of the subgame). ``--mode resolve`` (default) re-solves with the
 safe-re-solving gadget mixed with the previous opponent range (``003``,
-alpha = 0.5; :func:`jaxgt.resolving.resolve_batch`) from ``B`` random
+alpha = 0.5; :func:`jaxgt.search.resolving.resolve_batch`) from ``B`` random
 summaries (our range, opponent counterfactual values and range) in one
 vmapped jitted call; ``--mode fixed`` solves ``B`` random root-range pairs
 (:meth:`CFRSolver.run_batch`). Both are compared with the same solves one by
@@ -33,11 +33,11 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import jaxgt  # noqa: E402
-from jaxgt import leaf as lf  # noqa: E402
-from jaxgt import public_tree as ptm  # noqa: E402
-from jaxgt import resolving as rs  # noqa: E402
-from jaxgt import subgame as sgm  # noqa: E402
-from jaxgt.solvers import sequence_form as sf  # noqa: E402
+from jaxgt.search import leaf as lf  # noqa: E402
+from jaxgt.core import public_tree as ptm  # noqa: E402
+from jaxgt.search import resolving as rs  # noqa: E402
+from jaxgt.search import subgame as sgm  # noqa: E402
+from jaxgt.core import sequence_form as sf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cfr_speed import _time_openspiel  # noqa: E402  (OpenSpiel C++ ms/iteration)

@@ -26,7 +26,8 @@ jax.config.update("jax_enable_x64", True)
 
 import jaxgt  # noqa: E402
 from jaxgt import policy as pol_lib  # noqa: E402
-from jaxgt import resolving as rs  # noqa: E402
+from jaxgt.agents.resolving import ContinualResolvingAgent  # noqa: E402
+from jaxgt.search import resolving as rs  # noqa: E402
 from jaxgt.evaluation import construct as cs  # noqa: E402
 
 
@@ -47,7 +48,7 @@ def main():
   agents = []
 
   def make():
-    agents.append(rs.ContinualResolvingAgent(game, depth_limit=args.depth_limit,
+    agents.append(ContinualResolvingAgent(game, depth_limit=args.depth_limit,
                                              iterations=args.iterations, alpha=args.alpha))
     return agents[-1]
 

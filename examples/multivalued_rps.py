@@ -19,9 +19,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import jaxgt  # noqa: E402
-from jaxgt import leaf as lf  # noqa: E402
-from jaxgt import subgame as sgm  # noqa: E402
-from jaxgt.solvers import sequence_form as sf  # noqa: E402
+from jaxgt.search import leaf as lf  # noqa: E402
+from jaxgt.search import subgame as sgm  # noqa: E402
+from jaxgt.core import sequence_form as sf  # noqa: E402
 
 
 def main():

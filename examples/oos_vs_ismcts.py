@@ -30,10 +30,12 @@ import jax.numpy as jnp
 
 import jaxgt
 from jaxgt.agents.base import Agent
-from jaxgt.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame
 from jaxgt.evaluation.match import play
-from jaxgt.solvers.ismcts import ISMCTS, ISMCTSAgent
-from jaxgt.solvers.oos import OOS, OOSAgent
+from jaxgt.agents.ismcts import ISMCTSAgent
+from jaxgt.solvers.ismcts import ISMCTS
+from jaxgt.agents.oos import OOSAgent
+from jaxgt.solvers.oos import OOS
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

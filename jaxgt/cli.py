@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(text: str):
-  from jaxgt.games import load
+  from jaxgt.core.compiler import load
   return load(text)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxgt.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame
 
 FORMAT = "jaxgt-policy"
 VERSION = 1
@@ -126,7 +126,7 @@ def load(path: str | os.PathLike, game: CompiledGame | None = None) -> tuple[Pol
   if [list(p.shape) for p in probs] != header.get("shapes"):
     raise PolicyError(f"{path}: array shapes do not match the header (corrupt file)")
   if game is None:
-    from jaxgt.games import load as load_game
+    from jaxgt.core.compiler import load as load_game
     game = load_game(header["game"])
   pol = Policy(header["game"], header["fingerprint"], probs)
   pol.check_game(game)

@@ -19,11 +19,11 @@ from typing import Callable
 import jax
 import numpy as np
 
-from jaxgt._dtypes import resolve_dtype
-from jaxgt.compiler import CompiledGame
+from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.compiler import CompiledGame
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,15 +53,15 @@ def _as_compiled(game) -> CompiledGame:
   if isinstance(game, CompiledGame):
     return game
   if isinstance(game, str):
-    from jaxgt.games import load
+    from jaxgt.core.compiler import load
     return load(game)
-  from jaxgt.compiler import compile_game
+  from jaxgt.core.compiler import compile_game
   return compile_game(game)
 
 
 @jax.jit
 def _evaluate(tree, policy):
-  return sf.exploitability(tree, policy), sf.expected_value(tree, policy)
+  return sequence_form.exploitability(tree, policy), sequence_form.expected_value(tree, policy)
 
 
 def mbb(game: CompiledGame, value: float) -> float | None:
@@ -201,7 +201,7 @@ def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
   """Solves ``B`` root beliefs of one game in a single vmapped, jitted call.
 
   ``weights [B, T]`` are terminal weights (e.g. stacked
-  :func:`jaxgt.solvers.sequence_form.root_chance_weights`).
+  :func:`jaxgt.core.sequence_form.root_chance_weights`).
   """
   if not isinstance(iterations, int) or iterations < 1:
     raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
@@ -220,5 +220,5 @@ def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
 def _evaluate_batch(solver, tree, state):
   def one(s):
     pol = solver.average_policy(tree, s)
-    return pol, sf.expected_value(tree, pol, s.weights), sf.exploitability(tree, pol, s.weights)
+    return pol, sequence_form.expected_value(tree, pol, s.weights), sequence_form.exploitability(tree, pol, s.weights)
   return jax.vmap(one)(state)

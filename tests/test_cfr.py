@@ -7,7 +7,7 @@ import pytest
 
 import jaxgt
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 pyspiel = pytest.importorskip("pyspiel")
 from open_spiel.python.algorithms import cfr as os_cfr  # noqa: E402

@@ -11,7 +11,7 @@ import jaxgt
 from jaxgt import policy as pol_lib
 from jaxgt.agents.base import Agent, PolicyAgent
 from jaxgt.evaluation import construct as cs
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 
 def _equilibrium(name, iterations=500):

@@ -9,9 +9,9 @@ import optax
 import pytest
 
 import jaxgt
-from jaxgt import leaf as lf
-from jaxgt import public_tree as ptm
-from jaxgt import subgame as sgm
+from jaxgt.search import leaf as lf
+from jaxgt.core import public_tree as ptm
+from jaxgt.search import subgame as sgm
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.nets import cvpn
 from jaxgt.nets import encoding as enc_lib

@@ -169,7 +169,7 @@ def test_compiler_rejects_imperfect_recall():
 def test_compiler_accepts_a_player_who_never_acts():
   """A one-sided decision problem: P2 never acts, P1 picks the better of two coin bets."""
   from jaxgt.games.base import Game
-  from jaxgt.solvers import sequence_form as sf
+  from jaxgt.core import sequence_form as sf
 
   class OneSided(Game):
     name = "one_sided"

@@ -2,10 +2,10 @@
 
 import pytest
 
-from jaxgt.compiler import compile_game
+from jaxgt.core.compiler import compile_game
 from jaxgt.games import check, from_openspiel, make
 from jaxgt.solvers import cfr
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 pyspiel = pytest.importorskip("pyspiel")
 

@@ -5,9 +5,9 @@ import time
 import pytest
 
 import jaxgt
-from jaxgt.compiler import compile_game
+from jaxgt.core.compiler import compile_game
 from jaxgt.games import check, make
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 from openspiel_reference import cfr_plus_policy, exported_exploitability, walk_lockstep
 

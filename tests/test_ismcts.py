@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.compiler import compile_game
+from jaxgt.core.compiler import compile_game
 from jaxgt.solvers import ismcts
-from jaxgt.solvers.ismcts import ISMCTS, ISMCTSAgent
+from jaxgt.agents.ismcts import ISMCTSAgent
+from jaxgt.solvers.ismcts import ISMCTS
 
 
 def _nonlocality(leftmost=1.0):

@@ -11,7 +11,8 @@ import pytest
 import jaxgt
 from jaxgt.agents import Agent, PolicyAgent
 from jaxgt.evaluation import aggregate, match
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
+from jaxgt.agents.uct import UCTAgent
 from jaxgt.solvers import uct as uct_lib
 
 
@@ -127,11 +128,11 @@ def test_round_robin_table_and_plot(tmp_path):
 
 def test_uct_agent_plays_traced_matches():
   g, _, uni = _kuhn()
-  agent = uct_lib.UCTAgent(g, uct_lib.smooth_uct(batch=8), episodes=64)
+  agent = UCTAgent(g, uct_lib.smooth_uct(batch=8), episodes=64)
   r = match.play(g, agent, PolicyAgent(g, uni), 32, jax.random.key(0))
   assert r.traced and r.payoffs.shape == (32,) and np.isfinite(r.mean)
   with pytest.raises(ValueError, match="episodes"):
-    uct_lib.UCTAgent(g, uct_lib.smooth_uct(batch=8), episodes=60)
+    UCTAgent(g, uct_lib.smooth_uct(batch=8), episodes=60)
 
 
 def test_aggregate_policy_agent_gives_back_its_policy():
@@ -151,7 +152,7 @@ def test_aggregate_policy_agent_gives_back_its_policy():
 
 def test_aggregate_online_agent():
   g, _, _ = _kuhn()
-  agent = uct_lib.UCTAgent(g, uct_lib.smooth_uct(batch=8), episodes=400)
+  agent = UCTAgent(g, uct_lib.smooth_uct(batch=8), episodes=400)
   res = aggregate.aggregate_policy(g, agent, 40, jax.random.key(1))
   again = aggregate.aggregate_policy(g, agent, 40, jax.random.key(1))
   for p in (0, 1):

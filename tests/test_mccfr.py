@@ -7,7 +7,7 @@ import pytest
 import jaxgt
 from jaxgt import policy as policy_lib
 from jaxgt.solvers import mccfr
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 pyspiel = pytest.importorskip("pyspiel")
 from open_spiel.python.algorithms import exploitability as os_expl  # noqa: E402

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.compiler import compile_game
+from jaxgt.core.compiler import compile_game
 from jaxgt.solvers import mccfr
 from jaxgt.solvers import oos
-from jaxgt.solvers import sequence_form as sf
-from jaxgt.solvers.oos import OOS, OOSAgent
+from jaxgt.core import sequence_form as sf
+from jaxgt.agents.oos import OOSAgent
+from jaxgt.solvers.oos import OOS
 
 
 def _nonlocality(leftmost=1.0):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.compiler import compile_game
+from jaxgt.core.compiler import compile_game
 from jaxgt.games import check, from_openspiel, make_from_string
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 from openspiel_reference import cfr_plus_policy, exported_exploitability, walk_lockstep
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt import public_tree as ptm
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import public_tree as ptm
+from jaxgt.core import sequence_form as sf
 
 
 def _random_policy(tree, seed):

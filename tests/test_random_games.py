@@ -16,7 +16,7 @@ import pytest
 import jaxgt
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 
 class RandomGame(Game):

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt import leaf as lf
+from jaxgt.search import leaf as lf
 from jaxgt import policy as pol_lib
-from jaxgt import public_tree as ptm
-from jaxgt import resolving as rs
-from jaxgt import subgame as sgm
+from jaxgt.core import public_tree as ptm
+from jaxgt.agents.resolving import ContinualResolvingAgent
+from jaxgt.search import resolving as rs
+from jaxgt.search import subgame as sgm
 from jaxgt.evaluation import construct as cs
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 
 def _blueprint(name, iterations):
@@ -123,7 +124,7 @@ def test_continual_resolving_kuhn_construction_matches_openspiel():
   over every public state: low exploitability, one re-solve per decision public
   state, and OpenSpiel's exploitability of the exported policy agrees."""
   g = jaxgt.load("kuhn_poker")
-  agent = rs.ContinualResolvingAgent(g, depth_limit=1, iterations=1000)
+  agent = ContinualResolvingAgent(g, depth_limit=1, iterations=1000)
   result = cs.evaluate(agent, seeds=(0,))
   assert agent.num_searches == 4
   expl = result.avg
@@ -138,7 +139,7 @@ def test_continual_resolving_kuhn_construction_matches_openspiel():
 
 def test_agent_act_and_state():
   g = jaxgt.load("kuhn_poker")
-  agent = rs.ContinualResolvingAgent(g, depth_limit=2, iterations=200)
+  agent = ContinualResolvingAgent(g, depth_limit=2, iterations=200)
   tree = g.tree
   pt = agent.pt
   h = int(pt.histories[2][0])
@@ -164,9 +165,9 @@ def test_agent_act_and_state():
   with pytest.raises(ValueError, match="out of range"):
     agent.act(jax.random.PRNGKey(0), st, 10**6)
   with pytest.raises(ValueError, match="depth_limit"):
-    rs.ContinualResolvingAgent(g, depth_limit=0)
+    ContinualResolvingAgent(g, depth_limit=0)
   with pytest.raises(ValueError, match="alpha"):
-    rs.ContinualResolvingAgent(g, alpha=1.5)
+    ContinualResolvingAgent(g, alpha=1.5)
 
 
 def test_bad_inputs():
@@ -222,7 +223,7 @@ def test_leduc_acceptance_continual_resolving():
   CFR+ iterations per re-solve, alpha = 0.5: composed policy <= 5 mbb/h, checked
   with OpenSpiel's exploitability on the exported policy."""
   g = jaxgt.load("leduc_poker")
-  agent = rs.ContinualResolvingAgent(g, depth_limit=2, iterations=1000)
+  agent = ContinualResolvingAgent(g, depth_limit=2, iterations=1000)
   result = cs.evaluate(agent, seeds=(0,))
   assert result.max <= 0.005
   pyspiel = pytest.importorskip("pyspiel")

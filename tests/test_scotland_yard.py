@@ -5,11 +5,11 @@ import functools
 import numpy as np
 import pytest
 
-from jaxgt.compiler import compile_game
+from jaxgt.core.compiler import compile_game
 from jaxgt.games import TERMINAL, check, make
 from jaxgt.games import scotland_yard as sy
 from jaxgt.solvers import cfr
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 
 # The reconstructed map, written out independently of the module's tables.
 ADJ = {1: {2, 5}, 2: {1, 3}, 3: {2, 4}, 4: {3, 5, 6}, 5: {1, 4}, 6: {4, 8},

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt import leaf as lf
-from jaxgt import public_tree as ptm
-from jaxgt import subgame as sgm
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.search import leaf as lf
+from jaxgt.core import public_tree as ptm
+from jaxgt.search import subgame as sgm
+from jaxgt.core import sequence_form as sf
 
 
 def _full_equilibrium(name, iterations):

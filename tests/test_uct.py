@@ -7,7 +7,7 @@ import pytest
 
 import jaxgt
 from jaxgt.games.base import CHANCE
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form as sf
 from jaxgt.solvers import uct as uct_lib
 
 

@@ -1,7 +1,7 @@
 """The interface shared by every online agent (search or re-solving).
 
 A match position is a history index ``h`` of a compiled game's
-:class:`~jaxgt.compiler.GameTree` at which the agent's player acts. The agent
+:class:`~jaxgt.core.compiler.GameTree` at which the agent's player acts. The agent
 may use only what its player knows there: its information state
 (``tree.infostate[h]`` of the acting player), the public state and the public
 history. It must not read hidden information (the opponent's private cards)
@@ -31,7 +31,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.compiler import CompiledGame
+from jaxgt.core.checks import check_positive_int
+from jaxgt.core.compiler import CompiledGame, GameTree
+from jaxgt.core.tables import acting_row
+from jaxgt.solvers.oos import target_members
 
 
 class Agent(abc.ABC):
@@ -66,21 +69,6 @@ class Agent(abc.ABC):
     return None
 
 
-def acting_row(tree, tables, history):
-  """Row ``[A]`` of ``tables = ([I0, A], [I1, A])`` at the acting player's information state.
-
-  ``tree`` is a :class:`~jaxgt.compiler.GameTree` (NumPy or device arrays);
-  traceable in ``history`` (an ``int32`` scalar, concrete or traced).
-  """
-  h = jnp.asarray(history, jnp.int32)
-  pl = jnp.asarray(tree.player)[h]
-  info = jnp.asarray(tree.infostate)[h]
-  t0, t1 = (jnp.asarray(t) for t in tables)
-  r0 = t0[jnp.clip(info, 0, max(t0.shape[0] - 1, 0))]
-  r1 = t1[jnp.clip(info, 0, max(t1.shape[0] - 1, 0))]
-  return jnp.where(pl == 0, r0, r1)
-
-
 @dataclasses.dataclass
 class PolicyAgent(Agent):
   """Plays a fixed tabular policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (traceable)."""
@@ -100,3 +88,31 @@ class PolicyAgent(Agent):
     """``player``'s whole policy table (aggregating it gives back the policy)."""
     del state
     return jnp.asarray(self.policy[player])
+
+
+class TableSearchAgent(Agent):
+  """Shared set-up of the search agents over fixed-capacity tables (OOS, ISMCTS).
+
+  Subclasses are frozen dataclasses with fields ``game``, ``solver`` and a
+  positive per-move budget named by ``_budget``; ``_solver_type`` is the
+  solver class they accept and ``_targeting`` the target set of their
+  searches (``None``: the solver's own ``targeting``).
+  """
+
+  _budget: str
+  _solver_type: type
+  _targeting: str | None = None
+
+  def __post_init__(self):
+    check_positive_int(self._budget, getattr(self, self._budget))
+    if not isinstance(self.solver, self._solver_type):
+      raise ValueError(f"solver must be an {self._solver_type.__name__} instance, "
+                       f"got {type(self.solver).__name__}")
+    targeting = self._targeting or self.solver.targeting
+    # Device arrays made here, outside any trace (act may run under jit).
+    object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
+    object.__setattr__(self, "_members", target_members(self.game.tree, targeting))
+
+  @property
+  def tree(self) -> GameTree:
+    return self._tree

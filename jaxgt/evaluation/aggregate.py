@@ -20,7 +20,7 @@ probabilities ``act`` returned, at the reached information state only.
 
 Conventions: 001's tables report ``epsilon_sigma = max u_1(., sigma_2) +
 max u_2(sigma_1, .)``, i.e. **NashConv** (the sum of both players' terms);
-jaxgt's :func:`~jaxgt.solvers.sequence_form.exploitability` is NashConv / 2
+jaxgt's :func:`~jaxgt.core.sequence_form.exploitability` is NashConv / 2
 (OpenSpiel's). :class:`AggregateResult` carries both: compare ``nash_conv``
 with 001's figures and ``exploitability`` with the rest of jaxgt.
 
@@ -38,13 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxgt._dtypes import resolve_dtype
+from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.agents.base import Agent, PolicyAgent
-from jaxgt.compiler import CompiledGame, GameTree
+from jaxgt.core.compiler import CompiledGame, GameTree
 from jaxgt.evaluation.match import _check_args, _pick, _traceable
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.solvers.oos import check_key
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core.checks import check_key
+from jaxgt.core import sequence_form
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +200,7 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
     dtype = "float64" if jax.config.read("jax_enable_x64") else "float32"
   dtype = resolve_dtype(dtype)
   if opponent is None and isinstance(game, CompiledGame):
-    opponent = PolicyAgent(game, tuple(np.asarray(x) for x in sf.uniform_policy(game.tree)))
+    opponent = PolicyAgent(game, tuple(np.asarray(x) for x in sequence_form.uniform_policy(game.tree)))
   _check_args(game, (("agent", agent), ("opponent", opponent)), num_matches)
   if num_matches < 2:
     raise ValueError("num_matches must be at least 2 (half are played as each player)")
@@ -247,4 +247,4 @@ def _nash_conv(game: CompiledGame, policy) -> float:
 
 @functools.partial(jax.jit)
 def _nash_conv_jit(tree, policy):
-  return sf.nash_conv(tree, policy)
+  return sequence_form.nash_conv(tree, policy)

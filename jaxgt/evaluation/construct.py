@@ -19,7 +19,7 @@ probabilities into that information state's row. An information state's
 search thus sees exactly the searches of the decisions that led to it. Keys:
 ``fold_in(fold_in(key, p), I)`` for information state ``I`` of ``p``.
 
-For the continual re-solving agent (:class:`jaxgt.resolving.ContinualResolvingAgent`)
+For the continual re-solving agent (:class:`jaxgt.agents.resolving.ContinualResolvingAgent`)
 the searches depend on public information only and the agent memoises them,
 so the same loop costs one re-solve per public state (every information state
 of the public state reuses it); ``agent.num_searches`` counts them.
@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.agents.base import Agent
-from jaxgt.compiler import CompiledGame
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core.compiler import CompiledGame
+from jaxgt.core import sequence_form
 
 
 def construct_policy(agent: Agent, key: jax.Array, *, atol: float = 1e-6):
@@ -138,4 +138,4 @@ def exploitability(game: CompiledGame, policy) -> float:
   when 64-bit JAX is enabled."""
   dtype = "float64" if jax.config.jax_enable_x64 else "float32"
   tree = game.device_tree(dtype)
-  return float(sf.exploitability(tree, tuple(jnp.asarray(p, dtype) for p in policy)))
+  return float(sequence_form.exploitability(tree, tuple(jnp.asarray(p, dtype) for p in policy)))

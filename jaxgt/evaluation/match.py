@@ -34,9 +34,9 @@ import numpy as np
 from jax import lax
 
 from jaxgt.agents.base import Agent
-from jaxgt.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.solvers.oos import check_key
+from jaxgt.core.checks import check_key
 
 _TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
                  jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
@@ -203,7 +203,7 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   no (finite) probability on any legal action. Each call compiles its own
   program (agents are closed over); the match count is the batch size.
   """
-  from jaxgt._dtypes import resolve_dtype
+  from jaxgt.core.dtypes import resolve_dtype
   _check_args(game, (("agent0", agent0), ("agent1", agent1)), num_matches)
   if mode not in ("auto", "jit", "python"):
     raise ValueError(f"mode must be 'auto', 'jit' or 'python', got {mode!r}")

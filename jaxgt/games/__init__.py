@@ -1,16 +1,17 @@
 """Game definitions, the registry and name parsing.
 
 ``make(name, **params)`` builds a :class:`Game` definition (no enumeration);
-``load("leduc_poker")`` or ``load("liars_dice(numdice=1)")`` parses a game
-string in OpenSpiel's syntax, builds and compiles it (cached per string);
-``load("openspiel:<game string>")`` imports any two-player zero-sum pyspiel
-game (:func:`from_openspiel`). ``check(game)`` runs the conformance checks.
+``make_from_string("liars_dice(numdice=1)")`` parses a game string in
+OpenSpiel's syntax, ``make_from_string("openspiel:<game string>")`` imports
+any two-player zero-sum pyspiel game (:func:`from_openspiel`).
+``check(game)`` runs the conformance checks. This package imports nothing
+else of jaxgt: compiling a definition is :func:`jaxgt.load` /
+:func:`jaxgt.compile_game` (:mod:`jaxgt.core.compiler`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from typing import Any, Callable
 
@@ -27,7 +28,8 @@ from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.games.scotland_yard import ScotlandYard
 
 __all__ = ["CHANCE", "TERMINAL", "Game", "GameSpec", "make", "load", "registry",
-           "register", "parse_game_string", "check_params", "check", "from_openspiel"]
+           "register", "parse_game_string", "make_from_string", "check_params", "check",
+           "from_openspiel"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,13 +106,6 @@ def make_from_string(text: str, max_histories: int = 5_000_000) -> Game:
     return from_openspiel(text.strip(), max_histories=max_histories)
   name, params = parse_game_string(text)
   return make(name, **params)
-
-
-@functools.lru_cache(maxsize=32)
-def load(text: str, max_histories: int = 5_000_000):
-  """Parses, builds and compiles a game string; returns a ``CompiledGame``."""
-  from jaxgt.compiler import compile_game
-  return compile_game(make_from_string(text, max_histories), max_histories=max_histories)
 
 
 register("kuhn_poker", KuhnPoker, {"players": 2},

@@ -27,7 +27,7 @@ it) and must be a refinement-compatible description of the public
 observation sequence.
 
 Games are pure descriptions: no randomness, no mutable state. Compile one
-with :func:`jaxgt.compile_game` (or :meth:`Game.compile`).
+with :func:`jaxgt.compile_game`.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class Game(abc.ABC):
     return str(action)
 
   def game_string(self) -> str:
-    """``name(k=v,...)`` in OpenSpiel's syntax (defaults left out); ``jaxgt.games.load`` parses it."""
+    """``name(k=v,...)`` in OpenSpiel's syntax (defaults left out); ``jaxgt.load`` parses it."""
     shown = {k: v for k, v in self.params.items()
              if k not in self.param_defaults or self.param_defaults[k] != v}
     if not shown:
@@ -109,10 +109,6 @@ class Game(abc.ABC):
   def openspiel_game_string(self) -> str | None:
     """A string ``pyspiel.load_game`` accepts for the same game, or ``None``."""
     return None
-
-  def compile(self, **kwargs):
-    from jaxgt.compiler import compile_game
-    return compile_game(self, **kwargs)
 
   def __repr__(self) -> str:
     return f"<jaxgt game {self.game_string()}>"

@@ -3,7 +3,7 @@
 :mod:`jaxgt.nets.encoding` turns public belief states of any compiled game
 into fixed-size arrays; :mod:`jaxgt.nets.cvpn` holds the flax CVPN of
 Student of Games (``003``), its optax fit, and the adapter that makes it a
-depth-limited leaf evaluator (:func:`jaxgt.leaf.from_callable`).
+depth-limited leaf evaluator (:func:`jaxgt.search.leaf.from_callable`).
 """
 
 from jaxgt.nets.cvpn import (CVPN, CVPNOutput, CVPNTargets, LeafLayout, continuation_cfvs, fit,

@@ -10,8 +10,8 @@ network at its leaf public states). Inputs, outputs and the value scale are
 those of :mod:`jaxgt.nets.encoding` (shape letters there; ``N`` leaf public
 states, ``L`` leaf histories, ``B`` a batch of PBSs).
 
-**Leaf adapter.** A :class:`~jaxgt.subgame.Subgame` needs player 0's value of
-every leaf *history* (:func:`jaxgt.leaf.from_callable`); a CVPN gives one
+**Leaf adapter.** A :class:`~jaxgt.search.subgame.Subgame` needs player 0's value of
+every leaf *history* (:func:`jaxgt.search.leaf.from_callable`); a CVPN gives one
 counterfactual value per *information state*. CFR only sees, for player
 ``p``, the per-information-state sums ``sum_{h in I} w(h) pi_o(h) value(h)``
 (chance-and-belief weight times opponent reach). Row ``p`` of the leaf values
@@ -23,13 +23,13 @@ q(h) r_o(I_o(h))`` its counterfactual reach at the same scale
 per-information-state sums CFR uses are exactly the network's
 counterfactual values (zero where ``c_p(I) = 0``: no opponent reach, no
 effect). With exact counterfactual values of a continuation profile
-(:func:`continuation_cfvs`) this reproduces :func:`jaxgt.leaf.continuation`
+(:func:`continuation_cfvs`) this reproduces :func:`jaxgt.search.leaf.continuation`
 exactly under simultaneous updates (as GT-CFR runs, ``003``); with
 alternating updates the second player's update sees leaf values computed for
 the ranges before the first player's update (true of any range-dependent
 evaluator queried once per iteration), so trajectories differ slightly.
 
-The leaf ranges come from the :class:`~jaxgt.leaf.LeafInput` own reaches.
+The leaf ranges come from the :class:`~jaxgt.search.leaf.LeafInput` own reaches.
 ``LeafInput`` does not carry the subgame's root ranges separately (its
 ``weight`` mixes both), so a subgame whose root public states have several
 information states of a player needs ``root_ranges`` (one fixed root
@@ -48,12 +48,12 @@ import numpy as np
 import optax
 from flax import struct
 
-from jaxgt import leaf as leaf_lib
+from jaxgt.search import leaf as leaf_lib
 from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, counterfactual_reach,
                                  exact_cfvs, features, history_utilities, masks)
-from jaxgt.public_tree import history_values
-from jaxgt.solvers import sequence_form as sf
-from jaxgt.subgame import Subgame
+from jaxgt.core.public_tree import history_values
+from jaxgt.core import sequence_form
+from jaxgt.search.subgame import Subgame
 
 _NEG = -1e9  # logit of an illegal action
 
@@ -296,7 +296,7 @@ def leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, root_ranges=None) -
   Player ``p``'s range at a leaf public state is its own reach of each
   information state (times its root range when ``root_ranges`` is given)
   normalised over the public state; a player who reaches none of them gets
-  the uniform range, as in :func:`jaxgt.public_tree.ranges`.
+  the uniform range, as in :func:`jaxgt.core.public_tree.ranges`.
   """
   enc = layout.enc
   N, K = len(layout.public), enc.k_max
@@ -338,7 +338,7 @@ def leaf_values(layout: LeafLayout, pbs: PBS, cfvs) -> jax.Array:
 
 def leaf_evaluator(sub: Subgame, cfv_fn: Callable[[PBS], jax.Array], *,
                    enc: PBSEncoding | None = None, root_ranges=None) -> leaf_lib.LeafEvaluator:
-  """A :class:`~jaxgt.leaf.LeafEvaluator` from ``cfv_fn(PBS [N]) -> cfvs [N, 2, K]``.
+  """A :class:`~jaxgt.search.leaf.LeafEvaluator` from ``cfv_fn(PBS [N]) -> cfvs [N, 2, K]``.
 
   One batched call per query for all leaf public states (e.g. a CVPN,
   :func:`network_cfvs`, or exact values, :func:`continuation_cfvs`).
@@ -363,10 +363,10 @@ def continuation_cfvs(enc: PBSEncoding, policy) -> Callable[[PBS], jax.Array]:
   """``cfv_fn`` giving the exact network-scale values when both follow ``policy`` (full game) below.
 
   The oracle CVPN: with it :func:`leaf_evaluator` reproduces
-  :func:`jaxgt.leaf.continuation`; also the target generator for :func:`fit`.
+  :func:`jaxgt.search.leaf.continuation`; also the target generator for :func:`fit`.
   """
   tree = enc.game.device_tree(policy[0].dtype)
-  sf.check_policy(tree, policy)
+  sequence_form.check_policy(tree, policy)
   hv = history_values(tree, policy)
 
   def fn(pbs):

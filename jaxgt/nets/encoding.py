@@ -4,7 +4,7 @@ Student of Games (``003``, "Counterfactual Value-and-Policy Networks", Fig. 6
 and Table S1): a network query is a public belief state ``beta = (s_pub, r)``,
 an encoding of the public state plus both players' ranges over its
 information states. This module gives that encoding for *any* compiled game
-(no game-specific features), from its :class:`~jaxgt.public_tree.PublicTree`.
+(no game-specific features), from its :class:`~jaxgt.core.public_tree.PublicTree`.
 
 Shape letters: ``P`` public states, ``K`` (``k_max``) the largest number of
 (augmented) information states one player has at one public state, ``A``
@@ -41,7 +41,7 @@ with ``o`` the opponent, ``r`` the PBS ranges, ``u_p(h)`` ``p``'s expected
 utility below ``h`` and ``C(s) = sum_{h in s} pi_c(h)`` over the public
 state's non-terminal histories (so values stay of the order of the
 payoffs). The full-game counterfactual values of
-:func:`jaxgt.public_tree.counterfactual_values` are ``C(s) * m_o * v_p(I)``
+:func:`jaxgt.core.public_tree.counterfactual_values` are ``C(s) * m_o * v_p(I)``
 with ``m_o`` the opponent's total own reach of ``s`` (:func:`to_game_scale`).
 """
 
@@ -54,9 +54,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgt.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.public_tree import PublicTree, build_public_tree
+from jaxgt.core.public_tree import PublicTree, build_public_tree
 
 
 @struct.dataclass
@@ -288,7 +288,7 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
   """Padded ranges ``[..., 2, K]`` from per-player flat ``([K_0], [K_1])`` (jittable).
 
   ``flat_ranges`` is indexed like ``PublicTree.aug_keys`` (e.g. the output of
-  :func:`jaxgt.public_tree.ranges`); raises ``ValueError`` on a length mismatch.
+  :func:`jaxgt.core.public_tree.ranges`); raises ``ValueError`` on a length mismatch.
   """
   public = jnp.asarray(public)
   rows = []
@@ -372,7 +372,7 @@ def history_utilities(enc: PBSEncoding, public, hist_values) -> jax.Array:
   """``[..., M]`` player 0's value of each non-terminal history of the public states.
 
   ``hist_values [H]``: player 0's value of every full-game history (e.g.
-  :func:`jaxgt.public_tree.history_values`); zero on padding.
+  :func:`jaxgt.core.public_tree.history_values`); zero on padding.
   """
   h = jnp.asarray(enc.hist)[jnp.asarray(public)]
   return jnp.where(h >= 0, jnp.asarray(hist_values)[jnp.maximum(h, 0)], 0.0)

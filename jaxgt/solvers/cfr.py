@@ -33,9 +33,9 @@ import jax.numpy as jnp
 from flax import struct
 from jax import lax
 
-from jaxgt._dtypes import resolve_dtype
-from jaxgt.compiler import GameTree
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.compiler import GameTree
+from jaxgt.core import sequence_form
 
 
 @struct.dataclass
@@ -111,12 +111,12 @@ class CFRSolver:
 
   def current_policy(self, tree: GameTree, state: CFRState):
     """Regret-matching strategy of the next iteration: ``([I0, A], [I1, A])``."""
-    return tuple(sf.regret_matching(r, jnp.asarray(pt.legal))
+    return tuple(sequence_form.regret_matching(r, jnp.asarray(pt.legal))
                  for r, pt in zip(state.regrets, tree.players))
 
   def average_policy(self, tree: GameTree, state: CFRState):
     """Normalised average strategy (uniform where never reached)."""
-    return tuple(sf.normalize(c, jnp.asarray(pt.legal))
+    return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
                  for c, pt in zip(state.cum_policy, tree.players))
 
 
@@ -147,8 +147,8 @@ def player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma
   """
   pt = tree.players[p]
   dtype = state.weights.dtype
-  leaf = sf.terminal_leaf_values(tree, p, x[1 - p], state.weights)
-  q, _ = sf.sequence_values(pt, leaf, tree.terminal_seq[p], sigma[p], tree.num_actions)
+  leaf = sequence_form.terminal_leaf_values(tree, p, x[1 - p], state.weights)
+  q, _ = sequence_form.sequence_values(pt, leaf, tree.terminal_seq[p], sigma[p], tree.num_actions)
   value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
   r = jnp.where(pt.legal, q - value, 0.0)
   R = state.regrets[p] + r
@@ -160,7 +160,7 @@ def player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma
     pos = tf ** a / (tf ** a + 1.0)
     neg = tf ** b / (tf ** b + 1.0)
     R = jnp.where(R >= 0, R * pos, R * neg)
-  reach = sf.infostate_reach(pt, x[p])
+  reach = sequence_form.infostate_reach(pt, x[p])
   wt = t.astype(dtype) ** cfg.averaging_exponent if cfg.averaging_exponent else 1.0
   C = state.cum_policy[p] + wt * reach[:, None] * sigma[p]
   return R, C
@@ -172,8 +172,8 @@ def policies(tree: GameTree, regrets):
   ``sigma_p [I_p, A]`` from cumulative regrets ``regrets[p]``; ``x_p [S_p]``
   the realization plan of ``sigma_p`` (inputs of :func:`player_update`).
   """
-  sigma = [sf.regret_matching(regrets[p], tree.players[p].legal) for p in (0, 1)]
-  return sigma, [sf.realization(tree.players[p], sigma[p]) for p in (0, 1)]
+  sigma = [sequence_form.regret_matching(regrets[p], tree.players[p].legal) for p in (0, 1)]
+  return sigma, [sequence_form.realization(tree.players[p], sigma[p]) for p in (0, 1)]
 
 
 def _step_carry(cfg: CFRSolver, tree: GameTree, carry):
@@ -188,8 +188,8 @@ def _step_carry(cfg: CFRSolver, tree: GameTree, carry):
     # Player 1's update sees player 0's new strategy (OpenSpiel's order).
     for p in (0, 1):
       regrets[p], cum[p] = player_update(cfg, tree, state, p, sigma, x, t)
-      sigma[p] = sf.regret_matching(regrets[p], players[p].legal)
-      x[p] = sf.realization(players[p], sigma[p])
+      sigma[p] = sequence_form.regret_matching(regrets[p], players[p].legal)
+      x[p] = sequence_form.realization(players[p], sigma[p])
   else:
     for p in (0, 1):
       regrets[p], cum[p] = player_update(cfg, tree, state, p, sigma, x, t)

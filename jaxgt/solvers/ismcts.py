@@ -39,14 +39,14 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt._dtypes import resolve_dtype
-from jaxgt.agents.base import acting_row
-from jaxgt.compiler import CompiledGame, GameTree
+from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.compiler import GameTree
 from jaxgt.games.base import CHANCE
-from jaxgt.solvers import sequence_form as sf
-from jaxgt.solvers.oos import (TableSearchAgent, cast_tree, check_decision_history, check_key, check_positive_int,
-                               ancestor_chains, chain_reach, grow_tree, max_depth,
-                               member_row, target_members)
+from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_decision_history, check_key, check_positive_int, max_depth
+from jaxgt.core.dtypes import cast_tree
+from jaxgt.solvers.oos import (ancestor_chains, chain_reach, grow_tree, member_row,
+                               target_members)
 
 SELECTION = ("uct", "rm")
 FINAL = ("visits", "frequency", "mean")
@@ -169,12 +169,12 @@ class ISMCTS:
   def _final(self, n, cum, legal):
     """Move policy ``[..., A]`` from visit counts / mean-strategy sums of the same rows."""
     if self.final == "mean":
-      return sf.normalize(cum, legal)
+      return sequence_form.normalize(cum, legal)
     if self.final == "frequency":
-      return sf.normalize(n, legal)
+      return sequence_form.normalize(n, legal)
     best = jnp.argmax(jnp.where(legal, n, -1.0), axis=-1)
     return jnp.where(jnp.any(n > 0, axis=-1, keepdims=True),
-                     jax.nn.one_hot(best, n.shape[-1], dtype=n.dtype), sf.normalize(n, legal))
+                     jax.nn.one_hot(best, n.shape[-1], dtype=n.dtype), sequence_form.normalize(n, legal))
 
 
 def _rows(table, pl, info):
@@ -220,7 +220,7 @@ def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, cdf, key)
       best = legal & (score >= jnp.max(score, axis=-1, keepdims=True))
       sig = best / jnp.maximum(jnp.sum(best, axis=-1, keepdims=True), 1)
     else:
-      rm = jnp.where(legal, sf.regret_matching(_rows(state.regrets, pl, info), legal), 0.0)
+      rm = jnp.where(legal, sequence_form.regret_matching(_rows(state.regrets, pl, info), legal), 0.0)
       sig = cfg.exploration * unif + (1.0 - cfg.exploration) * rm
     sig = jnp.where(tree_node[:, None], sig, unif).astype(dtype)
     probs = jnp.where((pl == CHANCE)[:, None], tree.chance_probs[hs],
@@ -280,36 +280,3 @@ def _search(cfg: ISMCTS, c_uct: float, tree: GameTree, state: ISMCTSState, key, 
 
   state, _ = lax.fori_loop(0, num_simulations, body, (state, key))
   return state
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class ISMCTSAgent(TableSearchAgent):
-  """ISMCTS as an online agent: ``simulations x solver.batch`` simulations per move from fresh statistics.
-
-  The agent state counts the moves made (statistics are rebuilt at every
-  move, determinized from the current information state as in Sec. 5.1).
-  ``act`` is traceable (``history`` may be a traced ``int32`` scalar).
-  """
-
-  game: CompiledGame
-  simulations: int = 1000
-  solver: ISMCTS = ISMCTS()
-
-  _budget = "simulations"
-  _solver_type = ISMCTS
-  _targeting = "ist"
-
-  def init(self, key: jax.Array):
-    del key
-    return jnp.zeros((), jnp.int32)
-
-  def act(self, key, state, history):
-    tree = self.tree
-    check_decision_history(tree, history)
-    s = self.solver.search(tree, self.solver.init(tree), key, history, self.simulations,
-                           members=self._members)
-    legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
-    cum = None if s.cum_policy is None else acting_row(tree, s.cum_policy, history)
-    probs = self.solver._final(acting_row(tree, s.visits, history), cum,
-                               acting_row(tree, legal, history))
-    return probs, state + 1

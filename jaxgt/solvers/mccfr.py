@@ -42,10 +42,10 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt._dtypes import resolve_dtype
-from jaxgt.compiler import GameTree
+from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.compiler import GameTree
 from jaxgt.games.base import CHANCE
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form
 
 
 @struct.dataclass
@@ -122,12 +122,12 @@ class MCCFRSolver:
 
   def current_policy(self, tree: GameTree, state: MCCFRState):
     """Regret-matching strategy of the next step: ``([I0, A], [I1, A])``."""
-    return tuple(sf.regret_matching(r, jnp.asarray(pt.legal))
+    return tuple(sequence_form.regret_matching(r, jnp.asarray(pt.legal))
                  for r, pt in zip(state.regrets, tree.players))
 
   def average_policy(self, tree: GameTree, state: MCCFRState):
     """Normalised average strategy (uniform where never updated)."""
-    return tuple(sf.normalize(c, jnp.asarray(pt.legal))
+    return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
                  for c, pt in zip(state.cum_policy, tree.players))
 
 
@@ -170,7 +170,7 @@ def _os_walk_lazy(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uni):
     i1 = jnp.clip(info, 0, regrets[1].shape[0] - 1)
     r = jnp.where((pl_h == 0)[:, None], regrets[0][i0], regrets[1][i1])
     legal = jnp.where((pl_h == 0)[:, None], legal_tab[0][i0], legal_tab[1][i1]) & (pl_h >= 0)[:, None]
-    sig = jnp.where(legal, sf.regret_matching(r, legal), 0.0)
+    sig = jnp.where(legal, sequence_form.regret_matching(r, legal), 0.0)
     nleg = jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
     q = jnp.where((pl_h == p)[:, None], cfg.epsilon * legal / nleg + (1.0 - cfg.epsilon) * sig, sig)
     probs = jnp.where((pl_h == CHANCE)[:, None], tree.chance_probs[hs],
@@ -199,7 +199,7 @@ def _os_walk_tables(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uni):
   A = tree.num_actions
   C = tree.children.shape[1]
   pl = tree.player
-  sigma = [sf.regret_matching(regrets[q], tree.players[q].legal) for q in (0, 1)]
+  sigma = [sequence_form.regret_matching(regrets[q], tree.players[q].legal) for q in (0, 1)]
   sig_h, legal_h = _history_policies(tree, sigma)
   nleg = jnp.maximum(jnp.sum(legal_h, axis=-1, keepdims=True), 1)
   q_h = jnp.where((pl == p)[:, None],
@@ -368,7 +368,7 @@ def _es_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, sizes,
 
   if cfg.batch * sum(sizes) >= tree.num_histories:
     # Large batches: tabulate sigma, legal mask and sampling CDF of every history.
-    sigma = [sf.regret_matching(regrets[q], tree.players[q].legal) for q in (0, 1)]
+    sigma = [sequence_form.regret_matching(regrets[q], tree.players[q].legal) for q in (0, 1)]
     sig_h, legal_h = _history_policies(tree, sigma)
     cdf_h = sampling(tree.player, sig_h, tree.chance_probs)
 
@@ -384,7 +384,7 @@ def _es_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, sizes,
       r = jnp.where((pl == 0)[:, None], regrets[0][i0], regrets[1][i1])
       legal = jnp.where((pl == 0)[:, None], tree.players[0].legal[i0],
                         tree.players[1].legal[i1]) & (pl >= 0)[:, None]
-      sig = jnp.where(legal, sf.regret_matching(r, legal), 0.0)
+      sig = jnp.where(legal, sequence_form.regret_matching(r, legal), 0.0)
       return sig, legal, sampling(pl, sig, tree.chance_probs[h])
 
   uni = jax.random.uniform(key, (cfg.batch, sum(sizes)), dtype)

@@ -65,11 +65,11 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt._dtypes import resolve_dtype
-from jaxgt.agents.base import Agent, acting_row
-from jaxgt.compiler import CompiledGame, GameTree
+from jaxgt.core.checks import (check_decision_history, check_key, check_positive_int, max_depth)
+from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.compiler import GameTree
 from jaxgt.games.base import CHANCE
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form
 
 TARGETING = ("ist", "pst")
 
@@ -93,53 +93,6 @@ class OOSState:
   size: jax.Array
   iterations: jax.Array
   depth: int = struct.field(pytree_node=False)
-
-
-def check_key(key) -> jax.Array:
-  key = jnp.asarray(key)
-  if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or
-          (key.dtype == jnp.uint32 and key.shape == (2,))):
-    raise ValueError(f"key must be a jax.random key, got dtype {key.dtype} shape {key.shape}")
-  return key
-
-
-def check_positive_int(name: str, value) -> int:
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-    raise ValueError(f"{name} must be a positive integer, got {value!r}")
-  return int(value)
-
-
-def concrete_int(x):
-  """``int(x)`` when ``x`` is concrete, else ``None`` (a tracer)."""
-  try:
-    return int(x)
-  except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError):
-    return None
-
-
-def check_decision_history(tree: GameTree, history) -> None:
-  """Raises ``ValueError`` when a concrete ``history`` is out of range or not a decision."""
-  h = concrete_int(history)
-  if h is None:
-    return
-  if not 0 <= h < tree.num_histories:
-    raise ValueError(f"history {h} outside [0, {tree.num_histories})")
-  p = int(np.asarray(tree.player)[h])
-  if p not in (0, 1):
-    raise ValueError(f"history {h} is not a decision of player 0 or 1 (player {p})")
-
-
-def max_depth(tree: GameTree) -> int:
-  """Largest history depth (static walk length); checks breadth-first order."""
-  depth = np.asarray(tree.depth)
-  if depth.size == 0 or np.any(np.diff(depth) < 0):
-    raise ValueError("tree histories must be in breadth-first order (non-decreasing depth)")
-  return int(depth.max())
-
-
-def cast_tree(tree: GameTree, dtype) -> GameTree:
-  return jax.tree_util.tree_map(
-      lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
 
 
 def target_members(tree: GameTree, targeting: str) -> np.ndarray:
@@ -298,7 +251,7 @@ class OOS:
 
   def average_policy(self, tree: GameTree, state: OOSState):
     """Normalised ``s_I`` (uniform where never updated): ``([I0, A], [I1, A])``."""
-    return tuple(sf.normalize(c, jnp.asarray(pt.legal))
+    return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
                  for c, pt in zip(state.cum_policy, tree.players))
 
   def current_policy(self, tree: GameTree, state: OOSState):
@@ -307,7 +260,7 @@ class OOS:
     for r, pt in zip(state.regrets, tree.players):
       legal = jnp.asarray(pt.legal)
       unif = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1)
-      out.append(self.gamma * unif + (1.0 - self.gamma) * sf.regret_matching(r, legal))
+      out.append(self.gamma * unif + (1.0 - self.gamma) * sequence_form.regret_matching(r, legal))
     return tuple(out)
 
   def targets(self, tree: GameTree, state: OOSState, history):
@@ -370,7 +323,7 @@ def _walk(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, targeted, u
     legal = rows(legal_tab, pl, info) & dec[:, None]
     mem = rows(state.in_tree, pl, info) & dec
     nleg = jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
-    rm = jnp.where(legal, sf.regret_matching(rows(state.regrets, pl, info), legal), 0.0)
+    rm = jnp.where(legal, sequence_form.regret_matching(rows(state.regrets, pl, info), legal), 0.0)
     if cfg.gamma > 0:  # explorative regret matching (Sec. 4.3)
       rm = cfg.gamma * legal / nleg + (1.0 - cfg.gamma) * rm
     sig_rm = rm.astype(dtype)
@@ -491,66 +444,3 @@ def _search(cfg: OOS, tree: GameTree, state: OOSState, key, history, num_iterati
 
   state, _ = lax.fori_loop(0, num_iterations, body, (state, key))
   return state
-
-
-class TableSearchAgent(Agent):
-  """Shared set-up of the search agents over fixed-capacity tables (OOS, ISMCTS).
-
-  Subclasses are frozen dataclasses with fields ``game``, ``solver`` and a
-  positive per-move budget named by ``_budget``; ``_solver_type`` is the
-  solver class they accept and ``_targeting`` the target set of their
-  searches (``None``: the solver's own ``targeting``).
-  """
-
-  _budget: str
-  _solver_type: type
-  _targeting: str | None = None
-
-  def __post_init__(self):
-    check_positive_int(self._budget, getattr(self, self._budget))
-    if not isinstance(self.solver, self._solver_type):
-      raise ValueError(f"solver must be an {self._solver_type.__name__} instance, "
-                       f"got {type(self.solver).__name__}")
-    targeting = self._targeting or self.solver.targeting
-    # Device arrays made here, outside any trace (act may run under jit).
-    object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
-    object.__setattr__(self, "_members", target_members(self.game.tree, targeting))
-
-  @property
-  def tree(self) -> GameTree:
-    return self._tree
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class OOSAgent(TableSearchAgent):
-  """OOS as an online agent (Sec. 4 and 5): ``iterations`` per move, tables kept.
-
-  The agent state is the :class:`OOSState` of the match (memory persists
-  between moves, as in the paper); ``act`` searches ``iterations`` iterations
-  targeted at ``history`` and plays the average strategy ``s_I`` at the
-  information state there. ``act`` is traceable: ``history`` may be a traced
-  ``int32`` scalar and ``state`` is a fixed-shape pytree, so matches can be
-  ``jit``-ed and ``vmap``-ed.
-  """
-
-  game: CompiledGame
-  iterations: int = 1000
-  solver: OOS = OOS()
-
-  _budget = "iterations"
-  _solver_type = OOS
-
-  def init(self, key: jax.Array) -> OOSState:
-    del key
-    return self.solver.init(self.tree)
-
-  def act(self, key, state: OOSState, history):
-    tree = self.tree
-    check_decision_history(tree, history)
-    state = self.solver.search(tree, state, key, history, self.iterations, members=self._members)
-    legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
-    row = sf.normalize(acting_row(tree, state.cum_policy, history),
-                       acting_row(tree, legal, history))
-    return row, state
-
-

@@ -4,7 +4,7 @@
 interface of the sampling solvers (:mod:`jaxgt.solvers.mccfr`):
 ``init(tree, key) -> UCTState``, ``run(tree, state, num_steps)`` (one jitted
 ``lax.fori_loop``) and ``average_policy(tree, state)``, so
-:func:`jaxgt.solvers.sequence_form.exploitability` evaluates the result. The
+:func:`jaxgt.core.sequence_form.exploitability` evaluates the result. The
 key lives in the state and is split at every step: a run is a pure function
 of ``(tree, key, num_steps)``, bit for bit.
 
@@ -58,12 +58,11 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt._dtypes import resolve_dtype
-from jaxgt.agents.base import Agent, acting_row
-from jaxgt.compiler import CompiledGame, GameTree
+from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.compiler import GameTree
 from jaxgt.games.base import CHANCE
-from jaxgt.solvers import sequence_form as sf
-from jaxgt.solvers.oos import check_key
+from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_key
 
 PAPER_CONSTANTS = {
     "uct": {"kuhn_poker": {"c": 2.0}, "leduc_poker": {"c": 20.0}},
@@ -156,7 +155,7 @@ class UCTSolver:
   def average_policy(self, tree: GameTree, state: UCTState):
     """Normalised visit counts ``N(u, a) / N(u)``, uniform outside the tree (``[I_p, A]`` each)."""
     dtype = state.values[0].dtype
-    return tuple(sf.normalize(n.astype(dtype), jnp.asarray(pt.legal))
+    return tuple(sequence_form.normalize(n.astype(dtype), jnp.asarray(pt.legal))
                  for n, pt in zip(state.visits, tree.players))
 
   def greedy_policy(self, tree: GameTree, state: UCTState):
@@ -339,7 +338,7 @@ def exploitability_curve(solver, tree: GameTree, checkpoints, key: jax.Array, se
   def advance(states, n):
     def one(s):
       s = solver.run(tree, s, n)
-      return s, sf.exploitability(tree, solver.average_policy(tree, s))
+      return s, sequence_form.exploitability(tree, solver.average_policy(tree, s))
     return jax.vmap(one)(states)
 
   states = jax.vmap(lambda k: solver.init(tree, k))(jax.random.split(key, seeds))
@@ -360,50 +359,3 @@ def for_game(name: str, game: str, **kwargs) -> UCTSolver:
                      f"{', '.join(PAPER_CONSTANTS[name])} or pass them explicitly")
   factory = uct if name == "uct" else smooth_uct
   return factory(**{**PAPER_CONSTANTS[name][game], **kwargs})
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class UCTAgent(Agent):
-  """(Smooth) UCT as an online agent: full-game self-play search, continued at every move.
-
-  The agent state is the solver's :class:`UCTState` (fixed shapes, so
-  ``act`` traces). At each decision the search runs ``episodes`` more
-  episodes of self-play from the root (the paper's full-game setting, Sec. 1;
-  the statistics carry over between the moves of a match), then the agent
-  plays the average strategy (``play="average"``) or the greedy action
-  (``play="greedy"``) at its information state. ``act``'s key drives that
-  move's episodes. :meth:`statistics` exposes the visit counts for the
-  aggregate method.
-  """
-
-  game: CompiledGame
-  solver: UCTSolver = dataclasses.field(default_factory=smooth_uct)
-  episodes: int = 1000
-  play: str = "average"
-
-  def __post_init__(self):
-    if not isinstance(self.solver, UCTSolver):
-      raise ValueError(f"solver must be a UCTSolver (uct(), smooth_uct()), got "
-                       f"{type(self.solver).__name__}")
-    if isinstance(self.episodes, bool) or not isinstance(self.episodes, (int, np.integer)) \
-        or self.episodes < self.solver.batch or self.episodes % self.solver.batch:
-      raise ValueError(f"episodes must be a positive multiple of the solver's batch "
-                       f"({self.solver.batch}), got {self.episodes!r}")
-    if self.play not in ("average", "greedy"):
-      raise ValueError(f"play must be 'average' or 'greedy', got {self.play!r}")
-    # Device arrays made here, outside any trace (act may run under jit).
-    object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
-
-  def init(self, key: jax.Array) -> UCTState:
-    return self.solver.init(self._tree, key)
-
-  def act(self, key, state: UCTState, history):
-    tree = self._tree
-    state = self.solver.run(tree, state.replace(key=key), self.episodes // self.solver.batch)
-    pol = (self.solver.average_policy if self.play == "average" else self.solver.greedy_policy)(
-        tree, state)
-    return acting_row(self.game.tree, pol, history), state
-
-  def statistics(self, state: UCTState, player: int):
-    """``player``'s visit counts ``N(u, a)`` ``[I_player, A]`` (float)."""
-    return state.visits[player].astype(state.values[player].dtype)

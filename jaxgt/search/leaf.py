@@ -1,7 +1,7 @@
 """Leaf evaluators of depth-limited subgames and the solver loop that queries them.
 
 A leaf evaluator gives player 0's value of every leaf history ``[L]`` of a
-:class:`~jaxgt.subgame.Subgame` from the current beliefs at the leaves, as
+:class:`~jaxgt.search.subgame.Subgame` from the current beliefs at the leaves, as
 ``004`` (Sec. 3) and ``003`` (Sec. 3) need: with values depending on the
 ranges, CFR queries the evaluator inside its jitted loop every ``chunk``
 iterations. The interface is a pair of pure functions (optax style):
@@ -36,10 +36,10 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.public_tree import history_values
+from jaxgt.core.public_tree import history_values
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.solvers import sequence_form as sf
-from jaxgt.subgame import Subgame, extract
+from jaxgt.core import sequence_form
+from jaxgt.search.subgame import Subgame, extract
 
 
 @struct.dataclass
@@ -75,7 +75,7 @@ def leaf_input(sub: Subgame, tree, policy, weights) -> LeafInput:
   term = np.flatnonzero((sub.terminal_leaf >= 0) & (sub.terminal_leaf % K == 0))
   term = jnp.asarray(term[np.argsort(sub.terminal_leaf[term])])
   nodes = jnp.asarray(sub.leaf_nodes)
-  xs = [sf.realization(tree.players[p], policy[p]) for p in (0, 1)]
+  xs = [sequence_form.realization(tree.players[p], policy[p]) for p in (0, 1)]
   reach = jnp.stack([xs[p][tree.last_seq[p][nodes]] for p in (0, 1)])
   return LeafInput(reach=reach, weight=weights[term])
 
@@ -83,7 +83,7 @@ def leaf_input(sub: Subgame, tree, policy, weights) -> LeafInput:
 def leaf_ranges(sub: Subgame, leaves: LeafInput):
   """Per player ``[K_p]`` own reach of every augmented information state of the leaves.
 
-  Indexed like :class:`~jaxgt.public_tree.PublicTree` ``aug_keys`` (zero
+  Indexed like :class:`~jaxgt.core.public_tree.PublicTree` ``aug_keys`` (zero
   outside the leaf public states).
   """
   out = []
@@ -98,7 +98,7 @@ def leaf_ranges(sub: Subgame, leaves: LeafInput):
 def continuation(sub: Subgame, policy) -> LeafEvaluator:
   """Exact leaf values when both players follow ``policy`` (full-game arrays) below the leaves."""
   tree = sub.full.game.device_tree(policy[0].dtype)
-  sf.check_policy(tree, policy)
+  sequence_form.check_policy(tree, policy)
   values = history_values(tree, policy)[jnp.asarray(sub.leaf_histories)]
   return LeafEvaluator(init=lambda: (), apply=lambda s, leaves: (values, s),
                        name="continuation")
@@ -187,7 +187,7 @@ def multi_valued(sub: Subgame, policies) -> LeafEvaluator:
   tree = sub.full.game.device_tree(policies[0][0].dtype)
   cols = []
   for pol in policies:
-    sf.check_policy(tree, pol)
+    sequence_form.check_policy(tree, pol)
     cols.append(history_values(tree, pol)[jnp.asarray(sub.leaf_histories)])
   values = jnp.stack(cols, axis=-1)
   return LeafEvaluator(init=lambda: (), apply=lambda s, leaves: (values, s), name="multi_valued")
@@ -292,8 +292,8 @@ def _step(solver, tree, state, weights, sub=None, values=None):
     sp = state.replace(weights=weights[p])
     regrets[p], cum[p] = cfr_lib.player_update(solver, tp, sp, p, sigma, x, t)
     if solver.alternating:
-      sigma[p] = sf.regret_matching(regrets[p], tree.players[p].legal)
-      x[p] = sf.realization(tree.players[p], sigma[p])
+      sigma[p] = sequence_form.regret_matching(regrets[p], tree.players[p].legal)
+      x[p] = sequence_form.realization(tree.players[p], sigma[p])
   return state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t)
 
 
@@ -347,7 +347,7 @@ def root_value(sub: Subgame, solver, state: SubgameState):
   tree = sub.compiled.device_tree(solver.dtype)
   pol = solver.average_policy(tree, state.cfr)
   def one(pol, w, v):
-    return 0.5 * sum(sf.expected_value(sub.with_payoff(tree, v[p]), pol, w) for p in (0, 1))
+    return 0.5 * sum(sequence_form.expected_value(sub.with_payoff(tree, v[p]), pol, w) for p in (0, 1))
   if state.cfr.weights.ndim == 2:
     return jax.vmap(one)(pol, state.cfr.weights, state.leaf_values)
   return one(pol, state.cfr.weights, state.leaf_values)

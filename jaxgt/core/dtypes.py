@@ -24,3 +24,14 @@ def resolve_dtype(dtype=None):
         "float64 needs 64-bit JAX: call jax.config.update('jax_enable_x64', True) "
         "(or set JAX_ENABLE_X64=1) before creating arrays")
   return dtype
+
+
+def cast_tree(tree, dtype):
+  """``tree`` with every floating leaf cast to ``dtype`` (integer leaves unchanged)."""
+  return jax.tree_util.tree_map(
+      lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
+
+
+def default_dtype():
+  """float64 when 64-bit JAX is enabled, else float32 (exact evaluation's choice)."""
+  return jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32

@@ -36,6 +36,7 @@ such beliefs (``jax.vmap`` over them).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import time
 from typing import Any
@@ -43,9 +44,14 @@ from typing import Any
 import numpy as np
 from flax import struct
 
+from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 
-EMPTY = -1  # sentinel in history arrays: no parent / no infostate / no child
+NO_INDEX = -1
+"""Index arrays: no parent, no action, no child, no information state, no terminal."""
+NO_PLAYER = -9
+"""Player id of a padding step (past the end of a trajectory or a layer); never
+equal to 0, 1, :data:`~jaxgt.games.base.CHANCE` or :data:`~jaxgt.games.base.TERMINAL`."""
 
 
 @struct.dataclass
@@ -181,7 +187,7 @@ class CompiledGame:
   def device_tree(self, dtype=None) -> GameTree:
     """The tree as device arrays with floats in ``dtype`` (cached)."""
     import jax.numpy as jnp
-    from jaxgt._dtypes import resolve_dtype
+    from jaxgt.core.dtypes import resolve_dtype
     dtype = resolve_dtype(dtype)
     key = jnp.dtype(dtype).name
     if key not in self._device_cache:
@@ -235,8 +241,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     raise ValueError(f"{game.name}: num_actions must be positive, got {A}")
 
   states = [game.initial_state()]
-  parent = [EMPTY]
-  action = [EMPTY]
+  parent = [NO_INDEX]
+  action = [NO_INDEX]
   child_prob = [1.0]             # probability of the edge into each history
   players: list[int] = []
   payoff: dict[int, float] = {}
@@ -275,7 +281,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
         raise ValueError(
             f"{game.name}: returns {tuple(r)} at history {path(h)} are not zero-sum")
       payoff[h] = float(r[0])
-      info_of_hist.append(EMPTY)
+      info_of_hist.append(NO_INDEX)
     elif p == CHANCE:
       outcomes = list(game.chance_outcomes(s))
       if not outcomes:
@@ -296,7 +302,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       if abs(total - 1.0) > 1e-9:
         raise ValueError(
             f"{game.name}: chance probabilities at history {path(h)} sum to {total}, not 1")
-      info_of_hist.append(EMPTY)
+      info_of_hist.append(NO_INDEX)
     elif p == 0 or p == 1:
       legal = game.legal_actions(s)
       if not len(legal):
@@ -329,7 +335,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   info_first = np.asarray(info_of_hist, np.int32)
   public_of_hist_arr = np.asarray(public_of_hist, np.int32)
 
-  children = np.full((H, C), EMPTY, np.int32)
+  children = np.full((H, C), NO_INDEX, np.int32)
   children[parent_arr[1:], action_arr[1:]] = np.arange(1, H, dtype=np.int32)
   if len(set(zip(parent_arr[1:].tolist(), action_arr[1:].tolist()))) != H - 1:
     raise ValueError(f"{game.name}: an action/outcome id repeats at one history")
@@ -417,14 +423,14 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     ))
     new_of_old.append((inv, remap))
 
-  infostate = np.full(H, EMPTY, np.int32)
+  infostate = np.full(H, NO_INDEX, np.int32)
   for p in (0, 1):
     m = player_arr == p
     infostate[m] = new_of_old[p][0][info_first[m]]
   last_seq = np.stack([new_of_old[p][1](last[p]) for p in (0, 1)])
 
   term = np.flatnonzero(player_arr == TERMINAL).astype(np.int32)
-  history_terminal = np.full(H, EMPTY, np.int32)
+  history_terminal = np.full(H, NO_INDEX, np.int32)
   history_terminal[term] = np.arange(len(term), dtype=np.int32)
   terminal_payoff = np.asarray([payoff[int(z)] for z in term], np.float64)
 
@@ -480,3 +486,9 @@ def _fingerprint(game: Game, tree: GameTree, keys) -> str:
   h.update(np.ascontiguousarray(tree.terminal_seq).tobytes())
   h.update(np.round(tree.terminal_payoff, 9).tobytes())
   return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=32)
+def load(text: str, max_histories: int = 5_000_000):
+  """Parses, builds and compiles a game string; returns a ``CompiledGame``."""
+  return compile_game(make_from_string(text, max_histories), max_histories=max_histories)

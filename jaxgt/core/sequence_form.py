@@ -1,9 +1,9 @@
 """Sequence-form primitives shared by the CFR family and best response.
 
 All functions are written for one game instance and one root belief, are
-pure and jit/vmap-able. ``tree`` is a :class:`~jaxgt.compiler.GameTree`
+pure and jit/vmap-able. ``tree`` is a :class:`~jaxgt.core.compiler.GameTree`
 (device arrays, floats already in the working dtype); shapes use the
-letters of :mod:`jaxgt.compiler`.
+letters of :mod:`jaxgt.core.compiler`.
 
 A *policy* is a pair ``(sigma0 [I0, A], sigma1 [I1, A])`` of behavioural
 strategies with zeros at illegal actions. *Terminal weights* ``w [T]`` are
@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax import custom_batching
 
-from jaxgt.compiler import GameTree, PlayerTree
+from jaxgt.core.compiler import GameTree, PlayerTree
 
 
 def segment_sum(data: jax.Array, ids: jax.Array, num_segments: int) -> jax.Array:

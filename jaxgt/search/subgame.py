@@ -4,7 +4,7 @@ Brown, Sandholm & Amos (``004``, Sec. 3) and Student of Games (``003``,
 Sec. 3): a subgame is rooted at one or more public states, with given ranges
 for both players, and cut at *leaf* public states (a depth limit in public
 tree levels, or an explicit set). It compiles to an ordinary
-:class:`~jaxgt.compiler.GameTree`: a root chance node over the root
+:class:`~jaxgt.core.compiler.GameTree`: a root chance node over the root
 histories, the original histories below, and every leaf history a terminal
 whose payoff (player 0's value of that history) is supplied per solve. The
 root ranges enter as terminal weights (``pi_chance(h) r0(I0(h)) r1(I1(h))``
@@ -22,9 +22,9 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.compiler import CompiledGame, compile_game
+from jaxgt.core.compiler import CompiledGame, compile_game
 from jaxgt.games.base import CHANCE, TERMINAL, Game
-from jaxgt.public_tree import PublicTree, build_public_tree
+from jaxgt.core.public_tree import PublicTree, build_public_tree
 
 _ROOT = "root"
 _DUMMY = "no-decision"  # see extract(): a one-action node for a player without decisions

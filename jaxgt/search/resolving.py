@@ -14,20 +14,20 @@ raises the opponent's best-response value (the safety property tested in
 ``tests/test_resolving.py``).
 
 The gadget runs inside the CFR iteration on the ordinary compiled
-:class:`~jaxgt.subgame.Subgame` (as in DeepStack's implementation): each
+:class:`~jaxgt.search.subgame.Subgame` (as in DeepStack's implementation): each
 iteration the gadget's regret matching gives the follow probabilities
 ``f [K_o]``, the opponent's root range is ``f`` (``alpha=None``: the exact
 auxiliary game) or, modified as in ``003`` ("Modified Continual
 Re-solving"), ``alpha f / sum(f) + (1 - alpha) r_prev`` with the opponent's
 range ``r_prev`` from the previous search (``alpha = 0.5`` there); the CFR
 family updates the subgame with that range (leaf evaluators of
-:mod:`jaxgt.leaf` queried as in :func:`jaxgt.leaf.solve`), and the
+:mod:`jaxgt.search.leaf` queried as in :func:`jaxgt.search.leaf.solve`), and the
 gadget's regrets are updated from the opponent's counterfactual values of
 following. The gadget uses regret matching+ when the solver does (CFR+, as in
 DeepStack), plain regret matching otherwise.
 
 Normalisation: ranges sum to one over the public state's (augmented)
-information states (:class:`~jaxgt.public_tree.PublicTree` order);
+information states (:class:`~jaxgt.core.public_tree.PublicTree` order);
 ``v_o(J) = sum_{h in J} pi_chance(h) r_i(I_i(h)) u_o(h)`` in the opponent's
 utility, i.e. full-game counterfactual values divided by our total own
 reach at ``s`` (:func:`summary_from_policy`).
@@ -52,8 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -61,15 +60,12 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt import leaf as lf
-from jaxgt.agents.base import Agent
-from jaxgt.compiler import CompiledGame
+from jaxgt.search import leaf as leaf_lib
 from jaxgt.games.base import TERMINAL
-from jaxgt.public_tree import (PublicTree, build_public_tree, counterfactual_values,
-                               history_values, ranges)
+from jaxgt.core.public_tree import PublicTree, counterfactual_values, history_values, ranges
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.solvers import sequence_form as sf
-from jaxgt.subgame import Subgame, extract
+from jaxgt.core import sequence_form
+from jaxgt.search.subgame import Subgame
 
 DEFAULT_ALPHA = 0.5  # ``003``, "Modified Continual Re-solving"
 
@@ -113,10 +109,10 @@ def summary_from_policy(pt: PublicTree, public_state, player: int, policy,
   i, o = player, 1 - player
   tree = pt.game.device_tree("float64")
   policy = tuple(jnp.asarray(p, jnp.float64) for p in policy)
-  sf.check_policy(tree, policy)
+  sequence_form.check_policy(tree, policy)
   prof = list(policy)
   if best_response:
-    prof[o] = sf.best_response(tree, policy, o)
+    prof[o] = sequence_form.best_response(tree, policy, o)
   reach = ranges(pt, prof, normalize=False)
   cfv = counterfactual_values(pt, tuple(prof))
   Ii, Io = pt.infostates[i][ps], pt.infostates[o][ps]
@@ -199,23 +195,23 @@ class ResolveState:
   history_reach: Any = None
 
 
-def _no_leaves() -> lf.LeafEvaluator:
-  return lf.LeafEvaluator(init=lambda: (), apply=lambda s, leaves: (leaves.weight[:0], s),
+def _no_leaves() -> leaf_lib.LeafEvaluator:
+  return leaf_lib.LeafEvaluator(init=lambda: (), apply=lambda s, leaves: (leaves.weight[:0], s),
                           name="none")
 
 
-def default_evaluator(sub: Subgame, solver) -> lf.LeafEvaluator:
-  """Exact equilibrium leaf values (:func:`jaxgt.leaf.equilibrium`; none without leaves)."""
-  return lf.equilibrium(sub, solver) if sub.num_leaves else _no_leaves()
+def default_evaluator(sub: Subgame, solver) -> leaf_lib.LeafEvaluator:
+  """Exact equilibrium leaf values (:func:`jaxgt.search.leaf.equilibrium`; none without leaves)."""
+  return leaf_lib.equilibrium(sub, solver) if sub.num_leaves else _no_leaves()
 
 
 def resolve(sub: Subgame, solver, player: int, our_range, opp_values=None, opp_range=None, *,
-            evaluator: lf.LeafEvaluator | None = None, iterations: int = 1000,
+            evaluator: leaf_lib.LeafEvaluator | None = None, iterations: int = 1000,
             alpha: float | None = None, chunk: int = 1) -> ResolveState:
   """Re-solves ``sub`` for ``player`` with the gadget (one jitted call).
 
   Args:
-    sub: a subgame with one root public state (:func:`jaxgt.subgame.extract`).
+    sub: a subgame with one root public state (:func:`jaxgt.search.subgame.extract`).
     solver: a CFR-family solver (float64 recommended).
     player: ``i``, whose strategy is re-solved.
     our_range: ``[K_i]`` player ``i``'s range at the root.
@@ -231,12 +227,12 @@ def resolve(sub: Subgame, solver, player: int, our_range, opp_values=None, opp_r
   prep = _prepare(sub, player)
   args = _check_args(prep, our_range, opp_values, opp_range, alpha)
   ev = evaluator if evaluator is not None else default_evaluator(sub, solver)
-  fn = _resolve_fn(prep, solver, ev, lf._int(iterations), lf._int(chunk), *args[4:])
+  fn = _resolve_fn(prep, solver, ev, leaf_lib._int(iterations), leaf_lib._int(chunk), *args[4:])
   return _checked(fn(*[jnp.asarray(a, solver.dtype) for a in args[:4]]))
 
 
 def resolve_batch(sub: Subgame, solver, player: int, our_range, opp_values=None,
-                  opp_range=None, *, evaluator: lf.LeafEvaluator | None = None,
+                  opp_range=None, *, evaluator: leaf_lib.LeafEvaluator | None = None,
                   iterations: int = 1000, alpha: float | None = None,
                   chunk: int = 1) -> ResolveState:
   """:func:`resolve` for ``B`` summaries at once (arrays ``[B, K]``, ``alpha`` shared; one vmapped call)."""
@@ -251,7 +247,7 @@ def resolve_batch(sub: Subgame, solver, player: int, our_range, opp_values=None,
                             None if opp_values is None else np.asarray(opp_values)[b],
                             None if opp_range is None else np.asarray(opp_range)[b], alpha))
   ev = evaluator if evaluator is not None else default_evaluator(sub, solver)
-  fn = _resolve_fn(prep, solver, ev, lf._int(iterations), lf._int(chunk), *rows[0][4:],
+  fn = _resolve_fn(prep, solver, ev, leaf_lib._int(iterations), leaf_lib._int(chunk), *rows[0][4:],
                    batched=True)
   stacked = [jnp.asarray(np.stack([r[k] for r in rows]), solver.dtype) for k in range(3)]
   return _checked(fn(*stacked, jnp.asarray(rows[0][3], solver.dtype)))
@@ -327,15 +323,15 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
       return alpha * fn + (1.0 - alpha) * r_prev, f
 
     def leaf_in(pol, r_o):
-      xs = [sf.realization(tree.players[p], pol[p]) for p in (0, 1)]
+      xs = [sequence_form.realization(tree.players[p], pol[p]) for p in (0, 1)]
       reach = [xs[p][tree.last_seq[p][nodes]] for p in (0, 1)]
       reach[o] = reach[o] * r_o[leaf_ra_o]
-      return lf.LeafInput(reach=jnp.stack(reach), weight=base[leaf_terms])
+      return leaf_lib.LeafInput(reach=jnp.stack(reach), weight=base[leaf_terms])
 
     def query(st, gr, es):
       r_o, _ = opp_range(gr)
       v, es = evaluator.apply(es, leaf_in(solver.current_policy(tree, st), r_o))
-      return lf._two_rows(jnp.asarray(v, dtype), (L,)), es
+      return leaf_lib._two_rows(jnp.asarray(v, dtype), (L,)), es
 
     def iteration(carry, values):
       # Alternating updates in the solver's order (player 0, then player 1);
@@ -370,8 +366,8 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
           regrets[i], cpol[i] = cfr_lib.player_update(solver, tp, st.replace(weights=w_full), i,
                                                       sigma, x, t)
         if solver.alternating:
-          sigma[p] = sf.regret_matching(regrets[p], tree.players[p].legal)
-          x[p] = sf.realization(tree.players[p], sigma[p])
+          sigma[p] = sequence_form.regret_matching(regrets[p], tree.players[p].legal)
+          x[p] = sequence_form.realization(tree.players[p], sigma[p])
           if p == o:
             r_o, f = opp_range(gr)
       st = st.replace(regrets=tuple(regrets), cum_policy=tuple(cpol), iteration=t,
@@ -405,8 +401,8 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
     fin = evaluator.final or evaluator.apply
     r_leaf = jnp.where(s > 0, cum / jnp.where(s > 0, s, 1.0), 1.0)
     v, es = fin(es, leaf_in(avg, r_leaf))
-    v = lf._two_rows(jnp.asarray(v, dtype), (L,))
-    xs = [sf.realization(tree.players[p], avg[p]) for p in (0, 1)]
+    v = leaf_lib._two_rows(jnp.asarray(v, dtype), (L,))
+    xs = [sequence_form.realization(tree.players[p], avg[p]) for p in (0, 1)]
     own_root[o] = jnp.where(above, 0.0, r_avg[jnp.asarray(sub.root_aug[o])[hr]])
     reach = jnp.stack([own_root[p] * xs[p][tree.last_seq[p]] for p in (0, 1)])
     cf = acc / jnp.maximum(wsum, 1.0)
@@ -463,198 +459,6 @@ def _child_summaries(sub: Subgame, solver, player: int, state: ResolveState, our
   return out
 
 
-# ------------------------------------------------------------------ the agent
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Start:
-  """Agent state before the player's first decision of a match."""
-
-  key: Any = None
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _After:
-  """Agent state after a decision at ``public_state``: its re-solve, from which
-  the summary at any later public state inside the searched tree is read."""
-
-  player: int
-  public_state: int
-  subgame: Subgame
-  result: Any
-  our_range: np.ndarray
-  solver: Any
-  _cache: dict = dataclasses.field(default_factory=dict)
-
-  def summary(self, u: int) -> Summary:
-    if u not in self._cache:
-      self._cache[u] = _child_summaries(self.subgame, self.solver, self.player, self.result,
-                                        self.our_range, [u])[u]
-    return self._cache[u]
-
-  def covers(self) -> set:
-    """Non-terminal public states strictly below ``public_state`` in the searched tree."""
-    if "covers" not in self._cache:
-      sub = self.subgame
-      pt = sub.full
-      hof = sub.history_of[sub.history_of >= 0]
-      hof = hof[np.asarray(pt.game.tree.player)[hof] != TERMINAL]
-      inside = set(int(u) for u in np.unique(np.asarray(pt.game.tree.history_public)[hof]))
-      below = set()
-      stack = list(pt.children[self.public_state])
-      while stack:
-        u = stack.pop()
-        if u in inside:
-          below.add(int(u))
-          stack.extend(pt.children[u])
-      self._cache["covers"] = below
-    return self._cache["covers"]
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Search:
-  """One re-solve at a public state.
-
-  Attributes:
-    public_state, player, root: where we act, who, and the subgame's root.
-    policy: ``{full infostate index: [A] probabilities}`` for every
-      information state of ``player`` at ``public_state``.
-    state: the agent state after acting there (holds this re-solve).
-    subgame: the re-solved :class:`Subgame`.
-  """
-
-  public_state: int
-  player: int
-  root: int
-  policy: dict
-  state: Any
-  subgame: Subgame
-
-
-class ContinualResolvingAgent(Agent):
-  """Modified continual re-solving (``003``) with exact or user leaf values.
-
-  Args:
-    game: a :class:`CompiledGame`.
-    depth_limit: public levels below the current public state before the leaves.
-    iterations: CFR iterations per re-solve.
-    solver: CFR-family solver (default CFR+ in float64).
-    evaluator: ``"equilibrium"`` (exact equilibrium leaf values, default) or a
-      callable ``(subgame, solver) -> LeafEvaluator``.
-    alpha: opponent-range mixing of the modified gadget (``None``: exact gadget).
-    chunk: leaf evaluator queried every ``chunk`` iterations.
-
-  Deterministic: ``key`` is unused. ``act`` re-solves once per public state
-  and previous search; searches are memoised on the agent, so calling ``act``
-  for every information state of a public state with the same state costs one
-  re-solve (:func:`jaxgt.evaluation.construct.construct_policy`).
-  """
-
-  def __init__(self, game: CompiledGame, *, depth_limit: int = 2, iterations: int = 1000,
-               solver=None, evaluator: str | Callable = "equilibrium",
-               alpha: float | None = DEFAULT_ALPHA, chunk: int = 1, cache_size: int = 4096):
-    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-        or depth_limit < 1:
-      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
-    if alpha is not None and not 0.0 <= float(alpha) <= 1.0:
-      raise ValueError(f"alpha must be None or in [0, 1], got {alpha!r}")
-    if evaluator != "equilibrium" and not callable(evaluator):
-      raise ValueError(f"evaluator must be 'equilibrium' or a callable (subgame, solver) -> "
-                       f"LeafEvaluator, got {evaluator!r}")
-    self.game = game
-    self.pt = build_public_tree(game)
-    self.depth_limit = int(depth_limit)
-    self.iterations = lf._int(iterations)
-    self.solver = solver if solver is not None else cfr_lib.cfr_plus(dtype="float64")
-    self.evaluator = evaluator
-    self.alpha = alpha
-    self.chunk = int(chunk)
-    self.num_searches = 0
-    self._memo: OrderedDict = OrderedDict()
-    self._cache_size = int(cache_size)
-    self._subgames: dict = {}
-    self._info_at = {}
-
-  def init(self, key):
-    return _Start(key)
-
-  def act(self, key, state, history):
-    tree = self.game.tree
-    history = int(history)
-    if not 0 <= history < tree.num_histories:
-      raise ValueError(f"history {history} out of range for {self.game.name}")
-    p = int(tree.player[history])
-    if p not in (0, 1):
-      raise ValueError(f"history {history} is not a decision node (player {p})")
-    s = self.search(state, int(tree.history_public[history]), p)
-    return jnp.asarray(s.policy[int(tree.infostate[history])]), s.state
-
-  def search(self, state, public_state: int, player: int) -> Search:
-    """The (memoised) re-solve at ``public_state`` for ``player`` from ``state``."""
-    key = (id(state), int(public_state), int(player))
-    hit = self._memo.get(key)
-    if hit is not None and hit[0] is state:
-      self._memo.move_to_end(key)
-      return hit[1]
-    out = self._search(state, int(public_state), int(player))
-    self._memo[key] = (state, out)
-    if len(self._memo) > self._cache_size:
-      self._memo.popitem(last=False)
-    return out
-
-  def _search(self, state, s: int, p: int) -> Search:
-    pt = self.pt
-    if isinstance(state, _Start) or state is None:
-      root, summ = 0, None
-    elif isinstance(state, _After):
-      if state.player != p:
-        raise ValueError(f"agent state belongs to player {state.player}, not {p}")
-      # Root: the deepest public state on the way to ``s`` that the previous
-      # search covered (``s`` itself when it lay inside that search's tree).
-      covered = state.covers()
-      root = s
-      while root >= 0 and root not in covered:
-        root = int(pt.parent[root])
-      if root < 0:
-        raise ValueError(f"public state {s} does not follow the agent's previous decision "
-                         f"at {state.public_state}")
-      summ = state.summary(root)
-    else:
-      raise ValueError(f"not a state of this agent: {type(state).__name__}")
-    sub, ev = self._subgame(root, s)
-    if summ is None:  # first decision: the root public state with its known ranges
-      r0, r1 = (np.asarray(r)[pt.infostates[q][root]] for q, r in enumerate(_root_ranges(pt)))
-      ours, opp_values, opp = (r0, None, r1) if p == 0 else (r1, None, r0)
-    else:  # opp_values None: we never reach the root, any policy is as good (no gadget)
-      ours, opp_values, opp = summ.our_range, summ.opp_values, summ.opp_range
-    # Without opponent values there is no gadget, so alpha is unused.
-    res = resolve(sub, self.solver, p, ours, opp_values, opp, evaluator=ev,
-                  iterations=self.iterations, chunk=self.chunk, alpha=self.alpha)
-    self.num_searches += 1
-    avg = np.asarray(res.policy[p], np.float64)
-    A = self.game.tree.num_actions
-    full_of_sub = sub.full_infostate[p]
-    mine = self._infostates_at(p, s)
-    pos = {int(f): k for k, f in enumerate(full_of_sub) if f >= 0}
-    policy = {int(I): avg[pos[int(I)], :A] for I in mine}
-    return Search(s, p, root, policy, _After(p, s, sub, res, np.asarray(ours), self.solver), sub)
-
-  def _infostates_at(self, p, s):
-    if p not in self._info_at:
-      ps = np.asarray(self.game.tree.players[p].public_state)
-      self._info_at[p] = {int(k): np.flatnonzero(ps == k) for k in np.unique(ps)}
-    return self._info_at[p].get(s, np.zeros(0, np.int64))
-
-  def _subgame(self, root: int, s: int):
-    """``(Subgame, LeafEvaluator)`` of the re-solve at ``s`` from ``root``, built once: the
-    same evaluator object lets :func:`resolve` reuse its compiled program."""
-    key = (root, s)
-    if key not in self._subgames:
-      sub = extract(self.pt, root, leaves=branch_leaves(self.pt, root, s, self.depth_limit))
-      ev = (default_evaluator(sub, self.solver) if self.evaluator == "equilibrium"
-            else self.evaluator(sub, self.solver))
-      self._subgames[key] = (sub, ev)
-    return self._subgames[key]
-
-
 def branch_leaves(pt: PublicTree, root: int, target: int, depth_limit: int) -> list:
   """Leaves of the re-solving subgame: ``root``'s single branch to ``target``
   (off-branch children are leaves, ``003`` "Modified Continual Re-solving")
@@ -672,14 +476,3 @@ def branch_leaves(pt: PublicTree, root: int, target: int, depth_limit: int) -> l
   for _ in range(depth_limit):
     frontier = [c for u in frontier for c in pt.children[u]]
   return leaves + frontier
-
-
-def _root_ranges(pt: PublicTree):
-  """Both players' normalised ranges at every public state under the uniform policy
-  (at the root public state they do not depend on the policy)."""
-  cache = pt.game._device_cache
-  if ("root_ranges",) not in cache:
-    tree = pt.game.device_tree("float64")
-    cache[("root_ranges",)] = tuple(np.asarray(r) for r in ranges(pt, sf.uniform_policy(
-        tree, jnp.float64)))
-  return cache[("root_ranges",)]

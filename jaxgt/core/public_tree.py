@@ -8,7 +8,7 @@ public state the information states are the *augmented* ones,
 ``game.information_state(s, p)`` at every non-terminal history, computed here
 host-side by replaying the compiled histories (the compiler is unchanged).
 
-Conventions (shape letters of :mod:`jaxgt.compiler`, plus ``K_p`` augmented
+Conventions (shape letters of :mod:`jaxgt.core.compiler`, plus ``K_p`` augmented
 information states of player ``p`` over the whole game):
 
 * the *own reach* of player ``p`` to an augmented information state ``I`` is
@@ -30,9 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.compiler import EMPTY, CompiledGame, GameTree
+from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.solvers import sequence_form as sf
+from jaxgt.core import sequence_form
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -130,7 +130,7 @@ def build_public_tree(compiled: CompiledGame) -> PublicTree:
   # Replay the breadth-first enumeration to get the states back.
   states = [None] * H
   states[0] = game.initial_state()
-  aug = np.full((2, H), EMPTY, np.int32)
+  aug = np.full((2, H), NO_INDEX, np.int32)
   ids = [dict(), dict()]
   for h in range(H):
     if h > 0:
@@ -225,7 +225,7 @@ def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None
     layers[d] = v
     if d > 0:
       plo = int(bounds[d - 1])
-      below = sf.segment_sum(e[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo), lo - plo)
+      below = sequence_form.segment_sum(e[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo), lo - plo)
   return jnp.concatenate(layers)
 
 
@@ -237,10 +237,10 @@ def ranges(pt: PublicTree, policy, *, normalize: bool = True):
   states the player never reaches get the uniform range).
   """
   tree = pt.game.tree
-  sf.check_policy(tree, policy)
+  sequence_form.check_policy(tree, policy)
   out = []
   for p in (0, 1):
-    x = sf.realization(tree.players[p], policy[p])
+    x = sequence_form.realization(tree.players[p], policy[p])
     r = x[jnp.asarray(pt.aug_seq[p])]
     if normalize:
       P = pt.num_public_states
@@ -259,9 +259,9 @@ def counterfactual_values(pt: PublicTree, policy):
   (chance and opponent reach included), each in its own player's utility.
   """
   tree = pt.game.tree
-  sf.check_policy(tree, policy)
+  sequence_form.check_policy(tree, policy)
   v = history_values(tree, policy)
-  xs = [sf.realization(tree.players[p], policy[p]) for p in (0, 1)]
+  xs = [sequence_form.realization(tree.players[p], policy[p]) for p in (0, 1)]
   out = []
   last = np.asarray(tree.last_seq)
   for p in (0, 1):

@@ -1,0 +1,46 @@
+"""ISMCTS as an agent (``001``, Sec. 5.1): fresh statistics every move."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxgt.agents.base import TableSearchAgent, acting_row
+from jaxgt.core.checks import check_decision_history
+from jaxgt.core.compiler import CompiledGame
+from jaxgt.solvers.ismcts import ISMCTS
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ISMCTSAgent(TableSearchAgent):
+  """ISMCTS as an online agent: ``simulations x solver.batch`` simulations per move from fresh statistics.
+
+  The agent state counts the moves made (statistics are rebuilt at every
+  move, determinized from the current information state as in Sec. 5.1).
+  ``act`` is traceable (``history`` may be a traced ``int32`` scalar).
+  """
+
+  game: CompiledGame
+  simulations: int = 1000
+  solver: ISMCTS = ISMCTS()
+
+  _budget = "simulations"
+  _solver_type = ISMCTS
+  _targeting = "ist"
+
+  def init(self, key: jax.Array):
+    del key
+    return jnp.zeros((), jnp.int32)
+
+  def act(self, key, state, history):
+    tree = self.tree
+    check_decision_history(tree, history)
+    s = self.solver.search(tree, self.solver.init(tree), key, history, self.simulations,
+                           members=self._members)
+    legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
+    cum = None if s.cum_policy is None else acting_row(tree, s.cum_policy, history)
+    probs = self.solver._final(acting_row(tree, s.visits, history), cum,
+                               acting_row(tree, legal, history))
+    return probs, state + 1

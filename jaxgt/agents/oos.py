@@ -1,0 +1,47 @@
+"""Online Outcome Sampling as an agent (``001``): one OOS search per move."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxgt.agents.base import TableSearchAgent, acting_row
+from jaxgt.core.checks import check_decision_history
+from jaxgt.core import sequence_form
+from jaxgt.core.compiler import CompiledGame
+from jaxgt.solvers.oos import OOS, OOSState
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OOSAgent(TableSearchAgent):
+  """OOS as an online agent (Sec. 4 and 5): ``iterations`` per move, tables kept.
+
+  The agent state is the :class:`OOSState` of the match (memory persists
+  between moves, as in the paper); ``act`` searches ``iterations`` iterations
+  targeted at ``history`` and plays the average strategy ``s_I`` at the
+  information state there. ``act`` is traceable: ``history`` may be a traced
+  ``int32`` scalar and ``state`` is a fixed-shape pytree, so matches can be
+  ``jit``-ed and ``vmap``-ed.
+  """
+
+  game: CompiledGame
+  iterations: int = 1000
+  solver: OOS = OOS()
+
+  _budget = "iterations"
+  _solver_type = OOS
+
+  def init(self, key: jax.Array) -> OOSState:
+    del key
+    return self.solver.init(self.tree)
+
+  def act(self, key, state: OOSState, history):
+    tree = self.tree
+    check_decision_history(tree, history)
+    state = self.solver.search(tree, state, key, history, self.iterations, members=self._members)
+    legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
+    row = sequence_form.normalize(acting_row(tree, state.cum_policy, history),
+                       acting_row(tree, legal, history))
+    return row, state

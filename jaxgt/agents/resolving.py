@@ -1,0 +1,227 @@
+"""Modified continual re-solving as an agent (``003``, "Modified Continual Re-solving").
+
+See :mod:`jaxgt.search.resolving` for the gadget and the summaries it reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from typing import Any, Callable
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.agents.base import Agent
+from jaxgt.core import sequence_form
+from jaxgt.core.compiler import CompiledGame
+from jaxgt.games.base import TERMINAL
+from jaxgt.core.public_tree import PublicTree, build_public_tree, ranges
+from jaxgt.search.resolving import (DEFAULT_ALPHA, Summary, _child_summaries, branch_leaves,
+                                    default_evaluator, resolve)
+from jaxgt.search import leaf as leaf_lib
+from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.search.subgame import Subgame, extract
+
+
+# ------------------------------------------------------------------ the agent
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Start:
+  """Agent state before the player's first decision of a match."""
+
+  key: Any = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _After:
+  """Agent state after a decision at ``public_state``: its re-solve, from which
+  the summary at any later public state inside the searched tree is read."""
+
+  player: int
+  public_state: int
+  subgame: Subgame
+  result: Any
+  our_range: np.ndarray
+  solver: Any
+  _cache: dict = dataclasses.field(default_factory=dict)
+
+  def summary(self, u: int) -> Summary:
+    if u not in self._cache:
+      self._cache[u] = _child_summaries(self.subgame, self.solver, self.player, self.result,
+                                        self.our_range, [u])[u]
+    return self._cache[u]
+
+  def covers(self) -> set:
+    """Non-terminal public states strictly below ``public_state`` in the searched tree."""
+    if "covers" not in self._cache:
+      sub = self.subgame
+      pt = sub.full
+      hof = sub.history_of[sub.history_of >= 0]
+      hof = hof[np.asarray(pt.game.tree.player)[hof] != TERMINAL]
+      inside = set(int(u) for u in np.unique(np.asarray(pt.game.tree.history_public)[hof]))
+      below = set()
+      stack = list(pt.children[self.public_state])
+      while stack:
+        u = stack.pop()
+        if u in inside:
+          below.add(int(u))
+          stack.extend(pt.children[u])
+      self._cache["covers"] = below
+    return self._cache["covers"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Search:
+  """One re-solve at a public state.
+
+  Attributes:
+    public_state, player, root: where we act, who, and the subgame's root.
+    policy: ``{full infostate index: [A] probabilities}`` for every
+      information state of ``player`` at ``public_state``.
+    state: the agent state after acting there (holds this re-solve).
+    subgame: the re-solved :class:`Subgame`.
+  """
+
+  public_state: int
+  player: int
+  root: int
+  policy: dict
+  state: Any
+  subgame: Subgame
+
+
+class ContinualResolvingAgent(Agent):
+  """Modified continual re-solving (``003``) with exact or user leaf values.
+
+  Args:
+    game: a :class:`CompiledGame`.
+    depth_limit: public levels below the current public state before the leaves.
+    iterations: CFR iterations per re-solve.
+    solver: CFR-family solver (default CFR+ in float64).
+    evaluator: ``"equilibrium"`` (exact equilibrium leaf values, default) or a
+      callable ``(subgame, solver) -> LeafEvaluator``.
+    alpha: opponent-range mixing of the modified gadget (``None``: exact gadget).
+    chunk: leaf evaluator queried every ``chunk`` iterations.
+
+  Deterministic: ``key`` is unused. ``act`` re-solves once per public state
+  and previous search; searches are memoised on the agent, so calling ``act``
+  for every information state of a public state with the same state costs one
+  re-solve (:func:`jaxgt.evaluation.construct.construct_policy`).
+  """
+
+  def __init__(self, game: CompiledGame, *, depth_limit: int = 2, iterations: int = 1000,
+               solver=None, evaluator: str | Callable = "equilibrium",
+               alpha: float | None = DEFAULT_ALPHA, chunk: int = 1, cache_size: int = 4096):
+    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
+        or depth_limit < 1:
+      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
+    if alpha is not None and not 0.0 <= float(alpha) <= 1.0:
+      raise ValueError(f"alpha must be None or in [0, 1], got {alpha!r}")
+    if evaluator != "equilibrium" and not callable(evaluator):
+      raise ValueError(f"evaluator must be 'equilibrium' or a callable (subgame, solver) -> "
+                       f"LeafEvaluator, got {evaluator!r}")
+    self.game = game
+    self.pt = build_public_tree(game)
+    self.depth_limit = int(depth_limit)
+    self.iterations = leaf_lib._int(iterations)
+    self.solver = solver if solver is not None else cfr_lib.cfr_plus(dtype="float64")
+    self.evaluator = evaluator
+    self.alpha = alpha
+    self.chunk = int(chunk)
+    self.num_searches = 0
+    self._memo: OrderedDict = OrderedDict()
+    self._cache_size = int(cache_size)
+    self._subgames: dict = {}
+    self._info_at = {}
+
+  def init(self, key):
+    return _Start(key)
+
+  def act(self, key, state, history):
+    tree = self.game.tree
+    history = int(history)
+    if not 0 <= history < tree.num_histories:
+      raise ValueError(f"history {history} out of range for {self.game.name}")
+    p = int(tree.player[history])
+    if p not in (0, 1):
+      raise ValueError(f"history {history} is not a decision node (player {p})")
+    s = self.search(state, int(tree.history_public[history]), p)
+    return jnp.asarray(s.policy[int(tree.infostate[history])]), s.state
+
+  def search(self, state, public_state: int, player: int) -> Search:
+    """The (memoised) re-solve at ``public_state`` for ``player`` from ``state``."""
+    key = (id(state), int(public_state), int(player))
+    hit = self._memo.get(key)
+    if hit is not None and hit[0] is state:
+      self._memo.move_to_end(key)
+      return hit[1]
+    out = self._search(state, int(public_state), int(player))
+    self._memo[key] = (state, out)
+    if len(self._memo) > self._cache_size:
+      self._memo.popitem(last=False)
+    return out
+
+  def _search(self, state, s: int, p: int) -> Search:
+    pt = self.pt
+    if isinstance(state, _Start) or state is None:
+      root, summ = 0, None
+    elif isinstance(state, _After):
+      if state.player != p:
+        raise ValueError(f"agent state belongs to player {state.player}, not {p}")
+      # Root: the deepest public state on the way to ``s`` that the previous
+      # search covered (``s`` itself when it lay inside that search's tree).
+      covered = state.covers()
+      root = s
+      while root >= 0 and root not in covered:
+        root = int(pt.parent[root])
+      if root < 0:
+        raise ValueError(f"public state {s} does not follow the agent's previous decision "
+                         f"at {state.public_state}")
+      summ = state.summary(root)
+    else:
+      raise ValueError(f"not a state of this agent: {type(state).__name__}")
+    sub, ev = self._subgame(root, s)
+    if summ is None:  # first decision: the root public state with its known ranges
+      r0, r1 = (np.asarray(r)[pt.infostates[q][root]] for q, r in enumerate(_root_ranges(pt)))
+      ours, opp_values, opp = (r0, None, r1) if p == 0 else (r1, None, r0)
+    else:  # opp_values None: we never reach the root, any policy is as good (no gadget)
+      ours, opp_values, opp = summ.our_range, summ.opp_values, summ.opp_range
+    # Without opponent values there is no gadget, so alpha is unused.
+    res = resolve(sub, self.solver, p, ours, opp_values, opp, evaluator=ev,
+                  iterations=self.iterations, chunk=self.chunk, alpha=self.alpha)
+    self.num_searches += 1
+    avg = np.asarray(res.policy[p], np.float64)
+    A = self.game.tree.num_actions
+    full_of_sub = sub.full_infostate[p]
+    mine = self._infostates_at(p, s)
+    pos = {int(f): k for k, f in enumerate(full_of_sub) if f >= 0}
+    policy = {int(I): avg[pos[int(I)], :A] for I in mine}
+    return Search(s, p, root, policy, _After(p, s, sub, res, np.asarray(ours), self.solver), sub)
+
+  def _infostates_at(self, p, s):
+    if p not in self._info_at:
+      ps = np.asarray(self.game.tree.players[p].public_state)
+      self._info_at[p] = {int(k): np.flatnonzero(ps == k) for k in np.unique(ps)}
+    return self._info_at[p].get(s, np.zeros(0, np.int64))
+
+  def _subgame(self, root: int, s: int):
+    """``(Subgame, LeafEvaluator)`` of the re-solve at ``s`` from ``root``, built once: the
+    same evaluator object lets :func:`resolve` reuse its compiled program."""
+    key = (root, s)
+    if key not in self._subgames:
+      sub = extract(self.pt, root, leaves=branch_leaves(self.pt, root, s, self.depth_limit))
+      ev = (default_evaluator(sub, self.solver) if self.evaluator == "equilibrium"
+            else self.evaluator(sub, self.solver))
+      self._subgames[key] = (sub, ev)
+    return self._subgames[key]
+
+
+def _root_ranges(pt: PublicTree):
+  """Both players' normalised ranges at every public state under the uniform policy
+  (at the root public state they do not depend on the policy)."""
+  cache = pt.game._device_cache
+  if ("root_ranges",) not in cache:
+    tree = pt.game.device_tree("float64")
+    cache[("root_ranges",)] = tuple(np.asarray(r) for r in ranges(pt, sequence_form.uniform_policy(
+        tree, jnp.float64)))
+  return cache[("root_ranges",)]

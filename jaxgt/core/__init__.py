@@ -1,0 +1,21 @@
+"""The core layer: compiled games and the array algebra every solver shares.
+
+* :mod:`jaxgt.core.compiler`: enumerate a :class:`~jaxgt.games.base.Game`
+  once into a :class:`~jaxgt.core.compiler.GameTree` of static arrays
+  (:func:`compile_game`, :func:`load`).
+* :mod:`jaxgt.core.sequence_form`: realization plans, counterfactual values,
+  best responses, regret matching.
+* :mod:`jaxgt.core.public_tree`: the public tree, ranges and counterfactual
+  values of public belief states.
+* :mod:`jaxgt.core.evaluate`: exact evaluation of a policy (exploitability).
+* :mod:`jaxgt.core.tables`, :mod:`jaxgt.core.checks`,
+  :mod:`jaxgt.core.dtypes`: per-player table gathers, argument checks, dtypes.
+
+``core`` imports nothing of jaxgt but :mod:`jaxgt.games`.
+"""
+
+from jaxgt.core.compiler import CompiledGame, GameTree, PlayerTree, compile_game, load
+from jaxgt.core.evaluate import Evaluation, PolicyEvaluation, evaluate, policy_evaluation
+
+__all__ = ["CompiledGame", "Evaluation", "GameTree", "PlayerTree", "PolicyEvaluation",
+           "compile_game", "evaluate", "load", "policy_evaluation"]

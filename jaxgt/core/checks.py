@@ -1,0 +1,91 @@
+"""Argument checks shared by every layer: keys, counts, histories, distributions.
+
+Each check runs on static (host) values, so it costs nothing under ``jit``
+and fails with a clear ``ValueError`` before any compilation. Probability
+vectors and ranges are checked with one tolerance, :data:`PROB_ATOL`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+PROB_ATOL = 1e-6
+"""Tolerance on ``sum == 1`` for probability vectors, ranges and policies."""
+
+
+def check_key(key) -> jax.Array:
+  """Returns ``key`` as an array; raises unless it is a ``jax.random`` key."""
+  key = jnp.asarray(key)
+  if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or
+          (key.dtype == jnp.uint32 and key.shape == (2,))):
+    raise ValueError(f"key must be a jax.random key, got dtype {key.dtype} shape {key.shape}")
+  return key
+
+
+def check_positive_int(name: str, value) -> int:
+  """``int(value)``; raises unless it is a positive integer (``bool`` is not)."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    raise ValueError(f"{name} must be a positive integer, got {value!r}")
+  return int(value)
+
+
+def check_nonnegative_int(name: str, value) -> int:
+  """``int(value)``; raises unless it is a non-negative integer (``bool`` is not)."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+    raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+  return int(value)
+
+
+def concrete_int(x):
+  """``int(x)`` when ``x`` is concrete, else ``None`` (a tracer)."""
+  try:
+    return int(x)
+  except (TypeError, jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError):
+    return None
+
+
+def check_decision_history(tree, history) -> None:
+  """Raises ``ValueError`` when a concrete ``history`` is out of range or not a decision.
+
+  ``tree`` is a :class:`~jaxgt.core.compiler.GameTree`; a traced ``history``
+  passes unchecked.
+  """
+  h = concrete_int(history)
+  if h is None:
+    return
+  if not 0 <= h < tree.num_histories:
+    raise ValueError(f"history {h} outside [0, {tree.num_histories})")
+  p = int(np.asarray(tree.player)[h])
+  if p not in (0, 1):
+    raise ValueError(f"history {h} is not a decision of player 0 or 1 (player {p})")
+
+
+def max_depth(tree) -> int:
+  """Largest history depth (static walk length); checks breadth-first order."""
+  depth = np.asarray(tree.depth)
+  if depth.size == 0 or np.any(np.diff(depth) < 0):
+    raise ValueError("tree histories must be in breadth-first order (non-decreasing depth)")
+  return int(depth.max())
+
+
+def check_distribution(what: str, values, size: int | None = None, *,
+                       atol: float = PROB_ATOL) -> np.ndarray:
+  """Validates a probability vector (or a ``[..., K]`` stack of them); returns float64.
+
+  ``what`` names it in the error ("range of player 0 at public state 3");
+  ``size`` is the required last dimension. Raises for a wrong shape,
+  negative or non-finite entries, or rows that do not sum to one within
+  ``atol``.
+  """
+  r = np.asarray(values, np.float64)
+  if size is not None and (r.ndim < 1 or r.shape[-1] != size):
+    raise ValueError(f"{what} must have shape [..., {size}], got {r.shape}")
+  if not np.isfinite(r).all() or np.any(r < 0):
+    raise ValueError(f"{what} has negative or non-finite entries")
+  tot = r.sum(-1)
+  if np.any(np.abs(tot - 1.0) > atol):
+    raise ValueError(f"{what} sums to {np.ravel(tot)[np.argmax(np.ravel(np.abs(tot - 1.0)))]}, "
+                     "not 1")
+  return r

@@ -1,0 +1,108 @@
+"""The protocol every solver follows (optax's ``GradientTransformation`` and mctx's keys).
+
+A solver is a frozen dataclass made by a factory (``cfr_plus()``,
+``outcome_sampling(batch=256)``, ``OOS(delta=0.9)``...) that closes over its
+hyperparameters; its methods are pure functions of a compiled
+:class:`~jaxgt.core.compiler.GameTree` and an immutable state pytree:
+
+=========================================  =====================================
+method                                     computes
+=========================================  =====================================
+``init(tree, *, weights=None) -> state``   the initial state (``weights [T]``:
+                                           a root belief, where the solver
+                                           supports one)
+``step(tree, state, key=None) -> state``   one step (one iteration of the
+                                           CFR family; ``samples_per_step``
+                                           trajectories / simulations of a
+                                           sampled solver)
+``run(tree, state, num_steps, key=None)``  ``num_steps`` steps in one jitted
+                                           call
+``policy(tree, state) -> (s0, s1)``        the solver's output strategy
+                                           ``([I0, A], [I1, A])`` (the average
+                                           strategy for the CFR family, MCCFR,
+                                           OOS and UCT)
+=========================================  =====================================
+
+Conventions shared by all of them:
+
+* **Counters.** ``state.iteration`` (``[] int32``) counts completed steps;
+  ``solver.samples_per_step`` says how many sampled trajectories or
+  simulations one step is (``0`` for the deterministic CFR family).
+* **Keys.** Randomness enters only through the explicit ``key`` argument of
+  ``step``/``run``, never through the state. Step ``t`` (0-based, counted by
+  ``state.iteration``) uses :func:`step_key` ``(key, t)``, so ``run(n1)``
+  then ``run(n2)`` with one key equals ``run(n1 + n2)``: chunking for
+  progress reports does not change results. Deterministic solvers accept and
+  ignore ``key``; sampled solvers raise a clear error without one.
+* **Errors.** Arguments are checked on static values before anything is
+  traced (:mod:`jaxgt.core.checks`).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.core.checks import check_key
+
+
+class Solver(abc.ABC):
+  """Base class of every solver (see module docstring for the protocol).
+
+  Subclasses are frozen dataclasses; ``name`` is the solver's registry name
+  and ``samples_per_step`` its trajectories or simulations per step.
+  """
+
+  name: str
+  samples_per_step: int = 0
+
+  @abc.abstractmethod
+  def init(self, tree, *, weights=None) -> Any:
+    """The initial state for ``tree`` (and a root belief ``weights [T]`` where supported)."""
+
+  @abc.abstractmethod
+  def run(self, tree, state, num_steps, key=None) -> Any:
+    """``num_steps`` steps inside one jitted call."""
+
+  def step(self, tree, state, key=None) -> Any:
+    """One step."""
+    return self.run(tree, state, 1, key)
+
+  @abc.abstractmethod
+  def policy(self, tree, state) -> tuple:
+    """The output strategy ``([I0, A], [I1, A])``."""
+
+  @property
+  def sampled(self) -> bool:
+    """Whether the solver consumes a key."""
+    return self.samples_per_step > 0
+
+
+def check_num_steps(num_steps, *, traced_ok: bool = False) -> jax.Array:
+  """``num_steps`` as an ``int32`` array; raises unless a non-negative integer.
+
+  With ``traced_ok`` a traced integer passes (agents run a traced number of
+  steps inside ``act``).
+  """
+  if isinstance(num_steps, (bool, float)) or (
+      isinstance(num_steps, (int, np.integer)) and num_steps < 0) or (
+      not traced_ok and not isinstance(num_steps, (int, np.integer))):
+    raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
+  return jnp.asarray(num_steps, jnp.int32)
+
+
+def require_key(solver_name: str, key) -> jax.Array:
+  """``key`` checked (:func:`~jaxgt.core.checks.check_key`); a clear error when it is ``None``."""
+  if key is None:
+    raise ValueError(f"{solver_name} is a sampled solver: pass a jax.random key, "
+                     "e.g. run(tree, state, n, jax.random.key(0))")
+  return check_key(key)
+
+
+def step_key(key: jax.Array, iteration) -> jax.Array:
+  """The key of step ``iteration`` (0-based) of a run driven by ``key``."""
+  return jax.random.fold_in(key, iteration)
