@@ -31,10 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.checks import check_positive_int
-from jaxgt.core.compiler import CompiledGame, GameTree
+from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.tables import acting_row
-from jaxgt.solvers.oos import target_members
 
 
 class Agent(abc.ABC):
@@ -88,31 +86,3 @@ class PolicyAgent(Agent):
     """``player``'s whole policy table (aggregating it gives back the policy)."""
     del state
     return jnp.asarray(self.policy[player])
-
-
-class TableSearchAgent(Agent):
-  """Shared set-up of the search agents over fixed-capacity tables (OOS, ISMCTS).
-
-  Subclasses are frozen dataclasses with fields ``game``, ``solver`` and a
-  positive per-move budget named by ``_budget``; ``_solver_type`` is the
-  solver class they accept and ``_targeting`` the target set of their
-  searches (``None``: the solver's own ``targeting``).
-  """
-
-  _budget: str
-  _solver_type: type
-  _targeting: str | None = None
-
-  def __post_init__(self):
-    check_positive_int(self._budget, getattr(self, self._budget))
-    if not isinstance(self.solver, self._solver_type):
-      raise ValueError(f"solver must be an {self._solver_type.__name__} instance, "
-                       f"got {type(self.solver).__name__}")
-    targeting = self._targeting or self.solver.targeting
-    # Device arrays made here, outside any trace (act may run under jit).
-    object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
-    object.__setattr__(self, "_members", target_members(self.game.tree, targeting))
-
-  @property
-  def tree(self) -> GameTree:
-    return self._tree

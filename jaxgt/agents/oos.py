@@ -7,7 +7,8 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from jaxgt.agents.base import TableSearchAgent, acting_row
+from jaxgt.agents.table_search import TableSearchAgent
+from jaxgt.core.tables import acting_row
 from jaxgt.core.checks import check_decision_history
 from jaxgt.core import sequence_form
 from jaxgt.core.compiler import CompiledGame

@@ -100,6 +100,10 @@ class GameTree:
     history_terminal: ``[H] int32`` terminal index or ``-1``.
     last_seq: ``[2, H] int32`` each player's last own sequence on the path
       to the history (empty sequence = ``I_p * A``).
+    chance_reach: ``[H] float64`` product of chance probabilities on the path
+      to each history.
+    depth_levels: static tuple of ``(lo, hi)``: histories ``lo:hi`` have depth
+      ``d`` (breadth-first order makes each depth one contiguous slice).
 
   Terminals:
     terminal_history: ``[T] int32``.
@@ -128,6 +132,7 @@ class GameTree:
   history_public: Any
   history_terminal: Any
   last_seq: Any
+  chance_reach: Any
   terminal_history: Any
   terminal_payoff: Any
   terminal_chance: Any
@@ -135,10 +140,16 @@ class GameTree:
   public_parent: Any
   public_depth: Any
   players: tuple
+  depth_levels: tuple = struct.field(pytree_node=False)
   num_actions: int = struct.field(pytree_node=False)
   num_histories: int = struct.field(pytree_node=False)
   num_terminals: int = struct.field(pytree_node=False)
   num_public_states: int = struct.field(pytree_node=False)
+
+  @property
+  def max_depth(self) -> int:
+    """Largest history depth (the number of steps of the longest trajectory)."""
+    return len(self.depth_levels) - 1
 
   @property
   def num_infostates(self) -> tuple[int, int]:
@@ -354,8 +365,10 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     depth_arr = nd
   reach = np.ones(H, np.float64)
   last = np.full((2, H), -1, np.int64)
-  bounds = np.searchsorted(depth_arr, np.arange(1, depth_arr[-1] + 2))
-  for lo, hi in zip(bounds[:-1], bounds[1:]):  # one breadth-first layer at a time
+  depth_ends = np.searchsorted(depth_arr, np.arange(0, depth_arr[-1] + 1), side="right")
+  depth_levels = tuple((int(lo), int(hi)) for lo, hi in zip(
+      np.concatenate([[0], depth_ends[:-1]]), depth_ends))
+  for lo, hi in depth_levels[1:]:  # one breadth-first layer at a time
     idx = np.arange(lo, hi)
     par = parent_arr[idx]
     reach[idx] = reach[par] * edge_prob[idx]
@@ -447,11 +460,13 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       player=player_arr, parent=parent_arr, action=action_arr, depth=depth_arr,
       children=children, chance_probs=chance_probs, infostate=infostate,
       history_public=public_of_hist_arr, history_terminal=history_terminal,
-      last_seq=last_seq,
+      last_seq=last_seq, chance_reach=reach,
       terminal_history=term, terminal_payoff=terminal_payoff,
       terminal_chance=reach[term], terminal_seq=last_seq[:, term],
       public_parent=public_parent, public_depth=public_depth,
-      players=tuple(player_trees), num_actions=A, num_histories=H,
+      players=tuple(player_trees),
+      depth_levels=depth_levels,
+      num_actions=A, num_histories=H,
       num_terminals=len(term), num_public_states=P)
 
   keys = []
