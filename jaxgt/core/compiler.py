@@ -177,15 +177,26 @@ class CompiledGame:
     tree: :class:`GameTree` with NumPy arrays.
     infostate_keys: per player, ``I`` information-state strings in index order.
     public_keys: ``P`` public-state keys in index order.
+    aug: ``[2, H] int32`` each player's *augmented* information state of every
+      non-terminal history (``-1`` at terminals): ``game.information_state(s,
+      p)`` for the acting and the non-acting player alike, numbered per
+      player by first appearance of ``(public state, key)`` in breadth-first
+      order (host only; the public tree groups ranges by it).
+    aug_keys: per player, ``K_p`` augmented information-state strings.
     fingerprint: hex digest of the structure (game string, legal masks,
       sequence structure, payoffs); policies carry it.
     enumeration_seconds, nbytes: how long compilation took, array memory.
+
+  Host structures derived from the tree (device copies, the public tree, net
+  encodings, key indices) are built once through :meth:`cached`.
   """
 
   game: Game
   tree: GameTree
   infostate_keys: tuple
   public_keys: tuple
+  aug: np.ndarray
+  aug_keys: tuple
   fingerprint: str
   enumeration_seconds: float
   nbytes: int
@@ -195,25 +206,39 @@ class CompiledGame:
   def name(self) -> str:
     return self.game.game_string()
 
+  def cached(self, name, build):
+    """``build()`` computed once per compiled game under ``name`` (any hashable).
+
+    The one place for derived host structures (``"public_tree"``,
+    ``"nets.pbs_encoding"``, ...); ``build`` takes no arguments and must not
+    return traced values.
+    """
+    if name not in self._device_cache:
+      self._device_cache[name] = build()
+    return self._device_cache[name]
+
   def device_tree(self, dtype=None) -> GameTree:
     """The tree as device arrays with floats in ``dtype`` (cached)."""
+    import jax
     import jax.numpy as jnp
     from jaxgt.core.dtypes import resolve_dtype
     dtype = resolve_dtype(dtype)
-    key = jnp.dtype(dtype).name
-    if key not in self._device_cache:
-      # Build concrete arrays even when first called inside a jit trace, so
-      # the cache never holds a tracer that leaks into later traces.
-      import jax
+
+    def build():
+      # Concrete arrays even when first called inside a jit trace, so the
+      # cache never holds a tracer that leaks into later traces.
       with jax.ensure_compile_time_eval():
-        self._device_cache[key] = self.tree.cast(dtype)
-    return self._device_cache[key]
+        return self.tree.cast(dtype)
+    return self.cached(("device_tree", jnp.dtype(dtype).name), build)
 
   def infostate_index(self, player: int) -> dict:
-    key = ("index", player)
-    if key not in self._device_cache:
-      self._device_cache[key] = {k: i for i, k in enumerate(self.infostate_keys[player])}
-    return self._device_cache[key]
+    """``{key: index}`` of ``player``'s information states."""
+    return self.cached(("index", player),
+                       lambda: {k: i for i, k in enumerate(self.infostate_keys[player])})
+
+  def public_index(self) -> dict:
+    """``{key: index}`` of the public states."""
+    return self.cached(("public_index",), lambda: {k: i for i, k in enumerate(self.public_keys)})
 
   def sizes(self) -> dict:
     t = self.tree
@@ -237,8 +262,58 @@ class GameTooLargeError(ValueError):
   pass
 
 
+def ancestor_at_depth(parent, depth, nodes, target) -> np.ndarray:
+  """Ancestor at depth ``target`` of each of ``nodes`` (host, vectorised).
+
+  ``parent``/``depth`` describe any rooted tree (histories: ``tree.parent``,
+  ``tree.depth``; public states: ``public_parent``, ``public_depth``);
+  ``target`` is a scalar or broadcasts against ``nodes``. Nodes no deeper
+  than ``target`` are returned unchanged. One vectorised step per level
+  walked, no per-node Python loop and no stored ``[H, D]`` table.
+  """
+  parent, depth = np.asarray(parent), np.asarray(depth)
+  out = np.array(nodes, dtype=np.int64, copy=True).reshape(-1)
+  target = np.broadcast_to(np.asarray(target), np.shape(nodes)).reshape(-1)
+  todo = np.flatnonzero(depth[out] > target)
+  while len(todo):
+    out[todo] = parent[out[todo]]
+    todo = todo[depth[out[todo]] > target[todo]]
+  return out.reshape(np.shape(nodes))
+
+
+def first_seen_ids(codes) -> tuple[np.ndarray, np.ndarray]:
+  """Numbers equal ``codes [N]`` by order of first appearance.
+
+  Returns ``(ids [N], first [U])`` with ``first[i]`` the position where
+  code ``i`` first appears (the dict numbering the enumeration uses, for
+  codes given as an array).
+  """
+  codes = np.asarray(codes)
+  if not len(codes):
+    return np.zeros(0, np.int32), np.zeros(0, np.int64)
+  _, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+  order = np.argsort(first, kind="stable")
+  rank = np.empty(len(first), np.int64)
+  rank[order] = np.arange(len(first))
+  return rank[inv.reshape(-1)].astype(np.int32), first[order]
+
+
+def _path(parent, action, h: int) -> tuple:
+  """Actions from the root to history ``h`` (for error messages)."""
+  acts = []
+  while h > 0:
+    acts.append(int(action[h]))
+    h = int(parent[h])
+  return tuple(reversed(acts))
+
+
 def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   """Enumerates ``game`` breadth-first and builds its :class:`CompiledGame`.
+
+  The enumeration (the only stage that calls ``game``) records per history
+  its parent, action, edge probability, player, acting information state,
+  public state, payoff and both players' augmented information states;
+  :func:`assemble` turns those into arrays.
 
   Raises ``ValueError`` naming the offending history for: an unknown player
   id, an empty legal set, an action id out of range, chance probabilities that
@@ -256,19 +331,17 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   action = [NO_INDEX]
   child_prob = [1.0]             # probability of the edge into each history
   players: list[int] = []
-  payoff: dict[int, float] = {}
+  payoff: list[float] = []
   info_ids = [dict(), dict()]      # key -> first-seen index
   info_of_hist: list[int] = []
+  aug_ids = [dict(), dict()]       # (public id, key) -> first-seen index
+  aug_of_hist = ([], [])
   public_ids: dict = {}
   public_of_hist: list[int] = []
   C = A
 
   def path(h):
-    acts = []
-    while h > 0:
-      acts.append(action[h])
-      h = parent[h]
-    return tuple(reversed(acts))
+    return _path(parent, action, h)
 
   # Breadth-first enumeration: parents precede children, depths are contiguous.
   h = 0
@@ -291,9 +364,27 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       if len(r) != 2 or abs(float(r[0]) + float(r[1])) > 1e-9:
         raise ValueError(
             f"{game.name}: returns {tuple(r)} at history {path(h)} are not zero-sum")
-      payoff[h] = float(r[0])
+      payoff.append(float(r[0]))
       info_of_hist.append(NO_INDEX)
-    elif p == CHANCE:
+      aug_of_hist[0].append(NO_INDEX)
+      aug_of_hist[1].append(NO_INDEX)
+      h += 1
+      continue
+    payoff.append(0.0)
+    if p != CHANCE and p != 0 and p != 1:
+      raise ValueError(f"{game.name}: current_player {p} at history {path(h)} "
+                       f"is not 0, 1, CHANCE or TERMINAL")
+    key = None
+    for q in (0, 1):  # augmented information states of both players
+      kq = game.information_state(s, q)
+      if q == p:
+        key = kq
+      ids = aug_ids[q]
+      aid = ids.get((pid, kq))
+      if aid is None:
+        aid = ids[(pid, kq)] = len(ids)
+      aug_of_hist[q].append(aid)
+    if p == CHANCE:
       outcomes = list(game.chance_outcomes(s))
       if not outcomes:
         raise ValueError(f"{game.name}: chance node {path(h)} has no outcomes")
@@ -314,11 +405,10 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
         raise ValueError(
             f"{game.name}: chance probabilities at history {path(h)} sum to {total}, not 1")
       info_of_hist.append(NO_INDEX)
-    elif p == 0 or p == 1:
+    else:
       legal = game.legal_actions(s)
       if not len(legal):
         raise ValueError(f"{game.name}: no legal actions at history {path(h)}")
-      key = game.information_state(s, p)
       ids = info_ids[p]
       iid = ids.get(key)
       if iid is None:
@@ -332,45 +422,86 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
         parent.append(h)
         action.append(a)
         child_prob.append(1.0)
-    else:
-      raise ValueError(f"{game.name}: current_player {p} at history {path(h)} "
-                       f"is not 0, 1, CHANCE or TERMINAL")
     h += 1
   del states
 
-  H = len(players)
-  player_arr = np.asarray(players, np.int32)
+  return assemble(
+      game, parent=parent, action=action, edge_prob=child_prob, player=players,
+      infostate=info_of_hist, infostate_keys=[list(ids) for ids in info_ids],
+      public=public_of_hist, public_keys=tuple(public_ids), payoff=payoff,
+      aug=aug_of_hist, aug_keys=[[k for _, k in ids] for ids in aug_ids],
+      num_actions=A, num_outcomes=C, started=t0)
+
+
+def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infostate_keys,
+             public, public_keys, payoff, aug, aug_keys, num_actions: int,
+             num_outcomes: int | None = None, started: float | None = None) -> CompiledGame:
+  """The array stage of compilation: a :class:`CompiledGame` from per-history arrays.
+
+  Histories must be in breadth-first order (root ``0``, parents first) with
+  children of one history in the order they should be numbered.
+
+  Args:
+    game: the definition (names the result and enters the fingerprint).
+    parent, action: ``[H]`` parent history and action/outcome into each history
+      (``-1`` at the root).
+    edge_prob: ``[H]`` probability of the edge into each history (chance
+      outcomes; anything at other edges).
+    player: ``[H]`` 0, 1, ``CHANCE`` or ``TERMINAL``.
+    infostate: ``[H]`` acting player's information state, numbered per player
+      by first appearance (``-1`` at chance and terminal histories).
+    infostate_keys: per player, keys in that numbering.
+    public: ``[H]`` public state ids; public_keys: ``P`` keys.
+    payoff: ``[H]`` player 0's utility (read at terminals only).
+    aug: ``[2, H]`` augmented information states (``CompiledGame.aug``);
+      aug_keys: per player, their key strings.
+    num_actions: ``A``; num_outcomes: ``C`` (default ``A``).
+    started: ``time.perf_counter()`` at the start of compilation.
+
+  Raises ``ValueError`` for a repeated action at one history and for
+  imperfect recall (an information state reached by different own
+  sequences, with different legal actions, or spanning two public states).
+  """
+  t0 = time.perf_counter() if started is None else started
+  A = int(num_actions)
+  C = max(A, int(num_outcomes or A))
+  player_arr = np.asarray(player, np.int32)
+  H = len(player_arr)
   parent_arr = np.asarray(parent, np.int32)
   action_arr = np.asarray(action, np.int32)
-  edge_prob = np.asarray(child_prob, np.float64)
-  info_first = np.asarray(info_of_hist, np.int32)
-  public_of_hist_arr = np.asarray(public_of_hist, np.int32)
+  edge_prob = np.asarray(edge_prob, np.float64)
+  info_first = np.asarray(infostate, np.int32)
+  public_of_hist_arr = np.asarray(public, np.int32)
+
+  def path(h):
+    return _path(parent_arr, action_arr, h)
 
   children = np.full((H, C), NO_INDEX, np.int32)
   children[parent_arr[1:], action_arr[1:]] = np.arange(1, H, dtype=np.int32)
-  if len(set(zip(parent_arr[1:].tolist(), action_arr[1:].tolist()))) != H - 1:
+  if np.count_nonzero(children >= 0) != H - 1:
     raise ValueError(f"{game.name}: an action/outcome id repeats at one history")
   chance_probs = np.zeros((H, C), np.float64)
   is_chance_edge = np.zeros(H, bool)
   is_chance_edge[1:] = player_arr[parent_arr[1:]] == CHANCE
   chance_probs[parent_arr[is_chance_edge], action_arr[is_chance_edge]] = edge_prob[is_chance_edge]
 
-  # Depth, chance reach and each player's last own sequence (first-seen
-  # infostate numbering, -1 = empty).
+  # Depth (breadth-first: non-decreasing), chance reach and each player's last
+  # own sequence (first-seen infostate numbering, -1 = empty), one layer at a time.
   depth_arr = np.zeros(H, np.int32)
-  while True:  # parent < child, so this converges in (max depth) sweeps
-    nd = np.concatenate([[0], depth_arr[parent_arr[1:]] + 1]).astype(np.int32)
-    if np.array_equal(nd, depth_arr):
-      break
-    depth_arr = nd
   reach = np.ones(H, np.float64)
   last = np.full((2, H), -1, np.int64)
-  depth_ends = np.searchsorted(depth_arr, np.arange(0, depth_arr[-1] + 1), side="right")
-  depth_levels = tuple((int(lo), int(hi)) for lo, hi in zip(
-      np.concatenate([[0], depth_ends[:-1]]), depth_ends))
-  for lo, hi in depth_levels[1:]:  # one breadth-first layer at a time
+  levels = [(0, 1)]
+  while levels[-1][1] < H:
+    lo, hi = levels[-1]
+    nhi = int(np.searchsorted(parent_arr[hi:], hi, side="left")) + hi
+    if nhi == hi:
+      raise ValueError(f"{game.name}: histories are not in breadth-first order")
+    levels.append((hi, nhi))
+  depth_levels = tuple(levels)
+  for d, (lo, hi) in enumerate(depth_levels[1:], 1):
     idx = np.arange(lo, hi)
     par = parent_arr[idx]
+    depth_arr[idx] = d
     reach[idx] = reach[par] * edge_prob[idx]
     last[:, idx] = last[:, par]
     pp = player_arr[par]
@@ -381,7 +512,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   player_trees = []
   new_of_old = []
   for p in (0, 1):
-    n = len(info_ids[p])
+    n = len(infostate_keys[p])
     hs = np.flatnonzero(player_arr == p)
     iids = info_first[hs]
     _, first = np.unique(iids, return_index=True)  # first history of each infostate
@@ -390,13 +521,13 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     hist_legal = children[hs, :A] >= 0
     legal = hist_legal[first]
     pub = public_of_hist_arr[rep]
-    keys_old = list(info_ids[p])
+    keys_old = infostate_keys[p]
     for arr, what in ((last[p, hs], "is reached by different own sequences (imperfect recall)"),
                       (hist_legal, "has different legal actions"),
                       (public_of_hist_arr[hs], "spans two public states")):
-      ref = arr[first][iids] if arr.ndim == 1 else arr[first][iids]
       if not len(hs):  # this player never acts
         continue
+      ref = arr[first][iids]
       bad = np.flatnonzero(np.any((ref != arr).reshape(len(hs), -1), axis=1))
       if len(bad):
         k = int(bad[0])
@@ -420,34 +551,34 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       return np.where(seq < 0, n * A, inv[safe // A] * A + safe % A).astype(np.int32)
 
     lv = level[perm]
-    levels = []
+    plevels = []
     if n:
       bounds = np.flatnonzero(np.diff(lv)) + 1
       starts = np.concatenate([[0], bounds])
       ends = np.concatenate([bounds, [n]])
-      levels = [(int(a), int(b)) for a, b in zip(starts, ends)]
+      plevels = [(int(a), int(b)) for a, b in zip(starts, ends)]
     player_trees.append(PlayerTree(
         legal=legal[perm],
         parent_seq=remap(par_seq_old[perm]),
         public_state=pub[perm].astype(np.int32),
         level=lv.astype(np.int32),
-        levels=tuple(levels),
+        levels=tuple(plevels),
         num_infostates=n,
     ))
     new_of_old.append((inv, remap))
 
-  infostate = np.full(H, NO_INDEX, np.int32)
+  infostate_arr = np.full(H, NO_INDEX, np.int32)
   for p in (0, 1):
     m = player_arr == p
-    infostate[m] = new_of_old[p][0][info_first[m]]
+    infostate_arr[m] = new_of_old[p][0][info_first[m]]
   last_seq = np.stack([new_of_old[p][1](last[p]) for p in (0, 1)])
 
   term = np.flatnonzero(player_arr == TERMINAL).astype(np.int32)
   history_terminal = np.full(H, NO_INDEX, np.int32)
   history_terminal[term] = np.arange(len(term), dtype=np.int32)
-  terminal_payoff = np.asarray([payoff[int(z)] for z in term], np.float64)
+  terminal_payoff = np.asarray(payoff, np.float64)[term]
 
-  P = len(public_ids)
+  P = len(public_keys)
   _, first_h = np.unique(public_of_hist_arr, return_index=True)
   par_pub = np.where(first_h > 0, public_of_hist_arr[parent_arr[first_h]], -1)
   public_parent = np.where(par_pub == np.arange(P), -1, par_pub).astype(np.int32)
@@ -458,7 +589,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
 
   tree = GameTree(
       player=player_arr, parent=parent_arr, action=action_arr, depth=depth_arr,
-      children=children, chance_probs=chance_probs, infostate=infostate,
+      children=children, chance_probs=chance_probs, infostate=infostate_arr,
       history_public=public_of_hist_arr, history_terminal=history_terminal,
       last_seq=last_seq, chance_reach=reach,
       terminal_history=term, terminal_payoff=terminal_payoff,
@@ -471,7 +602,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
 
   keys = []
   for p in (0, 1):
-    old_keys = list(info_ids[p])
+    old_keys = list(infostate_keys[p])
     inv = new_of_old[p][0]
     k = [None] * len(old_keys)
     for i, key in enumerate(old_keys):
@@ -481,7 +612,9 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   fp = _fingerprint(game, tree, keys)
   nbytes = sum(np.asarray(x).nbytes for x in _leaves(tree))
   return CompiledGame(game=game, tree=tree, infostate_keys=tuple(keys),
-                      public_keys=tuple(public_ids), fingerprint=fp,
+                      public_keys=tuple(public_keys),
+                      aug=np.asarray(aug, np.int32).reshape(2, H),
+                      aug_keys=tuple(tuple(k) for k in aug_keys), fingerprint=fp,
                       enumeration_seconds=time.perf_counter() - t0, nbytes=nbytes)
 
 
