@@ -334,8 +334,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   payoff: list[float] = []
   info_ids = [dict(), dict()]      # key -> first-seen index
   info_of_hist: list[int] = []
-  aug_ids = [dict(), dict()]       # (public id, key) -> first-seen index
-  aug_of_hist = ([], [])
+  key_ids = [dict(), dict()]       # any player's key -> first-seen index
+  key_of_hist = ([], [])
   public_ids: dict = {}
   public_of_hist: list[int] = []
   C = A
@@ -366,8 +366,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
             f"{game.name}: returns {tuple(r)} at history {path(h)} are not zero-sum")
       payoff.append(float(r[0]))
       info_of_hist.append(NO_INDEX)
-      aug_of_hist[0].append(NO_INDEX)
-      aug_of_hist[1].append(NO_INDEX)
+      key_of_hist[0].append(NO_INDEX)
+      key_of_hist[1].append(NO_INDEX)
       h += 1
       continue
     payoff.append(0.0)
@@ -379,11 +379,11 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       kq = game.information_state(s, q)
       if q == p:
         key = kq
-      ids = aug_ids[q]
-      aid = ids.get((pid, kq))
-      if aid is None:
-        aid = ids[(pid, kq)] = len(ids)
-      aug_of_hist[q].append(aid)
+      ids = key_ids[q]
+      kid = ids.get(kq)
+      if kid is None:
+        kid = ids[kq] = len(ids)
+      key_of_hist[q].append(kid)
     if p == CHANCE:
       outcomes = list(game.chance_outcomes(s))
       if not outcomes:
@@ -425,11 +425,23 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     h += 1
   del states
 
+  # Augmented information states: (public state, key) pairs numbered by first
+  # appearance, as one vectorised pass instead of a tuple-keyed dict per history.
+  pub = np.asarray(public_of_hist, np.int64)
+  aug = np.full((2, len(players)), NO_INDEX, np.int32)
+  aug_keys = []
+  for q in (0, 1):
+    kid = np.asarray(key_of_hist[q], np.int64)
+    m = np.flatnonzero(kid >= 0)
+    aug[q, m], first = first_seen_ids(pub[m] * len(key_ids[q]) + kid[m])
+    names = list(key_ids[q])
+    aug_keys.append([names[k] for k in kid[m[first]]])
+
   return assemble(
       game, parent=parent, action=action, edge_prob=child_prob, player=players,
       infostate=info_of_hist, infostate_keys=[list(ids) for ids in info_ids],
       public=public_of_hist, public_keys=tuple(public_ids), payoff=payoff,
-      aug=aug_of_hist, aug_keys=[[k for _, k in ids] for ids in aug_ids],
+      aug=aug, aug_keys=aug_keys,
       num_actions=A, num_outcomes=C, started=t0)
 
 

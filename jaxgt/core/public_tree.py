@@ -5,8 +5,9 @@ Student of Games (``003``, Sec. 3 and supplement "public belief states"): a
 public observations; a *public belief state* is one range per player over
 its information states in that public state. For the player not acting at a
 public state the information states are the *augmented* ones,
-``game.information_state(s, p)`` at every non-terminal history, computed here
-host-side by replaying the compiled histories (the compiler is unchanged).
+``game.information_state(s, p)`` at every non-terminal history, which the
+compiler records while enumerating (:attr:`CompiledGame.aug`); the public
+tree is assembled from those arrays without replaying the game.
 
 Conventions (shape letters of :mod:`jaxgt.core.compiler`, plus ``K_p`` augmented
 information states of player ``p`` over the whole game):
@@ -30,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgt.core.checks import PROB_ATOL, check_distribution
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.core import sequence_form
@@ -85,105 +87,69 @@ class PublicTree:
         raise ValueError(f"public state {public_state} out of range [0, {P}) for "
                          f"{self.game.name}")
       return int(public_state)
-    idx = self._key_index()
+    idx = self.game.public_index()
     if public_state not in idx:
       raise ValueError(f"{public_state!r} is not a public state of {self.game.name} "
                        "(is it from another game?)")
     return idx[public_state]
 
-  def _key_index(self):
-    cache = self.game._device_cache
-    if ("public_index",) not in cache:
-      cache[("public_index",)] = {k: i for i, k in enumerate(self.game.public_keys)}
-    return cache[("public_index",)]
-
   def at_depth(self, d: int) -> np.ndarray:
     """Public states of depth ``d``."""
     return np.flatnonzero(self.depth == d).astype(np.int32)
 
-  def check_range(self, public_state, player: int, r, *, atol: float = 1e-6) -> np.ndarray:
+  def check_range(self, public_state, player: int, r, *, atol: float = PROB_ATOL) -> np.ndarray:
     """Validates one range ``[K]`` at ``public_state``; returns it as float64."""
     ps = self.public_id(public_state)
     K = len(self.infostates[player][ps])
     r = np.asarray(r, np.float64)
+    what = f"range of player {player} at public state {ps}"
     if r.shape != (K,):
-      raise ValueError(f"range of player {player} at public state {ps} must have shape ({K},) "
-                       f"(one entry per information state), got {r.shape}")
-    if not np.isfinite(r).all() or np.any(r < 0):
-      raise ValueError(f"range of player {player} at public state {ps} has negative or "
-                       "non-finite entries")
-    if abs(r.sum() - 1.0) > atol:
-      raise ValueError(f"range of player {player} at public state {ps} sums to {r.sum()}, "
-                       "not 1")
-    return r
+      raise ValueError(f"{what} must have shape ({K},) (one entry per information state), "
+                       f"got {r.shape}")
+    if K == 0:  # a terminal public state: nothing to sum
+      return r
+    return check_distribution(what, r, K, atol=atol)
 
 
 def build_public_tree(compiled: CompiledGame) -> PublicTree:
-  """The :class:`PublicTree` of ``compiled`` (cached on it)."""
-  cache = compiled._device_cache
-  if ("public_tree",) in cache:
-    return cache[("public_tree",)]
-  game, t = compiled.game, compiled.tree
-  H, P = t.num_histories, t.num_public_states
-  parent, action, player = t.parent, t.action, t.player
+  """The :class:`PublicTree` of ``compiled``, from its arrays (cached on it)."""
+  return compiled.cached(("public_tree",), lambda: _assemble_public_tree(compiled))
+
+
+def _groups(ids: np.ndarray, n: int) -> tuple:
+  """Per group ``0..n-1``, the ``int32`` positions holding it (in order)."""
+  order = np.argsort(ids, kind="stable").astype(np.int32)
+  bounds = np.searchsorted(ids[order], np.arange(n + 1))
+  return tuple(order[bounds[i]:bounds[i + 1]] for i in range(n))
+
+
+def _assemble_public_tree(compiled: CompiledGame) -> PublicTree:
+  t = compiled.tree
+  P = t.num_public_states
   hp = np.asarray(t.history_public)
-  # Replay the breadth-first enumeration to get the states back.
-  states = [None] * H
-  states[0] = game.initial_state()
-  aug = np.full((2, H), NO_INDEX, np.int32)
-  ids = [dict(), dict()]
-  for h in range(H):
-    if h > 0:
-      states[h] = game.next_state(states[int(parent[h])], int(action[h]))
-    s = states[h]
-    if player[h] == TERMINAL:
-      continue
-    for p in (0, 1):
-      key = (int(hp[h]), game.information_state(s, p))
-      i = ids[p].get(key)
-      if i is None:
-        i = ids[p][key] = len(ids[p])
-      aug[p, h] = i
-  del states
-  edge = np.ones(H, np.float64)
-  ch = np.flatnonzero(player[np.maximum(parent, 0)] == CHANCE)
-  ch = ch[ch > 0]
-  edge[ch] = t.chance_probs[parent[ch], action[ch]]
-  reach = np.ones(H, np.float64)
-  for h in range(1, H):
-    reach[h] = reach[parent[h]] * edge[h]
-  keys, pub, seq, infos = [], [], [], []
+  player = np.asarray(t.player)
+  aug = np.asarray(compiled.aug)
+  pub, seq, infos = [], [], []
   for p in (0, 1):
-    K = len(ids[p])
-    ks = [None] * K
-    pb = np.zeros(K, np.int32)
-    for (ps, k), i in ids[p].items():
-      ks[i] = k
-      pb[i] = ps
-    sq = np.full(K, -1, np.int32)
+    K = len(compiled.aug_keys[p])
     m = aug[p] >= 0
+    pb = np.zeros(K, np.int32)
+    pb[aug[p][m]] = hp[m]
+    sq = np.full(K, NO_INDEX, np.int32)
     sq[aug[p][m]] = t.last_seq[p][m]
-    keys.append(tuple(ks))
     pub.append(pb)
     seq.append(sq)
-    order = np.argsort(pb, kind="stable")
-    bounds = np.searchsorted(pb[order], np.arange(P + 1))
-    infos.append(tuple(order[bounds[i]:bounds[i + 1]].astype(np.int32) for i in range(P)))
-  order = np.argsort(hp, kind="stable")
-  bounds = np.searchsorted(hp[order], np.arange(P + 1))
-  hists = tuple(order[bounds[i]:bounds[i + 1]].astype(np.int32) for i in range(P))
-  kids = [[] for _ in range(P)]
-  for ps in range(P):
-    if t.public_parent[ps] >= 0:
-      kids[int(t.public_parent[ps])].append(ps)
-  terminal_public = np.asarray([bool(np.all(player[hs] == TERMINAL)) for hs in hists])
-  out = PublicTree(game=compiled, children=tuple(tuple(k) for k in kids),
-                   depth=np.asarray(t.public_depth), parent=np.asarray(t.public_parent),
-                   histories=hists, aug=aug, aug_keys=tuple(keys), aug_public=tuple(pub),
-                   aug_seq=tuple(seq), infostates=tuple(infos), chance_reach=reach,
-                   terminal_public=terminal_public)
-  cache[("public_tree",)] = out
-  return out
+    infos.append(_groups(pb, P))
+  hists = _groups(hp, P)
+  public_parent = np.asarray(t.public_parent)
+  kids = _groups(public_parent, P)  # the root's parent -1 is in no group
+  nonterminal = np.zeros(P, bool)
+  nonterminal[hp[player != TERMINAL]] = True
+  return PublicTree(game=compiled, children=tuple(tuple(int(c) for c in k) for k in kids),
+                    depth=np.asarray(t.public_depth), parent=public_parent,
+                    histories=hists, aug=aug, aug_keys=compiled.aug_keys,
+                    aug_public=tuple(pub), aug_seq=tuple(seq), infostates=tuple(infos),
+                    chance_reach=np.asarray(t.chance_reach), terminal_public=~nonterminal)
 
 
 def edge_probabilities(tree: GameTree, policy) -> jax.Array:
@@ -208,23 +174,22 @@ def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None
   may be a traced argument when ``host`` is the concrete tree.
   """
   host = tree if host is None else host
-  depth = np.asarray(host.depth)
   payoff = tree.terminal_payoff if payoff is None else payoff
   e = edge_probabilities(tree, policy).astype(payoff.dtype)
   H = tree.num_histories
   v_term = jnp.zeros(H, payoff.dtype).at[np.asarray(host.terminal_history)].set(payoff)
-  bounds = np.searchsorted(depth, np.arange(int(depth[-1]) + 2))
+  levels = host.depth_levels
   parent = np.asarray(host.parent)
-  layers = [None] * (len(bounds) - 1)
+  layers = [None] * len(levels)
   below = None
-  for d in reversed(range(len(bounds) - 1)):
-    lo, hi = int(bounds[d]), int(bounds[d + 1])
+  for d in reversed(range(len(levels))):
+    lo, hi = levels[d]
     v = v_term[lo:hi]
     if below is not None:
       v = v + below
     layers[d] = v
     if d > 0:
-      plo = int(bounds[d - 1])
+      plo = levels[d - 1][0]
       below = sequence_form.segment_sum(e[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo), lo - plo)
   return jnp.concatenate(layers)
 

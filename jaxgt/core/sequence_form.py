@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax import custom_batching
 
-from jaxgt.core.compiler import GameTree, PlayerTree
+from jaxgt.core.compiler import GameTree, PlayerTree, ancestor_at_depth
 
 
 def segment_sum(data: jax.Array, ids: jax.Array, num_segments: int) -> jax.Array:
@@ -257,11 +257,7 @@ def root_chance_weights(tree: GameTree, probs) -> jax.Array:
     raise ValueError("root_chance_weights: probs must be non-negative and sum to one")
   if np.any((orig == 0) & (probs > 0)):
     raise ValueError("root_chance_weights: probability on an outcome the root does not have")
-  parent = np.asarray(tree.parent)
-  depth = np.asarray(tree.depth)
-  h = np.asarray(tree.terminal_history).copy()
-  while np.any(depth[h] > 1):
-    h = np.where(depth[h] > 1, parent[h], h)
+  h = ancestor_at_depth(tree.parent, tree.depth, np.asarray(tree.terminal_history), 1)
   outcome = np.asarray(tree.action)[h]
   w = np.asarray(tree.terminal_chance, np.float64) / orig[outcome] * probs[outcome]
   return jnp.asarray(w, jnp.asarray(tree.terminal_chance).dtype)
