@@ -82,7 +82,8 @@ class RandomGame(Game):
     return (self.nodes[h][1], -self.nodes[h][1])
 
   def information_state(self, h, p):
-    return self.nodes[h][1]
+    n = self.nodes[h]
+    return "chance" if n[0] == "chance" else n[1]  # both players see the acting player's label
 
   def public_state(self, h):
     return 0  # the trivial (coarsest) public partition

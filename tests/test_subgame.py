@@ -1,14 +1,21 @@
 """Depth-limited subgames and leaf evaluators against full-game solves."""
 
+import dataclasses
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxgt
+from test_random_games import RandomGame
 from jaxgt.search import leaf as lf
 from jaxgt.core import public_tree as ptm
 from jaxgt.search import subgame as sgm
 from jaxgt.core import sequence_form as sf
+from jaxgt.core.compiler import CompiledGame, compile_game
+from jaxgt.core.public_tree import PublicTree, build_public_tree
+from jaxgt.games.base import CHANCE, TERMINAL, Game
 
 
 def _full_equilibrium(name, iterations):
@@ -144,3 +151,310 @@ def test_rps_plus_multi_valued_leaves_find_equilibrium():
   np.testing.assert_allclose(found[4][0], [0.4, 0.4, 0.2], atol=0.02)
   with pytest.raises(ValueError, match="continuation policies"):
     lf.multi_valued(sgm.extract(g, 0, depth_limit=1, leaf_choices=2), [eq])
+
+
+# --------------------------------------------------------------------------- extract from arrays
+# The reference: the subgame as a Python ``Game`` over full-game history
+# indices, enumerated again by ``compile_game`` (how ``extract`` built subgames
+# before it assembled them from arrays). Kept here only as the independent check.
+
+_ROOT = "root"
+_DUMMY = "no-decision"
+
+
+class _SubgameDefinition(Game):
+  """The subgame as a :class:`Game` whose states are full-game history indices."""
+
+  name = "subgame"
+
+  def __init__(self, pt: PublicTree, roots, root_probs, leaf_mask, label, dummy,
+               choices=0, chooser=1):
+    super().__init__(of=label, choices=choices)
+    self._dummy = dummy
+    self._choices, self._chooser = choices, chooser
+    self._pt, self._t = pt, pt.game.tree
+    self._roots, self._probs = roots, root_probs
+    self._leaf = leaf_mask
+    self._keys = [[pt.aug_keys[p][i] if i >= 0 else "" for i in pt.aug[p]] for p in (0, 1)]
+    self.num_actions = max(self._t.num_actions, choices)
+
+  def initial_state(self):
+    return _ROOT if self._dummy is None else _DUMMY
+
+  def current_player(self, h):
+    if h == _DUMMY:
+      return self._dummy
+    if isinstance(h, tuple):
+      return self._chooser if len(h) == 1 else TERMINAL
+    if h == _ROOT:
+      return CHANCE
+    if self._leaf[self._t.history_public[h]]:
+      return TERMINAL if not self._choices else int(self._chooser)
+    return int(self._t.player[h])
+
+  def legal_actions(self, h):
+    if h == _DUMMY:
+      return [0]
+    if self._choices and h != _ROOT and (isinstance(h, tuple) or self._leaf[self._t.history_public[h]]):
+      return list(range(self._choices))
+    return [int(a) for a in np.flatnonzero(self._t.children[h, :self.num_actions] >= 0)]
+
+  def chance_outcomes(self, h):
+    if h == _ROOT:
+      return [(i, float(q)) for i, q in enumerate(self._probs)]
+    c = self._t.chance_probs[h]
+    return [(int(a), float(c[a])) for a in np.flatnonzero(c > 0)]
+
+  def next_state(self, h, a):
+    if h == _DUMMY:
+      return _ROOT
+    if self._choices and h != _ROOT and self._leaf[self._t.history_public[h]]:
+      return (h, int(a))  # the chooser picked continuation ``a`` at leaf history ``h``
+    if h == _ROOT:
+      return int(self._roots[a])
+    return int(self._t.children[h, a])
+
+  def returns(self, h):
+    if isinstance(h, tuple):
+      return (0.0, 0.0)
+    if self._leaf[self._t.history_public[h]]:
+      return (0.0, 0.0)
+    u = float(self._t.terminal_payoff[self._t.history_terminal[h]])
+    return (u, -u)
+
+  def information_state(self, h, p):
+    if h in (_DUMMY, _ROOT):
+      return h
+    if self._choices and h != _ROOT and self._leaf[self._t.history_public[h]]:
+      return self._keys[p][h] + "|leaf-choice"
+    return self._keys[p][h]
+
+  def public_state(self, h):
+    if isinstance(h, tuple):
+      return ("chosen", int(self._t.history_public[h[0]]))
+    if h in (_ROOT, _DUMMY):
+      return h
+    if self._choices and self._leaf[self._t.history_public[h]]:
+      return ("leaf", int(self._t.history_public[h]))
+    return int(self._t.history_public[h])
+
+  def game_string(self):
+    return f"subgame({self.params['of']})"
+
+
+def _reference_extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None = None,
+            leaves=None, leaf_choices: int = 0, chooser: int = 1) -> sgm.Subgame:
+  """The subgame rooted at public state(s) ``root``, cut ``depth_limit`` public levels below.
+
+  ``root`` is one public state (index or key) or a sequence of them;
+  ``leaves`` (an explicit set of public states) or ``depth_limit`` (public
+  states that many levels below a root become leaves; ``None`` and no
+  ``leaves`` = no cut) choose the leaves. Leaf public states whose histories
+  are all terminal stay ordinary terminals.
+
+  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0``, at
+  every leaf history player ``chooser`` picks one of ``K`` continuation
+  strategies at its (augmented) information state there; leaf values then
+  have shape ``[L, K]``.
+  """
+  if isinstance(leaf_choices, bool) or not isinstance(leaf_choices, (int, np.integer)) \
+      or leaf_choices < 0:
+    raise ValueError(f"leaf_choices must be a non-negative integer, got {leaf_choices!r}")
+  if chooser not in (0, 1):
+    raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
+  pt = game if isinstance(game, PublicTree) else build_public_tree(game)
+  t = pt.game.tree
+  roots_ps = root if isinstance(root, (list, tuple, np.ndarray)) and not (
+      isinstance(root, tuple) and _is_key(pt, root)) else [root]
+  roots_ps = tuple(pt.public_id(r) for r in roots_ps)
+  if len(set(roots_ps)) != len(roots_ps):
+    raise ValueError("repeated root public state")
+  P = pt.num_public_states
+  leaf_mask = np.zeros(P, bool)
+  if leaves is not None:
+    for l in leaves:
+      leaf_mask[pt.public_id(l)] = True
+  elif depth_limit is not None:
+    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
+        or depth_limit < 1:
+      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
+    for r in roots_ps:
+      leaf_mask[(pt.depth == pt.depth[r] + depth_limit) & _descends(pt, r)] = True
+  leaf_mask &= ~pt.terminal_public
+  for r in roots_ps:
+    if pt.terminal_public[r]:
+      raise ValueError(f"root public state {r} is terminal")
+    leaf_mask[r] = False
+  roots_h = []
+  for r in roots_ps:
+    hs = pt.histories[r]
+    inside = np.isin(t.parent[hs], hs)
+    roots_h.extend(int(h) for h in hs[~inside])
+  roots_h = np.asarray(roots_h, np.int32)
+  cr = pt.chance_reach[roots_h]
+  label = f"{pt.game.name}@{','.join(map(str, roots_ps))}"
+  # The compiler needs a decision node of each player; a player without one
+  # in the subgame gets a single-action node above the root (it changes no
+  # value and no other information state).
+  acting = _acting_players(pt, roots_h, leaf_mask) | ({chooser} if leaf_choices else set())
+  dummy = next((p for p in (0, 1) if p not in acting), None)
+  definition = _SubgameDefinition(pt, roots_h, cr / cr.sum(), leaf_mask, label, dummy,
+                                  int(leaf_choices), chooser)
+  sub = compile_game(definition)
+  st = sub.tree
+  top = 0 if dummy is None else 1  # index of the root chance node
+  # Full-game history of each subgame history: replay the enumeration order.
+  H = st.num_histories
+  hist_of = np.full(H, -1, np.int64)
+  choice = np.full(H, -1, np.int64)
+  for h in range(top + 1, H):
+    par = st.parent[h]
+    if par == top:
+      hist_of[h] = roots_h[st.action[h]]
+    elif leaf_choices and leaf_mask[t.history_public[hist_of[par]]]:
+      hist_of[h], choice[h] = hist_of[par], st.action[h]
+    else:
+      hist_of[h] = t.children[hist_of[par], st.action[h]]
+  safe = np.maximum(hist_of, 0)
+  node_leaf = ((hist_of >= 0) & (choice < 0) & leaf_mask[t.history_public[safe]]
+               & (t.player[safe] != TERMINAL))
+  leaf_nodes = np.flatnonzero(node_leaf)
+  leaf_hist = hist_of[leaf_nodes]
+  leaf_of_node = np.full(H, -1, np.int64)
+  leaf_of_node[leaf_nodes] = np.arange(len(leaf_nodes))
+  z = np.asarray(st.terminal_history)
+  if leaf_choices:
+    is_leaf = choice[z] >= 0
+    terminal_leaf = np.where(is_leaf, leaf_of_node[st.parent[z]] * leaf_choices + choice[z], -1)
+  else:
+    is_leaf = node_leaf[z]
+    terminal_leaf = np.where(is_leaf, leaf_of_node[z], -1)
+  terminal_leaf = terminal_leaf.astype(np.int32)
+  # Root of each terminal: walk up to depth 1.
+  h = np.asarray(st.terminal_history).copy()
+  while np.any(st.depth[h] > top + 1):
+    h = np.where(st.depth[h] > top + 1, st.parent[h], h)
+  terminal_root = st.action[h].astype(np.int32)
+  below = st.terminal_chance / (cr / cr.sum())[terminal_root]
+  root_aug = np.zeros((2, len(roots_h)), np.int32)
+  for p in (0, 1):
+    pos = {}
+    for ps in roots_ps:
+      for i in pt.infostates[p][ps]:
+        pos[int(i)] = len(pos)
+    root_aug[p] = [pos[int(pt.aug[p][h])] for h in roots_h]
+  full_info = []
+  for p in (0, 1):
+    idx = pt.game.infostate_index(p)
+    full_info.append(np.asarray([idx.get(k, -1) for k in sub.infostate_keys[p]], np.int32))
+  return sgm.Subgame(full=pt, compiled=sub, root_public=roots_ps,
+                 leaf_public=tuple(int(x) for x in np.flatnonzero(leaf_mask)),
+                 root_histories=roots_h, history_of=hist_of, terminal_leaf=terminal_leaf,
+                 leaf_histories=leaf_hist.astype(np.int32),
+                 base_payoff=np.where(is_leaf, 0.0, st.terminal_payoff),
+                 chance_below_root=below, terminal_root=terminal_root, root_aug=root_aug,
+                 full_infostate=tuple(full_info), root_index=top,
+                 leaf_choices=int(leaf_choices), leaf_nodes=leaf_nodes.astype(np.int32))
+
+
+def _acting_players(pt: PublicTree, roots_h, leaf_mask) -> set:
+  t = pt.game.tree
+  seen, frontier = set(), list(int(h) for h in roots_h)
+  while frontier and len(seen) < 2:
+    nxt = []
+    for h in frontier:
+      if leaf_mask[t.history_public[h]]:
+        continue
+      if t.player[h] in (0, 1):
+        seen.add(int(t.player[h]))
+      nxt.extend(int(c) for c in t.children[h] if c >= 0)
+    frontier = nxt
+  return seen
+
+
+def _is_key(pt, x) -> bool:
+  return x in pt.game.public_index()
+
+
+def _descends(pt: PublicTree, r: int) -> np.ndarray:
+  """``[P] bool`` public states in the subtree of ``r``."""
+  out = np.zeros(pt.num_public_states, bool)
+  stack = [r]
+  while stack:
+    u = stack.pop()
+    out[u] = True
+    stack.extend(pt.children[u])
+  return out
+
+
+class _LayeredRandomGame(RandomGame):
+  """A random game whose public state is the depth and whether it ended (so it has
+  subgames below the root)."""
+
+  def information_state(self, h, p):
+    return f"{super().information_state(h, p)}@{len(h)}"
+
+  def public_state(self, h):
+    return (len(h), self.nodes[h][0] == "end")
+
+
+def _assert_same_subgame(new, ref):
+  a, b = new.compiled, ref.compiled
+  assert a.infostate_keys == b.infostate_keys
+  assert a.public_keys == b.public_keys
+  assert a.fingerprint == b.fingerprint
+  assert a.name == b.name
+  assert a.tree.depth_levels == b.tree.depth_levels
+  np.testing.assert_array_equal(a.aug, b.aug)
+  assert a.aug_keys == b.aug_keys
+  la, lb = jax.tree_util.tree_leaves(a.tree), jax.tree_util.tree_leaves(b.tree)
+  assert len(la) == len(lb)
+  for x, y in zip(la, lb):
+    x, y = np.asarray(x), np.asarray(y)
+    assert x.dtype == y.dtype and x.shape == y.shape
+    np.testing.assert_array_equal(x, y)
+  for f in ("root_public", "leaf_public", "root_index", "leaf_choices"):
+    assert getattr(new, f) == getattr(ref, f), f
+  for f in ("root_histories", "history_of", "terminal_leaf", "leaf_histories", "base_payoff",
+            "chance_below_root", "terminal_root", "root_aug", "leaf_nodes"):
+    x, y = np.asarray(getattr(new, f)), np.asarray(getattr(ref, f))
+    assert x.shape == y.shape, f
+    np.testing.assert_array_equal(x, y, err_msg=f)
+  for p in (0, 1):
+    np.testing.assert_array_equal(new.full_infostate[p], ref.full_infostate[p])
+
+
+def _extract_cases(pt, rng, n):
+  """Roots at every non-terminal public state (a sample of ``n``), cut 1 or 2 levels below,
+  single- and multi-valued leaves, plus a two-root case."""
+  cands = [ps for ps in range(pt.num_public_states) if not pt.terminal_public[ps]]
+  picks = cands if len(cands) <= n else list(rng.choice(cands, n, replace=False))
+  cases = []
+  for i, ps in enumerate(picks):
+    cases.append(dict(root=int(ps), depth_limit=1 + i % 2, leaf_choices=2 * (i % 3 == 0),
+                      chooser=i % 2))
+    cases.append(dict(root=int(ps)))
+  same_depth = [ps for ps in cands if pt.depth[ps] == pt.depth[cands[-1]]]
+  if len(same_depth) > 1:
+    cases.append(dict(root=[int(x) for x in same_depth[:2]], depth_limit=1))
+  return cases
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker", "random"])
+def test_extract_from_arrays_equals_recompiled_definition(name):
+  """``extract`` assembles the subgame's arrays directly; the result is identical (history
+  order, information-state numbering, terminal order, every link) to enumerating the
+  subgame as a ``Game`` with ``compile_game``."""
+  if name == "random":
+    g = jaxgt.compile_game(_LayeredRandomGame(3))
+  else:
+    g = jaxgt.load(name)
+  pt = ptm.build_public_tree(g)
+  for kw in _extract_cases(pt, np.random.default_rng(0), 12):
+    try:
+      ref = _reference_extract(pt, **kw)
+    except ValueError as e:  # the reference rejects it: so must the new path
+      with pytest.raises(ValueError):
+        sgm.extract(pt, **kw)
+      continue
+    _assert_same_subgame(sgm.extract(pt, **kw), ref)

@@ -22,89 +22,36 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.compiler import CompiledGame, compile_game
+from jaxgt.core.checks import check_distribution
+from jaxgt.core.compiler import CompiledGame, ancestor_at_depth, assemble, first_seen_ids
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 from jaxgt.core.public_tree import PublicTree, build_public_tree
 
 _ROOT = "root"
 _DUMMY = "no-decision"  # see extract(): a one-action node for a player without decisions
+_LEAF_CHOICE = "|leaf-choice"  # suffix of a chooser's information state at a leaf
 
 
-class _SubgameDefinition(Game):
-  """The subgame as a :class:`Game` whose states are full-game history indices."""
+class SubgameDefinition(Game):
+  """Names a subgame compiled by :func:`extract` (which assembles its arrays directly).
+
+  It carries the label and parameters that name the compiled subgame and
+  enter its fingerprint; it has no states of its own (the subgame's
+  histories are full-game histories, see ``Subgame.history_of``).
+  """
 
   name = "subgame"
 
-  def __init__(self, pt: PublicTree, roots, root_probs, leaf_mask, label, dummy,
-               choices=0, chooser=1):
+  def __init__(self, label: str, choices: int, num_actions: int):
     super().__init__(of=label, choices=choices)
-    self._dummy = dummy
-    self._choices, self._chooser = choices, chooser
-    self._pt, self._t = pt, pt.game.tree
-    self._roots, self._probs = roots, root_probs
-    self._leaf = leaf_mask
-    self._keys = [[pt.aug_keys[p][i] if i >= 0 else "" for i in pt.aug[p]] for p in (0, 1)]
-    self.num_actions = max(self._t.num_actions, choices)
+    self.num_actions = num_actions
 
-  def initial_state(self):
-    return _ROOT if self._dummy is None else _DUMMY
+  def _no_states(self, *args):
+    raise NotImplementedError("a subgame is assembled from the full game's arrays; walk "
+                              "Subgame.tree or the full game instead")
 
-  def current_player(self, h):
-    if h == _DUMMY:
-      return self._dummy
-    if isinstance(h, tuple):
-      return self._chooser if len(h) == 1 else TERMINAL
-    if h == _ROOT:
-      return CHANCE
-    if self._leaf[self._t.history_public[h]]:
-      return TERMINAL if not self._choices else int(self._chooser)
-    return int(self._t.player[h])
-
-  def legal_actions(self, h):
-    if h == _DUMMY:
-      return [0]
-    if self._choices and h != _ROOT and (isinstance(h, tuple) or self._leaf[self._t.history_public[h]]):
-      return list(range(self._choices))
-    return [int(a) for a in np.flatnonzero(self._t.children[h, :self.num_actions] >= 0)]
-
-  def chance_outcomes(self, h):
-    if h == _ROOT:
-      return [(i, float(q)) for i, q in enumerate(self._probs)]
-    c = self._t.chance_probs[h]
-    return [(int(a), float(c[a])) for a in np.flatnonzero(c > 0)]
-
-  def next_state(self, h, a):
-    if h == _DUMMY:
-      return _ROOT
-    if self._choices and h != _ROOT and self._leaf[self._t.history_public[h]]:
-      return (h, int(a))  # the chooser picked continuation ``a`` at leaf history ``h``
-    if h == _ROOT:
-      return int(self._roots[a])
-    return int(self._t.children[h, a])
-
-  def returns(self, h):
-    if isinstance(h, tuple):
-      return (0.0, 0.0)
-    if self._leaf[self._t.history_public[h]]:
-      return (0.0, 0.0)
-    u = float(self._t.terminal_payoff[self._t.history_terminal[h]])
-    return (u, -u)
-
-  def information_state(self, h, p):
-    if h == _DUMMY:
-      return _DUMMY
-    if self._choices and h != _ROOT and self._leaf[self._t.history_public[h]]:
-      return self._keys[p][h] + "|leaf-choice"
-    return self._keys[p][h]
-
-  def public_state(self, h):
-    if isinstance(h, tuple):
-      return ("chosen", int(self._t.history_public[h[0]]))
-    if h in (_ROOT, _DUMMY):
-      return h
-    if self._choices and self._leaf[self._t.history_public[h]]:
-      return ("leaf", int(self._t.history_public[h]))
-    return int(self._t.history_public[h])
+  initial_state = current_player = legal_actions = next_state = returns = _no_states
+  information_state = public_state = _no_states
 
   def game_string(self):
     return f"subgame({self.params['of']})"
@@ -174,28 +121,25 @@ class Subgame:
     With several root public states the ranges are concatenated in
     ``root_public`` order and each block must sum to one.
     """
-    rs = [self._check_ranges(p, r) for p, r in enumerate((range0, range1))]
+    rs = [self.check_ranges(p, r) for p, r in enumerate((range0, range1))]
     if rs[0].shape[:-1] != rs[1].shape[:-1]:
       raise ValueError(f"batch shapes of the two ranges differ: {rs[0].shape} vs {rs[1].shape}")
     hist_w = self.full.chance_reach[self.root_histories]
     hist_w = hist_w * rs[0][..., self.root_aug[0]] * rs[1][..., self.root_aug[1]]
     return jnp.asarray(self.chance_below_root * hist_w[..., self.terminal_root], dtype)
 
-  def _check_ranges(self, p, r, atol=1e-6):
+  def check_ranges(self, p: int, r) -> np.ndarray:
+    """Validates player ``p``'s root range ``[K]`` or ``[B, K]`` (concatenated over
+    ``root_public``, each block a distribution); returns it as float64."""
     r = np.asarray(r, np.float64)
     K = self.range_sizes()[p]
     if r.ndim not in (1, 2) or r.shape[-1] != K:
       raise ValueError(f"range of player {p} must have shape [{K}] or [B, {K}] (information "
                        f"states of the root public states), got {r.shape}")
-    if not np.isfinite(r).all() or np.any(r < 0):
-      raise ValueError(f"range of player {p} has negative or non-finite entries")
     off = 0
     for ps in self.root_public:
       k = len(self.full.infostates[p][ps])
-      tot = r[..., off:off + k].sum(-1)
-      if np.any(np.abs(tot - 1.0) > atol):
-        raise ValueError(f"range of player {p} at public state {ps} sums to "
-                         f"{np.ravel(tot)[0]}, not 1")
+      check_distribution(f"range of player {p} at public state {ps}", r[..., off:off + k], k)
       off += k
     return r
 
@@ -263,7 +207,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   pt = game if isinstance(game, PublicTree) else build_public_tree(game)
   t = pt.game.tree
   roots_ps = root if isinstance(root, (list, tuple, np.ndarray)) and not (
-      isinstance(root, tuple) and _is_key(pt, root)) else [root]
+      isinstance(root, tuple) and root in pt.game.public_index()) else [root]
   roots_ps = tuple(pt.public_id(r) for r in roots_ps)
   if len(set(roots_ps)) != len(roots_ps):
     raise ValueError("repeated root public state")
@@ -276,8 +220,10 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
         or depth_limit < 1:
       raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
+    every = np.arange(P)
     for r in roots_ps:
-      leaf_mask[(pt.depth == pt.depth[r] + depth_limit) & _descends(pt, r)] = True
+      below_r = ancestor_at_depth(pt.parent, pt.depth, every, pt.depth[r]) == r
+      leaf_mask[(pt.depth == pt.depth[r] + depth_limit) & below_r] = True
   leaf_mask &= ~pt.terminal_public
   for r in roots_ps:
     if pt.terminal_public[r]:
@@ -286,33 +232,26 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   roots_h = []
   for r in roots_ps:
     hs = pt.histories[r]
-    inside = np.isin(t.parent[hs], hs)
-    roots_h.extend(int(h) for h in hs[~inside])
-  roots_h = np.asarray(roots_h, np.int32)
+    roots_h.append(hs[~np.isin(t.parent[hs], hs)])
+  roots_h = np.concatenate(roots_h).astype(np.int32)
+  if np.any(t.player[roots_h] == TERMINAL):
+    raise ValueError(f"a root public state of {roots_ps} holds terminal histories")
   cr = pt.chance_reach[roots_h]
   label = f"{pt.game.name}@{','.join(map(str, roots_ps))}"
+  K = int(leaf_choices)
+  nodes = _enumerate(t, roots_h, leaf_mask, K)
   # The compiler needs a decision node of each player; a player without one
   # in the subgame gets a single-action node above the root (it changes no
   # value and no other information state).
-  acting = _acting_players(pt, roots_h, leaf_mask) | ({chooser} if leaf_choices else set())
+  acting = set(np.unique(nodes["player"][(nodes["player"] >= 0)]).tolist()) | (
+      {chooser} if K else set())
   dummy = next((p for p in (0, 1) if p not in acting), None)
-  definition = _SubgameDefinition(pt, roots_h, cr / cr.sum(), leaf_mask, label, dummy,
-                                  int(leaf_choices), chooser)
-  sub = compile_game(definition)
-  st = sub.tree
   top = 0 if dummy is None else 1  # index of the root chance node
-  # Full-game history of each subgame history: replay the enumeration order.
+  sub = _assemble_subgame(pt, nodes, roots_h, cr / cr.sum(), leaf_mask, label, dummy, K, chooser)
+  st = sub.tree
   H = st.num_histories
-  hist_of = np.full(H, -1, np.int64)
-  choice = np.full(H, -1, np.int64)
-  for h in range(top + 1, H):
-    par = st.parent[h]
-    if par == top:
-      hist_of[h] = roots_h[st.action[h]]
-    elif leaf_choices and leaf_mask[t.history_public[hist_of[par]]]:
-      hist_of[h], choice[h] = hist_of[par], st.action[h]
-    else:
-      hist_of[h] = t.children[hist_of[par], st.action[h]]
+  hist_of = np.concatenate([np.full(top + 1, -1, np.int64), nodes["hist"]])
+  choice = np.concatenate([np.full(top + 1, -1, np.int64), nodes["choice"]])
   safe = np.maximum(hist_of, 0)
   node_leaf = ((hist_of >= 0) & (choice < 0) & leaf_mask[t.history_public[safe]]
                & (t.player[safe] != TERMINAL))
@@ -321,26 +260,21 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   leaf_of_node = np.full(H, -1, np.int64)
   leaf_of_node[leaf_nodes] = np.arange(len(leaf_nodes))
   z = np.asarray(st.terminal_history)
-  if leaf_choices:
+  if K:
     is_leaf = choice[z] >= 0
-    terminal_leaf = np.where(is_leaf, leaf_of_node[st.parent[z]] * leaf_choices + choice[z], -1)
+    terminal_leaf = np.where(is_leaf, leaf_of_node[st.parent[z]] * K + choice[z], -1)
   else:
     is_leaf = node_leaf[z]
     terminal_leaf = np.where(is_leaf, leaf_of_node[z], -1)
   terminal_leaf = terminal_leaf.astype(np.int32)
-  # Root of each terminal: walk up to depth 1.
-  h = np.asarray(st.terminal_history).copy()
-  while np.any(st.depth[h] > top + 1):
-    h = np.where(st.depth[h] > top + 1, st.parent[h], h)
-  terminal_root = st.action[h].astype(np.int32)
+  terminal_root = st.action[ancestor_at_depth(st.parent, st.depth, z, top + 1)].astype(np.int32)
   below = st.terminal_chance / (cr / cr.sum())[terminal_root]
   root_aug = np.zeros((2, len(roots_h)), np.int32)
   for p in (0, 1):
-    pos = {}
-    for ps in roots_ps:
-      for i in pt.infostates[p][ps]:
-        pos[int(i)] = len(pos)
-    root_aug[p] = [pos[int(pt.aug[p][h])] for h in roots_h]
+    ids = np.concatenate([pt.infostates[p][ps] for ps in roots_ps])
+    pos = np.full(len(pt.aug_keys[p]), -1, np.int64)
+    pos[ids] = np.arange(len(ids))
+    root_aug[p] = pos[pt.aug[p][roots_h]]
   full_info = []
   for p in (0, 1):
     idx = pt.game.infostate_index(p)
@@ -352,34 +286,156 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
                  base_payoff=np.where(is_leaf, 0.0, st.terminal_payoff),
                  chance_below_root=below, terminal_root=terminal_root, root_aug=root_aug,
                  full_infostate=tuple(full_info), root_index=top,
-                 leaf_choices=int(leaf_choices), leaf_nodes=leaf_nodes.astype(np.int32))
+                 leaf_choices=K, leaf_nodes=leaf_nodes.astype(np.int32))
 
 
-def _acting_players(pt: PublicTree, roots_h, leaf_mask) -> set:
-  t = pt.game.tree
-  seen, frontier = set(), list(int(h) for h in roots_h)
-  while frontier and len(seen) < 2:
-    nxt = []
-    for h in frontier:
-      if leaf_mask[t.history_public[h]]:
-        continue
-      if t.player[h] in (0, 1):
-        seen.add(int(t.player[h]))
-      nxt.extend(int(c) for c in t.children[h] if c >= 0)
-    frontier = nxt
-  return seen
+def _enumerate(t, roots_h, leaf_mask, K: int) -> dict:
+  """Breadth-first enumeration of the subgame below its root chance node, from arrays.
 
-
-def _is_key(pt, x) -> bool:
-  return x in pt._key_index()
-
-
-def _descends(pt: PublicTree, r: int) -> np.ndarray:
-  """``[P] bool`` public states in the subtree of ``r``."""
-  out = np.zeros(pt.num_public_states, bool)
-  stack = [r]
-  while stack:
-    u = stack.pop()
-    out[u] = True
-    stack.extend(pt.children[u])
+  Children of a node come in increasing action/outcome order; a history in a
+  leaf public state is a terminal, or (``K > 0``) a node with ``K`` choices
+  each leading to a terminal. Returns per node (root chance node excluded, in
+  subgame order): ``hist`` full-game history, ``choice`` (``-1``, or the
+  choice below a leaf), ``parent`` (``-1`` = the root chance node, else the
+  position in this enumeration), ``action``, ``player`` (subgame player) and
+  ``leaf`` (a history in a leaf public state).
+  """
+  C = t.children.shape[1]
+  W = max(C, K)
+  hist, choice, parent, action = [roots_h.astype(np.int64)], [np.full(len(roots_h), -1)], \
+      [np.full(len(roots_h), -1)], [np.arange(len(roots_h))]
+  lo = 0
+  while len(hist[-1]):
+    h, ch = hist[-1], choice[-1]
+    n = len(h)
+    real = ch < 0
+    leaf = real & leaf_mask[t.history_public[h]]
+    expand = np.flatnonzero(real & ~leaf & (t.player[h] != TERMINAL))
+    kid_h = np.full((n, W), -1, np.int64)
+    kid_c = np.full((n, W), -1, np.int64)
+    kid_h[expand, :C] = t.children[h[expand]]
+    valid = kid_h >= 0
+    if K:
+      choose = np.flatnonzero(leaf)
+      kid_h[choose, :K] = h[choose, None]
+      kid_c[choose, :K] = np.arange(K)
+      valid[choose, :K] = True
+    rows, cols = np.nonzero(valid)  # row-major: parents in order, actions increasing
+    hist.append(kid_h[rows, cols])
+    choice.append(kid_c[rows, cols])
+    parent.append(lo + rows)
+    action.append(cols)
+    lo += n
+  out = {k: np.concatenate(v).astype(np.int64) for k, v in
+         (("hist", hist), ("choice", choice), ("parent", parent), ("action", action))}
+  h, ch = out["hist"], out["choice"]
+  out["leaf"] = (ch < 0) & leaf_mask[t.history_public[h]]
+  out["player"] = np.where(ch >= 0, TERMINAL, np.where(out["leaf"], TERMINAL, t.player[h]))
   return out
+
+
+def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mask, label: str,
+                      dummy, K: int, chooser: int) -> CompiledGame:
+  """The subgame's :class:`CompiledGame` from the enumerated nodes (:func:`compiler.assemble`).
+
+  Prepends the one-action node of ``dummy`` (if any) and the root chance
+  node over ``roots_h``; information states, public states and augmented
+  information states are numbered by first appearance of the keys the
+  subgame would have as a :class:`Game` (a full-game history keeps its keys,
+  a leaf choice adds ``|leaf-choice``, a leaf public state becomes
+  ``("leaf", s)`` and a chosen continuation ``("chosen", s)``).
+  """
+  game, t = pt.game, pt.game.tree
+  P = pt.num_public_states
+  top = 0 if dummy is None else 1
+  hist, ch, leaf = nodes["hist"], nodes["choice"], nodes["leaf"]
+  n = len(hist)
+  choose = leaf & (K > 0)  # real histories where the chooser picks a continuation
+  sub_player = np.where(choose, chooser, nodes["player"])
+  head_player = ([dummy] if top else []) + [CHANCE]
+  player = np.concatenate([head_player, sub_player]).astype(np.int32)
+  parent = np.concatenate([[-1] * top + [top - 1 if top else -1],
+                           np.where(nodes["parent"] < 0, top, nodes["parent"] + top + 1)])
+  parent[0] = -1
+  action = np.concatenate([[-1] + [0] * top, nodes["action"]])
+  par_full = np.where(nodes["parent"] < 0, -1, hist[np.maximum(nodes["parent"], 0)])
+  from_chance = (nodes["parent"] >= 0) & (ch < 0)
+  from_chance &= t.player[np.maximum(par_full, 0)] == CHANCE
+  edge = np.where(nodes["parent"] < 0, root_probs[np.minimum(nodes["action"], len(roots_h) - 1)],
+                  np.where(from_chance, t.chance_probs[np.maximum(par_full, 0),
+                                                       nodes["action"] % t.children.shape[1]], 1.0))
+  edge_prob = np.concatenate([[1.0] * (top + 1), edge])
+  # Payoffs: real terminals keep theirs, leaves and chosen continuations get 0.
+  real_term = (ch < 0) & ~leaf & (t.player[hist] == TERMINAL)
+  payoff = np.zeros(n)
+  payoff[real_term] = t.terminal_payoff[t.history_terminal[hist[real_term]]]
+  payoff = np.concatenate([np.zeros(top + 1), payoff])
+  # Public states.
+  hp = t.history_public[hist].astype(np.int64)
+  pub_code = np.where(ch >= 0, 2 * P + hp, np.where(choose, P + hp, hp))
+  pub_code = np.concatenate([[-2] * top + [-1], pub_code])
+  public, first = first_seen_ids(pub_code)
+
+  def public_key(code):
+    code = int(code)
+    if code < 0:
+      return _DUMMY if code == -2 else _ROOT
+    return code if code < P else (("leaf", "chosen")[code // P - 1], code % P)
+  public_keys = tuple(public_key(c) for c in pub_code[first])
+  # Acting information states: a real decision keeps its full-game one; a
+  # leaf choice is keyed by the chooser's augmented information state.
+  infostate = np.full(len(player), -1, np.int32)
+  infostate_keys = []
+  for p in (0, 1):
+    K_aug = len(pt.aug_keys[p])
+    I = t.num_infostates[p]
+    real_dec = np.flatnonzero((sub_player == p) & ~choose)
+    codes = [t.infostate[hist[real_dec]].astype(np.int64)]
+    pos = [real_dec]
+    if K and p == chooser:
+      leaf_dec = np.flatnonzero(choose)
+      a = pt.aug[p][hist[leaf_dec]].astype(np.int64)
+      codes.append(I + np.where(a >= 0, a, K_aug))
+      pos.append(leaf_dec)
+    pos = np.concatenate(pos) + top + 1
+    order = np.argsort(pos, kind="stable")
+    pos, codes = pos[order], np.concatenate(codes)[order]
+    if dummy == p:
+      pos, codes = np.concatenate([[0], pos]), np.concatenate([[-1], codes])
+    infostate[pos], first = first_seen_ids(codes)
+
+    def info_key(code, p=p, I=I, K_aug=K_aug):
+      if code < 0:
+        return _DUMMY
+      if code < I:
+        return game.infostate_keys[p][code]
+      a = code - I
+      return (pt.aug_keys[p][a] if a < K_aug else "") + _LEAF_CHOICE
+    infostate_keys.append([info_key(int(c)) for c in codes[first]])
+  # Augmented information states of both players at every non-terminal node.
+  aug = np.full((2, len(player)), -1, np.int32)
+  aug_keys = []
+  nonterm = np.flatnonzero(player != TERMINAL)
+  head = nonterm[nonterm <= top]
+  body = nonterm[nonterm > top]
+  for p in (0, 1):
+    K_aug = len(pt.aug_keys[p])
+    a = pt.aug[p][hist[body - top - 1]].astype(np.int64)
+    a = np.where(a >= 0, a, K_aug)
+    codes = np.concatenate([head - top - 2, np.where(choose[body - top - 1], K_aug + 1 + a, a)])
+    aug[p, np.concatenate([head, body])], first = first_seen_ids(codes)
+
+    def aug_key(code, p=p, K_aug=K_aug):
+      if code < 0:
+        return _ROOT if code == -2 else _DUMMY
+      a = code % (K_aug + 1)
+      key = pt.aug_keys[p][a] if a < K_aug else ""
+      return key + _LEAF_CHOICE if code > K_aug else key
+    aug_keys.append([aug_key(int(c)) for c in codes[first]])
+  A = max(t.num_actions, K)
+  chance_kids = player[parent[1:]] == CHANCE
+  C = max(A, int(action[1:][chance_kids].max()) + 1)
+  return assemble(SubgameDefinition(label, K, A), parent=parent, action=action,
+                  edge_prob=edge_prob, player=player, infostate=infostate,
+                  infostate_keys=infostate_keys, public=public, public_keys=public_keys,
+                  payoff=payoff, aug=aug, aug_keys=aug_keys, num_actions=A, num_outcomes=C)
