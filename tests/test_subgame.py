@@ -1,7 +1,5 @@
 """Depth-limited subgames and leaf evaluators against full-game solves."""
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -453,7 +451,7 @@ def test_extract_from_arrays_equals_recompiled_definition(name):
   for kw in _extract_cases(pt, np.random.default_rng(0), 12):
     try:
       ref = _reference_extract(pt, **kw)
-    except ValueError as e:  # the reference rejects it: so must the new path
+    except ValueError:  # the reference rejects it: so must the new path
       with pytest.raises(ValueError):
         sgm.extract(pt, **kw)
       continue

@@ -49,8 +49,8 @@ import optax
 from flax import struct
 
 from jaxgt.search import leaf as leaf_lib
-from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, counterfactual_reach,
-                                 exact_cfvs, features, history_utilities, masks)
+from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, exact_cfvs, features,
+                                 history_utilities, masks, slot_sums)
 from jaxgt.core.public_tree import history_values
 from jaxgt.core import sequence_form
 from jaxgt.search.subgame import Subgame
@@ -218,6 +218,9 @@ def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, steps: int = 500
 class LeafLayout:
   """Static map from a subgame's leaf histories to PBS slots.
 
+  The encoding rows of the leaf public states are sliced here, host-side,
+  so a jitted solve embeds ``[N, ...]`` tables, not the whole game's ``[P, ...]``.
+
   Attributes:
     sub: the :class:`Subgame`; enc: the full game's :class:`PBSEncoding`.
     public: ``[N]`` leaf public states (``sub.leaf_public``).
@@ -225,6 +228,8 @@ class LeafLayout:
     leaf_slot: ``[2, L]`` slot of each leaf history's information state.
     root_pos: ``[2, L]`` position of each leaf history's root information
       state in the concatenated root ranges.
+    mask: ``[N, 2, K] bool``, hist_slot: ``[N, 2, M] int32``, hist_q:
+      ``[N, M] float64``: the encoding's rows of the leaf public states.
   """
 
   sub: Subgame
@@ -233,6 +238,9 @@ class LeafLayout:
   leaf_public: np.ndarray
   leaf_slot: np.ndarray
   root_pos: np.ndarray
+  mask: np.ndarray
+  hist_slot: np.ndarray
+  hist_q: np.ndarray
 
 
 def leaf_layout(sub: Subgame, enc: PBSEncoding | None = None) -> LeafLayout:
@@ -246,30 +254,25 @@ def leaf_layout(sub: Subgame, enc: PBSEncoding | None = None) -> LeafLayout:
     raise ValueError("the subgame has no leaves")
   pt = sub.full
   public = np.asarray(sub.leaf_public, np.int32)
-  pos = {int(s): j for j, s in enumerate(public)}
+  pos = np.full(pt.num_public_states, -1, np.int32)
+  pos[public] = np.arange(len(public))
   hp = np.asarray(pt.game.tree.history_public)
   lh = np.asarray(sub.leaf_histories)
-  leaf_public = np.asarray([pos[int(hp[h])] for h in lh], np.int32)
+  leaf_public = pos[hp[lh]]
   for j, s in enumerate(public):
     mine = np.sort(lh[leaf_public == j])
     if not np.array_equal(mine, np.sort(enc.hist[s][enc.hist[s] >= 0])):
       raise ValueError(f"leaf public state {s} is only partly inside the subgame")
   slot = np.stack([enc.slot_of[p][pt.aug[p][lh]] for p in (0, 1)]).astype(np.int32)
-  # Root history above each leaf history (walk up the full tree).
-  roots = {int(h): i for i, h in enumerate(sub.root_histories)}
-  parent = np.asarray(pt.game.tree.parent)
-  root_of = np.zeros(len(lh), np.int32)
-  for i, h in enumerate(lh):
-    h = int(h)
-    while h not in roots:
-      h = int(parent[h])
-    root_of[i] = roots[h]
-  root_pos = np.asarray(sub.root_aug)[:, root_of].astype(np.int32)
+  root_pos = np.asarray(sub.root_aug)[:, sub.root_of(sub.leaf_nodes)].astype(np.int32)
   return LeafLayout(sub=sub, enc=enc, public=public, leaf_public=leaf_public, leaf_slot=slot,
-                    root_pos=root_pos)
+                    root_pos=root_pos, mask=enc.mask[public], hist_slot=enc.hist_slot[public],
+                    hist_q=enc.hist_q[public])
 
 
 def _root_factors(layout: LeafLayout, root_ranges):
+  """``[2, L]`` root range of each leaf history's root information state (validated
+  with :meth:`Subgame.check_ranges`), or ``None`` without root ranges."""
   sub = layout.sub
   sizes = sub.range_sizes()
   if root_ranges is None:
@@ -281,12 +284,10 @@ def _root_factors(layout: LeafLayout, root_ranges):
     return None
   out = []
   for p, r in enumerate(root_ranges):
-    r = np.asarray(r, np.float64)
-    if r.shape != (sizes[p],):
-      raise ValueError(f"root range of player {p} must have shape ({sizes[p]},), got {r.shape}")
-    if not np.isfinite(r).all() or np.any(r < 0):
-      raise ValueError(f"root range of player {p} has negative or non-finite entries")
-    out.append(r[layout.root_pos[p]])
+    if np.ndim(r) != 1:
+      raise ValueError(f"root range of player {p} must have shape ({sizes[p]},), "
+                       f"got {np.shape(r)}")
+    out.append(sub.check_ranges(p, r)[layout.root_pos[p]])
   return np.stack(out)
 
 
@@ -298,16 +299,19 @@ def leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, root_ranges=None) -
   normalised over the public state; a player who reaches none of them gets
   the uniform range, as in :func:`jaxgt.core.public_tree.ranges`.
   """
-  enc = layout.enc
-  N, K = len(layout.public), enc.k_max
+  return _leaf_pbs(layout, leaves, _root_factors(layout, root_ranges))
+
+
+def _leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, factors) -> PBS:
+  """:func:`leaf_pbs` with the root factors (:func:`_root_factors`) already computed."""
+  N, K = len(layout.public), layout.enc.k_max
   reach = jnp.asarray(leaves.reach)
   L = len(layout.leaf_public)
   if reach.shape != (2, L):
     raise ValueError(f"LeafInput.reach must have shape (2, {L}), got {reach.shape}")
-  fac = _root_factors(layout, root_ranges)
-  if fac is not None:
-    reach = reach * jnp.asarray(fac, reach.dtype)
-  mask = jnp.asarray(enc.mask[layout.public])  # [N, 2, K]
+  if factors is not None:
+    reach = reach * jnp.asarray(factors, reach.dtype)
+  mask = jnp.asarray(layout.mask)  # [N, 2, K]
   rows = []
   for p in (0, 1):
     x = jnp.zeros((N, K), reach.dtype).at[layout.leaf_public, layout.leaf_slot[p]].set(reach[p])
@@ -330,7 +334,7 @@ def leaf_values(layout: LeafLayout, pbs: PBS, cfvs) -> jax.Array:
   if cfvs.shape != (N, 2, K):
     raise ValueError(f"leaf counterfactual values must have shape ({N}, 2, {K}) (leaf public "
                      f"states x players x slots), got {cfvs.shape}")
-  c = counterfactual_reach(layout.enc, pbs.public, jnp.asarray(pbs.ranges, cfvs.dtype))
+  c = slot_sums(layout.hist_slot, layout.hist_q, layout.mask, jnp.asarray(pbs.ranges, cfvs.dtype))
   ratio = jnp.where(c > 0, cfvs / jnp.where(c > 0, c, 1.0), 0.0)
   rows = [ratio[layout.leaf_public, p, layout.leaf_slot[p]] for p in (0, 1)]
   return jnp.stack([rows[0], -rows[1]])
@@ -344,10 +348,10 @@ def leaf_evaluator(sub: Subgame, cfv_fn: Callable[[PBS], jax.Array], *,
   :func:`network_cfvs`, or exact values, :func:`continuation_cfvs`).
   """
   layout = leaf_layout(sub, enc)
-  _root_factors(layout, root_ranges)  # validate now, not while tracing
+  factors = _root_factors(layout, root_ranges)  # validated once, not on every trace
 
   def fn(leaves):
-    pbs = leaf_pbs(layout, leaves, root_ranges)
+    pbs = _leaf_pbs(layout, leaves, factors)
     return leaf_values(layout, pbs, cfv_fn(pbs))
 
   ev = leaf_lib.from_callable(sub, fn)

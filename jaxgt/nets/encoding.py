@@ -54,7 +54,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.checks import PROB_ATOL, check_distribution
+from jaxgt.core.compiler import CompiledGame, ancestor_at_depth
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.core.public_tree import PublicTree, build_public_tree
 
@@ -151,9 +152,10 @@ class PBSEncoding:
 def build_encoding(game: CompiledGame | PublicTree) -> PBSEncoding:
   """The :class:`PBSEncoding` of a compiled game (cached on it)."""
   pt = game if isinstance(game, PublicTree) else build_public_tree(game)
-  cache = pt.game._device_cache
-  if ("nets.pbs_encoding",) in cache:
-    return cache[("nets.pbs_encoding",)]
+  return pt.game.cached(("nets.pbs_encoding",), lambda: _assemble_encoding(pt))
+
+
+def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
   t = pt.game.tree
   P, A = pt.num_public_states, t.num_actions
   player = np.asarray(t.player)
@@ -188,16 +190,16 @@ def build_encoding(game: CompiledGame | PublicTree) -> PBSEncoding:
   for s in range(P):
     for i, c in enumerate(pt.children[s]):
       rank[c] = i
+  every = np.arange(P)
+  for d in range(1, D + 1):  # rank of each public state's ancestor at depth d
+    anc = ancestor_at_depth(pt.parent, depth, every, d)
+    path[:, d - 1] = np.where(depth >= d, rank[anc], -1)
   M = 1
   nonterm = []
   for s in range(P):
     hs = pt.histories[s]
     pl = player[hs]
     actor[s] = [np.mean(pl == 0), np.mean(pl == 1), np.mean(pl == CHANCE), np.mean(pl == TERMINAL)]
-    u, d = s, int(depth[s])
-    while d > 0:
-      path[s, d - 1] = rank[u]
-      u, d = int(pt.parent[u]), d - 1
     nt = hs[pl != TERMINAL]
     nonterm.append(nt)
     M = max(M, len(nt))
@@ -219,7 +221,6 @@ def build_encoding(game: CompiledGame | PublicTree) -> PBSEncoding:
                     policy_infostate=pol_info, actor=actor, depth=depth, path=path[:, :D],
                     hist=hist, hist_slot=hist_slot, hist_q=hist_q, chance_mass=mass,
                     slot_of=tuple(slot_of))
-  cache[("nets.pbs_encoding",)] = out
   return out
 
 
@@ -230,9 +231,7 @@ def _check_perfect_recall(pt: PublicTree) -> None:
   last = np.asarray(pt.game.tree.last_seq)
   for p in (0, 1):
     m = pt.aug[p] >= 0
-    seq = np.full(len(pt.aug_keys[p]), -1, np.int64)
-    seq[pt.aug[p][m]] = last[p][m]
-    bad = np.flatnonzero(seq[pt.aug[p][m]] != last[p][m])
+    bad = np.flatnonzero(pt.aug_seq[p][pt.aug[p][m]] != last[p][m])
     if len(bad):
       i = int(pt.aug[p][m][bad[0]])
       raise ValueError(
@@ -261,27 +260,19 @@ def masks(enc: PBSEncoding, public):
   return jnp.asarray(enc.mask)[public], jnp.asarray(enc.legal)[public]
 
 
-def pad_ranges(enc: PBSEncoding, public_state, range0, range1, *, atol: float = 1e-6) -> np.ndarray:
+def pad_ranges(enc: PBSEncoding, public_state, range0, range1) -> np.ndarray:
   """One PBS's ranges ``[K0_s]``, ``[K1_s]`` (as :func:`public_tree.public_belief_state`) -> ``[2, K]``.
 
   Host side; raises ``ValueError`` when a range does not match the public
-  state's information-state count, is negative or does not sum to one.
+  state's information-state count, is negative or does not sum to one
+  (:meth:`PublicTree.check_range`).
   """
   s = enc.pt.public_id(public_state)
   out = np.zeros((2, enc.k_max), np.float64)
   for p, r in enumerate((range0, range1)):
-    r = enc.pt.check_range(s, p, r, atol=atol) if len(enc.pt.infostates[p][s]) else \
-        _check_empty(s, p, r)
+    r = enc.pt.check_range(s, p, r)
     out[p, :len(r)] = r
   return out
-
-
-def _check_empty(s, p, r):
-  r = np.asarray(r, np.float64)
-  if r.shape != (0,):
-    raise ValueError(f"range of player {p} at public state {s} must have shape (0,) "
-                     f"(terminal public state), got {r.shape}")
-  return r
 
 
 def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
@@ -303,11 +294,12 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
   return jnp.stack(rows, axis=-2)
 
 
-def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = 1e-5) -> PBS:
+def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PBS:
   """Validated :class:`PBS` from ids ``[...]`` and padded ranges ``[..., 2, K]`` (host side).
 
   Raises ``ValueError`` for a shape mismatch, mass on padding slots, negative
-  entries or a non-terminal public state whose range does not sum to one.
+  entries or a non-terminal public state whose range does not sum to one
+  (:func:`jaxgt.core.checks.check_distribution`).
   """
   ids = enc.check_public(public)
   r = np.asarray(ranges, np.float64)
@@ -320,18 +312,16 @@ def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = 1e-5) -> PBS:
                      "states)")
   if not np.isfinite(r).all() or np.any(r < 0):
     raise ValueError("ranges have negative or non-finite entries")
-  tot = r.sum(-1)
-  has = m.any(-1)
-  if np.any(has & (np.abs(tot - 1.0) > atol)):
-    raise ValueError(f"ranges must sum to one per player; got sums {tot[has & (np.abs(tot - 1) > atol)][:4]}")
+  check_distribution("ranges (per player)", r[m.any(-1)], enc.k_max, atol=atol)
   return PBS(public=jnp.asarray(ids), ranges=jnp.asarray(ranges))
 
 
 def scatter(enc: PBSEncoding, public, values) -> tuple:
   """Per-player flat ``([K_0], [K_1])`` arrays from padded ``values [N, 2, K]`` at ids ``[N]``.
 
-  Entries of public states not in ``public`` are zero (jittable; with a
-  repeated id the last one wins).
+  Entries of public states not in ``public`` are zero (jittable). Public
+  states must not repeat in ``public``: with a repeated id, which of the
+  values lands is unspecified (XLA scatters do not order duplicates).
   """
   public = jnp.asarray(public)
   values = jnp.asarray(values)
@@ -398,9 +388,27 @@ def _cf_sum(enc, public, ranges, utilities):
   ranges = jnp.asarray(ranges)
   if ranges.shape != public.shape + (2, enc.k_max):
     raise ValueError(f"ranges must have shape {public.shape + (2, enc.k_max)}, got {ranges.shape}")
-  hs = jnp.asarray(enc.hist_slot)[public]  # [..., 2, M]
-  q = jnp.asarray(enc.hist_q, ranges.dtype)[public]  # [..., M]
-  K = enc.k_max
+  return slot_sums(jnp.asarray(enc.hist_slot)[public], jnp.asarray(enc.hist_q)[public],
+                   jnp.asarray(enc.mask)[public], ranges, utilities)
+
+
+def slot_sums(hist_slot, hist_q, mask, ranges, utilities=None) -> jax.Array:
+  """``sum_{h in I} q(h) r_o(I_o(h)) [u_p(h)]`` per slot ``[..., 2, K]`` from gathered tables.
+
+  ``hist_slot [..., 2, M]``, ``hist_q [..., M]`` and ``mask [..., 2, K]`` are
+  :class:`PBSEncoding` rows of the queried public states (gathered once
+  host-side when the states are fixed, as at a subgame's leaves);
+  ``utilities [..., M]`` (player 0's, row 1 negated) or ``None`` for the
+  counterfactual reach. One segment sum per player, no one-hot.
+  """
+  ranges = jnp.asarray(ranges)
+  hs = jnp.asarray(hist_slot)
+  q = jnp.asarray(hist_q, ranges.dtype)
+  K = ranges.shape[-1]
+  batch = q.shape[:-1]
+  n = int(np.prod(batch, dtype=np.int64))
+  # Segment ids: slot k of batch entry b is segment b * K + k.
+  base = (jnp.arange(n, dtype=jnp.int32) * K).reshape(batch + (1,))
   rows = []
   for p in (0, 1):
     o = 1 - p
@@ -408,10 +416,10 @@ def _cf_sum(enc, public, ranges, utilities):
     c = q * ro
     if utilities is not None:
       c = c * (1.0 if p == 0 else -1.0) * jnp.asarray(utilities, ranges.dtype)
-    oh = jax.nn.one_hot(hs[..., p, :], K, dtype=c.dtype)  # [..., M, K]
-    rows.append(jnp.einsum("...m,...mk->...k", c, oh))
+    seg = (base + hs[..., p, :]).reshape(-1)
+    rows.append(jax.ops.segment_sum(c.reshape(-1), seg, n * K).reshape(batch + (K,)))
   out = jnp.stack(rows, axis=-2)
-  return jnp.where(jnp.asarray(enc.mask)[public], out, 0.0)
+  return jnp.where(jnp.asarray(mask), out, 0.0)
 
 
 def to_game_scale(enc: PBSEncoding, public, values, opponent_mass) -> jax.Array:

@@ -165,6 +165,10 @@ class Subgame:
     idx = jnp.asarray(np.maximum(self.terminal_leaf, 0))
     return jnp.where(jnp.asarray(self.terminal_leaf >= 0), leaf_values[..., idx], base)
 
+  def root_of(self, nodes) -> np.ndarray:
+    """``[N] int32`` root index (into ``root_histories``) above each subgame history."""
+    return _root_of(self.tree, self.root_index, nodes)
+
   def root_children(self) -> np.ndarray:
     """``[R]`` subgame history of each root history."""
     return np.asarray(self.tree.children)[self.root_index, :len(self.root_histories)]
@@ -267,7 +271,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     is_leaf = node_leaf[z]
     terminal_leaf = np.where(is_leaf, leaf_of_node[z], -1)
   terminal_leaf = terminal_leaf.astype(np.int32)
-  terminal_root = st.action[ancestor_at_depth(st.parent, st.depth, z, top + 1)].astype(np.int32)
+  terminal_root = _root_of(st, top, z)
   below = st.terminal_chance / (cr / cr.sum())[terminal_root]
   root_aug = np.zeros((2, len(roots_h)), np.int32)
   for p in (0, 1):
@@ -287,6 +291,12 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
                  chance_below_root=below, terminal_root=terminal_root, root_aug=root_aug,
                  full_infostate=tuple(full_info), root_index=top,
                  leaf_choices=K, leaf_nodes=leaf_nodes.astype(np.int32))
+
+
+def _root_of(tree, root_index: int, nodes) -> np.ndarray:
+  """Root index above subgame histories: the outcome of the root chance node on their path."""
+  top = ancestor_at_depth(tree.parent, tree.depth, np.asarray(nodes), tree.depth[root_index] + 1)
+  return np.asarray(tree.action)[top].astype(np.int32)
 
 
 def _enumerate(t, roots_h, leaf_mask, K: int) -> dict:
