@@ -312,7 +312,7 @@ def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PB
                      "states)")
   if not np.isfinite(r).all() or np.any(r < 0):
     raise ValueError("ranges have negative or non-finite entries")
-  check_distribution("ranges (per player)", r[m.any(-1)], enc.k_max, atol=atol)
+  check_distribution("ranges (each player's must sum to one)", r[m.any(-1)], enc.k_max, atol=atol)
   return PBS(public=jnp.asarray(ids), ranges=jnp.asarray(ranges))
 
 
