@@ -207,3 +207,29 @@ def test_compiler_accepts_a_player_who_never_acts():
   # P1 cannot see the coin: always guessing 1 wins 0.75 - 0.25 = 0.5.
   assert float(sf.best_response_value(tree, pol, 0)) == pytest.approx(0.5)
   assert float(sf.expected_value(tree, pol)) == pytest.approx(0.0)
+
+
+def test_ancestor_at_depth_matches_walking_parents():
+  """The vectorised walk-up equals a per-history parent walk, on histories and public states."""
+  from jaxgt.core.compiler import ancestor_at_depth
+  t = jaxgt.load("leduc_poker").tree
+  rng = np.random.default_rng(0)
+  hs = rng.integers(0, t.num_histories, 300)
+  for d in (0, 1, 3, 7):
+    want = []
+    for h in hs:
+      h = int(h)
+      while t.depth[h] > d:
+        h = int(t.parent[h])
+      want.append(h)
+    np.testing.assert_array_equal(ancestor_at_depth(t.parent, t.depth, hs, d), want)
+  # Per-node targets, on the public tree.
+  ps = np.arange(t.num_public_states)
+  target = np.minimum(t.public_depth, 2)
+  got = ancestor_at_depth(t.public_parent, t.public_depth, ps, target)
+  assert np.all(t.public_depth[got] == target)
+  for s, a in zip(ps, got):
+    u = int(s)
+    while u != a:
+      u = int(t.public_parent[u])
+      assert u >= 0

@@ -84,3 +84,40 @@ def test_bad_public_state_and_range():
     leduc.check_range(ps, 0, [1.5, -0.5, 0.0, 0.0, 0.0, 0.0])
   with pytest.raises(ValueError, match="sums to"):
     leduc.check_range(ps, 0, [0.5, 0.2, 0.2, 0.0, 0.0, 0.0])
+
+
+def _replayed_augmented_states(compiled):
+  """Reference: replay every compiled history through the game and number
+  ``(public state, information_state(s, p))`` by first appearance (how the
+  public tree was built before the compiler recorded them)."""
+  game, t = compiled.game, compiled.tree
+  states = [game.initial_state()]
+  aug = np.full((2, t.num_histories), -1, np.int64)
+  ids = [{}, {}]
+  for h in range(t.num_histories):
+    if h:
+      states.append(game.next_state(states[int(t.parent[h])], int(t.action[h])))
+    if t.player[h] == -4:
+      continue
+    for p in (0, 1):
+      key = (int(t.history_public[h]), game.information_state(states[h], p))
+      aug[p, h] = ids[p].setdefault(key, len(ids[p]))
+  keys = tuple(tuple(k for _, k in d) for d in ids)
+  return aug, keys
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker", "goofspiel(num_cards=3)",
+                                  "liars_dice(dice_sides=3)", "rps_plus"])
+def test_compiler_records_augmented_states_of_a_replay(name):
+  """The compiler's augmented information states (both players, every non-terminal
+  history) equal a replay of the game; the public tree built from them needs no replay."""
+  g = jaxgt.load(name)
+  aug, keys = _replayed_augmented_states(g)
+  np.testing.assert_array_equal(g.aug, aug)
+  assert g.aug_keys == keys
+  pt = ptm.build_public_tree(g)
+  assert pt is ptm.build_public_tree(g)  # built once, through CompiledGame.cached
+  for p in (0, 1):
+    m = aug[p] >= 0
+    np.testing.assert_array_equal(pt.aug_public[p][aug[p][m]], g.tree.history_public[m])
+    np.testing.assert_array_equal(pt.aug_seq[p][aug[p][m]], g.tree.last_seq[p][m])

@@ -3,7 +3,12 @@
 The host side (NumPy, Python recursion allowed) enumerates every history
 breadth-first and produces a :class:`GameTree`: a frozen pytree of
 fixed-shape arrays that every solver reads. Nothing after compilation walks a
-Python tree.
+Python tree. Compilation has two stages: :func:`compile_game` is the only
+code that calls the game (one enumeration, recording per history its parent,
+action, player, edge probability, public state, payoff and both players'
+augmented information states); :func:`assemble` builds every array from
+those per-history arrays, so a subgame cut out of a compiled game is
+assembled without a second enumeration.
 
 Shape letters: ``H`` histories (breadth-first, root ``0``), ``T`` terminal
 histories, ``A`` player actions (``num_actions``), ``C`` history branching
