@@ -337,8 +337,6 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   child_prob = [1.0]             # probability of the edge into each history
   players: list[int] = []
   payoff: list[float] = []
-  info_ids = [dict(), dict()]      # key -> first-seen index
-  info_of_hist: list[int] = []
   key_ids = [dict(), dict()]       # any player's key -> first-seen index
   key_of_hist = ([], [])
   public_ids: dict = {}
@@ -370,7 +368,6 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
         raise ValueError(
             f"{game.name}: returns {tuple(r)} at history {path(h)} are not zero-sum")
       payoff.append(float(r[0]))
-      info_of_hist.append(NO_INDEX)
       key_of_hist[0].append(NO_INDEX)
       key_of_hist[1].append(NO_INDEX)
       h += 1
@@ -379,11 +376,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     if p != CHANCE and p != 0 and p != 1:
       raise ValueError(f"{game.name}: current_player {p} at history {path(h)} "
                        f"is not 0, 1, CHANCE or TERMINAL")
-    key = None
-    for q in (0, 1):  # augmented information states of both players
+    for q in (0, 1):  # information-state keys of both players (acting or not)
       kq = game.information_state(s, q)
-      if q == p:
-        key = kq
       ids = key_ids[q]
       kid = ids.get(kq)
       if kid is None:
@@ -409,16 +403,10 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       if abs(total - 1.0) > 1e-9:
         raise ValueError(
             f"{game.name}: chance probabilities at history {path(h)} sum to {total}, not 1")
-      info_of_hist.append(NO_INDEX)
     else:
       legal = game.legal_actions(s)
       if not len(legal):
         raise ValueError(f"{game.name}: no legal actions at history {path(h)}")
-      ids = info_ids[p]
-      iid = ids.get(key)
-      if iid is None:
-        iid = ids[key] = len(ids)
-      info_of_hist.append(iid)
       for a in legal:
         if not 0 <= a < A:
           raise ValueError(
@@ -430,21 +418,27 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
     h += 1
   del states
 
-  # Augmented information states: (public state, key) pairs numbered by first
-  # appearance, as one vectorised pass instead of a tuple-keyed dict per history.
+  # Acting information states (keys numbered by first appearance where the
+  # player acts) and augmented ones ((public state, key) pairs numbered by
+  # first appearance), each as one vectorised pass over the recorded keys.
   pub = np.asarray(public_of_hist, np.int64)
+  player_arr = np.asarray(players, np.int64)
+  info_of_hist = np.full(len(players), NO_INDEX, np.int32)
   aug = np.full((2, len(players)), NO_INDEX, np.int32)
-  aug_keys = []
+  info_keys, aug_keys = [], []
   for q in (0, 1):
     kid = np.asarray(key_of_hist[q], np.int64)
-    m = np.flatnonzero(kid >= 0)
-    aug[q, m], first = first_seen_ids(pub[m] * len(key_ids[q]) + kid[m])
     names = list(key_ids[q])
+    m = np.flatnonzero(player_arr == q)
+    info_of_hist[m], first = first_seen_ids(kid[m])
+    info_keys.append([names[k] for k in kid[m[first]]])
+    m = np.flatnonzero(kid >= 0)
+    aug[q, m], first = first_seen_ids(pub[m] * len(names) + kid[m])
     aug_keys.append([names[k] for k in kid[m[first]]])
 
   return assemble(
       game, parent=parent, action=action, edge_prob=child_prob, player=players,
-      infostate=info_of_hist, infostate_keys=[list(ids) for ids in info_ids],
+      infostate=info_of_hist, infostate_keys=info_keys,
       public=public_of_hist, public_keys=tuple(public_ids), payoff=payoff,
       aug=aug, aug_keys=aug_keys,
       num_actions=A, num_outcomes=C, started=t0)
