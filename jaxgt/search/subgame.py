@@ -3,8 +3,9 @@
 Brown, Sandholm & Amos (``004``, Sec. 3) and Student of Games (``003``,
 Sec. 3): a subgame is rooted at one or more public states, with given ranges
 for both players, and cut at *leaf* public states (a depth limit in public
-tree levels, or an explicit set). It compiles to an ordinary
-:class:`~jaxgt.core.compiler.GameTree`: a root chance node over the root
+tree levels, or an explicit set). It is an ordinary
+:class:`~jaxgt.core.compiler.GameTree`, assembled from the full game's arrays
+(:func:`jaxgt.core.compiler.assemble`, no second enumeration): a root chance node over the root
 histories, the original histories below, and every leaf history a terminal
 whose payoff (player 0's value of that history) is supplied per solve. The
 root ranges enter as terminal weights (``pi_chance(h) r0(I0(h)) r1(I1(h))``
@@ -247,7 +248,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   # The compiler needs a decision node of each player; a player without one
   # in the subgame gets a single-action node above the root (it changes no
   # value and no other information state).
-  acting = set(np.unique(nodes["player"][(nodes["player"] >= 0)]).tolist()) | (
+  acting = set(np.unique(nodes["player"][nodes["player"] >= 0]).tolist()) | (
       {chooser} if K else set())
   dummy = next((p for p in (0, 1) if p not in acting), None)
   top = 0 if dummy is None else 1  # index of the root chance node
@@ -256,9 +257,8 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   H = st.num_histories
   hist_of = np.concatenate([np.full(top + 1, -1, np.int64), nodes["hist"]])
   choice = np.concatenate([np.full(top + 1, -1, np.int64), nodes["choice"]])
-  safe = np.maximum(hist_of, 0)
-  node_leaf = ((hist_of >= 0) & (choice < 0) & leaf_mask[t.history_public[safe]]
-               & (t.player[safe] != TERMINAL))
+  node_leaf = np.concatenate([np.zeros(top + 1, bool),
+                              nodes["leaf"] & (t.player[nodes["hist"]] != TERMINAL)])
   leaf_nodes = np.flatnonzero(node_leaf)
   leaf_hist = hist_of[leaf_nodes]
   leaf_of_node = np.full(H, -1, np.int64)
