@@ -40,6 +40,7 @@ such beliefs (``jax.vmap`` over them).
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import functools
 import hashlib
@@ -338,7 +339,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   players: list[int] = []
   payoff: list[float] = []
   key_ids = [dict(), dict()]       # any player's key -> first-seen index
-  key_of_hist = ([], [])
+  key_of_hist = (array.array("q"), array.array("q"))  # 8 bytes per history, not a list
   public_ids: dict = {}
   public_of_hist: list[int] = []
   C = A
@@ -427,7 +428,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   aug = np.full((2, len(players)), NO_INDEX, np.int32)
   info_keys, aug_keys = [], []
   for q in (0, 1):
-    kid = np.asarray(key_of_hist[q], np.int64)
+    kid = np.frombuffer(key_of_hist[q], np.int64)
     names = list(key_ids[q])
     m = np.flatnonzero(player_arr == q)
     info_of_hist[m], first = first_seen_ids(kid[m])
