@@ -29,8 +29,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from jaxgt.core.checks import check_decision_history
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.tables import acting_row
 
@@ -44,6 +44,12 @@ class Agent(abc.ABC):
   """
 
   game: CompiledGame
+
+  cheap = False
+  """Whether ``act`` costs about as much as a table lookup. The referee vmaps
+  matches between cheap agents (both agents' ``act`` then run at every
+  decision, as a select) and maps the others one match at a time (only the
+  acting agent's ``act`` runs)."""
 
   def init(self, key: jax.Array) -> Any:
     """State at the start of a match (default: none)."""
@@ -74,12 +80,11 @@ class PolicyAgent(Agent):
   game: CompiledGame
   policy: tuple
 
+  cheap = True
+
   def act(self, key, state, history):
     del key
-    if isinstance(history, (int, np.integer)):  # concrete: check it is a decision node
-      p = int(self.game.tree.player[history])
-      if p not in (0, 1):
-        raise ValueError(f"history {history} is not a decision node (player {p})")
+    check_decision_history(self.game.tree, history)
     return acting_row(self.game.tree, self.policy, history), state
 
   def statistics(self, state, player):
