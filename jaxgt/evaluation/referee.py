@@ -1,32 +1,38 @@
-"""The match referee: the one definition of walking a match between two agents.
+"""The match referee: the one definition of walking matches between two agents.
 
 A match starts at the root of the compiled game. The referee samples chance
 outcomes from ``chance_probs`` in an inner loop until the next decision (or
-terminal); at a decision only the acting agent's ``act`` is called, and the
-action is drawn from the probabilities it returns with
-:func:`jaxgt.core.sampling.sample_index`. A per-decision ``hook`` sees every
-decision (``(carry, agent index, history, probs [A], the agent's new
-state) -> carry``); :func:`jaxgt.evaluation.aggregate.aggregate_policy`
-accumulates search statistics through it.
+terminal), so chance turns call no agent; at a decision only the acting
+agent's ``act`` is called, and the action is drawn from the probabilities it
+returns with :func:`jaxgt.core.sampling.sample_index`. A per-decision
+``hook`` sees every decision (``(carry, agent index, history, probs [A], the
+agent's new state) -> carry``);
+:func:`jaxgt.evaluation.aggregate.aggregate_policy` accumulates search
+statistics through it.
 
-The walk is written once with ``jnp`` and a :class:`Control` (how to loop and
-branch): :data:`TRACED` runs it under ``lax.while_loop``/``lax.cond`` inside
-``jit`` (traceable agents), :data:`EAGER` in a Python loop with Python
-branches (agents that cannot be traced, e.g. continual re-solving). Both draw
-the same keys and uniforms, so they play the same matches.
+:class:`Referee` holds the two steps of a match, :meth:`Referee.start` (init
+both agents, sample chance to the first decision) and :meth:`Referee.decide`
+(one agent's decision, the action draw and the chance after it), and two
+drivers over them:
 
-Over many matches (:func:`run_matches`) the traced walk is either vmapped
-(``lax.cond`` on the acting seat becomes a select, so *both* agents' ``act``
-run at every decision: right for cheap agents such as
-:class:`~jaxgt.agents.base.PolicyAgent`) or mapped with ``lax.map`` (one match
-after another, a real branch per decision: only the acting agent searches,
-while each agent's search stays batched internally). ``Agent.cheap``
-chooses: matches are vmapped only when both agents are cheap.
+* :meth:`Referee.run` (traceable agents, one jitted program for all ``M``
+  matches) keeps every match's position ``[M]`` and alternates a phase per
+  agent: agent ``i`` decides, vmapped, for up to ``chunk`` of the matches
+  waiting on it (gathered by index, scattered back), until every match has
+  ended. Vmapping the whole match instead would turn the branch on the acting
+  seat into a select that runs *both* agents' ``act`` at every decision; here
+  each agent searches only where it acts, while its search stays batched
+  over matches. ``chunk = M`` for cheap agents (``Agent.cheap``: table
+  lookups, where a masked update of every match beats gathering), else
+  ``ceil(M / 2)`` (half the matches wait on each agent when seats are swapped).
+* :meth:`Referee.walk` (any agent, e.g. continual re-solving) plays one match
+  in a Python loop with the same steps.
 
-Keys: match key ``k`` splits into agent0's ``init`` key, agent1's ``init``
-key and the walk key; every node (chance or decision) splits the walk key
-into the next walk key, the acting agent's ``act`` key and the key of the
-uniform that draws the outcome.
+Both draw the same keys and uniforms, so they play the same matches. Keys:
+match key ``k`` splits into agent0's ``init`` key, agent1's ``init`` key and
+the walk key; every node (chance or decision) splits the walk key into the
+next walk key, the acting agent's ``act`` key and the key of the uniform that
+draws the outcome.
 """
 
 from __future__ import annotations
@@ -52,36 +58,6 @@ TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConvers
 
 Hook = Callable[[Any, int, jax.Array, jax.Array, Any], Any]
 """``hook(carry, agent index (static), history, probs [A], agent state) -> carry``."""
-
-
-def _eager_while(cond_fun, body_fun, carry):
-  while bool(cond_fun(carry)):
-    carry = body_fun(carry)
-  return carry
-
-
-def _eager_cond(pred, true_fun, false_fun, *operands):
-  return true_fun(*operands) if bool(pred) else false_fun(*operands)
-
-
-@dataclasses.dataclass(frozen=True)
-class Control:
-  """How a walk loops and branches.
-
-  Attributes:
-    while_loop, cond: ``lax.while_loop``/``lax.cond`` or their Python equivalents.
-    history: what agents receive as ``history`` (the traced scalar, or a Python int).
-    traced: whether this is the traced control.
-  """
-
-  while_loop: Callable
-  cond: Callable
-  history: Callable
-  traced: bool
-
-
-TRACED = Control(lax.while_loop, lax.cond, lambda h: h, True)
-EAGER = Control(_eager_while, _eager_cond, int, False)
 
 
 def check_match_args(game, agents, num_matches) -> int:
@@ -140,52 +116,112 @@ def through_chance(tree: GameTree, history, key, dtype):
       (jnp.asarray(history, jnp.int32), key))
 
 
-_through_chance_jit = jax.jit(through_chance, static_argnums=3)
-
-
-def walk(tree: GameTree, agents, key, seat0, *, dtype, control: Control = TRACED,
-         hook: Hook | None = None, carry=None):
-  """One match of ``agents = (agent0, agent1)``, agent0 playing player ``seat0``.
-
-  Returns ``(history, carry)``: the terminal reached (``< 0`` if an agent
-  returned probabilities with no finite positive mass on the legal
-  actions) and the hook's carry.
-  """
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  chance = through_chance if control.traced else _through_chance_jit
-  k0, k1, key = jax.random.split(key, 3)
-  states = (agents[0].init(k0), agents[1].init(k1))
-  h, key = chance(tree, 0, key, dtype)
-
-  def decision(c):
-    h, states, key, carry = c
-    key, ka, ku = jax.random.split(key, 3)
-
-    def by(i):
-      def act(states, carry):
-        probs, state = agents[i].act(ka, states[i], control.history(h))
-        probs = jnp.asarray(probs, dtype)
-        if hook is not None:
-          carry = hook(carry, i, h, probs, state)
-        states = tuple(state if j == i else states[j] for j in range(2))
-        return jnp.pad(probs, (0, C - A)), states, carry
-      return act
-
-    probs, states, carry = control.cond(tree.player[h] == seat0, by(0), by(1), states, carry)
-    h, key = chance(tree, draw(tree, h, probs, ku, dtype), key, dtype)
-    return h, states, key, carry
-
-  h, _, _, carry = control.while_loop(
-      lambda c: (c[0] >= 0) & (tree.player[jnp.maximum(c[0], 0)] != TERMINAL), decision,
-      (h, states, key, carry))
-  return h, carry
+def live(tree: GameTree, history):
+  """Whether ``history`` is a valid non-terminal position (the match goes on)."""
+  return (history >= 0) & (tree.player[jnp.maximum(history, 0)] != TERMINAL)
 
 
 def terminal_payoff(tree: GameTree, history, seat0):
   """Payoff of the agent playing ``seat0`` at terminal ``history`` (0 when ``history < 0``)."""
   u = tree.terminal_payoff[jnp.maximum(tree.history_terminal[jnp.maximum(history, 0)], 0)]
   return jnp.where(history < 0, 0.0, jnp.where(seat0 == 0, u, -u))
+
+
+def _advance(tree, history, probs, key, dtype):
+  """Draws the decision's action (uniform from ``split(key, 3)[2]``), then chance."""
+  key, _, ku = jax.random.split(key, 3)
+  return through_chance(tree, draw(tree, history, probs, ku, dtype), key, dtype)
+
+
+_advance_jit = jax.jit(_advance, static_argnums=4)
+_through_chance_jit = jax.jit(through_chance, static_argnums=3)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Referee:
+  """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``).
+
+  Attributes:
+    tree: the device :class:`GameTree`.
+    agents: the two agents; agent0 plays player ``seat0`` of each match.
+    dtype: dtype of the probabilities and uniforms.
+    hook: optional per-decision hook (see the module docstring).
+  """
+
+  tree: GameTree
+  agents: tuple
+  dtype: Any
+  hook: Hook | None = None
+
+  def start(self, key, eager: bool = False):
+    """Both agents' states and the first decision: ``(history, (state0, state1), walk key)``."""
+    k0, k1, key = jax.random.split(key, 3)
+    states = (self.agents[0].init(k0), self.agents[1].init(k1))
+    h, key = (_through_chance_jit if eager else through_chance)(self.tree, 0, key, self.dtype)
+    return h, states, key
+
+  def decide(self, i: int, history, state, key, carry, eager: bool = False):
+    """Agent ``i`` (static) acts at ``history``; returns ``(next decision, state, key, carry)``.
+
+    The next decision is reached by drawing the action and sampling chance
+    after it (``< 0`` when ``act`` returned no finite positive mass).
+    """
+    tree = self.tree
+    A, C = tree.num_actions, tree.children.shape[1]
+    _, ka, _ = jax.random.split(key, 3)
+    probs, state = self.agents[i].act(ka, state, int(history) if eager else history)
+    probs = jnp.asarray(probs, self.dtype)
+    if self.hook is not None:
+      carry = self.hook(carry, i, history, probs, state)
+    advance = _advance_jit if eager else _advance
+    h, key = advance(tree, history, jnp.pad(probs, (0, C - A)), key, self.dtype)
+    return h, state, key, carry
+
+  def walk(self, key, seat0, carry=None):
+    """One match in a Python loop (agents need not trace): ``(final history, carry)``."""
+    h, states, key = self.start(key, eager=True)
+    states = list(states)
+    while bool(live(self.tree, h)):
+      i = 0 if int(self.tree.player[h]) == int(seat0) else 1
+      h, states[i], key, carry = self.decide(i, h, states[i], key, carry, eager=True)
+    return h, carry
+
+  def run(self, keys, seats, carry, chunk: int):
+    """All matches as one traced program: ``(final histories [M], carries [M, ...])``.
+
+    ``keys [M]``, ``seats [M]``; ``carry`` is the hook's initial carry (one
+    per match); each agent's phase serves up to ``chunk`` waiting matches.
+    """
+    tree = self.tree
+    M = keys.shape[0]
+    h, states, key = jax.vmap(self.start)(keys)
+    carry = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (M,) + jnp.shape(x)), carry)
+
+    def phase(i, lanes):
+      h, states, key, carry = lanes
+      waiting = live(tree, h) & ((tree.player[jnp.maximum(h, 0)] == seats) == (i == 0))
+      decide = jax.vmap(lambda *x: self.decide(i, *x))
+
+      def serve(lanes):
+        h, states, key, carry = lanes
+        own = (h, states[i], key, carry)
+        if chunk >= M:  # every match at once, masked
+          new = decide(*own)
+          new = jax.tree_util.tree_map(
+              lambda a, b: jnp.where(waiting.reshape((M,) + (1,) * (a.ndim - 1)), a, b), new, own)
+        else:  # up to chunk waiting matches, gathered; padding repeats the first
+          idx = jnp.nonzero(waiting, size=chunk, fill_value=M)[0]
+          take = jnp.where(idx < M, idx, idx[0])
+          out = decide(*jax.tree_util.tree_map(lambda x: x[take], own))
+          new = jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"), own, out)
+        h, s, key, carry = new
+        return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
+
+      return lax.cond(jnp.any(waiting), serve, lambda x: x, lanes)
+
+    h, _, _, carry = lax.while_loop(lambda c: jnp.any(live(tree, c[0])),
+                                    lambda c: phase(1, phase(0, c)), (h, states, key, carry))
+    return h, carry
 
 
 def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
@@ -196,21 +232,17 @@ def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
   the hook carries stacked ``[M, ...]``.
   """
   tree = game.device_tree(dtype)
+  referee = Referee(tree, tuple(agents), dtype, hook)
   seats = jnp.asarray(seats, jnp.int32)
   if traced:
-    def one(key, seat0):
-      h, c = walk(tree, agents, key, seat0, dtype=dtype, hook=hook, carry=carry)
-      return terminal_payoff(tree, h, seat0), h < 0, c
-
-    if all(getattr(a, "cheap", False) for a in agents):
-      run = jax.vmap(one)
-    else:
-      run = lambda ks, ss: lax.map(lambda x: one(*x), (ks, ss))
-    pay, bad, carries = jax.jit(run)(keys, seats)
-    return np.asarray(pay), np.asarray(bad), carries
+    M = len(keys)
+    chunk = M if all(getattr(a, "cheap", False) for a in agents) else -(-M // 2)
+    h, carries = jax.jit(lambda k, s, c: referee.run(k, s, c, chunk))(keys, seats, carry)
+    pay = terminal_payoff(tree, h, seats)
+    return np.asarray(pay), np.asarray(h < 0), carries
   pay, bad, carries = [], [], []
   for key, seat0 in zip(keys, seats):
-    h, c = walk(tree, agents, key, seat0, dtype=dtype, control=EAGER, hook=hook, carry=carry)
+    h, c = referee.walk(key, seat0, carry)
     pay.append(float(terminal_payoff(tree, h, seat0)))
     bad.append(int(h) < 0)
     carries.append(c)
