@@ -45,12 +45,6 @@ class Agent(abc.ABC):
 
   game: CompiledGame
 
-  cheap = False
-  """Whether ``act`` costs about as much as a table lookup. The referee vmaps
-  matches between cheap agents (both agents' ``act`` then run at every
-  decision, as a select) and maps the others one match at a time (only the
-  acting agent's ``act`` runs)."""
-
   def init(self, key: jax.Array) -> Any:
     """State at the start of a match (default: none)."""
     del key
@@ -79,8 +73,6 @@ class PolicyAgent(Agent):
 
   game: CompiledGame
   policy: tuple
-
-  cheap = True
 
   def act(self, key, state, history):
     del key

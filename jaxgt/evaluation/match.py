@@ -1,10 +1,11 @@
 """Head-to-head matches between online agents, many at once (001, Sec. 5).
 
 ``play(game, agent0, agent1, num_matches, key)`` runs ``num_matches``
-independent matches as one jitted, vmapped program: each match is a
-``lax.while_loop`` over the game from the root, a referee sampling chance
-outcomes from ``chance_probs`` and each agent's ``act`` choosing at its
-player's histories (actions sampled from the returned probabilities). With
+independent matches as one jitted program through the referee
+(:mod:`jaxgt.evaluation.referee`): chance outcomes are sampled from
+``chance_probs`` and each agent's ``act`` chooses at its player's histories
+(actions sampled from the returned probabilities); only the acting agent's
+``act`` runs, batched over the matches waiting on it. With
 ``swap_seats`` agent0 plays player 1 in every odd-numbered match, so half the
 matches are played from each seat. Payoffs are reported from agent0's view.
 
@@ -19,8 +20,8 @@ tabulates mean ± 95% confidence half-width like 001's head-to-head tables
 (row agent's payoff against the column agent).
 
 Keys: match ``m`` uses ``split(key, num_matches)[m]``, split into the two
-agents' ``init`` keys and the match key; each turn splits the match key into
-the acting agent's ``act`` key and the uniform that samples the action.
+agents' ``init`` keys and the match key; each node splits the match key into
+the acting agent's ``act`` key and the uniform that samples the outcome.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import jax
 import numpy as np
 
 from jaxgt.agents.base import Agent
-from jaxgt.core.checks import check_key
+from jaxgt.core.checks import check_key, check_positive_int
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.evaluation import referee
@@ -70,20 +71,25 @@ class MatchResult:
 
 
 def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key: jax.Array,
-         *, swap_seats: bool = True, mode: str = "auto", dtype=None) -> MatchResult:
+         *, swap_seats: bool = True, mode: str = "auto", dtype=None,
+         chunk: int | None = None) -> MatchResult:
   """Plays ``num_matches`` matches of ``agent0`` against ``agent1``; payoffs from agent0's view.
 
   ``mode``: ``"auto"`` (jitted when both agents trace, else a Python loop),
   ``"jit"`` (raise if an agent does not trace) or ``"python"``. Raises
   ``ValueError`` for mismatched games, bad arguments, or an agent that puts
   no (finite) probability on any legal action. Each call compiles its own
-  program (agents are closed over); the match count is the batch size.
+  program (agents are closed over). ``chunk``: how many waiting matches an
+  agent serves per batched decision (default all; see
+  :mod:`jaxgt.evaluation.referee`).
   """
   num_matches = referee.check_match_args(game, (("agent0", agent0), ("agent1", agent1)),
                                          num_matches)
   key = check_key(key)
   traced = _play_mode(game, (agent0, agent1), mode, key)
-  return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype))
+  chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
+  return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype),
+               chunk)
 
 
 def _play_mode(game, agents, mode, key) -> bool:
@@ -99,11 +105,12 @@ def _play_mode(game, agents, mode, key) -> bool:
   return ok
 
 
-def _play(game, agents, num_matches, key, swap_seats, traced, dtype) -> MatchResult:
+def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk) -> MatchResult:
   """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
-  pay, bad, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype)
+  pay, bad, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
+                                    chunk=min(chunk, num_matches))
   if bad.any():
     raise ValueError(f"match {int(np.flatnonzero(bad)[0])}: an agent returned probabilities with "
                      "no finite positive mass on the legal actions")
@@ -167,11 +174,11 @@ class RoundRobinResult:
 
 def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Array, *,
                 include_self: bool = True, swap_seats: bool = True, mode: str = "auto",
-                dtype=None) -> RoundRobinResult:
+                dtype=None, chunk: int | None = None) -> RoundRobinResult:
   """Plays every pair of ``agents`` (``{name: Agent}``) ``num_matches`` times, seats swapped.
 
   Pair ``(i, j)``, ``i <= j`` in insertion order, uses ``fold_in(key, i * n + j)``;
-  ``swap_seats``, ``mode`` and ``dtype`` as in :func:`play`. Arguments and
+  ``swap_seats``, ``mode``, ``dtype`` and ``chunk`` as in :func:`play`. Arguments and
   each agent's traceability are checked once.
   """
   if not isinstance(agents, dict) or not agents:
@@ -180,6 +187,7 @@ def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Arr
       game, [(f"agent {k!r}", a) for k, a in agents.items()], num_matches)
   key = check_key(key)
   dtype = resolve_dtype(dtype)
+  chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
   names = tuple(str(k) for k in agents)
   items = list(agents.values())
   traced = [_play_mode(game, (a,), mode, key) for a in items]
@@ -190,7 +198,7 @@ def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Arr
   for i in range(n):
     for j in range(i if include_self else i + 1, n):
       r = _play(game, (items[i], items[j]), num_matches, jax.random.fold_in(key, i * n + j),
-                swap_seats, traced[i] and traced[j], dtype)
+                swap_seats, traced[i] and traced[j], dtype, chunk)
       results[(names[i], names[j])] = r
       mean[j, i], ci[j, i] = -r.mean, r.ci95
       mean[i, j], ci[i, j] = r.mean, r.ci95

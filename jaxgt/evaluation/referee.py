@@ -18,13 +18,15 @@ drivers over them:
 * :meth:`Referee.run` (traceable agents, one jitted program for all ``M``
   matches) keeps every match's position ``[M]`` and alternates a phase per
   agent: agent ``i`` decides, vmapped, for up to ``chunk`` of the matches
-  waiting on it (gathered by index, scattered back), until every match has
-  ended. Vmapping the whole match instead would turn the branch on the acting
-  seat into a select that runs *both* agents' ``act`` at every decision; here
-  each agent searches only where it acts, while its search stays batched
-  over matches. ``chunk = M`` for cheap agents (``Agent.cheap``: table
-  lookups, where a masked update of every match beats gathering), else
-  ``ceil(M / 2)`` (half the matches wait on each agent when seats are swapped).
+  waiting on it (gathered by index, scattered back; padding repeats a waiting
+  match), until every match has ended. A phase runs only when some match
+  waits on its agent, and an agent's ``act`` only ever sees decisions of its
+  own. (Vmapping a whole match instead turns the branch on the acting seat
+  into a select that runs *both* agents' ``act`` at every node, chance
+  included.) ``chunk`` defaults to ``M``: on CPU a search's cost barely
+  depends on its batch width, so serving every waiting match at once (fewest
+  sequential phases) measured fastest; a smaller ``chunk`` computes fewer
+  padding lanes for wide searches.
 * :meth:`Referee.walk` (any agent, e.g. continual re-solving) plays one match
   in a Python loop with the same steps.
 
@@ -205,15 +207,11 @@ class Referee:
       def serve(lanes):
         h, states, key, carry = lanes
         own = (h, states[i], key, carry)
-        if chunk >= M:  # every match at once, masked
-          new = decide(*own)
-          new = jax.tree_util.tree_map(
-              lambda a, b: jnp.where(waiting.reshape((M,) + (1,) * (a.ndim - 1)), a, b), new, own)
-        else:  # up to chunk waiting matches, gathered; padding repeats the first
-          idx = jnp.nonzero(waiting, size=chunk, fill_value=M)[0]
-          take = jnp.where(idx < M, idx, idx[0])
-          out = decide(*jax.tree_util.tree_map(lambda x: x[take], own))
-          new = jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"), own, out)
+        # up to chunk waiting matches; padding repeats the first, its result is dropped
+        idx = jnp.nonzero(waiting, size=chunk, fill_value=M)[0]
+        take = jnp.where(idx < M, idx, idx[0])
+        out = decide(*jax.tree_util.tree_map(lambda x: x[take], own))
+        new = jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"), own, out)
         h, s, key, carry = new
         return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
 
@@ -225,8 +223,10 @@ class Referee:
 
 
 def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
-                hook: Hook | None = None, carry=None):
+                hook: Hook | None = None, carry=None, chunk: int | None = None):
   """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``.
+
+  ``chunk``: matches each traced agent phase serves (default: all ``M``).
 
   Returns ``(payoffs [M] (agent0's view), invalid [M] bool, carries)`` with
   the hook carries stacked ``[M, ...]``.
@@ -235,8 +235,7 @@ def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
   referee = Referee(tree, tuple(agents), dtype, hook)
   seats = jnp.asarray(seats, jnp.int32)
   if traced:
-    M = len(keys)
-    chunk = M if all(getattr(a, "cheap", False) for a in agents) else -(-M // 2)
+    chunk = len(keys) if chunk is None else chunk
     h, carries = jax.jit(lambda k, s, c: referee.run(k, s, c, chunk))(keys, seats, carry)
     pay = terminal_payoff(tree, h, seats)
     return np.asarray(pay), np.asarray(h < 0), carries
