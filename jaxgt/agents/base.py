@@ -13,7 +13,9 @@ actions) and the agent's new state, so agents that carry beliefs between
 decisions of one match (continual re-solving) stay pure.
 
 **Traceable agents.** :func:`jaxgt.evaluation.match.play` runs many matches
-as one jitted, vmapped program. For that, ``init`` and ``act`` must be
+as one jitted program (:mod:`jaxgt.evaluation.referee`): ``act`` is vmapped
+over the matches waiting on the agent, and only ever called at the agent's
+own decisions. For that, ``init`` and ``act`` must be
 traceable JAX functions: ``history`` arrives as a traced ``int32`` scalar (no
 ``int(history)``, no Python branching on it), the key is a traced key, and
 the state is a pytree of arrays whose shapes and dtypes do not depend on the
