@@ -13,6 +13,7 @@ from jaxgt.agents import Agent, PolicyAgent
 from jaxgt.evaluation import aggregate, match
 from jaxgt.core import sequence_form as sf
 from jaxgt.agents.uct import UCTAgent
+from jaxgt.core.tables import acting_row
 from jaxgt.solvers import uct as uct_lib
 
 
@@ -161,3 +162,50 @@ def test_aggregate_online_agent():
   tree = g.device_tree("float64")
   uniform = float(sf.exploitability(tree, sf.uniform_policy(tree, jnp.float64)))
   assert res.coverage[0] > 0.5 and res.exploitability < uniform, res
+
+
+@dataclasses.dataclass(eq=False)
+class _LoggingAgent(Agent):
+  """Uniform play that logs ``(name, history)`` at every ``act`` (a debug callback when traced)."""
+
+  game: object
+  name: int
+  log: list
+
+  def init(self, key):
+    self.log.append(("init", self.name))
+
+  def act(self, key, state, history):
+    if isinstance(history, int):
+      self.log.append((self.name, history))
+    else:
+      jax.debug.callback(lambda h: self.log.append((self.name, int(h))), history)
+    return acting_row(self.game.tree, sf.uniform_policy(self.game.tree, np.float64), history), state
+
+
+def test_only_the_acting_agent_acts_and_chance_calls_no_agent():
+  g = jaxgt.load("leduc_poker")  # chance deals, then a public card between the rounds
+  player, parent = np.asarray(g.tree.player), np.asarray(g.tree.parent)
+  log = []
+  agents = (_LoggingAgent(g, 0, log), _LoggingAgent(g, 1, log))
+  match.play(g, *agents, 6, jax.random.key(0), mode="python")  # seats alternate
+  starts = [i for i, e in enumerate(log) if e == ("init", 0)]
+  assert len(starts) == 6
+  for m, (lo, hi) in enumerate(zip(starts, starts[1:] + [len(log)])):
+    calls = [e for e in log[lo:hi] if e[0] != "init"]
+    assert len(calls) >= 2
+    previous = 0
+    for name, h in calls:  # agent `name` plays player (name + m) % 2
+      assert player[h] == (name + m) % 2, (m, name, h)
+      a = parent[h]
+      while a != previous:  # every decision is asked for, nothing but chance in between
+        assert a >= 0 and player[a] not in (0, 1), (m, h, a)
+        a = parent[a]
+      previous = h
+  log.clear()
+  r = match.play(g, *agents, 16, jax.random.key(1), swap_seats=False)
+  assert r.traced
+  calls = [e for e in log if e[0] != "init"]
+  assert len(calls) >= 2 * 16
+  for name, h in calls:  # agent0 always plays player 0: no act at chance or the opponent's turn
+    assert player[h] == name, (name, h)

@@ -13,7 +13,9 @@ actions) and the agent's new state, so agents that carry beliefs between
 decisions of one match (continual re-solving) stay pure.
 
 **Traceable agents.** :func:`jaxgt.evaluation.match.play` runs many matches
-as one jitted, vmapped program. For that, ``init`` and ``act`` must be
+as one jitted program (:mod:`jaxgt.evaluation.referee`): ``act`` is vmapped
+over the matches waiting on the agent, and only ever called at the agent's
+own decisions. For that, ``init`` and ``act`` must be
 traceable JAX functions: ``history`` arrives as a traced ``int32`` scalar (no
 ``int(history)``, no Python branching on it), the key is a traced key, and
 the state is a pytree of arrays whose shapes and dtypes do not depend on the
@@ -29,8 +31,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from jaxgt.core.checks import check_decision_history
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.tables import acting_row
 
@@ -76,10 +78,7 @@ class PolicyAgent(Agent):
 
   def act(self, key, state, history):
     del key
-    if isinstance(history, (int, np.integer)):  # concrete: check it is a decision node
-      p = int(self.game.tree.player[history])
-      if p not in (0, 1):
-        raise ValueError(f"history {history} is not a decision node (player {p})")
+    check_decision_history(self.game.tree, history)
     return acting_row(self.game.tree, self.policy, history), state
 
   def statistics(self, state, player):

@@ -31,20 +31,19 @@ run through a Python loop (slow, for small match counts).
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
-from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.agents.base import Agent, PolicyAgent
-from jaxgt.core.compiler import CompiledGame, GameTree
-from jaxgt.evaluation.match import _check_args, _pick, _traceable
-from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.core.checks import check_key
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_key
+from jaxgt.core.compiler import CompiledGame, GameTree
+from jaxgt.core.dtypes import default_dtype, resolve_dtype
+from jaxgt.core.evaluate import evaluate
+from jaxgt.core.sampling import sample_index
+from jaxgt.evaluation import referee
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,98 +89,27 @@ def successor_masks(tree: GameTree, player: int) -> np.ndarray:
   return anc
 
 
-def _accumulate_fn(game: CompiledGame, agent: Agent, opponent: Agent, p: int, dtype):
-  """One match with ``agent`` as player ``p``: ``key -> (G_p [I_p, A], bad flag)``."""
-  tree = game.device_tree(dtype)
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  n = tree.num_infostates[p]
+def accumulate_hook(game: CompiledGame, agent: Agent, p: int, dtype) -> referee.Hook:
+  """Referee hook adding ``agent``'s statistics (agent index 0, player ``p``) to ``G_p [I_p, A]``.
+
+  At each of the agent's decisions, at information state ``I``, it adds
+  ``agent.statistics`` (or the returned probabilities at ``I`` when the agent
+  exposes none) at ``I`` and every successor of ``I`` in ``p``'s tree.
+  """
+  n, A = game.tree.num_infostates[p], game.tree.num_actions
   anc = jnp.asarray(successor_masks(game.tree, p))
-  max_turns = int(np.asarray(game.tree.depth).max())
-  actors = (agent, opponent) if p == 0 else (opponent, agent)
+  infostate = game.device_tree(dtype).infostate
 
-  def turn(carry):
-    h, states, key, acc, bad, t = carry
-    key, ka, ku = jax.random.split(key, 3)
-    pl = tree.player[h]
-    info = jnp.clip(tree.infostate[h], 0, max(n - 1, 0))
+  def hook(acc, i, history, probs, state):
+    if i != 0:  # the opponent's decisions add nothing
+      return acc
+    info = jnp.clip(infostate[history], 0, max(n - 1, 0))
+    stats = agent.statistics(state, p)
+    if stats is None:  # only the returned policy, at the reached information state
+      stats = jnp.zeros((n, A), dtype).at[info].set(probs)
+    return acc + jnp.where(jnp.any(anc == info, axis=1)[:, None], jnp.asarray(stats, dtype), 0.0)
 
-    def chance(states, acc):
-      return tree.chance_probs[h], states, acc
-
-    def searcher(states, acc):
-      probs, s = agent.act(ka, states[p], h)
-      stats = agent.statistics(s, p)
-      mask = jnp.any(anc == info, axis=1)
-      if stats is None:  # only the returned policy, at the reached information state
-        stats = jnp.zeros((n, A), dtype).at[info].set(jnp.asarray(probs, dtype))
-      acc = acc + jnp.where(mask[:, None], jnp.asarray(stats, dtype), 0.0)
-      probs = jnp.pad(jnp.asarray(probs, dtype), (0, C - A))
-      return probs, tuple(s if j == p else states[j] for j in range(2)), acc
-
-    def other(states, acc):
-      probs, s = opponent.act(ka, states[1 - p], h)
-      probs = jnp.pad(jnp.asarray(probs, dtype), (0, C - A))
-      return probs, tuple(s if j == 1 - p else states[j] for j in range(2)), acc
-
-    branch = jnp.where(pl == CHANCE, 0, jnp.where(pl == p, 1, 2))
-    probs, states, acc = lax.switch(branch, [chance, searcher, other], states, acc)
-    probs = jnp.where(tree.children[h] >= 0, probs, 0.0)
-    total = jnp.sum(probs)
-    bad = bad | ~(jnp.isfinite(total) & (total > 0))
-    a = _pick(probs, jax.random.uniform(ku, (), dtype))
-    return tree.children[h, a], states, key, acc, bad, t + 1
-
-  def one(key):
-    k0, k1, km = jax.random.split(key, 3)
-    states = (actors[0].init(k0), actors[1].init(k1))
-    carry = (jnp.zeros((), jnp.int32), states, km, jnp.zeros((n, A), dtype),
-             jnp.zeros((), bool), jnp.zeros((), jnp.int32))
-    carry = lax.while_loop(
-        lambda c: (c[0] >= 0) & (tree.player[jnp.maximum(c[0], 0)] != TERMINAL)
-        & (c[5] < max_turns), turn, carry)
-    return carry[3], carry[4] | (carry[0] < 0)
-
-  return one
-
-
-def _accumulate_python(game, agent, opponent, p, keys, dtype):
-  """The same matches one Python step at a time (for agents that cannot be traced)."""
-  tree = game.device_tree(dtype)
-  A, n = tree.num_actions, tree.num_infostates[p]
-  C = tree.children.shape[1]
-  anc = successor_masks(game.tree, p)
-  player, children, infostate = (np.asarray(x) for x in (game.tree.player, game.tree.children,
-                                                        game.tree.infostate))
-  actors = (agent, opponent) if p == 0 else (opponent, agent)
-  acc = np.zeros((n, A))
-  for key in keys:
-    k0, k1, km = jax.random.split(key, 3)
-    states = [actors[0].init(k0), actors[1].init(k1)]
-    h = 0
-    while player[h] != TERMINAL:
-      km, ka, ku = jax.random.split(km, 3)
-      if player[h] == CHANCE:
-        probs = tree.chance_probs[h]
-      else:
-        q = int(player[h])
-        probs, states[q] = actors[q].act(ka, states[q], int(h))
-        probs = np.asarray(probs, np.float64)
-        if q == p:
-          i = int(infostate[h])
-          stats = agent.statistics(states[q], p)
-          if stats is None:
-            stats = np.zeros((n, A))
-            stats[i] = probs
-          acc += np.where(np.any(anc == i, axis=1)[:, None], np.asarray(stats, np.float64), 0.0)
-        probs = jnp.pad(jnp.asarray(probs, dtype), (0, C - A))
-      probs = jnp.where(children[h] >= 0, probs, 0.0)
-      total = float(jnp.sum(probs))
-      if not (np.isfinite(total) and total > 0):
-        raise ValueError("an agent returned probabilities with no finite positive mass on the "
-                         "legal actions")
-      h = int(children[h, int(_pick(probs, jax.random.uniform(ku, (), dtype)))])
-  return acc
+  return hook
 
 
 def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: jax.Array, *,
@@ -196,29 +124,28 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
   """
   if unvisited not in ("random_action", "uniform"):
     raise ValueError(f"unvisited must be 'random_action' or 'uniform', got {unvisited!r}")
-  if dtype is None:  # accumulate in float64 where JAX allows it
-    dtype = "float64" if jax.config.read("jax_enable_x64") else "float32"
-  dtype = resolve_dtype(dtype)
+  dtype = default_dtype() if dtype is None else resolve_dtype(dtype)
   if opponent is None and isinstance(game, CompiledGame):
     opponent = PolicyAgent(game, tuple(np.asarray(x) for x in sequence_form.uniform_policy(game.tree)))
-  _check_args(game, (("agent", agent), ("opponent", opponent)), num_matches)
+  num_matches = referee.check_match_args(game, (("agent", agent), ("opponent", opponent)),
+                                         num_matches)
   if num_matches < 2:
     raise ValueError("num_matches must be at least 2 (half are played as each player)")
   key = check_key(key)
-  traced = all([_traceable(a, game, key) for a in (agent, opponent)])
+  traced = all([referee.traceable(a, game, key) for a in (agent, opponent)])
   legal = [np.asarray(pt.legal) for pt in game.tree.players]
   weights = []
   for p in (0, 1):
     n_p = (num_matches + 1 - p) // 2
     keys = jax.random.split(jax.random.fold_in(key, p), n_p)
-    if traced:
-      acc, bad = jax.jit(jax.vmap(_accumulate_fn(game, agent, opponent, p, dtype)))(keys)
-      if bool(jnp.any(bad)):
-        raise ValueError("an agent returned probabilities with no finite positive mass on the "
-                         "legal actions")
-      weights.append(np.asarray(jnp.sum(acc, axis=0), np.float64))
-    else:
-      weights.append(_accumulate_python(game, agent, opponent, p, keys, dtype))
+    _, bad, acc = referee.run_matches(
+        game, (agent, opponent), keys, np.full(n_p, p), traced=traced, dtype=dtype,
+        hook=accumulate_hook(game, agent, p, dtype),
+        carry=jnp.zeros((game.tree.num_infostates[p], game.tree.num_actions), dtype))
+    if bad.any():
+      raise ValueError("an agent returned probabilities with no finite positive mass on the "
+                       "legal actions")
+    weights.append(np.asarray(acc, np.float64).sum(0))
   policy, coverage = [], []
   for p in (0, 1):
     w = np.where(legal[p], np.maximum(weights[p], 0.0), 0.0)
@@ -229,22 +156,11 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
     else:
       u = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.fold_in(key, 2), p),
                                         (len(w),), jnp.float32), np.float64)
-      cdf = np.cumsum(legal[p], axis=-1)
-      pick = np.minimum(np.sum(cdf <= (u * cdf[:, -1])[:, None], axis=-1), w.shape[1] - 1)
+      pick = np.asarray(sample_index(jnp.asarray(legal[p], u.dtype), jnp.asarray(u)))
       fallback = np.eye(w.shape[1])[pick] * legal[p] if len(w) else w
     policy.append(np.where(seen[:, None], w / np.where(tot > 0, tot, 1.0), fallback))
     coverage.append(float(seen.mean()) if len(seen) else 1.0)
-  nc = _nash_conv(game, tuple(policy))
-  return AggregateResult(tuple(policy), tuple(weights), tuple(coverage), nc, 0.5 * nc,
-                         int(num_matches))
+  ev = evaluate(game, tuple(policy))
+  return AggregateResult(tuple(policy), tuple(weights), tuple(coverage), ev.nash_conv,
+                         ev.exploitability, num_matches)
 
-
-def _nash_conv(game: CompiledGame, policy) -> float:
-  dtype = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
-  tree = game.device_tree(dtype)
-  return float(_nash_conv_jit(tree, tuple(jnp.asarray(p, dtype) for p in policy)))
-
-
-@functools.partial(jax.jit)
-def _nash_conv_jit(tree, policy):
-  return sequence_form.nash_conv(tree, policy)

@@ -31,19 +31,23 @@ import dataclasses
 from typing import Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
+from jaxgt import policy as policy_lib
 from jaxgt.agents.base import Agent
+from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.compiler import CompiledGame
-from jaxgt.core import sequence_form
+from jaxgt.core.evaluate import evaluate as evaluate_policy
 
 
-def construct_policy(agent: Agent, key: jax.Array, *, atol: float = 1e-6):
+def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL):
   """The composed policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy float64) of ``agent``.
 
   Raises ``ValueError`` if the agent returns probabilities of the wrong
-  shape, non-finite or negative, on illegal actions, or not summing to one.
+  shape, or (:func:`jaxgt.policy.validate` within ``atol``) non-finite or
+  negative, on illegal actions, or not summing to one. The rows are then
+  renormalised exactly (negatives and illegal actions within ``atol`` set to
+  zero).
   """
   game: CompiledGame = agent.game
   tree = game.tree
@@ -54,7 +58,6 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = 1e-6):
   for p in (0, 1):
     pt = tree.players[p]
     n = pt.num_infostates
-    legal = np.asarray(pt.legal)
     parent_seq = np.asarray(pt.parent_seq)
     hist = np.full(n, -1, np.int64)
     hs = np.flatnonzero(player == p)
@@ -68,23 +71,15 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = 1e-6):
       par = int(parent_seq[I])
       st = start if par == n * A else after[par // A]
       probs, after[I] = agent.act(jax.random.fold_in(kp, I), st, int(hist[I]))
-      sig[I] = _check_probs(probs, legal[I], game.infostate_keys[p][I], A, atol)
+      q = np.asarray(probs, np.float64)
+      if q.shape != (A,):
+        raise ValueError(f"agent returned probabilities of shape {q.shape} at "
+                         f"{game.infostate_keys[p][I]!r}; this game needs ({A},)")
+      sig[I] = q
     out.append(sig)
-  return tuple(out)
-
-
-def _check_probs(probs, legal, key, A, atol):
-  q = np.asarray(probs, np.float64)
-  if q.shape != (A,):
-    raise ValueError(f"agent returned probabilities of shape {q.shape} at {key!r}; expected ({A},)")
-  if not np.isfinite(q).all() or np.any(q < -atol):
-    raise ValueError(f"agent returned non-finite or negative probabilities at {key!r}: {q}")
-  if np.any(np.abs(np.where(legal, 0.0, q)) > atol):
-    raise ValueError(f"agent put probability on an illegal action at {key!r}: {q}")
-  s = q.sum()
-  if abs(s - 1.0) > 1e-4:
-    raise ValueError(f"agent probabilities at {key!r} sum to {s}, not 1")
-  return np.where(legal, np.maximum(q, 0.0), 0.0) / max(s, 1e-300)
+  policy_lib.validate(game, out, atol=atol)
+  out = [np.where(pt.legal, np.maximum(sig, 0.0), 0.0) for pt, sig in zip(tree.players, out)]
+  return tuple(sig / np.maximum(sig.sum(-1, keepdims=True), 1e-300) for sig in out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,14 +123,7 @@ def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,)) -> Constructio
     agent = make_agent() if callable(make_agent) and not isinstance(make_agent, Agent) \
         else make_agent
     pol = construct_policy(agent, jax.random.PRNGKey(s))
-    expl.append(exploitability(agent.game, pol))
+    expl.append(evaluate_policy(agent.game, pol).exploitability)
     pols.append(pol)
   return ConstructionResult(seeds, np.asarray(expl), tuple(pols))
 
-
-def exploitability(game: CompiledGame, policy) -> float:
-  """Exact exploitability (NashConv / 2, game units) of a tabular policy, in float64
-  when 64-bit JAX is enabled."""
-  dtype = "float64" if jax.config.jax_enable_x64 else "float32"
-  tree = game.device_tree(dtype)
-  return float(sequence_form.exploitability(tree, tuple(jnp.asarray(p, dtype) for p in policy)))

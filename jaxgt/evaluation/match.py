@@ -1,10 +1,11 @@
 """Head-to-head matches between online agents, many at once (001, Sec. 5).
 
 ``play(game, agent0, agent1, num_matches, key)`` runs ``num_matches``
-independent matches as one jitted, vmapped program: each match is a
-``lax.while_loop`` over the game from the root, a referee sampling chance
-outcomes from ``chance_probs`` and each agent's ``act`` choosing at its
-player's histories (actions sampled from the returned probabilities). With
+independent matches as one jitted program through the referee
+(:mod:`jaxgt.evaluation.referee`): chance outcomes are sampled from
+``chance_probs`` and each agent's ``act`` chooses at its player's histories
+(actions sampled from the returned probabilities); only the acting agent's
+``act`` runs, batched over the matches waiting on it. With
 ``swap_seats`` agent0 plays player 1 in every odd-numbered match, so half the
 matches are played from each seat. Payoffs are reported from agent0's view.
 
@@ -19,27 +20,22 @@ tabulates mean ± 95% confidence half-width like 001's head-to-head tables
 (row agent's payoff against the column agent).
 
 Keys: match ``m`` uses ``split(key, num_matches)[m]``, split into the two
-agents' ``init`` keys and the match key; each turn splits the match key into
-the acting agent's ``act`` key and the uniform that samples the action.
+agents' ``init`` keys and the match key; each node splits the match key into
+the acting agent's ``act`` key and the uniform that samples the outcome.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jaxgt.agents.base import Agent
+from jaxgt.core.checks import check_key, check_positive_int
 from jaxgt.core.compiler import CompiledGame
-from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.core.checks import check_key
-
-_TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
-                 jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
+from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.evaluation import referee
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,161 +70,50 @@ class MatchResult:
     return f"{self.mean:+.4f} ± {self.ci95:.4f} (95% CI, {self.num_matches} matches)"
 
 
-def _pick(probs, u):
-  """Index drawn from non-negative ``probs [K]`` with one uniform ``u``."""
-  cdf = jnp.cumsum(probs)
-  return jnp.minimum(jnp.sum(cdf <= u * cdf[-1]), probs.shape[0] - 1).astype(jnp.int32)
-
-
-def _check_args(game, agents, num_matches):
-  if not isinstance(game, CompiledGame):
-    raise ValueError(f"game must be a CompiledGame (jaxgt.load(...)), got {type(game).__name__}")
-  for name, a in agents:
-    if not isinstance(a, Agent):
-      raise ValueError(f"{name} must be a jaxgt Agent, got {type(a).__name__}")
-    g = getattr(a, "game", None)
-    if not isinstance(g, CompiledGame) or g.fingerprint != game.fingerprint:
-      raise ValueError(f"{name} plays {getattr(g, 'name', g)!r}, not {game.name}")
-  if isinstance(num_matches, bool) or not isinstance(num_matches, (int, np.integer)) \
-      or num_matches < 1:
-    raise ValueError(f"num_matches must be a positive integer, got {num_matches!r}")
-
-
-def _traceable(agent: Agent, game: CompiledGame, key) -> bool:
-  """Whether ``agent`` traces with a traced history; ``ValueError`` for a bad signature."""
-  try:
-    state = jax.eval_shape(agent.init, key)
-    probs, new = jax.eval_shape(agent.act, key, state, jax.ShapeDtypeStruct((), jnp.int32))
-  except _TRACE_ERRORS as e:
-    warnings.warn(f"{type(agent).__name__}.act is not traceable ({type(e).__name__}); "
-                  "playing its matches in a Python loop", stacklevel=3)
-    return False
-  A = game.tree.num_actions
-  if tuple(probs.shape) != (A,):
-    raise ValueError(f"{type(agent).__name__}.act returned probabilities of shape "
-                     f"{tuple(probs.shape)}; this game needs ({A},)")
-  if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(state) or any(
-      (a.shape, a.dtype) != (b.shape, b.dtype)
-      for a, b in zip(jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(state))):
-    raise ValueError(f"{type(agent).__name__}.act must return a state with the same structure, "
-                     "shapes and dtypes as init's (fixed-shape state, see jaxgt.agents.base)")
-  return True
-
-
-def _match_fn(game: CompiledGame, agents, dtype):
-  """One match ``(key, seat0) -> (agent0's payoff, invalid-probabilities flag)``."""
-  tree = game.device_tree(dtype)
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  max_turns = int(np.asarray(game.tree.depth).max())
-
-  def turn(carry):
-    h, states, key, bad, t, seat0 = carry
-    key, ka, ku = jax.random.split(key, 3)
-    pl = tree.player[h]
-
-    def chance(states):
-      return tree.chance_probs[h], states
-
-    def by(i):
-      def f(states):
-        probs, s = agents[i].act(ka, states[i], h)
-        probs = jnp.pad(jnp.asarray(probs, dtype), (0, C - A))
-        return probs, tuple(s if j == i else states[j] for j in range(2))
-      return f
-
-    branch = jnp.where(pl == CHANCE, 0, jnp.where(pl == seat0, 1, 2))
-    probs, states = lax.switch(branch, [chance, by(0), by(1)], states)
-    legal = tree.children[h] >= 0
-    probs = jnp.where(legal, probs, 0.0)
-    total = jnp.sum(probs)
-    bad = bad | ~(jnp.isfinite(total) & (total > 0))
-    a = _pick(probs, jax.random.uniform(ku, (), dtype))
-    return tree.children[h, a], states, key, bad, t + 1, seat0
-
-  def one(key, seat0):
-    k0, k1, km = jax.random.split(key, 3)
-    states = (agents[0].init(k0), agents[1].init(k1))
-    carry = (jnp.zeros((), jnp.int32), states, km, jnp.zeros((), bool),
-             jnp.zeros((), jnp.int32), seat0)
-    carry = lax.while_loop(
-        lambda c: (tree.player[jnp.maximum(c[0], 0)] != TERMINAL) & (c[0] >= 0)
-        & (c[4] < max_turns), turn, carry)
-    h, bad = carry[0], carry[3]
-    u = tree.terminal_payoff[jnp.maximum(tree.history_terminal[jnp.maximum(h, 0)], 0)]
-    return jnp.where(seat0 == 0, u, -u), bad | (h < 0)
-
-  return one
-
-
-def _python_matches(game, agents, keys, seats, dtype):
-  """The same matches, one Python step at a time (for agents that cannot be traced)."""
-  tree = game.device_tree(dtype)
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  player = np.asarray(game.tree.player)
-  children = np.asarray(game.tree.children)
-  pay, bad = [], []
-  for key, seat0 in zip(keys, seats):
-    k0, k1, km = jax.random.split(key, 3)
-    states = [agents[0].init(k0), agents[1].init(k1)]
-    h, invalid = 0, False
-    while player[h] != TERMINAL:
-      km, ka, ku = jax.random.split(km, 3)
-      if player[h] == CHANCE:
-        probs = tree.chance_probs[h]
-      else:
-        i = 0 if player[h] == seat0 else 1
-        probs, states[i] = agents[i].act(ka, states[i], int(h))
-        probs = jnp.pad(jnp.asarray(probs, dtype), (0, C - A))
-      probs = jnp.where(children[h] >= 0, probs, 0.0)
-      total = float(jnp.sum(probs))
-      if not (np.isfinite(total) and total > 0):
-        invalid = True
-        break
-      h = int(children[h, int(_pick(probs, jax.random.uniform(ku, (), dtype)))])
-    u = float(game.tree.terminal_payoff[game.tree.history_terminal[h]]) if not invalid else 0.0
-    pay.append(u if seat0 == 0 else -u)
-    bad.append(invalid)
-  return np.asarray(pay), np.asarray(bad)
-
-
 def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key: jax.Array,
-         *, swap_seats: bool = True, mode: str = "auto", dtype=None) -> MatchResult:
+         *, swap_seats: bool = True, mode: str = "auto", dtype=None,
+         chunk: int | None = None) -> MatchResult:
   """Plays ``num_matches`` matches of ``agent0`` against ``agent1``; payoffs from agent0's view.
 
   ``mode``: ``"auto"`` (jitted when both agents trace, else a Python loop),
   ``"jit"`` (raise if an agent does not trace) or ``"python"``. Raises
   ``ValueError`` for mismatched games, bad arguments, or an agent that puts
   no (finite) probability on any legal action. Each call compiles its own
-  program (agents are closed over); the match count is the batch size.
+  program (agents are closed over). ``chunk``: how many waiting matches an
+  agent serves per batched decision (default all; see
+  :mod:`jaxgt.evaluation.referee`).
   """
-  from jaxgt.core.dtypes import resolve_dtype
-  _check_args(game, (("agent0", agent0), ("agent1", agent1)), num_matches)
+  num_matches = referee.check_match_args(game, (("agent0", agent0), ("agent1", agent1)),
+                                         num_matches)
+  key = check_key(key)
+  traced = _play_mode(game, (agent0, agent1), mode, key)
+  chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
+  return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype),
+               chunk)
+
+
+def _play_mode(game, agents, mode, key) -> bool:
+  """Whether matches of ``agents`` run traced under ``mode`` (checked once per agent)."""
   if mode not in ("auto", "jit", "python"):
     raise ValueError(f"mode must be 'auto', 'jit' or 'python', got {mode!r}")
-  dtype = resolve_dtype(dtype)
-  key = check_key(key)
-  agents = (agent0, agent1)
+  if mode == "python":
+    return False
+  ok = all([referee.traceable(a, game, key) for a in agents])
+  if not ok and mode == "jit":
+    raise ValueError("an agent's act is not traceable with a traced history; use mode='python' "
+                     "or make it traceable (see jaxgt.agents.base)")
+  return ok
+
+
+def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk) -> MatchResult:
+  """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
-  traced = mode != "python"
-  if traced:
-    ok = all([_traceable(a, game, keys[0]) for a in agents])
-    if not ok and mode == "jit":
-      raise ValueError("an agent's act is not traceable with a traced history; use mode='python' "
-                       "or make it traceable (see jaxgt.agents.base)")
-    traced = ok
-  if traced:
-    run = jax.jit(jax.vmap(_match_fn(game, agents, dtype)))
-    pay, bad = run(keys, jnp.asarray(seats))
-    pay, bad = np.asarray(pay), np.asarray(bad)
-  else:
-    pay, bad = _python_matches(game, agents, keys, seats, dtype)
+  pay, bad, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
+                                    chunk=min(chunk, num_matches))
   if bad.any():
-    m = int(np.flatnonzero(bad)[0])
-    raise ValueError(f"match {m}: an agent returned probabilities with no finite positive mass "
-                     "on the legal actions")
+    raise ValueError(f"match {int(np.flatnonzero(bad)[0])}: an agent returned probabilities with "
+                     "no finite positive mass on the legal actions")
   return MatchResult.from_payoffs(pay, seats, traced)
 
 
@@ -288,24 +173,32 @@ class RoundRobinResult:
 
 
 def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Array, *,
-                include_self: bool = True, **play_kwargs) -> RoundRobinResult:
+                include_self: bool = True, swap_seats: bool = True, mode: str = "auto",
+                dtype=None, chunk: int | None = None) -> RoundRobinResult:
   """Plays every pair of ``agents`` (``{name: Agent}``) ``num_matches`` times, seats swapped.
 
-  Pair ``(i, j)``, ``i <= j`` in insertion order, uses ``fold_in(key, i * n + j)``.
+  Pair ``(i, j)``, ``i <= j`` in insertion order, uses ``fold_in(key, i * n + j)``;
+  ``swap_seats``, ``mode``, ``dtype`` and ``chunk`` as in :func:`play`. Arguments and
+  each agent's traceability are checked once.
   """
   if not isinstance(agents, dict) or not agents:
     raise ValueError("agents must be a non-empty dict {name: Agent}")
-  _check_args(game, [(f"agent {k!r}", a) for k, a in agents.items()], num_matches)
+  num_matches = referee.check_match_args(
+      game, [(f"agent {k!r}", a) for k, a in agents.items()], num_matches)
+  key = check_key(key)
+  dtype = resolve_dtype(dtype)
+  chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
   names = tuple(str(k) for k in agents)
   items = list(agents.values())
+  traced = [_play_mode(game, (a,), mode, key) for a in items]
   n = len(items)
   mean = np.full((n, n), np.nan)
   ci = np.full((n, n), np.nan)
   results = {}
   for i in range(n):
     for j in range(i if include_self else i + 1, n):
-      r = play(game, items[i], items[j], num_matches, jax.random.fold_in(key, i * n + j),
-               **play_kwargs)
+      r = _play(game, (items[i], items[j]), num_matches, jax.random.fold_in(key, i * n + j),
+                swap_seats, traced[i] and traced[j], dtype, chunk)
       results[(names[i], names[j])] = r
       mean[j, i], ci[j, i] = -r.mean, r.ci95
       mean[i, j], ci[i, j] = r.mean, r.ci95

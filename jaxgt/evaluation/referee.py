@@ -1,0 +1,250 @@
+"""The match referee: the one definition of walking matches between two agents.
+
+A match starts at the root of the compiled game. The referee samples chance
+outcomes from ``chance_probs`` in an inner loop until the next decision (or
+terminal), so chance turns call no agent; at a decision only the acting
+agent's ``act`` is called, and the action is drawn from the probabilities it
+returns with :func:`jaxgt.core.sampling.sample_index`. A per-decision
+``hook`` sees every decision (``(carry, agent index, history, probs [A], the
+agent's new state) -> carry``);
+:func:`jaxgt.evaluation.aggregate.aggregate_policy` accumulates search
+statistics through it.
+
+:class:`Referee` holds the two steps of a match, :meth:`Referee.start` (init
+both agents, sample chance to the first decision) and :meth:`Referee.decide`
+(one agent's decision, the action draw and the chance after it), and two
+drivers over them:
+
+* :meth:`Referee.run` (traceable agents, one jitted program for all ``M``
+  matches) keeps every match's position ``[M]`` and alternates a phase per
+  agent: agent ``i`` decides, vmapped, for up to ``chunk`` of the matches
+  waiting on it (gathered by index, scattered back; padding repeats a waiting
+  match), until every match has ended. A phase runs only when some match
+  waits on its agent, and an agent's ``act`` only ever sees decisions of its
+  own. (Vmapping a whole match instead turns the branch on the acting seat
+  into a select that runs *both* agents' ``act`` at every node, chance
+  included.) ``chunk`` defaults to ``M``: on CPU a search's cost barely
+  depends on its batch width, so serving every waiting match at once (fewest
+  sequential phases) measured fastest; a smaller ``chunk`` computes fewer
+  padding lanes for wide searches.
+* :meth:`Referee.walk` (any agent, e.g. continual re-solving) plays one match
+  in a Python loop with the same steps.
+
+Both draw the same keys and uniforms, so they play the same matches. Keys:
+match key ``k`` splits into agent0's ``init`` key, agent1's ``init`` key and
+the walk key; every node (chance or decision) splits the walk key into the
+next walk key, the acting agent's ``act`` key and the key of the uniform that
+draws the outcome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jaxgt.agents.base import Agent
+from jaxgt.core.checks import check_positive_int
+from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
+from jaxgt.core.sampling import sample_index
+from jaxgt.games.base import CHANCE, TERMINAL
+
+TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
+                jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
+"""Errors that mean an agent cannot run with a traced history."""
+
+Hook = Callable[[Any, int, jax.Array, jax.Array, Any], Any]
+"""``hook(carry, agent index (static), history, probs [A], agent state) -> carry``."""
+
+
+def check_match_args(game, agents, num_matches) -> int:
+  """Raises ``ValueError`` unless ``agents`` (``[(name, agent)]``) are Agents of ``game``."""
+  if not isinstance(game, CompiledGame):
+    raise ValueError(f"game must be a CompiledGame (jaxgt.load(...)), got {type(game).__name__}")
+  for name, a in agents:
+    if not isinstance(a, Agent):
+      raise ValueError(f"{name} must be a jaxgt Agent, got {type(a).__name__}")
+    g = getattr(a, "game", None)
+    if not isinstance(g, CompiledGame) or g.fingerprint != game.fingerprint:
+      raise ValueError(f"{name} plays {getattr(g, 'name', g)!r}, not {game.name}")
+  return check_positive_int("num_matches", num_matches)
+
+
+def traceable(agent: Agent, game: CompiledGame, key) -> bool:
+  """Whether ``agent`` traces with a traced history (else warns); ``ValueError`` for a bad signature."""
+  try:
+    state = jax.eval_shape(agent.init, key)
+    probs, new = jax.eval_shape(agent.act, key, state, jax.ShapeDtypeStruct((), jnp.int32))
+  except TRACE_ERRORS as e:
+    warnings.warn(f"{type(agent).__name__}.act is not traceable ({type(e).__name__}); "
+                  "playing its matches in a Python loop", stacklevel=3)
+    return False
+  A = game.tree.num_actions
+  if tuple(probs.shape) != (A,):
+    raise ValueError(f"{type(agent).__name__}.act returned probabilities of shape "
+                     f"{tuple(probs.shape)}; this game needs ({A},)")
+  if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(state) or any(
+      (a.shape, a.dtype) != (b.shape, b.dtype)
+      for a, b in zip(jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(state))):
+    raise ValueError(f"{type(agent).__name__}.act must return a state with the same structure, "
+                     "shapes and dtypes as init's (fixed-shape state, see jaxgt.agents.base)")
+  return True
+
+
+def draw(tree: GameTree, history, probs, key, dtype):
+  """Child of ``history`` drawn from ``probs [C]`` (masked to legal), or ``NO_INDEX``
+  when they have no finite positive mass on the legal actions."""
+  probs = jnp.where(tree.children[history] >= 0, probs, 0.0)
+  total = jnp.sum(probs)
+  child = tree.children[history, sample_index(probs, jax.random.uniform(key, (), dtype))]
+  return jnp.where(jnp.isfinite(total) & (total > 0), child, NO_INDEX)
+
+
+def through_chance(tree: GameTree, history, key, dtype):
+  """Samples chance from ``history`` until a decision or terminal: ``(history, key)``."""
+
+  def node(carry):
+    h, key = carry
+    key, _, ku = jax.random.split(key, 3)
+    return draw(tree, h, tree.chance_probs[h], ku, dtype), key
+
+  return lax.while_loop(
+      lambda c: (c[0] >= 0) & (tree.player[jnp.maximum(c[0], 0)] == CHANCE), node,
+      (jnp.asarray(history, jnp.int32), key))
+
+
+def live(tree: GameTree, history):
+  """Whether ``history`` is a valid non-terminal position (the match goes on)."""
+  return (history >= 0) & (tree.player[jnp.maximum(history, 0)] != TERMINAL)
+
+
+def terminal_payoff(tree: GameTree, history, seat0):
+  """Payoff of the agent playing ``seat0`` at terminal ``history`` (0 when ``history < 0``)."""
+  u = tree.terminal_payoff[jnp.maximum(tree.history_terminal[jnp.maximum(history, 0)], 0)]
+  return jnp.where(history < 0, 0.0, jnp.where(seat0 == 0, u, -u))
+
+
+def _advance(tree, history, probs, key, dtype):
+  """Draws the decision's action (uniform from ``split(key, 3)[2]``), then chance."""
+  key, _, ku = jax.random.split(key, 3)
+  return through_chance(tree, draw(tree, history, probs, ku, dtype), key, dtype)
+
+
+_advance_jit = jax.jit(_advance, static_argnums=4)
+_through_chance_jit = jax.jit(through_chance, static_argnums=3)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Referee:
+  """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``).
+
+  Attributes:
+    tree: the device :class:`GameTree`.
+    agents: the two agents; agent0 plays player ``seat0`` of each match.
+    dtype: dtype of the probabilities and uniforms.
+    hook: optional per-decision hook (see the module docstring).
+  """
+
+  tree: GameTree
+  agents: tuple
+  dtype: Any
+  hook: Hook | None = None
+
+  def start(self, key, eager: bool = False):
+    """Both agents' states and the first decision: ``(history, (state0, state1), walk key)``."""
+    k0, k1, key = jax.random.split(key, 3)
+    states = (self.agents[0].init(k0), self.agents[1].init(k1))
+    h, key = (_through_chance_jit if eager else through_chance)(self.tree, 0, key, self.dtype)
+    return h, states, key
+
+  def decide(self, i: int, history, state, key, carry, eager: bool = False):
+    """Agent ``i`` (static) acts at ``history``; returns ``(next decision, state, key, carry)``.
+
+    The next decision is reached by drawing the action and sampling chance
+    after it (``< 0`` when ``act`` returned no finite positive mass).
+    """
+    tree = self.tree
+    A, C = tree.num_actions, tree.children.shape[1]
+    _, ka, _ = jax.random.split(key, 3)
+    probs, state = self.agents[i].act(ka, state, int(history) if eager else history)
+    probs = jnp.asarray(probs, self.dtype)
+    if self.hook is not None:
+      carry = self.hook(carry, i, history, probs, state)
+    advance = _advance_jit if eager else _advance
+    h, key = advance(tree, history, jnp.pad(probs, (0, C - A)), key, self.dtype)
+    return h, state, key, carry
+
+  def walk(self, key, seat0, carry=None):
+    """One match in a Python loop (agents need not trace): ``(final history, carry)``."""
+    h, states, key = self.start(key, eager=True)
+    states = list(states)
+    while bool(live(self.tree, h)):
+      i = 0 if int(self.tree.player[h]) == int(seat0) else 1
+      h, states[i], key, carry = self.decide(i, h, states[i], key, carry, eager=True)
+    return h, carry
+
+  def run(self, keys, seats, carry, chunk: int):
+    """All matches as one traced program: ``(final histories [M], carries [M, ...])``.
+
+    ``keys [M]``, ``seats [M]``; ``carry`` is the hook's initial carry (one
+    per match); each agent's phase serves up to ``chunk`` waiting matches.
+    """
+    tree = self.tree
+    M = keys.shape[0]
+    h, states, key = jax.vmap(self.start)(keys)
+    carry = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (M,) + jnp.shape(x)), carry)
+
+    def phase(i, lanes):
+      h, states, key, carry = lanes
+      waiting = live(tree, h) & ((tree.player[jnp.maximum(h, 0)] == seats) == (i == 0))
+      decide = jax.vmap(lambda *x: self.decide(i, *x))
+
+      def serve(lanes):
+        h, states, key, carry = lanes
+        own = (h, states[i], key, carry)
+        # up to chunk waiting matches; padding repeats the first, its result is dropped
+        idx = jnp.nonzero(waiting, size=chunk, fill_value=M)[0]
+        take = jnp.where(idx < M, idx, idx[0])
+        out = decide(*jax.tree_util.tree_map(lambda x: x[take], own))
+        new = jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"), own, out)
+        h, s, key, carry = new
+        return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
+
+      return lax.cond(jnp.any(waiting), serve, lambda x: x, lanes)
+
+    h, _, _, carry = lax.while_loop(lambda c: jnp.any(live(tree, c[0])),
+                                    lambda c: phase(1, phase(0, c)), (h, states, key, carry))
+    return h, carry
+
+
+def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
+                hook: Hook | None = None, carry=None, chunk: int | None = None):
+  """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``.
+
+  ``chunk``: matches each traced agent phase serves (default: all ``M``).
+
+  Returns ``(payoffs [M] (agent0's view), invalid [M] bool, carries)`` with
+  the hook carries stacked ``[M, ...]``.
+  """
+  tree = game.device_tree(dtype)
+  referee = Referee(tree, tuple(agents), dtype, hook)
+  seats = jnp.asarray(seats, jnp.int32)
+  if traced:
+    chunk = len(keys) if chunk is None else chunk
+    h, carries = jax.jit(lambda k, s, c: referee.run(k, s, c, chunk))(keys, seats, carry)
+    pay = terminal_payoff(tree, h, seats)
+    return np.asarray(pay), np.asarray(h < 0), carries
+  pay, bad, carries = [], [], []
+  for key, seat0 in zip(keys, seats):
+    h, c = referee.walk(key, seat0, carry)
+    pay.append(float(terminal_payoff(tree, h, seat0)))
+    bad.append(int(h) < 0)
+    carries.append(c)
+  carries = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *carries) if carry is not None \
+      else None
+  return np.asarray(pay, np.float64), np.asarray(bad, bool), carries
