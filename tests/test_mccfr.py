@@ -149,7 +149,7 @@ def test_walk_records_probabilities_of_the_drawn_actions():
   solver = mccfr.outcome_sampling(epsilon=0.5, batch=4, dtype="float64")
   state = solver.run(tree, solver.init(tree), 20, jax.random.key(0))
   uni = jax.random.uniform(jax.random.key(1), (tree.max_depth, 64), np.float64)
-  traj = mccfr.outcome_walk(solver, tree, state.regrets, 0, uni, tabulate=False)
+  traj = mccfr.outcome_walk(solver, tree, state.regrets, 0, uni, tabulate=False)[0]
   sigma = [np.asarray(sf.regret_matching(r, pt.legal)) for r, pt in zip(state.regrets, tree.players)]
   legal = [np.asarray(pt.legal) for pt in tree.players]
   chance = np.asarray(tree.chance_probs)

@@ -55,7 +55,7 @@ from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
 from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
-from jaxgt.solvers.walk import Draw, Trajectory, node_at, walk, with_chance
+from jaxgt.solvers.walk import Draw, node_at, walk, with_chance
 
 
 @struct.dataclass
@@ -146,22 +146,41 @@ def regret_matching_at(tree: GameTree, regrets, tabulate: bool):
 
 
 def outcome_walk(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uniforms, *,
-                 tabulate: bool) -> Trajectory:
+                 tabulate: bool):
   """Outcome-sampling trajectories for updated player ``p`` (:func:`walk`).
 
   Target: regret matching ``sigma``; sampling: ``epsilon``-on-policy at
-  ``p``'s states, ``sigma`` at the opponent's. Records ``(sigma [B, A],
-  legal [B, A])`` per step.
+  ``p``'s states, ``sigma`` at the opponent's. Returns the
+  :class:`Trajectory` and ``sigma, legal [D, B, A]`` of each step.
+  ``tabulate`` (large batches) computes both distributions of every
+  history once and the walk only gathers rows; otherwise only the visited
+  rows are regret-matched (same numbers).
   """
   sigma_at = regret_matching_at(tree, regrets, tabulate)
 
-  def node_policy(t, node, carry):
-    del t
+  def distributions(node):
     sig = sigma_at(node)
     q = jnp.where((node.player == p)[:, None], mix_uniform(sig, node.legal, cfg.epsilon), sig)
-    return Draw(sample=q, target=sig, record=(sig, node.legal)), carry
+    return sig, q
 
-  return walk(tree, node_policy, uniforms)[0]
+  if not tabulate:
+    def node_policy(t, node, carry):
+      del t
+      sig, q = distributions(node)
+      return Draw(sample=q, target=sig, record=(sig, node.legal)), carry
+
+    traj = walk(tree, node_policy, uniforms)[0]
+    return (traj,) + traj.record
+  every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
+  sig_h, q_h = distributions(every)
+
+  def node_policy(t, node, carry):
+    del t
+    return Draw(sample=q_h[node.history], target=sig_h[node.history]), carry
+
+  traj = walk(tree, node_policy, uniforms)[0]
+  h = jnp.maximum(traj.history, 0)
+  return traj, jnp.where((traj.history >= 0)[..., None], sig_h[h], 0.0), every.legal[h]
 
 
 def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
@@ -181,9 +200,8 @@ def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
   uni = jax.random.uniform(key, (tree.max_depth, B), dtype)
   # Large batches regret-match every information state once; small ones
   # only the visited rows (same numbers either way).
-  traj = outcome_walk(cfg, tree, regrets, p, uni,
-                      tabulate=B * tree.max_depth >= tree.num_histories)
-  sig_t, legal_t = traj.record
+  traj, sig_t, legal_t = outcome_walk(cfg, tree, regrets, p, uni,
+                                      tabulate=B * tree.max_depth >= tree.num_histories)
   s_a, q_a = traj.target_prob, traj.sample_prob
   u = traj.payoff(tree) * (1.0 if p == 0 else -1.0)  # [B]
   mine = traj.player == p
