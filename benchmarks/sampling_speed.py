@@ -53,7 +53,8 @@ def throughput(run, state, per_step: int, seconds: float, warmup_steps: int = 1)
 def _ours(game: str, kind: str, batch: int, seconds: float):
   tree = jaxgt.load(game).device_tree("float32")
   solver = mccfr.make_sampling_solver(f"mccfr-{kind}", batch=batch)
-  return throughput(lambda st, n: solver.run(tree, st, n), solver.init(tree, jax.random.key(0)),
+  key = jax.random.key(0)
+  return throughput(lambda st, n: solver.run(tree, st, n, key), solver.init(tree),
                     2 * batch, seconds, warmup_steps=0)
 
 
@@ -78,10 +79,10 @@ def _convergence(pyspiel, game: str, kind: str, batches, samples: int, seed: int
   for batch in batches:
     solver = mccfr.make_sampling_solver(f"mccfr-{kind}", batch=batch, dtype="float64")
     steps = max(1, samples // (2 * batch))
-    state = solver.init(tree, jax.random.key(seed))
-    jax.block_until_ready(solver.run(tree, state, 1))  # compile outside the timing
+    state, key = solver.init(tree), jax.random.key(seed)
+    jax.block_until_ready(solver.run(tree, state, 0, key))  # compile outside the timing
     t0 = time.perf_counter()
-    state = jax.block_until_ready(solver.run(tree, state, steps))
+    state = jax.block_until_ready(solver.run(tree, state, steps, key))
     dt = time.perf_counter() - t0
     rows.append((f"jaxgt batch {batch}", 2 * steps * batch,
                  float(sf.exploitability(tree, solver.average_policy(tree, state))), dt))

@@ -4,13 +4,13 @@ For each game, solver and batch size: compile time (the first call, one
 step) and steady-state work per second, with the ratio to an OpenSpiel C++
 peer timed in the same run:
 
-* ``oos-ist`` / ``oos-pst``: ``OOS(targeting=...).search`` from the search
+* ``oos-ist`` / ``oos-pst``: ``OOS(targeting=...).run`` from the search
   position below; trajectories/s (an iteration is ``2 * batch``
   trajectories, one batch per update player). Peer:
   ``pyspiel.OutcomeSamplingMCCFRSolver`` trajectories/s (one
   ``run_iteration()`` = 2), the nearest peer: OpenSpiel has no OOS, and OOS is
   outcome sampling plus targeting and incremental tree building.
-* ``ismcts``: ``ISMCTS(selection="uct").search`` from the search position;
+* ``ismcts``: ``ISMCTS(selection="uct").run`` from the search position;
   simulations/s (a step is ``batch`` simulations). Peer: ``pyspiel.ISMCTSBot``
   (random-rollout evaluator, same ``uct_c``, max-visit final policy),
   ``bot.step(state)`` at the same position, simulations/s. A like-for-like peer
@@ -72,16 +72,16 @@ def _ours(game: str, solver: str, batch: int, seconds: float):
   if solver.startswith("oos"):
     s = OOS(targeting=solver[4:], batch=batch)
     h, members = _first_decision(tree), target_members(tree, s.targeting)
-    run = lambda st, n: s.search(tree, st, jax.random.fold_in(key, n), h, n, members=members)
+    run = lambda st, n: s.run(tree, st, n, key, history=h, members=members)
     return throughput(run, s.init(tree), 2 * batch, seconds)
   if solver == "ismcts":
     s = ISMCTS(selection="uct", batch=batch)
     h, members = _first_decision(tree), target_members(tree, "ist")
-    run = lambda st, n: s.search(tree, st, jax.random.fold_in(key, n), h, n, members=members)
+    run = lambda st, n: s.run(tree, st, n, key, history=h, members=members)
     return throughput(run, s.init(tree), batch, seconds)
   consts = uct_lib.PAPER_CONSTANTS[solver].get(game, {})
   s = (uct_lib.uct if solver == "uct" else uct_lib.smooth_uct)(**consts, batch=batch)
-  return throughput(lambda st, n: s.run(tree, st, n), s.init(tree, key), batch, seconds)
+  return throughput(lambda st, n: s.run(tree, st, n, key), s.init(tree), batch, seconds)
 
 
 def _openspiel_ismcts(pyspiel, game: str, uct_c: float, sims: int, seconds: float) -> float:
@@ -142,7 +142,7 @@ def main(argv=None):
         peers[peer] = "n/a (no pyspiel)"
         try:
           if pyspiel and peer == "ISMCTSBot":
-            c = ISMCTS().exploration_constant(jaxgt.load(game).tree)  # ours' uct_c
+            c = float(ISMCTS().exploration_constant(jaxgt.load(game).tree))  # ours' uct_c
             peers[peer] = _openspiel_ismcts(pyspiel, os_game, c, args.peer_simulations,
                                             args.seconds)
           elif pyspiel:

@@ -18,6 +18,7 @@ import numpy as np
 
 import jaxgt
 from jaxgt.solvers import uct as uct_lib
+from jaxgt.solvers.base import exploitability_curve
 
 
 def main():
@@ -45,7 +46,7 @@ def main():
   for kind in ("uct", "smooth-uct"):
     solver = uct_lib.for_game(kind, name, batch=args.batch)
     t0 = time.perf_counter()
-    e = uct_lib.exploitability_curve(solver, tree, cps, jax.random.key(args.seed), args.seeds)
+    e = exploitability_curve(solver, tree, cps // args.batch, jax.random.key(args.seed), args.seeds)
     curves[kind] = e
     print(f"{kind:>10}: {solver}  ({time.perf_counter() - t0:.1f}s)")
   runs = f"{args.seeds} seed{'s' if args.seeds > 1 else ''}"

@@ -123,7 +123,8 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
       solver = cfr_lib.make_solver(solver, alternating=alternating, dtype=dtype, **solver_kwargs)
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
-  state = solver.init(tree, jax.random.key(int(seed))) if sampling else solver.init(tree, weights)
+  state = solver.init(tree) if sampling else solver.init(tree, weights)
+  key = jax.random.key(int(seed)) if sampling else None
   per_step = solver.trajectories_per_step if sampling else None
   report = progress if callable(progress) else (
       (lambda e: print(format_evaluation(compiled, e), file=sys.stdout, flush=True))
@@ -133,7 +134,8 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   t0 = time.perf_counter()
   # Compile outside the timed loop: the iteration count is traced, so a
   # zero-iteration call compiles the loop without running it.
-  jax.block_until_ready(solver.run(tree, state, 0).regrets)
+  jax.block_until_ready((solver.run(tree, state, 0, key) if sampling else
+                         solver.run(tree, state, 0)).regrets)
   jax.block_until_ready(_evaluate(tree, solver.average_policy(tree, state)))
   compile_seconds = time.perf_counter() - t0
 
@@ -142,7 +144,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   it = 0
   while it < iterations:
     n = min(chunk, iterations - it)
-    state = solver.run(tree, state, n)
+    state = solver.run(tree, state, n, key) if sampling else solver.run(tree, state, n)
     it += n
     if eval_every > 0 or it == iterations:
       pol = solver.average_policy(tree, state)

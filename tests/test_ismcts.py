@@ -21,7 +21,7 @@ def _policy_at_I(solver, leftmost, keys, sims=2000):
   g, (h, _) = _nonlocality(leftmost)
   tree = g.device_tree("float64")
   f = jax.vmap(lambda k: solver.policy(
-      tree, solver.search(tree, solver.init(tree), k, h, sims))[1][0])
+      tree, solver.run(tree, solver.init(tree), sims, k, history=h))[1][0])
   return np.asarray(f(keys))
 
 
@@ -50,7 +50,7 @@ def test_uct_finds_the_dominant_action():
   h = int(np.flatnonzero((np.asarray(tree.player) == 1) & (np.asarray(tree.infostate) == i))[0])
   for selection in ("uct", "rm"):
     solver = ISMCTS(selection=selection, batch=4, dtype="float64")
-    s = solver.search(tree, solver.init(tree), jax.random.key(0), h, 200)
+    s = solver.run(tree, solver.init(tree), 200, jax.random.key(0), history=h)
     probs = np.asarray(solver.policy(tree, s)[1][i])
     assert probs[1] > 0.8, (selection, probs)  # action 1 = bet/call
 
@@ -59,14 +59,14 @@ def test_same_key_same_result_different_key_different_and_capacity():
   g, (h, _) = _nonlocality()
   tree = g.device_tree("float64")
   solver = ISMCTS(batch=2, dtype="float64")
-  a, b, c = (solver.search(tree, solver.init(tree), jax.random.key(k), None, 30) for k in (1, 1, 2))
+  a, b, c = (solver.run(tree, solver.init(tree), 30, jax.random.key(k), history=None) for k in (1, 1, 2))
   for p in (0, 1):
     np.testing.assert_array_equal(np.asarray(a.visits[p]), np.asarray(b.visits[p]))
     np.testing.assert_array_equal(np.asarray(a.values[p]), np.asarray(b.values[p]))
   assert a.regrets is None and a.cum_policy is None  # UCT keeps visits and values only
   assert any(not np.array_equal(np.asarray(a.values[p]), np.asarray(c.values[p])) for p in (0, 1))
   small = ISMCTS(batch=2, capacity=1, dtype="float64")
-  s = small.search(tree, small.init(tree), jax.random.key(1), None, 30)
+  s = small.run(tree, small.init(tree), 30, jax.random.key(1), history=None)
   assert int(s.size) == 1 and int(np.asarray(s.in_tree[0]).sum()) == 1  # the root state only
   assert not np.asarray(s.visits[1]).any()
 
@@ -81,9 +81,9 @@ def test_agent_act_is_traceable():
   p0, s0 = agent.act(keys[0], state, h)
   np.testing.assert_allclose(np.asarray(probs[0]), np.asarray(p0), rtol=1e-12)
   np.testing.assert_allclose(np.asarray(probs).sum(-1), 1.0)
-  compiled = ismcts._search._cache_size()
+  compiled = ismcts._run._cache_size()
   _, s1 = agent.act(keys[1], s0, 1)  # another history: no recompilation
-  assert int(s1) == 2 and ismcts._search._cache_size() == compiled
+  assert int(s1) == 2 and ismcts._run._cache_size() == compiled
 
 
 def test_bad_input_raises_before_compilation():
@@ -97,9 +97,22 @@ def test_bad_input_raises_before_compilation():
   with pytest.raises(ValueError, match="simulations"):
     ISMCTSAgent(g, simulations=0)
   solver = ISMCTS(dtype="float64")
-  with pytest.raises(ValueError, match="num_simulations"):
-    solver.search(tree, solver.init(tree), jax.random.key(0), None, -3)
+  with pytest.raises(ValueError, match="num_steps"):
+    solver.run(tree, solver.init(tree), -3, jax.random.key(0), history=None)
   agent = ISMCTSAgent(g, simulations=5, solver=solver)
   for h in (0, 3, 99):  # chance root, terminal, out of range
     with pytest.raises(ValueError, match="history"):
       agent.act(jax.random.key(0), agent.init(None), h)
+
+
+def test_chunked_run_equals_one_long_run():
+  """Step t draws from step_key(key, t): run(4) then run(6) is run(10), bit for bit."""
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  for selection in ("uct", "rm"):
+    solver = ISMCTS(selection=selection, batch=4, dtype="float64")
+    key = jax.random.key(2)
+    one = solver.run(tree, solver.init(tree), 10, key)
+    two = solver.run(tree, solver.run(tree, solver.init(tree), 4, key), 6, key)
+    assert int(one.iteration) == 10
+    for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
+      np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

@@ -19,7 +19,7 @@ def _run(game, kind, batch, steps, seed):
   g = jaxgt.load(game)
   tree = g.device_tree("float64")
   solver = SOLVERS[kind](batch=batch, dtype="float64")
-  state = solver.run(tree, solver.init(tree, jax.random.key(seed)), steps)
+  state = solver.run(tree, solver.init(tree), steps, jax.random.key(seed))
   return g, tree, solver.average_policy(tree, state)
 
 
@@ -40,11 +40,11 @@ def test_exploitability_falls_with_samples(game, kind, batch, steps):
   g = jaxgt.load(game)
   tree = g.device_tree("float64")
   solver = SOLVERS[kind](batch=batch, dtype="float64")
-  state = solver.init(tree, jax.random.key(0))
+  state, key = solver.init(tree), jax.random.key(0)
   uniform = float(sf.exploitability(tree, sf.uniform_policy(tree, np.float64)))
   values = []
   for n in (steps, 3 * steps, 12 * steps):  # after steps, 4 * steps, 16 * steps
-    state = solver.run(tree, state, n)
+    state = solver.run(tree, state, n, key)
     values.append(float(sf.exploitability(tree, solver.average_policy(tree, state))))
   assert values[2] < uniform
   assert values[2] < values[0]
@@ -78,9 +78,9 @@ def test_within_spread_of_openspiel_cpp(game, kind, iterations):
 def test_second_run_does_not_recompile():
   tree = jaxgt.load("kuhn_poker").device_tree("float64")
   solver = mccfr.outcome_sampling(batch=4, dtype="float64")
-  state = solver.run(tree, solver.init(tree, jax.random.key(0)), 3)
+  state = solver.run(tree, solver.init(tree), 3, jax.random.key(0))
   before = mccfr._run._cache_size()
-  solver.run(tree, state, 7)
+  solver.run(tree, state, 7, jax.random.key(0))
   assert mccfr._run._cache_size() == before
 
 
@@ -96,9 +96,11 @@ def test_bad_parameters():
   tree = jaxgt.load("kuhn_poker").device_tree("float64")
   solver = mccfr.make_sampling_solver("mccfr-es", batch=4, dtype="float64")
   with pytest.raises(ValueError, match="key"):
-    solver.init(tree, 0)
+    solver.run(tree, solver.init(tree), 1, 0)
+  with pytest.raises(ValueError, match="key"):
+    solver.run(tree, solver.init(tree), 1)
   with pytest.raises(ValueError, match="num_steps"):
-    solver.run(tree, solver.init(tree, jax.random.key(0)), -1)
+    solver.run(tree, solver.init(tree), -1, jax.random.key(0))
 
 
 @pytest.mark.parametrize("game,kind,batch,tol", [
@@ -108,7 +110,7 @@ def test_sampled_regret_is_unbiased(game, kind, batch, tol):
   """Mean sampled regret of the first half-step = exact counterfactual regret (uniform play)."""
   tree = jaxgt.load(game).device_tree("float64")
   solver = SOLVERS[kind](batch=batch, dtype="float64")
-  state = solver.run(tree, solver.init(tree, jax.random.key(1)), 1)
+  state = solver.run(tree, solver.init(tree), 1, jax.random.key(1))
   uniform = sf.uniform_policy(tree, np.float64)
   q, _ = sf.counterfactual_values(tree, uniform, 0)
   exact = np.where(tree.players[0].legal, q - np.sum(uniform[0] * q, -1, keepdims=True), 0.0)
@@ -119,10 +121,54 @@ def test_outcome_walks_agree():
   """The tabulated (large batch) and row-wise (small batch) walks sample the same trajectories."""
   tree = jaxgt.load("leduc_poker").device_tree("float64")
   solver = mccfr.outcome_sampling(batch=4, dtype="float64")
-  state = solver.run(tree, solver.init(tree, jax.random.key(0)), 50)
-  uni = jax.random.uniform(jax.random.key(5), (state.max_depth, 32), np.float64)
+  state = solver.run(tree, solver.init(tree), 50, jax.random.key(0))
+  uni = jax.random.uniform(jax.random.key(5), (tree.max_depth, 32), np.float64)
   for p in (0, 1):
-    a = mccfr._os_walk_lazy(solver, tree, state.regrets, p, uni)
-    b = mccfr._os_walk_tables(solver, tree, state.regrets, p, uni)
-    for x, y in zip(a, b):
+    a = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=False)
+    b = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=True)
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
       np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["os", "es"])
+def test_chunked_run_equals_one_long_run(kind):
+  """Step t draws from step_key(key, t): run(3) then run(4) is run(7), bit for bit."""
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  solver = SOLVERS[kind](batch=4, dtype="float64")
+  key = jax.random.key(11)
+  one = solver.run(tree, solver.init(tree), 7, key)
+  two = solver.run(tree, solver.run(tree, solver.init(tree), 3, key), 4, key)
+  assert int(one.iteration) == int(two.iteration) == 7
+  for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_walk_records_probabilities_of_the_drawn_actions():
+  """Trajectory.sample_prob / target_prob are the sampling / regret-matching probabilities."""
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  solver = mccfr.outcome_sampling(epsilon=0.5, batch=4, dtype="float64")
+  state = solver.run(tree, solver.init(tree), 20, jax.random.key(0))
+  uni = jax.random.uniform(jax.random.key(1), (tree.max_depth, 64), np.float64)
+  traj = mccfr.outcome_walk(solver, tree, state.regrets, 0, uni, tabulate=False)[0]
+  sigma = [np.asarray(sf.regret_matching(r, pt.legal)) for r, pt in zip(state.regrets, tree.players)]
+  legal = [np.asarray(pt.legal) for pt in tree.players]
+  chance = np.asarray(tree.chance_probs)
+  for t in range(tree.max_depth):
+    for b in range(64):
+      h, p, a = (int(np.asarray(x)[t, b]) for x in (traj.history, traj.player, traj.action))
+      if h < 0:
+        assert p == mccfr.NO_PLAYER and float(traj.sample_prob[t, b]) == 1.0
+        continue
+      assert int(np.asarray(tree.children)[h, a]) == (int(traj.history[t + 1, b])
+                                                      if t + 1 < tree.max_depth and
+                                                      int(traj.history[t + 1, b]) >= 0 else
+                                                      int(traj.last[b]))
+      if p < 0:
+        want_q = want_s = chance[h, a]
+      else:
+        i = int(np.asarray(tree.infostate)[h])
+        want_s = sigma[p][i, a]
+        want_q = 0.5 * want_s + 0.5 / legal[p][i].sum() if p == 0 else want_s
+      np.testing.assert_allclose(float(traj.sample_prob[t, b]), want_q, rtol=1e-12)
+      np.testing.assert_allclose(float(traj.target_prob[t, b]), want_s, rtol=1e-12)
+  assert np.all(np.asarray(traj.terminal) >= 0)

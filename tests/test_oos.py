@@ -36,8 +36,8 @@ def test_search_uses_only_the_information_state():
   g, (h1, h2) = _nonlocality()
   tree = g.device_tree("float64")
   solver = OOS(batch=4, dtype="float64")
-  a = solver.search(tree, solver.init(tree), jax.random.key(5), h1, 50)
-  b = solver.search(tree, solver.init(tree), jax.random.key(5), h2, 50)
+  a = solver.run(tree, solver.init(tree), 50, jax.random.key(5), history=h1)
+  b = solver.run(tree, solver.init(tree), 50, jax.random.key(5), history=h2)
   for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
@@ -72,12 +72,12 @@ def test_targeted_regret_estimates_are_unbiased(targeting, delta):
                    q - (q * np.asarray(uniform[0])).sum(-1, keepdims=True), 0.0)
   i = g.infostate_keys[1].index("2b")
   h = int(np.flatnonzero((np.asarray(tree.player) == 1) & (np.asarray(tree.infostate) == i))[0])
-  B = 20000
+  B = 40000  # 20000 was at the edge of the tolerance for some keys (max error 0.039-0.045)
   solver = OOS(delta=delta, targeting=targeting, gamma=0.0, batch=B, dtype="float64")
   state = solver.init(tree, prefill=True)
   _, w = solver.targets(tree, state, jnp.asarray(h))
   assert 0.0 < float(w) < 1.0
-  state = solver.search(tree, state, jax.random.key(0), h, 1)
+  state = solver.run(tree, state, 1, jax.random.key(0), history=h)
   np.testing.assert_allclose(np.asarray(state.regrets[0]) / B / float(w), exact, atol=0.04)
 
 
@@ -86,9 +86,9 @@ def test_delta_zero_is_outcome_sampling_mccfr():
   g = jaxgt.load("kuhn_poker")
   tree = g.device_tree("float64")
   ref = mccfr.outcome_sampling(batch=4, dtype="float64")
-  ms = ref.run(tree, ref.init(tree, jax.random.key(3)), 200)
+  ms = ref.run(tree, ref.init(tree), 200, jax.random.key(3))
   solver = OOS(delta=0.0, gamma=0.0, batch=4, dtype="float64")
-  st = solver.search(tree, solver.init(tree, prefill=True), jax.random.key(3), None, 200)
+  st = solver.run(tree, solver.init(tree, prefill=True), 200, jax.random.key(3), history=None)
   for p in (0, 1):
     np.testing.assert_allclose(np.asarray(st.regrets[p]), np.asarray(ms.regrets[p]),
                                rtol=1e-9, atol=1e-9)
@@ -96,8 +96,8 @@ def test_delta_zero_is_outcome_sampling_mccfr():
                                rtol=1e-9, atol=1e-9)
   # delta = 0 ignores the match position: same numbers as an empty match history.
   h = int(np.flatnonzero(np.asarray(tree.player) == 1)[0])
-  a = solver.search(tree, solver.init(tree), jax.random.key(1), None, 30)
-  b = solver.search(tree, solver.init(tree), jax.random.key(1), h, 30)
+  a = solver.run(tree, solver.init(tree), 30, jax.random.key(1), history=None)
+  b = solver.run(tree, solver.init(tree), 30, jax.random.key(1), history=h)
   for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
@@ -106,17 +106,17 @@ def test_incremental_tree_building_converges_and_respects_capacity():
   g = jaxgt.load("kuhn_poker")
   tree = g.device_tree("float64")
   solver = OOS(delta=0.0, batch=16, dtype="float64")
-  st = solver.search(tree, solver.init(tree), jax.random.key(3), None, 1)
+  st = solver.run(tree, solver.init(tree), 1, jax.random.key(3), history=None)
   assert 1 <= int(st.size) <= 2 * 16  # at most one new information state per trajectory
   for p in (0, 1):  # nothing outside memory is updated
     out = ~np.asarray(st.in_tree[p])
     assert not np.asarray(st.regrets[p])[out].any() and not np.asarray(st.cum_policy[p])[out].any()
-  st = solver.search(tree, st, jax.random.key(4), None, 1999)
+  st = solver.run(tree, st, 1999, jax.random.key(4), history=None)
   assert int(st.size) == 12
   # Offline MCCFR-OS reaches ~0.017 here (the same number of samples).
   assert float(sf.exploitability(tree, solver.average_policy(tree, st))) < 0.05
   small = OOS(delta=0.0, batch=16, capacity=3, dtype="float64")
-  st = small.search(tree, small.init(tree), jax.random.key(3), None, 100)
+  st = small.run(tree, small.init(tree), 100, jax.random.key(3), history=None)
   assert int(st.size) == 3 == sum(int(np.asarray(m).sum()) for m in st.in_tree)
 
 
@@ -124,7 +124,7 @@ def test_same_key_same_result_different_key_different():
   g, (h, _) = _nonlocality()
   tree = g.device_tree("float64")
   solver = OOS(batch=4, dtype="float64")
-  a, b, c = (solver.search(tree, solver.init(tree), jax.random.key(k), h, 50) for k in (7, 7, 8))
+  a, b, c = (solver.run(tree, solver.init(tree), 50, jax.random.key(k), history=h) for k in (7, 7, 8))
   for p in (0, 1):
     np.testing.assert_array_equal(np.asarray(a.regrets[p]), np.asarray(b.regrets[p]))
     np.testing.assert_array_equal(np.asarray(a.cum_policy[p]), np.asarray(b.cum_policy[p]))
@@ -142,10 +142,10 @@ def test_agent_act_is_traceable_and_keeps_tables():
   np.testing.assert_allclose(np.asarray(probs[0]), np.asarray(p0), rtol=1e-12)
   np.testing.assert_allclose(np.asarray(probs).sum(-1), 1.0)
   # A second move continues from the first move's tables, without recompiling.
-  compiled = oos._search._cache_size()
+  compiled = oos._run._cache_size()
   _, s1 = agent.act(keys[1], s0, int(hs[1]))
-  assert int(s1.iterations) == 40 and int(s1.size) >= int(s0.size)
-  assert oos._search._cache_size() == compiled
+  assert int(s1.iteration) == 40 and int(s1.size) >= int(s0.size)
+  assert oos._run._cache_size() == compiled
 
 
 def test_bad_input_raises_before_compilation():
@@ -159,12 +159,24 @@ def test_bad_input_raises_before_compilation():
     OOSAgent(g, iterations=0)
   solver = OOS(dtype="float64")
   state = solver.init(tree)
-  with pytest.raises(ValueError, match="num_iterations"):
-    solver.search(tree, state, jax.random.key(0), None, 0)
+  with pytest.raises(ValueError, match="num_steps"):
+    solver.run(tree, state, -1, jax.random.key(0), history=None)
   terminal = int(np.asarray(tree.terminal_history)[0])
   agent = OOSAgent(g, iterations=5, solver=solver)
   for h in (0, terminal, tree.num_histories):  # chance root, terminal, out of range
     with pytest.raises(ValueError, match="history"):
       agent.act(jax.random.key(0), state, h)
   with pytest.raises(ValueError, match="key"):
-    solver.search(tree, state, 3, None, 1)
+    solver.run(tree, state, 1, 3, history=None)
+
+
+def test_chunked_run_equals_one_long_run():
+  """Step t draws from step_key(key, t): run(2) then run(3) is run(5), bit for bit."""
+  g, (h, _) = _nonlocality()
+  tree = g.device_tree("float64")
+  solver = OOS(batch=4, dtype="float64")
+  key = jax.random.key(9)
+  one = solver.run(tree, solver.init(tree), 5, key, history=h)
+  two = solver.run(tree, solver.run(tree, solver.init(tree), 2, key, history=h), 3, key, history=h)
+  for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

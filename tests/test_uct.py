@@ -8,16 +8,23 @@ import pytest
 import jaxgt
 from jaxgt.games.base import CHANCE
 from jaxgt.core import sequence_form as sf
+from jaxgt.solvers import base
 from jaxgt.solvers import uct as uct_lib
 
 
 def _curves(solver, tree, checkpoints, seeds):
-  """Exploitability ``[checkpoints, seeds]`` of ``seeds`` vmapped runs."""
-  return uct_lib.exploitability_curve(solver, tree, checkpoints, jax.random.key(2015), seeds)
+  """Exploitability ``[checkpoints, seeds]`` of ``seeds`` vmapped runs (checkpoints in episodes)."""
+  steps = [c // solver.samples_per_step for c in checkpoints]
+  return base.exploitability_curve(solver, tree, steps, jax.random.key(2015), seeds)
 
 
 def _reference(solver, tree, key, episodes):
-  """Algorithm 1 (+ Smooth UCB), one episode at a time in NumPy, drawing the solver's uniforms."""
+  """Algorithm 1 (+ Smooth UCB), one episode at a time in NumPy, drawing the solver's uniforms.
+
+  Episode ``e`` uses ``step_key(key, e)``, one uniform per depth step; Smooth
+  UCB's choice (UCB1 with probability ``eta_k``, else the average strategy)
+  is drawn in one go from the mixture ``eta_k UCB + (1 - eta_k) N / N(u)``.
+  """
   A = tree.num_actions
   pl, ch, chp = (np.asarray(x) for x in (tree.player, tree.children, tree.chance_probs))
   info, term, pay = (np.asarray(x) for x in (tree.infostate, tree.history_terminal,
@@ -31,33 +38,33 @@ def _reference(solver, tree, key, episodes):
     c = np.cumsum(w)
     return min(int(np.sum(c <= u * c[-1])), len(w) - 1)
 
-  for _ in range(episodes):
-    key, sub = jax.random.split(key)
-    uni = np.asarray(jax.random.uniform(sub, (D, 1, 3), jnp.float64))[:, 0]
+  for e in range(episodes):
+    uni = np.asarray(jax.random.uniform(base.step_key(key, e), (D, 1), jnp.float64))[:, 0]
     h, out, path = 0, [False, False], []
     for t in range(D):
       p = pl[h]
       if p == CHANCE:
-        h = ch[h, pick(chp[h], uni[t, 0])]
+        h = ch[h, pick(chp[h], uni[t])]
         continue
       if p < 0:
         break
       i, lg = info[h], legal[p][info[h]]
       n, q = N[p][i], Q[p][i]
       if out[p]:
-        a = pick(lg.astype(float), uni[t, 0])
+        a = pick(lg / lg.sum(), uni[t])
       elif n.sum() == 0:
-        a = pick(lg.astype(float), uni[t, 0])
+        a = pick(lg / lg.sum(), uni[t])
         out[p] = True
         path.append((p, i, a))
       else:
         bonus = solver.c * np.sqrt(np.log(n.sum()) / np.maximum(n, 1))
         score = np.where(lg, np.where(n > 0, q + bonus, np.inf), -np.inf)
-        a = pick((lg & (score == score.max())).astype(float), uni[t, 0])
+        best = lg & (score == score.max())
+        w = best / best.sum()
         if solver.smooth:
           eta_k = max(solver.gamma, solver.eta / (1 + solver.d * np.sqrt(n.sum())))
-          if not uni[t, 1] < eta_k:
-            a = pick(np.where(lg, n, 0).astype(float), uni[t, 2])
+          w = eta_k * w + (1 - eta_k) * np.where(lg, n, 0) / n.sum()
+        a = pick(w, uni[t])
         path.append((p, i, a))
       h = ch[h, a]
     r = pay[term[h]]
@@ -74,21 +81,21 @@ def test_matches_sequential_reference(name):
   solver = (uct_lib.uct(dtype="float64") if name == "uct" else
             uct_lib.smooth_uct(d=0.5, dtype="float64"))
   key = jax.random.key(7)
-  state = solver.run(tree, solver.init(tree, key), 300)
+  state = solver.run(tree, solver.init(tree), 300, key)
   N, Q = _reference(solver, tree, key, 300)
   for p in (0, 1):
     np.testing.assert_array_equal(np.asarray(state.visits[p]), N[p])
     np.testing.assert_allclose(np.asarray(state.values[p]), Q[p], atol=1e-12)
-  assert int(state.episodes) == 300
+  assert int(state.iteration) == 300
 
 
 def test_tree_grows_one_node_per_player_per_episode():
   tree = jaxgt.load("leduc_poker").device_tree("float32")
   solver = uct_lib.smooth_uct(c=18, d=0.002)
-  state = solver.init(tree, jax.random.key(0))
+  state, key = solver.init(tree), jax.random.key(0)
   sizes = []
   for _ in range(5):
-    state = solver.run(tree, state, 7)
+    state = solver.run(tree, state, 7, key)
     sizes.append([int(m.sum()) for m in state.in_tree()])
   for k, s in enumerate(sizes):
     assert all(1 <= x <= 7 * (k + 1) for x in s), sizes
@@ -104,7 +111,7 @@ def test_same_key_same_policy_different_key_differs(factory):
   solver = factory(batch=8)
 
   def run(seed):
-    s = solver.run(tree, solver.init(tree, jax.random.key(seed)), 50)
+    s = solver.run(tree, solver.init(tree), 50, jax.random.key(seed))
     return solver.average_policy(tree, s)
 
   a, b, c = run(3), run(3), run(4)
@@ -128,12 +135,12 @@ def test_invalid_parameters_raise_before_compilation():
       f()
   tree = jaxgt.load("kuhn_poker").device_tree("float32")
   solver = uct_lib.uct()
+  state = solver.init(tree)
   with pytest.raises(ValueError, match="key"):
-    solver.init(tree, 0)
-  state = solver.init(tree, jax.random.key(0))
+    solver.run(tree, state, 1, 0)
   for n in (-1, 2.5, True):
     with pytest.raises(ValueError, match="num_steps"):
-      solver.run(tree, state, n)
+      solver.run(tree, state, n, jax.random.key(0))
 
 
 def test_paper_constants_and_mixing_schedule():
@@ -149,9 +156,9 @@ def test_paper_constants_and_mixing_schedule():
 def test_second_run_does_not_recompile():
   tree = jaxgt.load("kuhn_poker").device_tree("float32")
   solver = uct_lib.smooth_uct(batch=4)
-  state = solver.run(tree, solver.init(tree, jax.random.key(0)), 3)
+  state = solver.run(tree, solver.init(tree), 3, jax.random.key(0))
   size = uct_lib._run._cache_size()
-  solver.run(tree, state, 11)
+  solver.run(tree, state, 11, jax.random.key(0))
   assert uct_lib._run._cache_size() == size
 
 
@@ -182,7 +189,7 @@ def test_smooth_uct_keeps_falling_uct_does_not_kuhn():
 def test_leduc_smoke():
   tree = jaxgt.load("leduc_poker").device_tree("float32")
   solver = uct_lib.for_game("smooth-uct", "leduc_poker", batch=32)
-  state = solver.run(tree, solver.init(tree, jax.random.key(1)), 100)
+  state = solver.run(tree, solver.init(tree), 100, jax.random.key(1))
   expl = jax.jit(sf.exploitability)
   e = float(expl(tree, solver.average_policy(tree, state)))
   uniform = float(expl(tree, sf.uniform_policy(tree)))
@@ -191,3 +198,18 @@ def test_leduc_smoke():
   for p, pt in enumerate(tree.players):
     np.testing.assert_array_equal(np.asarray(g[p]).sum(-1), 1.0)
     assert not np.any(np.asarray(g[p])[~np.asarray(pt.legal)])
+
+
+def test_chunked_run_equals_one_long_run_and_curve_ends_there():
+  """run(3) then run(5) is run(8) bit for bit; exploitability_curve's last point is that run's."""
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  solver = uct_lib.smooth_uct(batch=4, dtype="float64")
+  key = jax.random.key(5)
+  one = solver.run(tree, solver.init(tree), 8, key)
+  two = solver.run(tree, solver.run(tree, solver.init(tree), 3, key), 5, key)
+  for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  curve = base.exploitability_curve(solver, tree, (3, 8), key, seeds=2)
+  first = solver.run(tree, solver.init(tree), 8, jax.random.split(key, 2)[0])
+  np.testing.assert_allclose(curve[-1, 0], float(sf.exploitability(tree, solver.policy(tree, first))),
+                             rtol=1e-9)

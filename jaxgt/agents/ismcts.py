@@ -8,9 +8,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxgt.agents.table_search import TableSearchAgent
-from jaxgt.core.tables import acting_row
-from jaxgt.core.checks import check_decision_history
 from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.tables import acting_row
 from jaxgt.solvers.ismcts import ISMCTS
 
 
@@ -31,17 +30,21 @@ class ISMCTSAgent(TableSearchAgent):
   _solver_type = ISMCTS
   _targeting = "ist"
 
+  def __post_init__(self):
+    super().__post_init__()
+    # The empty statistics every move starts from, built once outside any trace.
+    object.__setattr__(self, "_fresh", self.solver.init(self.tree))
+
   def init(self, key: jax.Array):
     del key
     return jnp.zeros((), jnp.int32)
 
   def act(self, key, state, history):
     tree = self.tree
-    check_decision_history(tree, history)
-    s = self.solver.search(tree, self.solver.init(tree), key, history, self.simulations,
-                           members=self._members)
+    s = self.solver.run(tree, self._fresh, self.simulations, key, history=history,
+                        members=self._members)
     legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
     cum = None if s.cum_policy is None else acting_row(tree, s.cum_policy, history)
-    probs = self.solver._final(acting_row(tree, s.visits, history), cum,
-                               acting_row(tree, legal, history))
+    probs = self.solver.move_policy(acting_row(tree, s.visits, history), cum,
+                                    acting_row(tree, legal, history))
     return probs, state + 1

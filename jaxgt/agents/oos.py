@@ -5,13 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 
 from jaxgt.agents.table_search import TableSearchAgent
-from jaxgt.core.tables import acting_row
-from jaxgt.core.checks import check_decision_history
-from jaxgt.core import sequence_form
 from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.tables import acting_row
 from jaxgt.solvers.oos import OOS, OOSState
 
 
@@ -40,9 +37,6 @@ class OOSAgent(TableSearchAgent):
 
   def act(self, key, state: OOSState, history):
     tree = self.tree
-    check_decision_history(tree, history)
-    state = self.solver.search(tree, state, key, history, self.iterations, members=self._members)
-    legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
-    row = sequence_form.normalize(acting_row(tree, state.cum_policy, history),
-                       acting_row(tree, legal, history))
-    return row, state
+    state = self.solver.run(tree, state, self.iterations, key, history=history,
+                            members=self._members)
+    return acting_row(tree, self.solver.policy(tree, state), history), state

@@ -7,8 +7,9 @@ import dataclasses
 import jax
 import numpy as np
 
-from jaxgt.agents.base import Agent, acting_row
+from jaxgt.agents.base import Agent
 from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.tables import acting_row
 from jaxgt.solvers.uct import UCTSolver, UCTState, smooth_uct
 
 
@@ -45,14 +46,15 @@ class UCTAgent(Agent):
     object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
 
   def init(self, key: jax.Array) -> UCTState:
-    return self.solver.init(self._tree, key)
+    del key
+    return self.solver.init(self._tree)
 
   def act(self, key, state: UCTState, history):
     tree = self._tree
-    state = self.solver.run(tree, state.replace(key=key), self.episodes // self.solver.batch)
-    pol = (self.solver.average_policy if self.play == "average" else self.solver.greedy_policy)(
+    state = self.solver.run(tree, state, self.episodes // self.solver.batch, key)
+    pol = (self.solver.policy if self.play == "average" else self.solver.greedy_policy)(
         tree, state)
-    return acting_row(self.game.tree, pol, history), state
+    return acting_row(tree, pol, history), state
 
   def statistics(self, state: UCTState, player: int):
     """``player``'s visit counts ``N(u, a)`` ``[I_player, A]`` (float)."""

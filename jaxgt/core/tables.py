@@ -1,13 +1,30 @@
-"""Per-player tables ``([I0, A], [I1, A])`` indexed by histories.
+"""Per-player tables ``([I0, A], [I1, A])`` indexed by information states.
 
 Solvers, agents and the match referee all read "the row of the acting
-player's information state at history ``h``"; this module is the one place
-that gather lives.
+player's information state"; :func:`infostate_rows` is the one place that
+gather lives (batched), :func:`acting_row` its single-history form.
 """
 
 from __future__ import annotations
 
 import jax.numpy as jnp
+
+
+def infostate_rows(tables, player, infostate):
+  """Rows ``[..., *row]`` of ``tables = (t0 [I0, *row], t1 [I1, *row])`` at ``(player, infostate)``.
+
+  ``player`` and ``infostate`` are ``int32`` arrays of one shape ``[...]``
+  (traceable); the row of ``t0`` is taken where ``player == 0``, of ``t1``
+  elsewhere. Indices are clipped into range, so chance, terminal and
+  padding entries (``NO_INDEX`` information states) read a valid row that
+  callers mask.
+  """
+  t0, t1 = (jnp.asarray(t) for t in tables)
+  info = jnp.asarray(infostate, jnp.int32)
+  r0 = t0[jnp.clip(info, 0, max(t0.shape[0] - 1, 0))]
+  r1 = t1[jnp.clip(info, 0, max(t1.shape[0] - 1, 0))]
+  sel = (jnp.asarray(player) == 0).reshape(info.shape + (1,) * (t0.ndim - 1))
+  return jnp.where(sel, r0, r1)
 
 
 def acting_row(tree, tables, history):
@@ -17,11 +34,4 @@ def acting_row(tree, tables, history):
   traceable in ``history`` (an ``int32`` scalar, concrete or traced).
   """
   h = jnp.asarray(history, jnp.int32)
-  pl = jnp.asarray(tree.player)[h]
-  info = jnp.asarray(tree.infostate)[h]
-  t0, t1 = (jnp.asarray(t) for t in tables)
-  r0 = t0[jnp.clip(info, 0, max(t0.shape[0] - 1, 0))]
-  r1 = t1[jnp.clip(info, 0, max(t1.shape[0] - 1, 0))]
-  return jnp.where(pl == 0, r0, r1)
-
-
+  return infostate_rows(tables, jnp.asarray(tree.player)[h], jnp.asarray(tree.infostate)[h])

@@ -47,7 +47,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.checks import check_key
+from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int
+from jaxgt.core.evaluate import policy_evaluation
 
 
 class Solver(abc.ABC):
@@ -106,3 +107,38 @@ def require_key(solver_name: str, key) -> jax.Array:
 def step_key(key: jax.Array, iteration) -> jax.Array:
   """The key of step ``iteration`` (0-based) of a run driven by ``key``."""
   return jax.random.fold_in(key, iteration)
+
+
+def exploitability_curve(solver: Solver, tree, checkpoints, key: jax.Array,
+                         seeds: int = 1) -> np.ndarray:
+  """``[len(checkpoints), seeds]`` exact exploitabilities of ``seeds`` vmapped runs of ``solver``.
+
+  Works for every solver through the protocol: ``seeds`` runs from
+  ``solver.init(tree)`` driven by the keys ``split(key, seeds)`` (sampled
+  solvers; deterministic ones get no key), each evaluated after
+  ``checkpoints[k]`` steps (increasing) with
+  :func:`jaxgt.core.evaluate.policy_evaluation` of ``solver.policy``; one
+  jitted call per checkpoint. Chunking does not change a run (step keys), so
+  the last column equals one run of ``checkpoints[-1]`` steps.
+  """
+  seeds = check_positive_int("seeds", seeds)
+  steps = [check_nonnegative_int("checkpoint", c) for c in checkpoints]
+  if any(b < a for a, b in zip(steps, steps[1:])):
+    raise ValueError(f"checkpoints must be increasing, got {checkpoints!r}")
+  keys = jax.random.split(require_key(solver.name, key), seeds)
+
+  @jax.jit
+  def advance(states, n):
+    def one(s, k):
+      s = solver.run(tree, s, n, k) if solver.sampled else solver.run(tree, s, n)
+      return s, policy_evaluation(tree, solver.policy(tree, s)).exploitability
+    return jax.vmap(one)(states, keys)
+
+  state = solver.init(tree)
+  states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (seeds,) + x.shape), state)
+  done, out = 0, []
+  for c in steps:
+    states, e = advance(states, c - done)
+    done = c
+    out.append(np.asarray(e))
+  return np.asarray(out)

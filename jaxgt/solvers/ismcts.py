@@ -22,10 +22,11 @@ Selection (Sec. 5.1):
   updated from the importance-sampled reward ``u 1[a' = a] / sigma(a) - u``
   (Lanctot et al. 2013); the move played is the mean strategy.
 
-``ISMCTS(...).search(tree, state, key, history, n)`` runs ``n`` steps of
+``ISMCTS(...).run(tree, state, n, key, history=history)`` runs ``n`` steps of
 ``batch`` simulations (``n x batch`` in all) in one jitted ``lax.fori_loop``
-(the simulations of a step read the same statistics and are written with one
-scatter-add).
+(the solver protocol of :mod:`jaxgt.solvers.base`; the simulations of a step
+are walked together by :func:`jaxgt.solvers.walk.walk`, read the same
+statistics and are written with one scatter-add).
 """
 
 from __future__ import annotations
@@ -35,18 +36,19 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.dtypes import resolve_dtype
-from jaxgt.core.compiler import GameTree
-from jaxgt.games.base import CHANCE
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_decision_history, check_key, check_positive_int, max_depth
-from jaxgt.core.dtypes import cast_tree
+from jaxgt.core.checks import check_decision_history, check_positive_int, max_depth
+from jaxgt.core.compiler import NO_INDEX, GameTree
+from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.sampling import mix_uniform, sample_index
+from jaxgt.core.tables import infostate_rows
+from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
 from jaxgt.solvers.oos import (ancestor_chains, chain_reach, grow_tree, member_row,
                                target_members)
+from jaxgt.solvers.walk import Draw, walk
 
 SELECTION = ("uct", "rm")
 FINAL = ("visits", "frequency", "mean")
@@ -65,8 +67,7 @@ class ISMCTSState:
       else ``None``).
     in_tree: ``([I0] bool, [I1] bool)`` information states in memory.
     size: ``[] int32`` information states in memory.
-    simulations: ``[] int32`` simulations run.
-    depth: static largest history depth (trajectory length).
+    iteration: ``[] int32`` steps run (``batch`` simulations each).
   """
 
   visits: tuple
@@ -75,13 +76,12 @@ class ISMCTSState:
   cum_policy: tuple
   in_tree: tuple
   size: jax.Array
-  simulations: jax.Array
-  depth: int = struct.field(pytree_node=False)
+  iteration: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
-class ISMCTS:
-  """Hyperparameters of ISMCTS (Sec. 5.1); methods are pure.
+class ISMCTS(Solver):
+  """Hyperparameters of ISMCTS (Sec. 5.1); methods are pure (:mod:`.base`).
 
   Attributes:
     selection: ``"uct"`` or ``"rm"``.
@@ -103,6 +103,12 @@ class ISMCTS:
   batch: int = 1
   dtype: str = "float32"
 
+  name = "ismcts"
+
+  @property
+  def samples_per_step(self) -> int:
+    return self.batch
+
   def __post_init__(self):
     if self.selection not in SELECTION:
       raise ValueError(f"selection must be one of {SELECTION}, got {self.selection!r}")
@@ -123,51 +129,53 @@ class ISMCTS:
     check_positive_int("batch", self.batch)
     object.__setattr__(self, "dtype", jnp.dtype(resolve_dtype(self.dtype)).name)
 
-  def init(self, tree: GameTree) -> ISMCTSState:
-    """Empty statistics and memory."""
+  def init(self, tree: GameTree, *, weights=None) -> ISMCTSState:
+    """Empty statistics and memory (root beliefs, ``weights``, are not supported)."""
+    if weights is not None:
+      raise ValueError("ISMCTS does not support root beliefs (weights)")
     dtype = resolve_dtype(self.dtype)
+    max_depth(tree)
     zeros = tuple(jnp.zeros((k, tree.num_actions), dtype) for k in tree.num_infostates)
     uct = self.selection == "uct"
     return ISMCTSState(visits=zeros, values=zeros if uct else None,
                        regrets=None if uct else zeros, cum_policy=None if uct else zeros,
                        in_tree=tuple(jnp.zeros(k, bool) for k in tree.num_infostates),
-                       size=jnp.zeros((), jnp.int32), simulations=jnp.zeros((), jnp.int32),
-                       depth=max_depth(tree))
+                       size=jnp.zeros((), jnp.int32), iteration=jnp.zeros((), jnp.int32))
 
-  def exploration_constant(self, tree: GameTree) -> float:
+  def exploration_constant(self, tree: GameTree) -> jax.Array:
+    """``c``, or twice the largest absolute payoff when ``c`` is ``None`` (traceable)."""
     if self.c is not None:
-      return float(self.c)
-    return 2.0 * float(np.max(np.abs(np.asarray(tree.terminal_payoff)), initial=0.0))
+      return jnp.asarray(self.c, tree.terminal_payoff.dtype)
+    return 2.0 * jnp.max(jnp.abs(tree.terminal_payoff), initial=0.0)
 
-  def search(self, tree: GameTree, state: ISMCTSState, key, history, num_simulations: int, *,
-             members=None):
-    """``num_simulations`` steps of ``batch`` simulations each (``num_simulations x batch``
-    in all), determinized from ``history``'s information state.
+  def run(self, tree: GameTree, state: ISMCTSState, num_steps, key=None, *, history=None,
+          members=None) -> ISMCTSState:
+    """``num_steps`` steps of ``batch`` simulations each, determinized from ``history``'s
+    information state.
 
     ``history``: ``None`` (the root) or a history index (may be traced) where
     player 0 or 1 acts; only its acting player's information state is used.
     ``members``: ``target_members(tree, "ist")`` (computed here when ``None``).
     """
-    num_simulations = check_positive_int("num_simulations", num_simulations)
-    key = check_key(key)
+    num_steps = check_num_steps(num_steps, traced_ok=True)
+    key = require_key(self.name, key)
     if history is None:
-      history = -1
+      history = NO_INDEX
     else:
       check_decision_history(tree, history)
     if members is None:
       members = target_members(tree, "ist")
-    return _search(self, self.exploration_constant(tree), tree, state, key,
-                   jnp.asarray(history, jnp.int32), jnp.asarray(num_simulations, jnp.int32),
-                   jnp.asarray(members))
+    return _run(self, tree, state, num_steps, key, jnp.asarray(history, jnp.int32),
+                jnp.asarray(members))
 
   def policy(self, tree: GameTree, state: ISMCTSState):
     """Move policy of every information state (``final``): ``([I0, A], [I1, A])``."""
-    return tuple(self._final(state.visits[p], None if state.cum_policy is None else
-                             state.cum_policy[p], jnp.asarray(tree.players[p].legal))
+    return tuple(self.move_policy(state.visits[p], None if state.cum_policy is None else
+                                  state.cum_policy[p], jnp.asarray(tree.players[p].legal))
                  for p in (0, 1))
 
-  def _final(self, n, cum, legal):
-    """Move policy ``[..., A]`` from visit counts / mean-strategy sums of the same rows."""
+  def move_policy(self, n, cum, legal):
+    """Move policy ``[..., A]`` (``final``) from visit counts / mean-strategy sums of the same rows."""
     if self.final == "mean":
       return sequence_form.normalize(cum, legal)
     if self.final == "frequency":
@@ -177,42 +185,26 @@ class ISMCTS:
                      jax.nn.one_hot(best, n.shape[-1], dtype=n.dtype), sequence_form.normalize(n, legal))
 
 
-def _rows(table, pl, info):
-  n0, n1 = table[0].shape[0], table[1].shape[0]
-  sel = (pl == 0).reshape(pl.shape + (1,) * (table[0].ndim - 1))
-  return jnp.where(sel, table[0][jnp.clip(info, 0, n0 - 1)], table[1][jnp.clip(info, 0, n1 - 1)])
+def ismcts_node_policy(cfg: ISMCTS, c_uct, state: ISMCTSState):
+  """The ISMCTS node policy (a :func:`~jaxgt.solvers.walk.walk` callback; sampling = target).
 
+  Carry ``head [B]``: the simulation is still inside memory. In memory:
+  UCT (``Q + C sqrt(ln N / N(a))``, untried first, ties uniform) or regret
+  matching mixed with ``exploration`` uniform; at the first state outside
+  memory and in the playout: uniform. Records ``(sigma [B, A], legal [B, A],
+  tree_node [B], new_node [B])``.
+  """
 
-def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, cdf, key):
-  """``batch`` simulations reading ``state``; their updates in one scatter-add."""
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  D = state.depth
-  B = cfg.batch
-  dtype = state.visits[0].dtype
-  kd, ks = jax.random.split(key)
-  uni = jax.random.uniform(ks, (D, B), dtype)
-  # Determinization: a history of the information state, by chance reach.
-  ud = jax.random.uniform(kd, (B,), cdf.dtype) * cdf[-1]
-  k = jnp.minimum(jnp.searchsorted(cdf, ud, side="right"), cdf.shape[0] - 1)
-  h0 = jnp.maximum(row[k], 0).astype(jnp.int32)  # the root when there is no match history
-  legal_tab = tuple(pt.legal for pt in tree.players)
-
-  def body(t, carry):
-    hs, head, rec = carry
-    pl = tree.player[hs]
-    info = tree.infostate[hs]
-    dec = pl >= 0
-    live = dec | (pl == CHANCE)
-    legal = _rows(legal_tab, pl, info) & dec[:, None]
-    mem = _rows(state.in_tree, pl, info) & dec
-    tree_node = dec & head & mem
-    new_node = dec & head & ~mem
-    nleg = jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
-    unif = (legal / nleg).astype(dtype)
+  def node_policy(t, node, head):
+    del t
+    pl, info, legal = node.player, node.infostate, node.legal
+    mem = infostate_rows(state.in_tree, pl, info) & node.decision
+    tree_node = node.decision & head & mem
+    new_node = node.decision & head & ~mem
+    unif = mix_uniform(jnp.zeros(legal.shape, state.visits[0].dtype), legal, 1.0)
     if cfg.selection == "uct":
-      n = _rows(state.visits, pl, info)
-      q = _rows(state.values, pl, info) / jnp.maximum(n, 1.0)
+      n = infostate_rows(state.visits, pl, info)
+      q = infostate_rows(state.values, pl, info) / jnp.maximum(n, 1.0)
       ntot = jnp.sum(n, axis=-1, keepdims=True)
       score = q + c_uct * jnp.sqrt(jnp.log(jnp.maximum(ntot, 1.0)) / jnp.maximum(n, 1.0))
       score = jnp.where(n > 0, score, jnp.inf)
@@ -220,33 +212,35 @@ def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, cdf, key)
       best = legal & (score >= jnp.max(score, axis=-1, keepdims=True))
       sig = best / jnp.maximum(jnp.sum(best, axis=-1, keepdims=True), 1)
     else:
-      rm = jnp.where(legal, sequence_form.regret_matching(_rows(state.regrets, pl, info), legal), 0.0)
-      sig = cfg.exploration * unif + (1.0 - cfg.exploration) * rm
-    sig = jnp.where(tree_node[:, None], sig, unif).astype(dtype)
-    probs = jnp.where((pl == CHANCE)[:, None], tree.chance_probs[hs],
-                      jnp.pad(sig, ((0, 0), (0, C - A))))
-    cdf_a = jnp.cumsum(probs, axis=-1)
-    a = jnp.minimum(jnp.sum(cdf_a <= (uni[t] * cdf_a[:, -1])[:, None], axis=-1), C - 1)
-    a = a.astype(jnp.int32)
-    ac = jnp.minimum(a, A - 1)
-    new = (jnp.where(live, hs, -1), ac, sig, legal, tree_node, new_node)
-    rec = tuple(x.at[t].set(v) for x, v in zip(rec, new))
-    return jnp.where(live, tree.children[hs, a], hs), head & ~new_node, rec
+      rm = sequence_form.regret_matching(infostate_rows(state.regrets, pl, info), legal)
+      sig = mix_uniform(rm, legal, cfg.exploration)
+    sig = jnp.where(tree_node[:, None], sig, unif).astype(unif.dtype)
+    return Draw(sample=sig, target=sig, record=(sig, legal, tree_node, new_node)), \
+        head & ~new_node
 
-  rec = (jnp.full((D, B), -1, jnp.int32), jnp.zeros((D, B), jnp.int32),
-         jnp.zeros((D, B, A), dtype), jnp.zeros((D, B, A), bool),
-         jnp.zeros((D, B), bool), jnp.zeros((D, B), bool))
-  hs, _, (path, acts, sig, legal, tree_node, new_node) = lax.fori_loop(
-      0, D, body, (h0, jnp.ones(B, bool), rec))
-  u0 = tree.terminal_payoff[tree.history_terminal[hs]]  # [B]
-  hp = jnp.maximum(path, 0)
-  plt = jnp.where(path >= 0, tree.player[hp], -9)
-  info = tree.infostate[hp]
+  return node_policy
+
+
+def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, weights, key):
+  """``batch`` simulations reading ``state``; their updates in one scatter-add."""
+  A = tree.num_actions
+  B = cfg.batch
+  dtype = state.visits[0].dtype
+  kd, ks = jax.random.split(key)
+  uni = jax.random.uniform(ks, (tree.max_depth, B), dtype)
+  # Determinization: a history of the information state, by chance reach.
+  k = sample_index(weights, jax.random.uniform(kd, (B,), weights.dtype))
+  h0 = jnp.maximum(row[k], 0).astype(jnp.int32)  # the root when there is no match history
+  traj, _ = walk(tree, ismcts_node_policy(cfg, c_uct, state), uni, start=h0,
+                 carry=jnp.ones(B, bool))
+  sig, legal, tree_node, new_node = traj.record
+  u0 = traj.payoff(tree)  # [B]
+  plt, info = traj.player, traj.infostate
   in_tree, size, admitted = grow_tree(state.in_tree, state.size, cfg.capacity, plt, info, new_node)
   upd = tree_node | admitted
   u = jnp.where(plt == 0, u0, -u0)[..., None]  # [D, B, 1] acting player's payoff
-  onehot = jax.nn.one_hot(acts, A, dtype=dtype)
-  sig_a = jnp.sum(sig * onehot, axis=-1, keepdims=True)
+  onehot = jax.nn.one_hot(traj.action, A, dtype=dtype)
+  sig_a = traj.sample_prob[..., None]
   stats = {"visits": onehot, "values": onehot * u,
            "regrets": jnp.where(legal, onehot * u / jnp.maximum(sig_a, 1e-30) - u, 0.0),
            "cum_policy": sig}
@@ -260,23 +254,20 @@ def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, cdf, key)
       tabs[p] = tabs[p].at[jnp.where(m, info, 0).reshape(-1)].add(
           jnp.where(m[..., None], inc, 0.0).reshape(-1, A))
     out[name] = tuple(tabs)
-  return state.replace(in_tree=in_tree, size=size,
-                       simulations=state.simulations + B, **out)
+  return state.replace(in_tree=in_tree, size=size, **out)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _search(cfg: ISMCTS, c_uct: float, tree: GameTree, state: ISMCTSState, key, history,
-            num_simulations, members):
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run(cfg: ISMCTS, tree: GameTree, state: ISMCTSState, num_steps, key, history, members):
   tree = cast_tree(tree, state.visits[0].dtype)
   row = member_row(tree, "ist", members, history)
-  reach = chain_reach(tree, ancestor_chains(tree, state.depth, row))
-  cdf = jnp.cumsum(jnp.where(row >= 0, reach, 0.0))
-  cdf = jnp.where(cdf[-1] > 0, cdf, jnp.arange(1, cdf.shape[0] + 1, dtype=cdf.dtype))
+  reach = chain_reach(tree, ancestor_chains(tree, tree.max_depth, row))
+  weights = jnp.where(row >= 0, reach, 0.0)
+  weights = jnp.where(jnp.sum(weights) > 0, weights, 1.0)  # the root: any slot
 
-  def body(_, carry):
-    s, key = carry
-    key, k = jax.random.split(key)
-    return _step(cfg, c_uct, tree, s, row, cdf, k), key
+  def body(_, s):
+    s = _step(cfg, cfg.exploration_constant(tree), tree, s, row, weights,
+              step_key(key, s.iteration))
+    return s.replace(iteration=s.iteration + 1)
 
-  state, _ = lax.fori_loop(0, num_simulations, body, (state, key))
-  return state
+  return lax.fori_loop(0, num_steps, body, state)

@@ -1,11 +1,11 @@
 """Monte Carlo CFR with batches of sampled trajectories: outcome and external sampling.
 
 ``solver = outcome_sampling(epsilon=0.6, batch=256)`` returns a frozen
-:class:`MCCFRSolver` with the interface of :class:`~jaxgt.solvers.cfr.CFRSolver`:
-``init(tree, key) -> MCCFRState``, ``step(tree, state)``, ``run(tree, state,
-num_steps)`` (one jitted ``lax.fori_loop``) and ``average_policy(tree, state)``.
-The key lives in the state and is split at every step, so a run is a pure
-function of ``(tree, key, num_steps)``: same key, same policy, bit for bit.
+:class:`MCCFRSolver` following the solver protocol (:mod:`jaxgt.solvers.base`):
+``init(tree) -> MCCFRState``, ``run(tree, state, num_steps, key)`` (one jitted
+``lax.fori_loop``; step ``t`` draws from ``step_key(key, t)``, so a run is a
+pure function of ``(tree, key, num_steps)`` and chunked runs equal one long
+run) and ``policy(tree, state)`` (the average strategy).
 
 One *step* updates player 0 from ``batch`` trajectories, then player 1 from
 ``batch`` new ones (sampled under player 0's updated regrets), so a step is
@@ -14,7 +14,8 @@ Within a player's half-step all trajectories read the same strategy and their
 updates are summed with one scatter-add.
 
 * **Outcome sampling** (Lanctot et al. 2009; Lisy et al. 2015, Sec. 3.1, the
-  ``delta = 0`` case of Algorithm 1): one terminal per trajectory; the updated
+  ``delta = 0`` case of Algorithm 1): one terminal per trajectory, walked by
+  :func:`jaxgt.solvers.walk.walk` (the node policy is below); the updated
   player samples from ``epsilon * uniform + (1 - epsilon) * sigma``, the
   opponent and chance on-policy. Regrets at the updated player's states get
   ``W (1[a = a*] pi(z|ha) / q(a*) - pi(z|h))`` with ``W = u(z) / q_i(z[:h])``
@@ -23,7 +24,12 @@ updates are summed with one scatter-add.
   as OpenSpiel's ``OutcomeSamplingSolver``).
 * **External sampling** (Lanctot et al. 2009): chance and opponent actions
   sampled once per visited history, every action of the updated player
-  explored. A traversal walks depth by depth over a frontier of static size
+  explored. This is a traversal, not one trajectory, so it does not use
+  :func:`~jaxgt.solvers.walk.walk`; it reads the same nodes
+  (:func:`~jaxgt.solvers.walk.node_at`), regret-matches with the same
+  function and draws chance/opponent outcomes with the same weights
+  (:func:`~jaxgt.solvers.walk.with_chance`) and sampler. A traversal walks
+  depth by depth over a frontier of static size
   (the most histories one traversal can reach at that depth, computed at
   ``init``): values flow up with the sampled outcome at chance/opponent
   histories and ``sigma`` at the updated player's; regrets ``q(h, a) - v(h)``
@@ -42,10 +48,14 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.dtypes import resolve_dtype
-from jaxgt.core.compiler import GameTree
-from jaxgt.games.base import CHANCE
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_positive_int, max_depth
+from jaxgt.core.compiler import NO_PLAYER, GameTree
+from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.sampling import mix_uniform, sample_index
+from jaxgt.core.tables import infostate_rows
+from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
+from jaxgt.solvers.walk import Draw, node_at, walk, with_chance
 
 
 @struct.dataclass
@@ -56,8 +66,6 @@ class MCCFRState:
     regrets: ``([I0, A], [I1, A])`` cumulative sampled regrets.
     cum_policy: ``([I0, A], [I1, A])`` average-strategy accumulators.
     iteration: ``[] int32`` completed steps (``2 * batch`` trajectories each).
-    key: PRNG key for the next step.
-    levels: static ``((lo, hi), ...)`` history slices of each depth.
     frontier: static, per player, the external-sampling frontier size of
       each depth (see :func:`_frontier_sizes`).
   """
@@ -65,18 +73,12 @@ class MCCFRState:
   regrets: tuple
   cum_policy: tuple
   iteration: jax.Array
-  key: jax.Array
-  levels: tuple = struct.field(pytree_node=False)
   frontier: tuple = struct.field(pytree_node=False)
-
-  @property
-  def max_depth(self) -> int:
-    return len(self.levels) - 1
 
 
 @dataclasses.dataclass(frozen=True)
-class MCCFRSolver:
-  """Hyperparameters of a batched MCCFR variant; methods are pure functions.
+class MCCFRSolver(Solver):
+  """Hyperparameters of a batched MCCFR variant; methods are pure functions (:mod:`.base`).
 
   Attributes:
     name: ``"mccfr-os" | "mccfr-es"``.
@@ -91,34 +93,27 @@ class MCCFRSolver:
   dtype: str = "float32"
 
   @property
-  def trajectories_per_step(self) -> int:
+  def samples_per_step(self) -> int:
     return 2 * self.batch
 
-  def init(self, tree: GameTree, key: jax.Array) -> MCCFRState:
-    """Zero regrets and averages; ``key`` drives every later step."""
+  @property
+  def trajectories_per_step(self) -> int:
+    return self.samples_per_step
+
+  def init(self, tree: GameTree, *, weights=None) -> MCCFRState:
+    """Zero regrets and averages (root beliefs are not supported)."""
+    if weights is not None:
+      raise ValueError(f"{self.name} does not support root beliefs (weights)")
     dtype = resolve_dtype(self.dtype)
-    key = jnp.asarray(key)
-    if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or
-            (key.dtype == jnp.uint32 and key.shape == (2,))):
-      raise ValueError(f"key must be a jax.random key, got dtype {key.dtype} shape {key.shape}")
-    depth = np.asarray(tree.depth)
-    if depth.size == 0 or np.any(np.diff(depth) < 0):
-      raise ValueError("tree histories must be in breadth-first order (non-decreasing depth)")
-    bounds = np.searchsorted(depth, np.arange(int(depth.max()) + 2))
-    levels = tuple((int(bounds[d]), int(bounds[d + 1])) for d in range(len(bounds) - 1))
+    max_depth(tree)
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
-                      key=key, levels=levels, frontier=_frontier_sizes(tree, levels))
+                      frontier=_frontier_sizes(tree) if self.name == "mccfr-es" else ())
 
-  def step(self, tree: GameTree, state: MCCFRState) -> MCCFRState:
-    """One step: ``batch`` trajectories for each player."""
-    return self.run(tree, state, 1)
-
-  def run(self, tree: GameTree, state: MCCFRState, num_steps: int) -> MCCFRState:
-    """``num_steps`` steps inside one jitted call."""
-    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
-      raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
-    return _run(self, tree, state, jnp.asarray(num_steps, jnp.int32))
+  def run(self, tree: GameTree, state: MCCFRState, num_steps, key=None) -> MCCFRState:
+    """``num_steps`` steps inside one jitted call; step ``t`` uses ``step_key(key, t)``."""
+    num_steps = check_num_steps(num_steps, traced_ok=True)
+    return _run(self, tree, state, num_steps, require_key(self.name, key))
 
   def current_policy(self, tree: GameTree, state: MCCFRState):
     """Regret-matching strategy of the next step: ``([I0, A], [I1, A])``."""
@@ -130,106 +125,68 @@ class MCCFRSolver:
     return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
                  for c, pt in zip(state.cum_policy, tree.players))
 
-
-def _cast_tree(tree: GameTree, dtype) -> GameTree:
-  return jax.tree_util.tree_map(
-      lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
-
-
-def _gather_policy(tree: GameTree, sigma, pl, info):
-  """``sigma`` and legal mask ``[A]`` of the acting player at an information state."""
-  i0 = jnp.clip(info, 0, sigma[0].shape[0] - 1)
-  i1 = jnp.clip(info, 0, sigma[1].shape[0] - 1)
-  sig = jnp.where(pl == 0, sigma[0][i0], sigma[1][i1])
-  legal = jnp.where(pl == 0, tree.players[0].legal[i0], tree.players[1].legal[i1])
-  return sig, legal
+  def policy(self, tree: GameTree, state: MCCFRState):
+    """The average strategy (:meth:`average_policy`)."""
+    return self.average_policy(tree, state)
 
 
-def _history_policies(tree: GameTree, sigma):
-  """``sigma`` and legal mask of the acting player at every history ``[H, A]``."""
-  pl = tree.player
-  sig, legal = jax.vmap(lambda a, i: _gather_policy(tree, sigma, a, i))(pl, tree.infostate)
-  dec = (pl >= 0)[:, None]
-  return jnp.where(dec, sig, 0.0), legal & dec
+def regret_matching_at(tree: GameTree, regrets, tabulate: bool):
+  """``sigma(node) -> [B, A]``: regret matching of ``regrets`` at the nodes' information states.
+
+  ``tabulate`` regret-matches every information state once (large batches);
+  otherwise only the visited rows are regret-matched (same numbers).
+  Zero off decisions.
+  """
+  if tabulate:
+    sigma = tuple(sequence_form.regret_matching(r, pt.legal) for r, pt in zip(regrets, tree.players))
+    return lambda node: jnp.where(node.decision[:, None],
+                                  infostate_rows(sigma, node.player, node.infostate), 0.0)
+  return lambda node: sequence_form.regret_matching(
+      infostate_rows(regrets, node.player, node.infostate), node.legal)
 
 
-def _os_walk_lazy(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uni):
-  """Batched outcome-sampling walk, regret-matching the visited rows: ``[D, B]`` records."""
-  depth, B = uni.shape
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  dtype = regrets[0].dtype
-  pl = tree.player
-  legal_tab = [tree.players[q].legal for q in (0, 1)]
+def outcome_walk(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uniforms, *,
+                 tabulate: bool):
+  """Outcome-sampling trajectories for updated player ``p`` (:func:`walk`).
 
-  def body(t, carry):
-    hs, rec = carry
-    pl_h = pl[hs]
-    info = tree.infostate[hs]
-    i0 = jnp.clip(info, 0, regrets[0].shape[0] - 1)
-    i1 = jnp.clip(info, 0, regrets[1].shape[0] - 1)
-    r = jnp.where((pl_h == 0)[:, None], regrets[0][i0], regrets[1][i1])
-    legal = jnp.where((pl_h == 0)[:, None], legal_tab[0][i0], legal_tab[1][i1]) & (pl_h >= 0)[:, None]
-    sig = jnp.where(legal, sequence_form.regret_matching(r, legal), 0.0)
-    nleg = jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
-    q = jnp.where((pl_h == p)[:, None], cfg.epsilon * legal / nleg + (1.0 - cfg.epsilon) * sig, sig)
-    probs = jnp.where((pl_h == CHANCE)[:, None], tree.chance_probs[hs],
-                      jnp.pad(q, ((0, 0), (0, C - A))))
-    c = jnp.cumsum(probs, axis=-1)
-    a = jnp.minimum(jnp.sum(c <= (uni[t] * c[:, -1])[:, None], axis=-1), C - 1).astype(jnp.int32)
-    live = (pl_h >= 0) | (pl_h == CHANCE)
-    ac = jnp.minimum(a, A - 1)
-    new = (jnp.where(live, hs, -1), ac, sig, legal,
-           jnp.take_along_axis(sig, ac[:, None], axis=-1)[:, 0],
-           jnp.take_along_axis(q, ac[:, None], axis=-1)[:, 0])
-    rec = tuple(x.at[t].set(n) for x, n in zip(rec, new))
-    return jnp.where(live, tree.children[hs, a], hs), rec
+  Target: regret matching ``sigma``; sampling: ``epsilon``-on-policy at
+  ``p``'s states, ``sigma`` at the opponent's. Returns the
+  :class:`Trajectory` and ``sigma, legal [D, B, A]`` of each step.
+  ``tabulate`` (large batches) computes both distributions of every
+  history once and the walk only gathers rows; otherwise only the visited
+  rows are regret-matched (same numbers).
+  """
+  sigma_at = regret_matching_at(tree, regrets, tabulate)
 
-  rec = (jnp.full((depth, B), -1, jnp.int32), jnp.zeros((depth, B), jnp.int32),
-         jnp.zeros((depth, B, A), dtype), jnp.zeros((depth, B, A), bool),
-         jnp.ones((depth, B), dtype), jnp.ones((depth, B), dtype))
-  hs, (path, acts, sig_t, legal_t, s_a, q_a) = lax.fori_loop(
-      0, depth, body, (jnp.zeros(B, jnp.int32), rec))
-  return (hs, path, acts, sig_t, legal_t, s_a, q_a)
+  def distributions(node):
+    sig = sigma_at(node)
+    q = jnp.where((node.player == p)[:, None], mix_uniform(sig, node.legal, cfg.epsilon), sig)
+    return sig, q
+
+  if not tabulate:
+    def node_policy(t, node, carry):
+      del t
+      sig, q = distributions(node)
+      return Draw(sample=q, target=sig, record=(sig, node.legal)), carry
+
+    traj = walk(tree, node_policy, uniforms)[0]
+    return (traj,) + traj.record
+  every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
+  sig_h, q_h = distributions(every)
+
+  def node_policy(t, node, carry):
+    del t
+    return Draw(sample=q_h[node.history], target=sig_h[node.history]), carry
+
+  traj = walk(tree, node_policy, uniforms)[0]
+  h = jnp.maximum(traj.history, 0)
+  return traj, jnp.where((traj.history >= 0)[..., None], sig_h[h], 0.0), every.legal[h]
 
 
-def _os_walk_tables(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uni):
-  """Batched outcome-sampling walk over ``[H, C]`` tabulated sampling distributions."""
-  depth, B = uni.shape
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  pl = tree.player
-  sigma = [sequence_form.regret_matching(regrets[q], tree.players[q].legal) for q in (0, 1)]
-  sig_h, legal_h = _history_policies(tree, sigma)
-  nleg = jnp.maximum(jnp.sum(legal_h, axis=-1, keepdims=True), 1)
-  q_h = jnp.where((pl == p)[:, None],
-                  cfg.epsilon * legal_h / nleg + (1.0 - cfg.epsilon) * sig_h, sig_h)
-  probs = jnp.where((pl == CHANCE)[:, None], tree.chance_probs, jnp.pad(q_h, ((0, 0), (0, C - A))))
-  cdf = jnp.cumsum(probs, axis=-1)
-
-  def body(t, carry):
-    hs, path, acts = carry
-    c = cdf[hs]
-    a = jnp.minimum(jnp.sum(c <= (uni[t] * c[:, -1])[:, None], axis=-1), C - 1).astype(jnp.int32)
-    live = (pl[hs] >= 0) | (pl[hs] == CHANCE)
-    path = path.at[t].set(jnp.where(live, hs, -1))
-    acts = acts.at[t].set(jnp.minimum(a, A - 1))
-    return jnp.where(live, tree.children[hs, a], hs), path, acts
-
-  hs, path, acts = lax.fori_loop(
-      0, depth, body, (jnp.zeros(B, jnp.int32), jnp.full((depth, B), -1, jnp.int32),
-                       jnp.zeros((depth, B), jnp.int32)))
-  hp = jnp.maximum(path, 0)
-  s_a = jnp.take_along_axis(sig_h[hp], acts[..., None], axis=-1)[..., 0]
-  q_a = jnp.take_along_axis(q_h[hp], acts[..., None], axis=-1)[..., 0]
-  return hs, path, acts, sig_h[hp], legal_h[hp], s_a, q_a
-
-
-def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, depth: int, key):
+def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
   """Outcome sampling for player ``p`` from ``batch`` trajectories (one scatter-add each).
 
-  The whole batch walks down together (one ``fori_loop`` over depth),
-  regret-matching only the rows of the visited information states, with the
+  The whole batch walks down together (:func:`outcome_walk`), with the
   ``[D, B]`` uniforms drawn in one call. Per depth ``t``
   with ``V_t = u(z) prod_{k >= t} sigma/q`` over ``p``'s sampled actions and
   ``Q_t = prod_{k < t} q`` (``p``'s sampling reach), the regret increment is
@@ -239,41 +196,40 @@ def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, depth:
   """
   A = tree.num_actions
   dtype = regrets[0].dtype
-  pl = tree.player
   B = cfg.batch
-  uni = jax.random.uniform(key, (depth, B), dtype)
-  # Large batches tabulate the sampling distribution of every history once;
-  # small ones regret-match only the visited rows (same numbers either way).
-  walk = _os_walk_tables if B * depth >= tree.num_histories else _os_walk_lazy
-  hs, path, acts, sig_t, legal_t, s_a, q_a = walk(cfg, tree, regrets, p, uni)
-  u = tree.terminal_payoff[tree.history_terminal[hs]] * (1.0 if p == 0 else -1.0)  # [B]
-  hp = jnp.maximum(path, 0)
-  plt = jnp.where(path >= 0, pl[hp], -9)  # [D, B]
-  mine = plt == p
+  uni = jax.random.uniform(key, (tree.max_depth, B), dtype)
+  # Large batches regret-match every information state once; small ones
+  # only the visited rows (same numbers either way).
+  traj, sig_t, legal_t = outcome_walk(cfg, tree, regrets, p, uni,
+                                      tabulate=B * tree.max_depth >= tree.num_histories)
+  s_a, q_a = traj.target_prob, traj.sample_prob
+  u = traj.payoff(tree) * (1.0 if p == 0 else -1.0)  # [B]
+  mine = traj.player == p
   ratio = jnp.where(mine, s_a / q_a, 1.0)
   V = u * jnp.cumprod(ratio[::-1], axis=0)[::-1]  # [D, B]
   V_next = jnp.concatenate([V[1:], u[None]])
   qp = jnp.where(mine, q_a, 1.0)
   prefix = jnp.concatenate([jnp.ones((1, B), dtype), jnp.cumprod(qp, axis=0)[:-1]])
-  onehot = jax.nn.one_hot(acts, A, dtype=dtype)
+  onehot = jax.nn.one_hot(traj.action, A, dtype=dtype)
   regret = (onehot * (V_next / q_a)[..., None] - V[..., None]) / prefix[..., None]
   regret = jnp.where(mine[..., None] & legal_t, regret, 0.0)
-  theirs = plt == 1 - p
+  theirs = traj.player == 1 - p
   avg = jnp.where(theirs[..., None], sig_t / prefix[..., None], 0.0)
-  info = tree.infostate[hp]
+  info = traj.infostate
   regrets, cum = list(regrets), list(cum)
   regrets[p] = regrets[p].at[jnp.where(mine, info, 0).reshape(-1)].add(regret.reshape(-1, A))
   cum[1 - p] = cum[1 - p].at[jnp.where(theirs, info, 0).reshape(-1)].add(avg.reshape(-1, A))
   return tuple(regrets), tuple(cum)
 
 
-def _frontier_sizes(tree: GameTree, levels) -> tuple:
+def _frontier_sizes(tree: GameTree) -> tuple:
   """Per player ``p``, the most histories one external-sampling traversal reaches at each depth.
 
   ``M(h) = sum_a M(ha)`` at ``p``'s histories, ``max_a M(ha)`` at chance and
   opponent histories (one sampled outcome), computed for every target depth;
   these static bounds size the traversal's frontier arrays.
   """
+  levels = tree.depth_levels
   depth = np.asarray(tree.depth)
   ch = np.asarray(tree.children)
   pl = np.asarray(tree.player)
@@ -291,35 +247,37 @@ def _frontier_sizes(tree: GameTree, levels) -> tuple:
   return tuple(out)
 
 
-def _es_traversal(tree: GameTree, rows, p: int, sizes, uni):
+def _es_traversal(tree: GameTree, sigma_at, p: int, sizes, uni):
   """One external-sampling traversal for player ``p`` over fixed-size frontiers.
 
   The frontier of depth ``d`` holds at most ``sizes[d]`` histories (``-1``
   padding). Going down, ``p``'s histories keep every child and the others
-  their sampled child, compacted into the next frontier; going up, a history
-  is worth ``sum_a sigma(a) v(ha)`` at ``p`` and its sampled child's value
-  elsewhere; ``uni [sum(sizes)]`` are the uniforms of the sampled outcomes.
-  Returns per frontier slot (all depths concatenated): acting
-  player, information state, regret increment ``[K, A]`` and the opponent's
-  average increment ``[K, A]``.
+  their sampled child (drawn like a :func:`~jaxgt.solvers.walk.walk` step:
+  :func:`~jaxgt.solvers.walk.with_chance` weights, the one sampler), compacted
+  into the next frontier; going up, a history is worth ``sum_a sigma(a)
+  v(ha)`` at ``p`` and its sampled child's value elsewhere; ``uni
+  [sum(sizes)]`` are the uniforms of the sampled outcomes. Returns per
+  frontier slot (all depths concatenated): acting player, information
+  state, regret increment ``[K, A]`` and the opponent's average increment
+  ``[K, A]``.
   """
   A = tree.num_actions
   C = tree.children.shape[1]
   sign = 1.0 if p == 0 else -1.0
   fronts = [jnp.zeros(1, jnp.int32)]
-  slots, sampled = [], []
+  slots, nodes = [], []
   for d in range(len(sizes)):
     f = fronts[d]
     valid = f >= 0
-    h = jnp.maximum(f, 0)
-    pl = jnp.where(valid, tree.player[h], -9)
-    sig, legal, cdf = rows(h)
-    dtype = sig.dtype
+    node = node_at(tree, jnp.maximum(f, 0))
+    sig = sigma_at(node)
+    nodes.append((valid, node, sig))
     off = sum(sizes[:d])
-    u = uni[off:off + sizes[d]] * cdf[:, -1]
-    s = jnp.minimum(jnp.sum(cdf <= u[:, None], axis=-1), C - 1)
-    sampled.append(s)
-    ch = tree.children[h]
+    # Chance and the opponent sample one outcome; p's own draw is unused.
+    s = sample_index(with_chance(tree, node, jnp.where((node.player == 1 - p)[:, None], sig, 0.0)),
+                     uni[off:off + sizes[d]])
+    ch = tree.children[node.history]
+    pl = jnp.where(valid, node.player, NO_PLAYER)
     keep = valid[:, None] & (ch >= 0) & ((pl == p)[:, None] | (jnp.arange(C) == s[:, None]))
     if d + 1 == len(sizes):
       slots.append(jnp.full(ch.shape, -1, jnp.int32))
@@ -333,24 +291,20 @@ def _es_traversal(tree: GameTree, rows, p: int, sizes, uni):
   value = None
   out = []
   for d in reversed(range(len(sizes))):
-    f = fronts[d]
-    valid = f >= 0
-    h = jnp.maximum(f, 0)
-    pl = jnp.where(valid, tree.player[h], -9)
-    info = tree.infostate[h]
-    sig, legal, _ = rows(h)
-    term = tree.history_terminal[h]
+    valid, node, sig = nodes[d]
+    pl = jnp.where(valid, node.player, NO_PLAYER)
+    term = tree.history_terminal[node.history]
     leaf = jnp.where(term >= 0, sign * tree.terminal_payoff[jnp.maximum(term, 0)], 0.0)
     if value is None:
-      q = jnp.zeros(f.shape + (C,), dtype)
+      q = jnp.zeros(node.history.shape + (C,), sig.dtype)
     else:
       q = jnp.where(slots[d] >= 0, value[jnp.maximum(slots[d], 0)], 0.0)
     mine = pl == p
     inner = jnp.where(mine, jnp.sum(sig * q[:, :A], axis=-1), jnp.sum(q, axis=-1))
     v = jnp.where(term >= 0, leaf, inner)
-    regret = jnp.where((mine[:, None] & legal), q[:, :A] - v[:, None], 0.0)
+    regret = jnp.where((mine[:, None] & node.legal), q[:, :A] - v[:, None], 0.0)
     avg = jnp.where((pl == 1 - p)[:, None], sig, 0.0)
-    out.append((pl, info, regret, avg))
+    out.append((pl, node.infostate, regret, avg))
     value = v
   return tuple(jnp.concatenate(x) for x in zip(*out))
 
@@ -358,37 +312,11 @@ def _es_traversal(tree: GameTree, rows, p: int, sizes, uni):
 def _es_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, sizes, key):
   """External sampling for player ``p`` from ``batch`` traversals (one scatter-add)."""
   A = tree.num_actions
-  C = tree.children.shape[1]
   dtype = regrets[0].dtype
-
-  def sampling(pl, sig, chance):
-    probs = jnp.where((pl == CHANCE)[:, None], chance,
-                      jnp.pad(jnp.where((pl == 1 - p)[:, None], sig, 0.0), ((0, 0), (0, C - A))))
-    return jnp.cumsum(probs, axis=-1)
-
-  if cfg.batch * sum(sizes) >= tree.num_histories:
-    # Large batches: tabulate sigma, legal mask and sampling CDF of every history.
-    sigma = [sequence_form.regret_matching(regrets[q], tree.players[q].legal) for q in (0, 1)]
-    sig_h, legal_h = _history_policies(tree, sigma)
-    cdf_h = sampling(tree.player, sig_h, tree.chance_probs)
-
-    def rows(h):
-      return sig_h[h], legal_h[h], cdf_h[h]
-  else:
-    # Small batches: regret-match only the visited rows.
-    def rows(h):
-      pl = tree.player[h]
-      info = tree.infostate[h]
-      i0 = jnp.clip(info, 0, regrets[0].shape[0] - 1)
-      i1 = jnp.clip(info, 0, regrets[1].shape[0] - 1)
-      r = jnp.where((pl == 0)[:, None], regrets[0][i0], regrets[1][i1])
-      legal = jnp.where((pl == 0)[:, None], tree.players[0].legal[i0],
-                        tree.players[1].legal[i1]) & (pl >= 0)[:, None]
-      sig = jnp.where(legal, sequence_form.regret_matching(r, legal), 0.0)
-      return sig, legal, sampling(pl, sig, tree.chance_probs[h])
-
+  # Large batches regret-match every information state once, small ones the visited rows.
+  sigma_at = regret_matching_at(tree, regrets, cfg.batch * sum(sizes) >= tree.num_histories)
   uni = jax.random.uniform(key, (cfg.batch, sum(sizes)), dtype)
-  pl, info, regret, avg = jax.vmap(lambda u: _es_traversal(tree, rows, p, sizes, u))(uni)
+  pl, info, regret, avg = jax.vmap(lambda u: _es_traversal(tree, sigma_at, p, sizes, u))(uni)
   pl, info = pl.reshape(-1), info.reshape(-1)
   regrets, cum = list(regrets), list(cum)
   regrets[p] = regrets[p].at[jnp.where(pl == p, info, 0)].add(regret.reshape(-1, A))
@@ -397,40 +325,33 @@ def _es_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, sizes,
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps) -> MCCFRState:
-  tree = _cast_tree(tree, state.regrets[0].dtype)
-  levels = state.levels
+def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) -> MCCFRState:
+  tree = cast_tree(tree, state.regrets[0].dtype)
 
   def body(_, s):
-    key, k0, k1 = jax.random.split(s.key, 3)
+    k0, k1 = jax.random.split(step_key(key, s.iteration))
     regrets, cum = s.regrets, s.cum_policy
     for p, k in ((0, k0), (1, k1)):
       if cfg.name == "mccfr-os":
-        regrets, cum = _os_half_step(cfg, tree, regrets, cum, p, len(levels) - 1, k)
+        regrets, cum = _os_half_step(cfg, tree, regrets, cum, p, k)
       else:
         regrets, cum = _es_half_step(cfg, tree, regrets, cum, p, state.frontier[p], k)
-    return s.replace(regrets=regrets, cum_policy=cum, iteration=s.iteration + 1, key=key)
+    return s.replace(regrets=regrets, cum_policy=cum, iteration=s.iteration + 1)
 
   return lax.fori_loop(0, num_steps, body, state)
-
-
-def _check_batch(batch) -> int:
-  if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-    raise ValueError(f"batch must be a positive integer, got {batch!r}")
-  return int(batch)
 
 
 def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32") -> MCCFRSolver:
   """Outcome-sampling MCCFR, ``epsilon``-on-policy exploration (Lisy et al. 2015, Sec. 3.1)."""
   if not isinstance(epsilon, (int, float)) or not 0.0 < epsilon <= 1.0:
     raise ValueError(f"epsilon must be in (0, 1], got {epsilon!r}")
-  return MCCFRSolver("mccfr-os", batch=_check_batch(batch), epsilon=float(epsilon),
+  return MCCFRSolver("mccfr-os", batch=check_positive_int("batch", batch), epsilon=float(epsilon),
                      dtype=jnp.dtype(resolve_dtype(dtype)).name)
 
 
 def external_sampling(batch: int = 1, *, dtype="float32") -> MCCFRSolver:
   """External-sampling MCCFR (Lanctot et al. 2009)."""
-  batch = _check_batch(batch)
+  batch = check_positive_int("batch", batch)
   return MCCFRSolver("mccfr-es", batch=batch, dtype=jnp.dtype(resolve_dtype(dtype)).name)
 
 

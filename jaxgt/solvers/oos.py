@@ -9,11 +9,14 @@ only terminals of the targeted part ``Z_sub`` of the game: those through the
 searcher's information state ``I(m)`` (IST) or through its public state (PST).
 
 ``solver = OOS(delta=0.9, targeting="ist")``; ``state = solver.init(tree)``;
-``state = solver.search(tree, state, key, history, num_iterations)`` runs
-``num_iterations`` iterations (each one ``batch`` trajectories per update
-player, player 0 then player 1) in one jitted ``lax.fori_loop``; the tables in
-``state`` carry over between the moves of a match. ``history=None`` searches
-with an empty match history (plain MCCFR with incremental tree building).
+``state = solver.run(tree, state, num_steps, key, history=history)`` runs
+``num_steps`` iterations (each one ``batch`` trajectories per update player,
+player 0 then player 1, walked by :func:`jaxgt.solvers.walk.walk` with
+targeting) in one jitted ``lax.fori_loop`` (the solver protocol of
+:mod:`jaxgt.solvers.base`: step ``t`` uses ``step_key(key, t)``); the tables
+in ``state`` carry over between the moves of a match. ``history=None``
+searches with an empty match history (plain MCCFR with incremental tree
+building).
 
 The search reads only what the acting player of ``history`` knows: its
 information state, the acting player and the public state of ``history``
@@ -65,11 +68,15 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.checks import (check_decision_history, check_key, check_positive_int, max_depth)
-from jaxgt.core.dtypes import cast_tree, resolve_dtype
-from jaxgt.core.compiler import GameTree
-from jaxgt.games.base import CHANCE
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_decision_history, check_positive_int, max_depth
+from jaxgt.core.compiler import NO_INDEX, GameTree
+from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.sampling import mix_uniform
+from jaxgt.core.tables import infostate_rows
+from jaxgt.games.base import CHANCE
+from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
+from jaxgt.solvers.walk import Draw, walk
 
 TARGETING = ("ist", "pst")
 
@@ -83,16 +90,14 @@ class OOSState:
     cum_policy: ``([I0, A], [I1, A])`` average-strategy accumulators ``s_I``.
     in_tree: ``([I0] bool, [I1] bool)`` information states in memory.
     size: ``[] int32`` number of information states in memory.
-    iterations: ``[] int32`` iterations run so far (all searches).
-    depth: static largest history depth (trajectory length).
+    iteration: ``[] int32`` iterations (steps) run so far (all searches).
   """
 
   regrets: tuple
   cum_policy: tuple
   in_tree: tuple
   size: jax.Array
-  iterations: jax.Array
-  depth: int = struct.field(pytree_node=False)
+  iteration: jax.Array
 
 
 def target_members(tree: GameTree, targeting: str) -> np.ndarray:
@@ -157,17 +162,13 @@ def chain_reach(tree: GameTree, chain, decision_prob=None):
 
 def table_prob(tables, legal, pl, info, a):
   """Probability of action ``a`` under the normalised rows of ``tables`` (uniform where zero)."""
-  n0, n1 = tables[0].shape[0], tables[1].shape[0]
-  i0, i1 = jnp.clip(info, 0, n0 - 1), jnp.clip(info, 0, n1 - 1)
-  sel = (pl == 0)[..., None]
-  row = jnp.where(sel, tables[0][i0], tables[1][i1])
-  leg = jnp.where(sel, legal[0][i0], legal[1][i1])
-  row = jnp.where(leg, row, 0.0)
-  tot = jnp.sum(row, axis=-1)
-  num = jnp.take_along_axis(row, a[..., None], axis=-1)[..., 0]
-  uni = (jnp.take_along_axis(leg, a[..., None], axis=-1)[..., 0] /
-         jnp.maximum(jnp.sum(leg, axis=-1), 1))
-  return jnp.where(tot > 0, num / jnp.where(tot > 0, tot, 1.0), uni)
+  row = sequence_form.normalize(infostate_rows(tables, pl, info), infostate_rows(legal, pl, info))
+  return jnp.take_along_axis(row, a[..., None], axis=-1)[..., 0]
+
+
+def explorative_regret_matching(regrets, legal, gamma):
+  """``gamma / |A| + (1 - gamma) RM(regrets)`` over legal actions (Sec. 4.3); zero off ``legal``."""
+  return mix_uniform(sequence_form.regret_matching(regrets, legal), legal, gamma)
 
 
 def ancestor_mask(tree: GameTree, chain):
@@ -176,9 +177,14 @@ def ancestor_mask(tree: GameTree, chain):
   return jnp.zeros(H, bool).at[jnp.where(chain >= 0, chain, H).reshape(-1)].set(True, mode="drop")
 
 
+def member_mask(tree: GameTree, row):
+  """``[H] bool``: the histories of ``row [K]`` (the targeted set itself)."""
+  return ancestor_mask(tree, row)
+
+
 @dataclasses.dataclass(frozen=True)
-class OOS:
-  """Hyperparameters of Online Outcome Sampling (Sec. 4); methods are pure.
+class OOS(Solver):
+  """Hyperparameters of Online Outcome Sampling (Sec. 4); methods are pure (:mod:`.base`).
 
   Attributes:
     delta: probability that an iteration samples only ``Z_sub`` (targeting).
@@ -200,6 +206,12 @@ class OOS:
   batch: int = 1
   dtype: str = "float32"
 
+  name = "oos"
+
+  @property
+  def samples_per_step(self) -> int:
+    return 2 * self.batch
+
   def __post_init__(self):
     for name, lo, lo_open in (("delta", 0.0, False), ("epsilon", 0.0, True), ("gamma", 0.0, False)):
       v = getattr(self, name)
@@ -213,13 +225,17 @@ class OOS:
     check_positive_int("batch", self.batch)
     object.__setattr__(self, "dtype", jnp.dtype(resolve_dtype(self.dtype)).name)
 
-  def init(self, tree: GameTree, *, prefill: bool = False) -> OOSState:
+  def init(self, tree: GameTree, *, prefill: bool = False, weights=None) -> OOSState:
     """Empty memory (Sec. 4: the root information state enters on the first iteration).
 
     ``prefill=True`` puts every information state in memory (for comparing
-    with offline MCCFR); it needs ``capacity`` to cover the game.
+    with offline MCCFR); it needs ``capacity`` to cover the game. Root
+    beliefs (``weights``) are not supported.
     """
+    if weights is not None:
+      raise ValueError("OOS does not support root beliefs (weights)")
     dtype = resolve_dtype(self.dtype)
+    max_depth(tree)
     n = tree.num_infostates
     if prefill and self.capacity is not None and self.capacity < sum(n):
       raise ValueError(f"prefill needs capacity >= {sum(n)} information states, "
@@ -228,40 +244,40 @@ class OOS:
     return OOSState(regrets=zeros, cum_policy=zeros,
                     in_tree=tuple(jnp.full(k, prefill, bool) for k in n),
                     size=jnp.asarray(sum(n) if prefill else 0, jnp.int32),
-                    iterations=jnp.zeros((), jnp.int32), depth=max_depth(tree))
+                    iteration=jnp.zeros((), jnp.int32))
 
-  def search(self, tree: GameTree, state: OOSState, key, history, num_iterations: int, *,
-             members=None) -> OOSState:
-    """``num_iterations`` OOS iterations targeted at match position ``history``.
+  def run(self, tree: GameTree, state: OOSState, num_steps, key=None, *, history=None,
+          members=None) -> OOSState:
+    """``num_steps`` OOS iterations targeted at match position ``history``.
 
     ``history``: ``None`` (empty match history, no targeting) or a history
     index (may be traced) where player 0 or 1 acts. ``members``: the
     :func:`target_members` table of ``tree`` (computed here when ``None``).
     """
-    num_iterations = check_positive_int("num_iterations", num_iterations)
-    key = check_key(key)
+    num_steps = check_num_steps(num_steps, traced_ok=True)
+    key = require_key(self.name, key)
     if history is None:
-      history = -1
+      history = NO_INDEX
     else:
       check_decision_history(tree, history)
     if members is None:
       members = target_members(tree, self.targeting)
-    return _search(self, tree, state, key, jnp.asarray(history, jnp.int32),
-                   jnp.asarray(num_iterations, jnp.int32), jnp.asarray(members))
+    return _run(self, tree, state, num_steps, key, jnp.asarray(history, jnp.int32),
+                jnp.asarray(members))
 
   def average_policy(self, tree: GameTree, state: OOSState):
     """Normalised ``s_I`` (uniform where never updated): ``([I0, A], [I1, A])``."""
     return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
                  for c, pt in zip(state.cum_policy, tree.players))
 
+  def policy(self, tree: GameTree, state: OOSState):
+    """The average strategy ``s_I`` (:meth:`average_policy`)."""
+    return self.average_policy(tree, state)
+
   def current_policy(self, tree: GameTree, state: OOSState):
     """Explorative regret matching of the next iteration (uniform outside memory)."""
-    out = []
-    for r, pt in zip(state.regrets, tree.players):
-      legal = jnp.asarray(pt.legal)
-      unif = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1)
-      out.append(self.gamma * unif + (1.0 - self.gamma) * sequence_form.regret_matching(r, legal))
-    return tuple(out)
+    return tuple(explorative_regret_matching(r, jnp.asarray(pt.legal), self.gamma)
+                 for r, pt in zip(state.regrets, tree.players))
 
   def targets(self, tree: GameTree, state: OOSState, history):
     """``(on_target [H] bool, w_T [])`` of match position ``history`` (``-1``: none).
@@ -271,95 +287,60 @@ class OOS:
     """
     tree = cast_tree(tree, state.regrets[0].dtype)
     history = jnp.asarray(history, jnp.int32)
-    row, anc, w_t = _targets(self, tree, state, jnp.asarray(target_members(tree, self.targeting)),
-                             history)
+    members, anc, w_t = _targets(self, tree, state, jnp.asarray(
+        target_members(tree, self.targeting)), history)
     par = jnp.maximum(tree.parent, 0)
-    below = lax.fori_loop(0, state.depth, lambda _, m: m | (m[par] & (tree.parent >= 0)),
-                          jnp.isin(jnp.arange(tree.num_histories), row))
+    below = lax.fori_loop(0, tree.max_depth, lambda _, m: m | (m[par] & (tree.parent >= 0)),
+                          members)
     return anc | below | (history < 0), w_t
 
 
 def _targets(cfg: OOS, tree: GameTree, state: OOSState, members, history):
-  """Targeted histories ``[K]``, their ancestor mask ``[H]`` and ``w_T`` (Sec. 4.3)."""
+  """Masks ``[H]`` of the targeted set and of it with its ancestors, and ``w_T`` (Sec. 4.3)."""
   row = member_row(tree, cfg.targeting, members, history)
-  chain = ancestor_chains(tree, state.depth, row)
+  chain = ancestor_chains(tree, tree.max_depth, row)
   legal = tuple(pt.legal for pt in tree.players)
   reach = chain_reach(tree, chain, functools.partial(table_prob, state.cum_policy, legal))
   mass = jnp.sum(jnp.where(row >= 0, reach, 0.0))
   inv_w = (1.0 - cfg.delta) + cfg.delta / jnp.maximum(mass, jnp.finfo(reach.dtype).tiny)
   w_t = jnp.where(history >= 0, 1.0 / inv_w, 1.0).astype(reach.dtype)
-  return row, ancestor_mask(tree, chain), w_t
+  return member_mask(tree, row), ancestor_mask(tree, chain), w_t
 
 
-def _walk(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, targeted, uni):
-  """One batch of OOS trajectories for update player ``i``: per-depth ``[D, B]`` records.
+def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
+  """The OOS node policy for update player ``i`` (a :func:`~jaxgt.solvers.walk.walk` callback).
 
-  ``target = (row [K], anc [H], has [])``: a child is in ``Z_sub`` when it is
-  an ancestor of (or in) the targeted set or the trajectory has passed it.
+  Carry ``(head [B], below [B])``: the trajectory is still inside memory /
+  has passed the targeted set. At an in-memory state the target is
+  explorative regret matching ``sigma`` and the sampling policy ``Phi`` its
+  ``epsilon``-mix at ``i``'s states; at the first state outside memory and
+  in the playout both are uniform. ``target = (members [H], anc [H], has
+  [])``: a child is in ``Z_sub`` when it is an ancestor of (or in) the
+  targeted set or the trajectory has passed it. Records ``(sigma [B, A],
+  legal [B, A], tree_node [B], new_node [B])``.
   """
-  row, anc, has = target
-  D, B = uni.shape
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  dtype = state.regrets[0].dtype
-  pl_tab = tree.player
-  n0, n1 = (r.shape[0] for r in state.regrets)
+  members, anc, has = target
 
-  def rows(table, pl, info):
-    i0 = jnp.clip(info, 0, n0 - 1)
-    i1 = jnp.clip(info, 0, n1 - 1)
-    sel = (pl == 0).reshape(pl.shape + (1,) * (table[0].ndim - 1))
-    return jnp.where(sel, table[0][i0], table[1][i1])
-
-  legal_tab = tuple(pt.legal for pt in tree.players)
-
-  def body(t, carry):
-    hs, head, below, rec = carry
-    below = below | jnp.any(hs[:, None] == row[None, :], axis=-1)
-    pl = pl_tab[hs]
-    info = tree.infostate[hs]
-    dec = pl >= 0
-    live = dec | (pl == CHANCE)
-    legal = rows(legal_tab, pl, info) & dec[:, None]
-    mem = rows(state.in_tree, pl, info) & dec
-    nleg = jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
-    rm = jnp.where(legal, sequence_form.regret_matching(rows(state.regrets, pl, info), legal), 0.0)
-    if cfg.gamma > 0:  # explorative regret matching (Sec. 4.3)
-      rm = cfg.gamma * legal / nleg + (1.0 - cfg.gamma) * rm
-    sig_rm = rm.astype(dtype)
-    unif = (legal / nleg).astype(dtype)
-    tree_node = dec & head & mem
-    new_node = dec & head & ~mem
-    sig = jnp.where(tree_node[:, None], sig_rm, unif)
-    phi = jnp.where((tree_node & (pl == i))[:, None],
-                    cfg.epsilon * legal / nleg + (1.0 - cfg.epsilon) * sig, sig).astype(dtype)
-    d = jnp.where((pl == CHANCE)[:, None], tree.chance_probs[hs],
-                  jnp.pad(phi, ((0, 0), (0, C - A))))
-    ch = tree.children[hs]
+  def node_policy(t, node, carry):
+    del t
+    head, below = carry
+    below = below | members[node.history]
+    mem = infostate_rows(state.in_tree, node.player, node.infostate) & node.decision
+    tree_node = node.decision & head & mem
+    new_node = node.decision & head & ~mem
+    rm = explorative_regret_matching(infostate_rows(state.regrets, node.player, node.infostate),
+                                     node.legal, cfg.gamma)
+    unif = mix_uniform(jnp.zeros_like(rm), node.legal, 1.0)
+    sig = jnp.where(tree_node[:, None], rm, unif)
+    phi = jnp.where((tree_node & (node.player == i))[:, None],
+                    mix_uniform(sig, node.legal, cfg.epsilon), sig)
+    ch = tree.children[node.history]
     on = (ch >= 0) & (anc[jnp.maximum(ch, 0)] | below[:, None] | ~has)
-    dm = jnp.where(on, d, 0.0)
-    tot = jnp.sum(dm, axis=-1)
-    samp = jnp.where((targeted & (tot > 0))[:, None], dm, d)
-    c = jnp.cumsum(samp, axis=-1)
-    a = jnp.minimum(jnp.sum(c <= (uni[t] * c[:, -1])[:, None], axis=-1), C - 1).astype(jnp.int32)
-    d_a = jnp.take_along_axis(d, a[:, None], axis=-1)[:, 0]
-    f1 = jnp.where(tot > 0, jnp.take_along_axis(dm, a[:, None], axis=-1)[:, 0] /
-                   jnp.where(tot > 0, tot, 1.0), 0.0)
-    ac = jnp.minimum(a, A - 1)
-    pol = jnp.where(pl == CHANCE, d_a, jnp.take_along_axis(sig, ac[:, None], axis=-1)[:, 0])
-    one = jnp.ones_like(d_a)
-    new = (jnp.where(live, hs, -1), ac, sig, legal, jnp.where(live, pol, one),
-           jnp.where(live, f1, one), jnp.where(live, d_a, one), tree_node, new_node)
-    rec = tuple(x.at[t].set(n) for x, n in zip(rec, new))
-    return jnp.where(live, tree.children[hs, a], hs), head & ~new_node, below, rec
+    draw = Draw(sample=phi, target=sig, record=(sig, node.legal, tree_node, new_node),
+                on_target=on)
+    return draw, (head & ~new_node, below)
 
-  rec = (jnp.full((D, B), -1, jnp.int32), jnp.zeros((D, B), jnp.int32),
-         jnp.zeros((D, B, A), dtype), jnp.zeros((D, B, A), bool),
-         jnp.ones((D, B), dtype), jnp.ones((D, B), dtype), jnp.ones((D, B), dtype),
-         jnp.zeros((D, B), bool), jnp.zeros((D, B), bool))
-  hs, _, _, rec = lax.fori_loop(
-      0, D, body, (jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.zeros(B, bool), rec))
-  return hs, rec
+  return node_policy
 
 
 def grow_tree(in_tree, size, capacity, plt, info, new_node):
@@ -397,25 +378,25 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
   """``batch`` trajectories for update player ``i``, one scatter-add each table."""
   A = tree.num_actions
   dtype = state.regrets[0].dtype
-  D = state.depth
   B = cfg.batch
-  uni = jax.random.uniform(key, (D, B), dtype)
+  uni = jax.random.uniform(key, (tree.max_depth, B), dtype)
   targeted = jax.random.uniform(jax.random.fold_in(key, 1), (B,), dtype) < cfg.delta
-  hs, (path, acts, sig, legal, pol, f1, f2, tree_node, new_node) = _walk(
-      cfg, tree, state, i, target, targeted, uni)
-  u = tree.terminal_payoff[tree.history_terminal[hs]] * (1.0 if i == 0 else -1.0)  # [B]
-  hp = jnp.maximum(path, 0)
-  plt = jnp.where(path >= 0, tree.player[hp], -9)  # [D, B]
+  traj, _ = walk(tree, oos_node_policy(cfg, tree, state, i, target), uni,
+                 carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=targeted)
+  sig, legal, tree_node, new_node = traj.record
+  pol, f1, f2 = traj.target_prob, traj.targeted_prob, traj.sample_prob
+  u = traj.payoff(tree) * (1.0 if i == 0 else -1.0)  # [B]
+  plt = traj.player  # [D, B]
   inv_w = 1.0 / w_t
   s_pre = inv_w * (cfg.delta * _exclusive_cumprod(f1) + (1.0 - cfg.delta) * _exclusive_cumprod(f2))
   l = inv_w * (cfg.delta * jnp.prod(f1, axis=0) + (1.0 - cfg.delta) * jnp.prod(f2, axis=0))
   pi_o = _exclusive_cumprod(jnp.where(plt != i, pol, 1.0))  # chance and opponent reach
   x = jnp.cumprod(pol[::-1], axis=0)[::-1]  # tail reach x(h) of each depth
   x_next = jnp.concatenate([x[1:], jnp.ones_like(x[:1])])
-  info = tree.infostate[hp]
+  info = traj.infostate
   in_tree, size, admitted = grow_tree(state.in_tree, state.size, cfg.capacity, plt, info, new_node)
   upd = tree_node | admitted
-  onehot = jax.nn.one_hot(acts, A, dtype=dtype)
+  onehot = jax.nn.one_hot(traj.action, A, dtype=dtype)
   W = (pi_o * u / l)[..., None]
   regret = W * (onehot * x_next[..., None] - x[..., None])
   mine = upd & (plt == i)
@@ -429,18 +410,15 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _search(cfg: OOS, tree: GameTree, state: OOSState, key, history, num_iterations,
-            members) -> OOSState:
+def _run(cfg: OOS, tree: GameTree, state: OOSState, num_steps, key, history,
+         members) -> OOSState:
   tree = cast_tree(tree, state.regrets[0].dtype)
-  row, anc, w_t = _targets(cfg, tree, state, members, history)
-  target = (row, anc, history >= 0)
+  member_set, anc, w_t = _targets(cfg, tree, state, members, history)
+  target = (member_set, anc, history >= 0)
 
-  def body(_, carry):
-    s, key = carry
-    key, k0, k1 = jax.random.split(key, 3)
-    for i, k in ((0, k0), (1, k1)):
+  def body(_, s):
+    for i, k in enumerate(jax.random.split(step_key(key, s.iteration))):
       s = _half_step(cfg, tree, s, i, target, w_t, k)
-    return s.replace(iterations=s.iterations + 1), key
+    return s.replace(iteration=s.iteration + 1)
 
-  state, _ = lax.fori_loop(0, num_iterations, body, (state, key))
-  return state
+  return lax.fori_loop(0, num_steps, body, state)

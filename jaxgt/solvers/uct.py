@@ -1,12 +1,12 @@
 """UCT and Smooth UCT self-play search over information states (Heinrich & Silver 2015).
 
-``solver = smooth_uct()`` returns a frozen :class:`UCTSolver` with the
-interface of the sampling solvers (:mod:`jaxgt.solvers.mccfr`):
-``init(tree, key) -> UCTState``, ``run(tree, state, num_steps)`` (one jitted
-``lax.fori_loop``) and ``average_policy(tree, state)``, so
-:func:`jaxgt.core.sequence_form.exploitability` evaluates the result. The
-key lives in the state and is split at every step: a run is a pure function
-of ``(tree, key, num_steps)``, bit for bit.
+``solver = smooth_uct()`` returns a frozen :class:`UCTSolver` following the
+solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree) -> UCTState``,
+``run(tree, state, num_steps, key)`` (one jitted ``lax.fori_loop``; step
+``t`` draws from ``step_key(key, t)``, so a run is a pure function of
+``(tree, key, num_steps)``, bit for bit, however it is chunked) and
+``policy(tree, state)`` (the average strategy), so
+:func:`jaxgt.solvers.base.exploitability_curve` evaluates it.
 
 Extensive-form MCTS (Sec. 3, Algorithm 1): one search tree per player over
 that player's information states. The compiled game already enumerates them,
@@ -25,7 +25,9 @@ SELECT (Sec. 3.2, Algorithm 2): with probability
 ``eta_k = max(gamma, eta / (1 + d sqrt(N(u))))`` (Eq. 2) the UCB1 choice
 ``argmax_a Q(u, a) + c sqrt(log N(u) / N(u, a))`` (untried actions first, ties
 uniformly at random), otherwise an action drawn from the average strategy
-``N(u, a) / N(u)``. Plain UCT is ``eta_k = 1``. The average strategy of both
+``N(u, a) / N(u)``; the walk (:func:`jaxgt.solvers.walk.walk`) draws the
+action in one go from that mixture, ``eta_k UCB + (1 - eta_k) N(u, .) /
+N(u)``. Plain UCT is ``eta_k = 1``. The average strategy of both
 methods is the normalised visit counts (Sec. 3.2), uniform where unvisited.
 
 Batches: one *step* runs ``batch`` episodes in parallel (``vmap``-style array
@@ -58,11 +60,14 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.dtypes import resolve_dtype
-from jaxgt.core.compiler import GameTree
-from jaxgt.games.base import CHANCE
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_key
+from jaxgt.core.checks import check_positive_int, max_depth
+from jaxgt.core.compiler import GameTree
+from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.sampling import mix_uniform
+from jaxgt.core.tables import infostate_rows
+from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
+from jaxgt.solvers.walk import Draw, walk
 
 PAPER_CONSTANTS = {
     "uct": {"kuhn_poker": {"c": 2.0}, "leduc_poker": {"c": 20.0}},
@@ -81,16 +86,12 @@ class UCTState:
     visits: ``([I0, A], [I1, A]) int32`` action visit counts ``N(u, a)``;
       ``N(u) > 0`` marks the information states in each player's tree.
     values: ``([I0, A], [I1, A])`` mean return ``Q(u, a)`` of the player to act.
-    episodes: ``[] int32`` episodes simulated so far.
-    key: PRNG key for the next step.
-    depth: static maximum history depth (steps of one episode walk).
+    iteration: ``[] int32`` steps run (``batch`` episodes each).
   """
 
   visits: tuple
   values: tuple
-  episodes: jax.Array
-  key: jax.Array
-  depth: int = struct.field(pytree_node=False)
+  iteration: jax.Array
 
   def in_tree(self) -> tuple:
     """``([I0] bool, [I1] bool)``: information states in each player's search tree."""
@@ -98,8 +99,8 @@ class UCTState:
 
 
 @dataclasses.dataclass(frozen=True)
-class UCTSolver:
-  """Hyperparameters of UCT / Smooth UCT self-play; methods are pure functions.
+class UCTSolver(Solver):
+  """Hyperparameters of UCT / Smooth UCT self-play; methods are pure functions (:mod:`.base`).
 
   Attributes:
     name: ``"uct" | "smooth-uct"``.
@@ -122,35 +123,31 @@ class UCTSolver:
     return self.name == "smooth-uct"
 
   @property
-  def episodes_per_step(self) -> int:
+  def samples_per_step(self) -> int:
     return self.batch
 
-  def init(self, tree: GameTree, key: jax.Array) -> UCTState:
-    """Empty trees (no visits); ``key`` drives every later step."""
+  def init(self, tree: GameTree, *, weights=None) -> UCTState:
+    """Empty trees (no visits); root beliefs (``weights``) are not supported."""
+    if weights is not None:
+      raise ValueError(f"{self.name} does not support root beliefs (weights)")
     dtype = resolve_dtype(self.dtype)
-    key = check_key(key)
-    depth = np.asarray(tree.depth)
-    if depth.size == 0 or np.any(np.diff(depth) < 0):
-      raise ValueError("tree histories must be in breadth-first order (non-decreasing depth)")
+    max_depth(tree)
     A = tree.num_actions
     visits = tuple(jnp.zeros((n, A), jnp.int32) for n in tree.num_infostates)
     values = tuple(jnp.zeros((n, A), dtype) for n in tree.num_infostates)
-    return UCTState(visits=visits, values=values, episodes=jnp.zeros((), jnp.int32),
-                    key=key, depth=int(depth.max()))
+    return UCTState(visits=visits, values=values, iteration=jnp.zeros((), jnp.int32))
 
-  def step(self, tree: GameTree, state: UCTState) -> UCTState:
-    """One step: ``batch`` episodes."""
-    return self.run(tree, state, 1)
-
-  def run(self, tree: GameTree, state: UCTState, num_steps) -> UCTState:
+  def run(self, tree: GameTree, state: UCTState, num_steps, key=None) -> UCTState:
     """``num_steps`` steps (``num_steps * batch`` episodes) in one jitted call.
 
     ``num_steps`` may be a traced integer (e.g. inside an agent's ``act``).
     """
-    if isinstance(num_steps, (bool, float)) or (
-        isinstance(num_steps, (int, np.integer)) and num_steps < 0):
-      raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
-    return _run(self, tree, state, jnp.asarray(num_steps, jnp.int32))
+    num_steps = check_num_steps(num_steps, traced_ok=True)
+    return _run(self, tree, state, num_steps, require_key(self.name, key))
+
+  def policy(self, tree: GameTree, state: UCTState):
+    """The average strategy (:meth:`average_policy`)."""
+    return self.average_policy(tree, state)
 
   def average_policy(self, tree: GameTree, state: UCTState):
     """Normalised visit counts ``N(u, a) / N(u)``, uniform outside the tree (``[I_p, A]`` each)."""
@@ -169,51 +166,35 @@ class UCTSolver:
       out.append(jax.nn.one_hot(jnp.argmax(score, axis=-1), tree.num_actions, dtype=q.dtype))
     return tuple(out)
 
-  def mixing(self, visits_total):
-    """``eta_k`` of Eq. 2 at total node visits ``N(u)`` (``1`` for UCT)."""
+  def mixing(self, visits_total, dtype=jnp.float32):
+    """``eta_k`` of Eq. 2 at total node visits ``N(u)`` (``1`` for UCT), in ``dtype``."""
     if not self.smooth:
-      return jnp.ones_like(jnp.asarray(visits_total, jnp.float32))
-    n = jnp.asarray(visits_total, jnp.float32)
+      return jnp.ones_like(jnp.asarray(visits_total, dtype))
+    n = jnp.asarray(visits_total, dtype)
     return jnp.maximum(self.gamma, self.eta / (1.0 + self.d * jnp.sqrt(n)))
 
 
 
-def _pick(weights, u):
-  """Index drawn from non-negative ``weights [B, K]`` with uniforms ``u [B]``."""
-  cdf = jnp.cumsum(weights, axis=-1)
-  idx = jnp.sum(cdf <= (u * cdf[:, -1])[:, None], axis=-1)
-  return jnp.minimum(idx, weights.shape[-1] - 1).astype(jnp.int32)
+def uct_node_policy(cfg: UCTSolver, visits, values):
+  """The (Smooth) UCT node policy (a :func:`~jaxgt.solvers.walk.walk` callback; sampling = target).
 
-
-def _episodes(cfg: UCTSolver, tree: GameTree, visits, values, uni):
-  """``B`` episodes walked together: ``[D, B]`` records of updated nodes, and returns ``[B]``.
-
-  ``uni [D, B, 3]``: per step, uniforms for the chance / rollout / UCB
-  tie-break draw, the Smooth UCB coin and the average-strategy draw.
+  Carry ``out [B, 2]``: each player has left their tree. A player inside
+  their tree at a visited node SELECTs (``eta_k`` UCB1 with uniform ties,
+  ``1 - eta_k`` average strategy); at their first unvisited node (added to
+  the tree) and afterwards they play the uniform rollout policy. Records
+  ``updated [B]``: the node gets UPDATE (SELECT or the newly added node).
   """
-  D, B, _ = uni.shape
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  dtype = values[0].dtype
-  legal_tab = [jnp.asarray(tree.players[q].legal) for q in (0, 1)]
 
-  def rows(tab, pl, info):
-    i0 = jnp.clip(info, 0, max(tab[0].shape[0] - 1, 0))
-    i1 = jnp.clip(info, 0, max(tab[1].shape[0] - 1, 0))
-    return jnp.where((pl == 0)[:, None], tab[0][i0], tab[1][i1])
-
-  def body(t, carry):
-    hs, out, rec_pl, rec_info, rec_act = carry
-    pl = tree.player[hs]
-    info = tree.infostate[hs]
-    dec = pl >= 0
-    legal = rows(legal_tab, pl, info) & dec[:, None]
-    n = rows(visits, pl, info)
-    q = rows(values, pl, info)
+  def node_policy(t, node, out):
+    del t
+    pl, info, legal = node.player, node.infostate, node.legal
+    dtype = values[0].dtype
+    n = infostate_rows(visits, pl, info)
+    q = infostate_rows(values, pl, info)
     n_u = jnp.sum(n, axis=-1)
     mine_out = jnp.where(pl == 0, out[:, 0], out[:, 1])
-    select = dec & ~mine_out & (n_u > 0)
-    expand = dec & ~mine_out & (n_u == 0)
+    select = node.decision & ~mine_out & (n_u > 0)
+    expand = node.decision & ~mine_out & (n_u == 0)
     # UCB1; untried legal actions score +inf; ties uniformly at random.
     nf = n.astype(dtype)
     bonus = cfg.c * jnp.sqrt(jnp.log(jnp.maximum(n_u, 1).astype(dtype))[:, None]
@@ -221,36 +202,20 @@ def _episodes(cfg: UCTSolver, tree: GameTree, visits, values, uni):
     score = jnp.where(n > 0, q + bonus, jnp.inf)
     score = jnp.where(legal, score, -jnp.inf)
     best = legal & (score == jnp.max(score, axis=-1, keepdims=True))
-    u = uni[t]
-    a_ucb = _pick(best.astype(dtype), u[:, 0])
-    a_roll = _pick(legal.astype(dtype), u[:, 0])
+    sel = best / jnp.maximum(jnp.sum(best, axis=-1, keepdims=True), 1).astype(dtype)
     if cfg.smooth:
-      eta_k = cfg.mixing(n_u).astype(dtype)
-      a_avg = _pick(jnp.where(legal, nf, 0.0), u[:, 2])
-      a_sel = jnp.where(u[:, 1] < eta_k, a_ucb, a_avg)
-    else:
-      a_sel = a_ucb
-    a_dec = jnp.where(select, a_sel, a_roll)
-    a_ch = _pick(tree.chance_probs[hs], u[:, 0])
-    a = jnp.where(pl == CHANCE, a_ch, a_dec)
-    live = dec | (pl == CHANCE)
-    upd = select | expand
-    rec_pl = rec_pl.at[t].set(jnp.where(upd, pl, -1))
-    rec_info = rec_info.at[t].set(jnp.where(upd, info, 0))
-    rec_act = rec_act.at[t].set(jnp.minimum(a, A - 1))
+      eta_k = cfg.mixing(n_u, dtype)[:, None]
+      sel = eta_k * sel + (1.0 - eta_k) * sequence_form.normalize(nf, legal)
+    roll = mix_uniform(jnp.zeros_like(sel), legal, 1.0)
+    sample = jnp.where(select[:, None], sel, roll)
     out = out | (expand[:, None] & (jnp.arange(2) == pl[:, None]))
-    hs = jnp.where(live, tree.children[hs, jnp.minimum(a, C - 1)], hs)
-    return hs, out, rec_pl, rec_info, rec_act
+    return Draw(sample=sample, target=sample, record=select | expand), out
 
-  init = (jnp.zeros(B, jnp.int32), jnp.zeros((B, 2), bool), jnp.full((D, B), -1, jnp.int32),
-          jnp.zeros((D, B), jnp.int32), jnp.zeros((D, B), jnp.int32))
-  hs, _, rec_pl, rec_info, rec_act = lax.fori_loop(0, D, body, init)
-  ret = tree.terminal_payoff[jnp.maximum(tree.history_terminal[hs], 0)]  # player 0's return
-  return rec_pl, rec_info, rec_act, ret
+  return node_policy
 
 
 def _update(visits, values, rec_pl, rec_info, rec_act, ret):
-  """UPDATE of Algorithm 1 for every recorded node, summed over the batch.
+  """UPDATE of Algorithm 1 for every recorded node ``[D, B]`` (``rec_pl = -1``: none), summed over the batch.
 
   Sparse: only the recorded ``(u, a)`` entries are read and written (scatter
   adds), so a step costs O(batch x depth), not O(I x A). Records of the same
@@ -272,25 +237,22 @@ def _update(visits, values, rec_pl, rec_info, rec_act, ret):
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _run(cfg: UCTSolver, tree: GameTree, state: UCTState, num_steps) -> UCTState:
+def _run(cfg: UCTSolver, tree: GameTree, state: UCTState, num_steps, key) -> UCTState:
   dtype = state.values[0].dtype
-  tree = jax.tree_util.tree_map(
-      lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
+  tree = cast_tree(tree, dtype)
+  A = tree.num_actions
 
   def body(_, s):
-    key, sub = jax.random.split(s.key)
-    uni = jax.random.uniform(sub, (s.depth, cfg.batch, 3), dtype)
-    rec = _episodes(cfg, tree, s.visits, s.values, uni)
-    visits, values = _update(s.visits, s.values, *rec)
-    return s.replace(visits=visits, values=values, episodes=s.episodes + cfg.batch, key=key)
+    uni = jax.random.uniform(step_key(key, s.iteration), (tree.max_depth, cfg.batch), dtype)
+    traj, _ = walk(tree, uct_node_policy(cfg, s.visits, s.values), uni,
+                   carry=jnp.zeros((cfg.batch, 2), bool))
+    upd = traj.record
+    visits, values = _update(s.visits, s.values, jnp.where(upd, traj.player, -1),
+                             jnp.where(upd, traj.infostate, 0), jnp.minimum(traj.action, A - 1),
+                             traj.payoff(tree))
+    return s.replace(visits=visits, values=values, iteration=s.iteration + 1)
 
   return lax.fori_loop(0, num_steps, body, state)
-
-
-def _check_batch(batch) -> int:
-  if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
-    raise ValueError(f"batch must be a positive integer, got {batch!r}")
-  return int(batch)
 
 
 def _check_real(name, x, lo, hi, lo_open=True, hi_open=False):
@@ -307,7 +269,7 @@ def _check_real(name, x, lo, hi, lo_open=True, hi_open=False):
 def uct(c: float = 2.0, *, batch: int = 1, dtype="float32") -> UCTSolver:
   """Extensive-form UCT self-play (Sec. 3.1); ``c=2`` for Kuhn, ``c=20`` for Leduc (Sec. 4)."""
   return UCTSolver("uct", c=_check_real("c", c, 0.0, math.inf, lo_open=False, hi_open=True),
-                   batch=_check_batch(batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
+                   batch=check_positive_int("batch", batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
 
 
 def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float = 0.001, *,
@@ -322,32 +284,7 @@ def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float =
                    gamma=_check_real("gamma", gamma, 0.0, 1.0),
                    eta=_check_real("eta", eta, 0.0, 1.0),
                    d=_check_real("d", d, 0.0, math.inf, lo_open=False, hi_open=True),
-                   batch=_check_batch(batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
-
-
-def exploitability_curve(solver, tree: GameTree, checkpoints, key: jax.Array, seeds: int = 1):
-  """``[len(checkpoints), seeds]`` exact exploitabilities of ``seeds`` vmapped runs.
-
-  Runs ``seeds`` independent self-play runs (keys ``split(key, seeds)``) and
-  evaluates each run's average strategy after ``checkpoints[k]`` episodes
-  (increasing multiples of ``solver.batch``); one jitted call per
-  checkpoint. Any solver with ``init(tree, key)``, ``run`` and
-  ``average_policy`` (also :mod:`jaxgt.solvers.mccfr`) works.
-  """
-  @jax.jit
-  def advance(states, n):
-    def one(s):
-      s = solver.run(tree, s, n)
-      return s, sequence_form.exploitability(tree, solver.average_policy(tree, s))
-    return jax.vmap(one)(states)
-
-  states = jax.vmap(lambda k: solver.init(tree, k))(jax.random.split(key, seeds))
-  done, out = 0, []
-  for c in checkpoints:
-    states, e = advance(states, (c - done) // solver.batch)
-    done = c
-    out.append(np.asarray(e))
-  return np.asarray(out)
+                   batch=check_positive_int("batch", batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
 
 
 def for_game(name: str, game: str, **kwargs) -> UCTSolver:

@@ -1,0 +1,227 @@
+"""The one trajectory walker of the sampled solvers: ``B`` trajectories down a compiled tree.
+
+Outcome-sampling MCCFR, OOS, ISMCTS and (Smooth) UCT all sample trajectories
+the same way: a batch of ``B`` histories walks down together, one depth
+step per iteration of a ``lax.fori_loop`` over the tree's ``max_depth``;
+at each step chance draws from ``tree.chance_probs`` and a decision draws
+from the algorithm's *sampling* distribution, with one uniform per
+trajectory and step (:func:`jaxgt.core.sampling.sample_index`). The
+algorithms differ only in the distribution at a decision (their *node
+policy*) and in what they do with the finished trajectories (their update).
+:func:`walk` is that loop; it returns a :class:`Trajectory`.
+
+A node policy is ``node_policy(t, node, carry) -> (Draw, carry)``: at step
+``t`` it sees the current :class:`Node` of every trajectory (history,
+acting player, information state, legal mask) and a per-trajectory
+``carry`` of its own (e.g. "still inside the search tree"), and returns the
+sampling and target distributions over the ``A`` actions and a pytree of
+``[B, ...]`` values to record at this step (:class:`Draw`).
+
+**Targeting** (OOS, Lisy et al. 2015, Sec. 4.1-4.2): a ``Draw`` may also
+carry an ``on_target [B, C]`` mask of the children inside the targeted part
+of the game. Trajectories flagged ``targeted`` then draw from the sampling
+distribution restricted to those children (when it leaves any mass), and the
+walk records the probability of the action under both scenarios.
+
+**Reading a trajectory** (e.g. for importance-sampling evaluation): with
+``q`` the sampling and ``pi`` the target probability of each step, the
+trajectory of column ``b`` was drawn with probability ``prod_t
+sample_prob[t, b]`` (untargeted) and has probability ``prod_t
+target_prob[t, b]`` under the target profile and chance (chance steps
+contribute their chance probability to both). Padding steps past the end
+of a trajectory have ``player == NO_PLAYER`` and probability ``1``. With
+targeting, a trajectory is drawn from the mixture ``delta prod targeted_prob
++ (1 - delta) prod sample_prob``.
+
+**External sampling** (Lanctot et al. 2009) explores every action of the
+traverser, so it is a traversal over a frontier, not ``B`` single
+trajectories; it reads the same nodes (:func:`node_at`), builds its
+chance/opponent distributions with :func:`with_chance` and draws with the
+same sampler (see :mod:`jaxgt.solvers.mccfr`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from jax import lax
+
+from jaxgt.core.compiler import NO_INDEX, NO_PLAYER, GameTree
+from jaxgt.core.sampling import sample_index
+from jaxgt.core.tables import infostate_rows
+from jaxgt.games.base import CHANCE
+
+
+@struct.dataclass
+class Node:
+  """The current node of each of ``B`` trajectories.
+
+  Attributes:
+    history: ``[B] int32`` history index.
+    player: ``[B] int32`` acting player (``0``, ``1``, ``CHANCE``, or a
+      terminal's ``NO_PLAYER``-like code).
+    infostate: ``[B] int32`` acting player's information state (``NO_INDEX``
+      off decisions).
+    decision: ``[B] bool`` player 0 or 1 acts.
+    legal: ``[B, A] bool`` legal actions (all ``False`` off decisions).
+  """
+
+  history: jax.Array
+  player: jax.Array
+  infostate: jax.Array
+  decision: jax.Array
+  legal: jax.Array
+
+
+@struct.dataclass
+class Draw:
+  """What a node policy returns at one step.
+
+  Attributes:
+    sample: ``[B, A]`` sampling weights at decisions (need not be normalised;
+      ignored at chance and past the end).
+    target: ``[B, A]`` target policy at decisions (the strategy being
+      evaluated or updated).
+    record: pytree of ``[B, ...]`` values stacked into
+      :attr:`Trajectory.record` (``None``: nothing).
+    on_target: ``[B, C] bool`` children inside the targeted set, or ``None``
+      (no targeting).
+  """
+
+  sample: jax.Array
+  target: jax.Array
+  record: Any = None
+  on_target: Any = None
+
+
+@struct.dataclass
+class Trajectory:
+  """``B`` sampled trajectories, one row per depth step ``[D, B]`` (``D = tree.max_depth``).
+
+  Step ``t`` of column ``b`` is the ``t``-th node the trajectory passed
+  through (chance and decisions alike); steps after it reached a terminal
+  are padding.
+
+  Attributes:
+    history: ``[D, B] int32`` history at each step (``NO_INDEX`` past the end).
+    player: ``[D, B] int32`` acting player: ``0``, ``1``, ``CHANCE``, or
+      ``NO_PLAYER`` past the end.
+    infostate: ``[D, B] int32`` acting player's information state
+      (``NO_INDEX`` at chance and past the end).
+    action: ``[D, B] int32`` the child index taken (an action index at
+      decisions; ``0`` past the end).
+    sample_prob: ``[D, B]`` probability of the action under the (untargeted)
+      sampling distribution: the node policy's ``sample`` at decisions,
+      chance probability at chance; ``1`` past the end.
+    target_prob: ``[D, B]`` probability of the action under the target
+      policy (``Draw.target``) at decisions, chance probability at chance;
+      ``1`` past the end.
+    targeted_prob: ``[D, B]`` probability of the action under the sampling
+      distribution restricted to ``on_target`` (``0`` where the
+      restriction has no mass; ``1`` past the end), or ``None`` without
+      targeting.
+    terminal: ``[B] int32`` terminal index reached (``NO_INDEX`` if the walk
+      ended elsewhere).
+    last: ``[B] int32`` history where each trajectory ended.
+    record: the node policy's records stacked ``[D, B, ...]``.
+  """
+
+  history: jax.Array
+  player: jax.Array
+  infostate: jax.Array
+  action: jax.Array
+  sample_prob: jax.Array
+  target_prob: jax.Array
+  targeted_prob: Any
+  terminal: jax.Array
+  last: jax.Array
+  record: Any
+
+  def payoff(self, tree: GameTree) -> jax.Array:
+    """``[B]`` player 0's payoff at the terminal reached."""
+    return tree.terminal_payoff[jnp.maximum(self.terminal, 0)]
+
+
+def node_at(tree: GameTree, history) -> Node:
+  """The :class:`Node` at ``history [B]`` (acting player, information state, legal mask)."""
+  player = tree.player[history]
+  infostate = tree.infostate[history]
+  decision = player >= 0
+  legal = infostate_rows(tuple(pt.legal for pt in tree.players), player, infostate)
+  return Node(history=history, player=player, infostate=infostate, decision=decision,
+              legal=legal & decision[:, None])
+
+
+def with_chance(tree: GameTree, node: Node, sample) -> jax.Array:
+  """``[B, C]`` weights over children: ``tree.chance_probs`` at chance, ``sample [B, A]`` elsewhere."""
+  C, A = tree.children.shape[1], sample.shape[-1]
+  return jnp.where((node.player == CHANCE)[:, None], tree.chance_probs[node.history].astype(
+      sample.dtype), jnp.pad(sample, ((0, 0), (0, C - A))))
+
+
+def _take(x, a):
+  return jnp.take_along_axis(x, a[:, None], axis=-1)[:, 0]
+
+
+def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=None,
+         targeted=None) -> tuple[Trajectory, Any]:
+  """Walks ``B`` trajectories down ``tree`` for ``D`` steps; returns ``(Trajectory, carry)``.
+
+  Args:
+    tree: the compiled tree.
+    node_policy: ``(t, Node, carry) -> (Draw, carry)`` (see module docstring).
+    uniforms: ``[D, B]`` uniforms in ``[0, 1)``, one per step and trajectory.
+    start: ``[B] int32`` first histories (default: the root).
+    carry: initial per-trajectory carry of ``node_policy`` (any pytree).
+    targeted: ``[B] bool`` trajectories drawn from the targeted distribution
+      (requires ``Draw.on_target``); ``None``: no targeting.
+  """
+  D, B = uniforms.shape
+  dtype = uniforms.dtype
+  hs = jnp.zeros(B, jnp.int32) if start is None else jnp.asarray(start, jnp.int32)
+  probe = jax.eval_shape(lambda h, c: node_policy(0, node_at(tree, h), c)[0], hs, carry)
+  targeting = probe.on_target is not None
+  if targeting != (targeted is not None):
+    raise ValueError("targeted trajectories need a node policy with on_target, and vice versa")
+  records = jax.tree_util.tree_map(lambda s: jnp.zeros((D,) + s.shape, s.dtype), probe.record)
+  rec = dict(history=jnp.full((D, B), NO_INDEX, jnp.int32),
+             player=jnp.full((D, B), NO_PLAYER, jnp.int32),
+             infostate=jnp.full((D, B), NO_INDEX, jnp.int32),
+             action=jnp.zeros((D, B), jnp.int32),
+             sample_prob=jnp.ones((D, B), dtype), target_prob=jnp.ones((D, B), dtype),
+             targeted_prob=jnp.ones((D, B), dtype) if targeting else None, record=records)
+
+  def body(t, loop):
+    hs, carry, rec = loop
+    node = node_at(tree, hs)
+    draw, carry = node_policy(t, node, carry)
+    live = node.decision | (node.player == CHANCE)
+    weights = with_chance(tree, node, draw.sample.astype(dtype))
+    total = jnp.sum(weights, axis=-1)
+    if targeting:
+      restricted = jnp.where(draw.on_target, weights, 0.0)
+      on_total = jnp.sum(restricted, axis=-1)
+      use = targeted & (on_total > 0)
+      a = sample_index(jnp.where(use[:, None], restricted, weights), uniforms[t])
+      targeted_p = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(
+          on_total > 0, on_total, 1.0), 0.0)
+    else:
+      a = sample_index(weights, uniforms[t])
+    sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
+    A = draw.target.shape[-1]
+    target_p = jnp.where(node.player == CHANCE, sample_p,
+                         _take(draw.target.astype(dtype), jnp.minimum(a, A - 1)))
+    one = jnp.ones_like(sample_p)
+    new = dict(history=jnp.where(live, hs, NO_INDEX), player=jnp.where(live, node.player, NO_PLAYER),
+               infostate=jnp.where(live, node.infostate, NO_INDEX), action=jnp.where(live, a, 0),
+               sample_prob=jnp.where(live, sample_p, one), target_prob=jnp.where(live, target_p, one),
+               targeted_prob=jnp.where(live, targeted_p, one) if targeting else None,
+               record=draw.record)
+    rec = jax.tree_util.tree_map(lambda x, n: x.at[t].set(n), rec, new)
+    return jnp.where(live, tree.children[hs, a], hs), carry, rec
+
+  hs, carry, rec = lax.fori_loop(0, D, body, (hs, carry, rec))
+  return Trajectory(terminal=tree.history_terminal[hs], last=hs, **rec), carry
