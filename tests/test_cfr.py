@@ -120,7 +120,7 @@ def test_batched_solve_equals_individual_solves():
   batch = solver.run_batch(tree, solver.init_batch(tree, weights), 50)
   avg_b = jax.vmap(lambda s: solver.average_policy(tree, s))(batch)
   for b in [0, 7, 15]:
-    single = solver.run(tree, solver.init(tree, weights[b]), 50)
+    single = solver.run(tree, solver.init(tree, weights=weights[b]), 50)
     avg_s = solver.average_policy(tree, single)
     for p in (0, 1):
       np.testing.assert_allclose(np.asarray(avg_b[p][b]), np.asarray(avg_s[p]), atol=1e-10)
@@ -157,7 +157,7 @@ def test_bad_solver_arguments():
   tree = jaxgt.load("kuhn_poker").device_tree()
   solver = cfr_lib.cfr_plus()
   with pytest.raises(ValueError, match="one per terminal"):
-    solver.init(tree, jnp.ones(7))
+    solver.init(tree, weights=jnp.ones(7))
   with pytest.raises(ValueError, match="non-negative integer"):
     solver.run(tree, solver.init(tree), -1)
   with pytest.raises(ValueError, match="batched"):
@@ -175,7 +175,7 @@ def test_solve_batch_values_match_individual_solves():
   assert res.values.shape == (4,) and res.policies[0].shape == (4, 6, 2)
   for b in range(4):
     solver = cfr_lib.cfr_plus(dtype="float64")
-    single = solver.run(tree, solver.init(tree, weights[b]), 300)
+    single = solver.run(tree, solver.init(tree, weights=weights[b]), 300)
     pol = solver.average_policy(tree, single)
     assert res.values[b] == pytest.approx(float(sf.expected_value(tree, pol, weights[b])), abs=1e-12)
     assert res.exploitability[b] == pytest.approx(float(sf.exploitability(tree, pol, weights[b])), abs=1e-12)

@@ -115,7 +115,7 @@ def test_fixed_range_solve_and_batch():
                                atol=1e-9)
   # Re-solving at an equilibrium's summary keeps the opponent's values (within tolerance).
   one = rs.resolve(sub, solver, 1, s1.our_range, s1.opp_values, s1.opp_range, iterations=1000)
-  v = rs.root_opponent_values(sub, solver, 1, one, s1.our_range)
+  v = rs.root_opponent_values(sub, 1, one)
   np.testing.assert_allclose(v, s1.opp_values, atol=2e-3)
 
 

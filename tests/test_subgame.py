@@ -56,7 +56,7 @@ def test_core_solvers_run_unchanged_on_subgame(solver_name):
   st_tree = sub.with_payoff(sub.compiled.device_tree("float64"), vals)
   solver = jaxgt.make_solver(solver_name, dtype="float64")
   w = sub.root_weights([1.0], [1.0])
-  state = solver.run(st_tree, solver.init(st_tree, w), 2000)
+  state = solver.run(st_tree, solver.init(st_tree, weights=w), 2000)
   spol = solver.average_policy(st_tree, state)
   assert float(sf.exploitability(st_tree, spol, w)) < 5e-3
   assert float(sf.expected_value(st_tree, spol, w)) == pytest.approx(-1 / 18, abs=5e-3)
@@ -89,7 +89,7 @@ def test_batched_solve_matches_one_by_one_at_inner_public_state():
   dtree = deep.compiled.device_tree("float64")
   for b in (1, 2):
     wd = deep.root_weights(r0[b], r1[b])
-    s = solver.run(dtree, solver.init(dtree, wd), 3000)
+    s = solver.run(dtree, solver.init(dtree, weights=wd), 3000)
     ref = float(sf.expected_value(dtree, solver.average_policy(dtree, s), wd))
     assert vb[b] == pytest.approx(ref, abs=2e-3)
 
