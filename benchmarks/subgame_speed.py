@@ -111,7 +111,7 @@ def main():
       def single(n):
         w = sub.root_weights(rng.dirichlet(np.ones(k[0]), n), rng.dirichlet(np.ones(k[1]), n),
                              jnp.dtype(dt_name))
-        return [lambda b=b: solver.run(tree, solver.init(tree, w[b]), T).regrets
+        return [lambda b=b: solver.run(tree, solver.init(tree, weights=w[b]), T).regrets
                 for b in range(n)]
 
     for B in [int(b) for b in args.batches.split(",")]:
