@@ -144,3 +144,25 @@ def test_rps_plus_multi_valued_leaves_find_equilibrium():
   np.testing.assert_allclose(found[4][0], [0.4, 0.4, 0.2], atol=0.02)
   with pytest.raises(ValueError, match="continuation policies"):
     lf.multi_valued(sgm.extract(g, 0, depth_limit=1, leaf_choices=2), [eq])
+
+
+def test_chunk_size_does_not_change_a_solve_with_fixed_leaf_values():
+  """The chunked driver with a constant evaluator: any ``chunk`` (with a remainder
+  chunk) runs the same iterations as ``chunk=1`` and as plain CFR on the subgame
+  with those leaf values filled in."""
+  g, _, pol = _full_equilibrium("kuhn_poker", 300)
+  sub = sgm.extract(g, 0, depth_limit=4)
+  solver = jaxgt.cfr_plus(dtype="float64")
+  w = sub.root_weights([1.0], [1.0])
+  ev = lf.continuation(sub, pol)
+  a = lf.solve(sub, solver, w, ev, 50)
+  b = lf.solve(sub, solver, w, ev, 50, chunk=7)
+  st_tree = sub.with_payoff(sub.compiled.device_tree("float64"), ev.apply((), None)[0])
+  c = solver.run(st_tree, solver.init(st_tree, weights=w), 50)
+  for p in (0, 1):
+    np.testing.assert_allclose(np.asarray(a.cfr.cum_policy[p]), np.asarray(b.cfr.cum_policy[p]),
+                               atol=1e-12)
+    np.testing.assert_allclose(np.asarray(a.cfr.cum_policy[p]), np.asarray(c.cum_policy[p]),
+                               atol=1e-12)
+  with pytest.raises(ValueError, match="chunk"):
+    lf.solve(sub, solver, w, ev, 50, chunk=0)

@@ -1,6 +1,18 @@
 """Modified continual re-solving as an agent (``003``, "Modified Continual Re-solving").
 
-See :mod:`jaxgt.search.resolving` for the gadget and the summaries it reads.
+:class:`ContinualResolvingAgent`: a player's first decision solves the game
+from the root public state with both (known) root ranges; every later
+decision at public state ``s`` re-solves from the previous search's summary
+at ``s_prev``, the deepest public state on the way to ``s`` that the previous
+search covered (``s`` itself when it lay inside that tree; always below the
+previous decision, so our range there is the one we actually played). The
+subgame is ``s_prev``'s single branch down to ``s`` (off-branch public states
+are leaves) plus ``depth_limit`` public levels below ``s``; the modified
+gadget mixes in the opponent's previous range. Summaries (our range, the
+opponent's range under the average policy, and the opponent's average
+self-play counterfactual values, ``003`` "Self-play Values as Re-solving
+Constraints") are read off the search lazily at whichever public state the
+next decision needs (:func:`jaxgt.search.resolving.child_summaries`).
 """
 
 from __future__ import annotations
@@ -18,8 +30,9 @@ from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.public_tree import build_public_tree, public_belief_state
 from jaxgt.games.base import TERMINAL
-from jaxgt.search.resolving import (DEFAULT_ALPHA, Summary, branch_leaves, check_alpha,
-                                    child_summaries, default_evaluator, resolve)
+from jaxgt.search.gadget import check_alpha
+from jaxgt.search.resolving import (DEFAULT_ALPHA, Summary, branch_leaves, child_summaries,
+                                    default_evaluator, resolve)
 from jaxgt.search.subgame import Subgame, extract
 from jaxgt.solvers import cfr as cfr_lib
 

@@ -1,4 +1,4 @@
-"""Safe re-solving (the gadget) and modified continual re-solving.
+"""Safe re-solving from summaries, and the summaries continual re-solving carries.
 
 Re-solving (``003``, "Imperfect Information Search, Decomposition, and
 Re-Solving"; DeepStack; Burch et al. 2014): a subgame rooted at public state
@@ -13,40 +13,16 @@ best-response values to the old strategy, swapping the new strategy in never
 raises the opponent's best-response value (the safety property tested in
 ``tests/test_resolving.py``).
 
-The gadget runs inside the CFR iteration on the ordinary compiled
-:class:`~jaxgt.search.subgame.Subgame` (as in DeepStack's implementation): each
-iteration the gadget's regret matching gives the follow probabilities
-``f [K_o]``, the opponent's root range is ``f`` (``alpha=None``: the exact
-auxiliary game) or, modified as in ``003`` ("Modified Continual
-Re-solving"), ``alpha f / sum(f) + (1 - alpha) r_prev`` with the opponent's
-range ``r_prev`` from the previous search (``alpha = 0.5`` there); the CFR
-family updates the subgame with that range (leaf evaluators of
-:mod:`jaxgt.search.leaf` queried as in :func:`jaxgt.search.leaf.solve`), and the
-gadget's regrets are updated from the opponent's counterfactual values of
-following. The gadget is the CFR engine's root transform (:class:`Gadget`)
-and its regrets follow the solver's regret rule (regret matching+ for CFR+,
-as in DeepStack).
+The gadget (:mod:`jaxgt.search.gadget`) runs inside the CFR engine's
+iteration on the ordinary compiled :class:`~jaxgt.search.subgame.Subgame`, as
+in DeepStack's implementation; leaf evaluators (:mod:`jaxgt.search.leaf`) are
+queried by the same chunked driver as :func:`jaxgt.search.leaf.solve`.
 
 Normalisation: ranges sum to one over the public state's (augmented)
 information states (:class:`~jaxgt.core.public_tree.PublicTree` order);
 ``v_o(J) = sum_{h in J} pi_chance(h) r_i(I_i(h)) u_o(h)`` in the opponent's
 utility, i.e. full-game counterfactual values divided by our total own
 reach at ``s`` (:func:`summary_from_policy`).
-
-Continual re-solving (:class:`ContinualResolvingAgent`, ``003`` "Modified
-Continual Re-solving"): a player's first decision solves the game from the
-root public state with both (known) root ranges; every later decision at
-public state ``s`` re-solves from the previous search's summary at
-``s_prev``, the deepest public state on the way to ``s`` that the previous
-search covered (``s`` itself when it lay inside that tree; always below the
-previous decision, so our range there is the one we actually played). The
-subgame is ``s_prev``'s single branch down to ``s`` (off-branch public states
-are leaves) plus ``depth_limit`` public levels below ``s``; the modified
-gadget mixes in the opponent's previous range. Summaries (our range, the
-opponent's range under the average policy, and the opponent's average
-self-play counterfactual values, ``003`` "Self-play Values as Re-solving
-Constraints") are read off the search lazily at whichever public state the
-next decision needs.
 """
 
 from __future__ import annotations
@@ -65,6 +41,7 @@ from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_p
 from jaxgt.core.public_tree import PublicTree, counterfactual_values, history_values, ranges
 from jaxgt.games.base import TERMINAL
 from jaxgt.search import leaf as leaf_lib
+from jaxgt.search.gadget import Gadget, check_alpha, normalized
 from jaxgt.search.subgame import Subgame
 from jaxgt.solvers import cfr as cfr_lib
 
@@ -124,126 +101,6 @@ def summary_from_policy(pt: PublicTree, public_state, player: int, policy,
   ro = np.asarray(reach[o])[Io]
   ro = ro / ro.sum() if ro.sum() > 0 else np.full(len(Io), 1.0 / len(Io))
   return Summary(ps, player, ri / z, np.asarray(cfv[o])[Io] / z, ro)
-
-
-# ------------------------------------------------------------------ the gadget
-def check_alpha(alpha) -> float | None:
-  """``alpha`` as a float (``None`` stays ``None``); raises unless ``None`` or a number in ``[0, 1]``."""
-  if alpha is None:
-    return None
-  if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) \
-      or not 0.0 <= float(alpha) <= 1.0:
-    raise ValueError(f"alpha must be None or in [0, 1], got {alpha!r}")
-  return float(alpha)
-
-
-@struct.dataclass
-class GadgetState:
-  """The gadget's part of the CFR engine's carry (add ``B`` in front when batched).
-
-  Attributes:
-    regrets: ``[K_o, 2]`` cumulative (follow, terminate) regrets.
-    regret_state: the solver's regret rule's extra state for ``regrets``.
-    terminate_values: ``[K_o]`` the opponent's terminate values ``v_o``.
-    previous_range: ``[K_o]`` the opponent's previous range ``r_prev``.
-    alpha: ``[]`` the mixing weight of the modified gadget.
-    range: ``[K_o]`` the opponent root range of the last iteration.
-    range_sum: ``[K_o]`` averaging-weighted sum of the iterations' ranges.
-    weight_sum: ``[]`` sum of the averaging weights.
-  """
-
-  regrets: Any
-  regret_state: Any
-  terminate_values: Any
-  previous_range: Any
-  alpha: Any
-  range: Any
-  range_sum: Any
-  weight_sum: Any
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Gadget:
-  """The re-solving gadget as the CFR engine's :class:`~jaxgt.solvers.cfr.RootTransform`.
-
-  Before our update the opponent's root range ``[K_o]`` (the gadget's follow
-  probabilities ``f``: the solver's regret rule on the (follow, terminate)
-  regrets; mixed with ``r_prev`` when ``mixed``; ``r_prev`` itself without
-  terminate values) enters our terminal weights and the averaged range;
-  after the opponent's update its counterfactual values of following,
-  ``v_follow [K_o]``, against ``v_term`` update the gadget's regrets
-  (module docstring).
-
-  Attributes:
-    solver: the :class:`~jaxgt.solvers.cfr.CFRSolver` (its regret and
-      averaging rules serve the gadget too).
-    opponent: ``o``.
-    root_position: ``[T]`` position of each terminal's root history in the
-      opponent's range.
-    size: ``K_o``.
-    gadget: whether terminate values are given (else the range is fixed).
-    mixed: ``alpha`` mixing with the previous range.
-  """
-
-  solver: Any
-  opponent: int
-  root_position: Any
-  size: int
-  gadget: bool
-  mixed: bool
-
-  def init(self, terminate_values, previous_range, alpha) -> GadgetState:
-    zeros = jnp.zeros((self.size, 2), terminate_values.dtype)
-    return GadgetState(regrets=zeros, regret_state=self.solver.regret_rule.init(zeros),
-                       terminate_values=terminate_values, previous_range=previous_range,
-                       alpha=alpha, range=previous_range, range_sum=jnp.zeros_like(previous_range),
-                       weight_sum=jnp.zeros((), previous_range.dtype))
-
-  def follow(self, gs: GadgetState) -> jax.Array:
-    """``[K_o]`` follow probabilities of the gadget's current strategy."""
-    legal = jnp.ones((self.size, 2), bool)
-    return self.solver.regret_rule.strategy(gs.regrets, legal, gs.regret_state)[:, 0]
-
-  def opponent_range(self, gs: GadgetState) -> jax.Array:
-    """``[K_o]`` the opponent's root range of the current iteration."""
-    if not self.gadget:
-      return gs.previous_range
-    f = self.follow(gs)
-    if not self.mixed:
-      return f
-    return gs.alpha * _normalized(f, f.sum(), gs.previous_range) \
-        + (1.0 - gs.alpha) * gs.previous_range
-
-  def weights(self, gs: GadgetState, player: int, weights, t):
-    if player == self.opponent:
-      return weights, gs
-    r = self.opponent_range(gs)
-    averaging = self.solver.averaging
-    return weights * r[self.root_position], gs.replace(
-        range=r, range_sum=averaging.accumulate(gs.range_sum, r, t),
-        weight_sum=averaging.accumulate(gs.weight_sum, 1.0, t))
-
-  def update(self, gs: GadgetState, player: int, values, reach, t):
-    if player != self.opponent or not self.gadget:
-      return gs
-    f = self.follow(gs)
-    v_follow = jax.ops.segment_sum(values * reach, self.root_position, self.size)
-    total = f * v_follow + (1.0 - f) * gs.terminate_values
-    instant = jnp.stack([v_follow - total, gs.terminate_values - total], -1)
-    regrets, extra = self.solver.regret_rule.update(gs.regrets, instant, t, gs.regret_state)
-    return gs.replace(regrets=regrets, regret_state=extra)
-
-  def average_range(self, gs: GadgetState) -> jax.Array:
-    """``[K_o]`` the average opponent root range (the average follow
-    probabilities themselves for the exact gadget)."""
-    if self.gadget and not self.mixed:
-      return _normalized(gs.range_sum, gs.weight_sum, 0.0)
-    return _normalized(gs.range_sum, gs.range_sum.sum(), 1.0 / max(self.size, 1))
-
-
-def _normalized(v, total, default):
-  """``v / total``, ``default`` where ``total`` is not positive."""
-  return jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), default)
 
 
 # ------------------------------------------------------------------ gadget solve
@@ -420,7 +277,6 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
   i, o = prep.player, 1 - prep.player
   root_position = [jnp.asarray(prep.term_root_aug[p]) for p in (0, 1)]
   term_chance = jnp.asarray(prep.term_chance, dtype)
-  transform = Gadget(solver, o, root_position[o], prep.sizes[o], gadget, mixed)
   hist_position = [jnp.asarray(sub.root_aug[p][np.maximum(prep.hist_root, 0)]) for p in (0, 1)]
   above = jnp.asarray(prep.hist_root < 0)
 
@@ -433,8 +289,9 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
   def run(our_range, previous_range, terminate_values, alpha, es):
     base = term_chance * our_range[root_position[i]]  # the opponent's counterfactual weights
     ours = own_root(i, our_range)
-    carry = cfr_lib.start(solver, tree, solver.init(tree, weights=base),
-                          transform.init(terminate_values, previous_range, alpha))
+    transform = Gadget(solver, o, root_position[o], terminate_values if gadget else None,
+                       previous_range, alpha if mixed else None)
+    carry = cfr_lib.start(solver, tree, solver.init(tree, weights=base), transform.init())
 
     def leaves(c):
       it = c[0]
@@ -457,7 +314,7 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
     gs = carry.root_state
     r_avg = transform.average_range(gs)
     avg = solver.average_policy(tree, carry.state)
-    r_leaf = _normalized(gs.range_sum, gs.range_sum.sum(), 1.0)
+    r_leaf = normalized(gs.range_sum, gs.range_sum.sum(), 1.0)
     v, es = leaf_lib.final_leaf_values(sub, evaluator, es,
                                        leaf_lib.leaf_input(sub, tree, avg, base,
                                                            opponent_reach(r_leaf)))
@@ -468,7 +325,7 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
     return ResolveState(
         cfr=carry.state.replace(weights=base * gs.range[root_position[o]]),
         gadget_regrets=gs.regrets, opp_range=r_avg, leaf_values=v, evaluator=es, policy=avg,
-        history_values=_normalized(acc, gs.weight_sum, 0.0) if self_play_values else None,
+        history_values=normalized(acc, gs.weight_sum, 0.0) if self_play_values else None,
         history_reach=reach)
 
   # The evaluator's initial state is an argument, not compiled-in constants.

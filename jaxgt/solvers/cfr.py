@@ -1,4 +1,4 @@
-"""The CFR family in sequence form: one iteration engine, pluggable rules, four solvers.
+"""The CFR family in sequence form: one iteration engine and four solvers.
 
 ``solver = cfr_plus()`` returns a frozen :class:`CFRSolver` following the
 solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree, *, weights=None)``,
@@ -6,39 +6,19 @@ solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree, *, weights=None)``,
 ``policy`` (the average strategy). Everything is vmap-able over ``state`` (a
 batch of root beliefs of the same game): see ``init_batch`` / ``run_batch``.
 
-**The engine.** :func:`iteration` is the one CFR iteration of the package:
-full-game CFR, depth-limited solving (:mod:`jaxgt.search.leaf`) and the
-re-solving gadget (:mod:`jaxgt.search.resolving`) all run it. At iteration
-``t = 1, 2, ...`` it updates player 0 then player 1 (alternating: player 1
-sees player 0's new strategy, OpenSpiel's ``_CFRSolverBase`` order;
-simultaneous: both from the same strategies). Player ``p``'s update computes
-the instantaneous counterfactual regrets ``r_t`` from its terminal weights and
-payoffs, then
-
-* ``R, extra <- regret_rule.update(R, r_t, t, extra)`` and the next strategy
-  ``regret_rule.strategy(R, legal, extra)``;
-* ``C <- averaging.accumulate(C, own reach * sigma_t, t)``.
-
-Hooks: each player's update may use its own tree (leaf values filled in: the
-row ``p`` of a leaf evaluator's ``[2, L]`` output) and its own terminal
-weights, and a *root transform* (:class:`RootTransform`) may change a
-player's terminal weights just before its update and observe its
-counterfactual values just after (the re-solving gadget). The carry
-(:class:`Iterate`) keeps the current strategies and realization plans, so an
-iteration costs two regret matchings.
-
-**Rules.** A regret rule (:class:`RegretMatching` and subclasses) is
-``init(regrets) -> extra``, ``update(regrets, instant, t, extra) -> (regrets,
-extra)`` and ``strategy(regrets, legal, extra) -> sigma``; ``extra`` is any
-pytree the rule carries per player (``()`` here; e.g. the last instantaneous
-regrets of a predictive rule). An averaging rule (:class:`PowerAveraging`) is
-``accumulate(total, increment, t) -> total``. The solvers:
-
-* CFR: regret matching, uniform averaging (Zinkevich et al. 2007);
-* CFR+: regret matching+ (``R <- max(R, 0)``), linear averaging (Tammelin 2014);
-* DCFR(alpha, beta, gamma): positive ``R`` times ``t^a / (t^a + 1)``,
-  negative times ``t^b / (t^b + 1)``, averaging weight ``t^gamma``; LCFR is
-  DCFR(1, 1, 1) (Brown & Sandholm 2019, Sec. 3 and 4).
+:func:`iteration` is the package's one CFR iteration: full-game CFR,
+depth-limited solving (:mod:`jaxgt.search.leaf`) and the re-solving gadget
+(:mod:`jaxgt.search.gadget`) all run it. At iteration ``t = 1, 2, ...`` it
+updates player 0 then player 1 (alternating: player 1 sees player 0's new
+strategy, OpenSpiel's ``_CFRSolverBase`` order; simultaneous: both from the
+same strategies). Player ``p``'s instantaneous counterfactual regrets ``r_t``
+(from its own payoffs and terminal weights) update its regrets and strategy
+through the solver's regret rule, and ``own reach * sigma_t`` enters its
+average through the averaging rule (:mod:`jaxgt.solvers.cfr_rules`: CFR,
+CFR+, LCFR and DCFR differ only there). A :class:`RootTransform` may change a
+player's terminal weights before its update and observe its counterfactual
+values after. The carry (:class:`Iterate`) keeps the current strategies and
+realization plans, so an iteration costs two regret matchings.
 """
 
 from __future__ import annotations
@@ -56,69 +36,8 @@ from jaxgt.core import sequence_form
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.solvers.base import Solver, check_num_steps
-
-
-# ------------------------------------------------------------------ rules
-@dataclasses.dataclass(frozen=True)
-class RegretMatching:
-  """CFR's regret rule: ``R <- R + r``; the strategy is regret matching of ``R``.
-
-  Subclasses override :meth:`update` (and :meth:`init` / :meth:`strategy`
-  when they carry extra state).
-  """
-
-  def init(self, regrets: jax.Array) -> Any:
-    """The rule's extra state for cumulative regrets ``regrets [..., I, A]`` (none)."""
-    del regrets
-    return ()
-
-  def update(self, regrets: jax.Array, instant: jax.Array, t: jax.Array, extra):
-    """New cumulative regrets after instantaneous regrets ``instant`` at iteration ``t``."""
-    del t
-    return regrets + instant, extra
-
-  def strategy(self, regrets: jax.Array, legal: jax.Array, extra) -> jax.Array:
-    """The current strategy ``[..., I, A]``."""
-    del extra
-    return sequence_form.regret_matching(regrets, legal)
-
-
-@dataclasses.dataclass(frozen=True)
-class RegretMatchingPlus(RegretMatching):
-  """CFR+'s rule: cumulative regrets clipped at zero after each update (Tammelin 2014)."""
-
-  def update(self, regrets, instant, t, extra):
-    del t
-    return jnp.maximum(regrets + instant, 0.0), extra
-
-
-@dataclasses.dataclass(frozen=True)
-class DiscountedRegretMatching(RegretMatching):
-  """DCFR's rule (Brown & Sandholm 2019, Sec. 3): after ``R <- R + r``, positive
-  regrets times ``t^alpha / (t^alpha + 1)``, negative ones times ``t^beta / (t^beta + 1)``."""
-
-  alpha: float = 1.5
-  beta: float = 0.0
-
-  def update(self, regrets, instant, t, extra):
-    regrets = regrets + instant
-    tf = t.astype(regrets.dtype)
-    pos = tf ** self.alpha / (tf ** self.alpha + 1.0)
-    neg = tf ** self.beta / (tf ** self.beta + 1.0)
-    return jnp.where(regrets >= 0, regrets * pos, regrets * neg), extra
-
-
-@dataclasses.dataclass(frozen=True)
-class PowerAveraging:
-  """Average-strategy weight ``t ** exponent`` (0: uniform, 1: linear)."""
-
-  exponent: float = 0.0
-
-  def accumulate(self, total: jax.Array, increment, t: jax.Array) -> jax.Array:
-    """``total`` plus iteration ``t``'s weighted ``increment``."""
-    if not self.exponent:
-      return total + increment
-    return total + t.astype(total.dtype) ** self.exponent * increment
+from jaxgt.solvers.cfr_rules import (DiscountedRegretMatching, PowerAveraging, RegretMatching,
+                                     RegretMatchingPlus)
 
 
 # ------------------------------------------------------------------ state
