@@ -42,7 +42,7 @@ def _time_jaxgt(tree, solver, iterations, repeats):
   return compile_s, 1e3 * best / iterations, out
 
 
-def _time_openspiel(game_string, cls_name, budget_s):
+def time_openspiel(game_string, cls_name, budget_s):
   try:
     import pyspiel
   except ImportError:
@@ -120,7 +120,7 @@ def main():
       print("  OpenSpiel: no equivalent game")
     else:
       for ours_name, cls in [("cfr+", "CFRPlusSolver"), ("cfr", "CFRSolver")]:
-        ms = _time_openspiel(os_name, cls, args.openspiel_seconds)
+        ms = time_openspiel(os_name, cls, args.openspiel_seconds)
         if ms is None:
           print("  OpenSpiel: pyspiel not installed (pip install 'jaxgt[bench]')")
           break

@@ -7,7 +7,8 @@ CFR+ iteration of the subgame). ``--mode resolve`` (default) re-solves with the
 safe-re-solving gadget mixed with the previous opponent range (``003``,
 alpha = 0.5; :func:`jaxgt.search.resolving.resolve_batch`) from ``B`` random
 summaries (our range, opponent counterfactual values and range) in one
-vmapped jitted call; ``--mode fixed`` solves ``B`` random root-range pairs
+vmapped jitted call (without the self-play values only continual
+re-solving reads); ``--mode fixed`` solves ``B`` random root-range pairs
 (:meth:`CFRSolver.run_batch`). Both are compared with the same solves one by
 one (one jitted call each, compiled once). Compile and steady-state times are
 reported separately; runs unchanged on CPU or GPU.
@@ -26,21 +27,18 @@ import sys
 import time
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import jaxgt  # noqa: E402
-from jaxgt.search import leaf as lf  # noqa: E402
-from jaxgt.core import public_tree as ptm  # noqa: E402
-from jaxgt.search import resolving as rs  # noqa: E402
-from jaxgt.search import subgame as sgm  # noqa: E402
-from jaxgt.core import sequence_form as sf  # noqa: E402
+import jaxgt
+from jaxgt.search import leaf as lf
+from jaxgt.core import public_tree as ptm
+from jaxgt.search import resolving as rs
+from jaxgt.search import subgame as sgm
+from jaxgt.core import sequence_form as sf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cfr_speed import _time_openspiel  # noqa: E402  (OpenSpiel C++ ms/iteration)
+from cfr_speed import time_openspiel  # noqa: E402  (OpenSpiel C++ ms/iteration)
 
 
 def _summaries(rng, k_us, k_opp, B):
@@ -67,6 +65,8 @@ def main():
   ap.add_argument("--one-by-one", type=int, default=8, help="solves timed one by one")
   ap.add_argument("--openspiel", action="store_true", help="also time OpenSpiel CFR+")
   args = ap.parse_args()
+  if args.dtype == "float64":
+    jax.config.update("jax_enable_x64", True)
   g = jaxgt.load(args.game)
   pt = ptm.build_public_tree(g)
   dt_name = args.dtype
@@ -94,12 +94,14 @@ def main():
       def batch(B):
         r, v, o = _summaries(rng, k[player], k[1 - player], B)
         return lambda: rs.resolve_batch(sub, solver, player, r, v, o, evaluator=ev,
-                                        iterations=T, alpha=0.5).policy
+                                        iterations=T, alpha=0.5,
+                                        self_play_values=False).policy
 
       def single(n):
         r, v, o = _summaries(rng, k[player], k[1 - player], n)
         return [lambda b=b: rs.resolve(sub, solver, player, r[b], v[b], o[b], evaluator=ev,
-                                       iterations=T, alpha=0.5).policy for b in range(n)]
+                                       iterations=T, alpha=0.5, self_play_values=False).policy
+                for b in range(n)]
     else:
       def batch(B):
         w = sub.root_weights(rng.dirichlet(np.ones(k[0]), B), rng.dirichlet(np.ones(k[1]), B),
@@ -109,7 +111,7 @@ def main():
       def single(n):
         w = sub.root_weights(rng.dirichlet(np.ones(k[0]), n), rng.dirichlet(np.ones(k[1]), n),
                              jnp.dtype(dt_name))
-        return [lambda b=b: solver.run(tree, solver.init(tree, w[b]), T).regrets
+        return [lambda b=b: solver.run(tree, solver.init(tree, weights=w[b]), T).regrets
                 for b in range(n)]
 
     for B in [int(b) for b in args.batches.split(",")]:
@@ -125,7 +127,7 @@ def main():
     print("  " + "; ".join(line))
   print(f"ours: up to {max(ours_visits):,.0f} history visits/s (subgame histories x iterations x B)")
   if args.openspiel:
-    ms = _time_openspiel(g.game.openspiel_game_string(), "CFRPlusSolver", 2.0)
+    ms = time_openspiel(g.game.openspiel_game_string(), "CFRPlusSolver", 2.0)
     if ms is None:
       print("OpenSpiel not installed: skipped")
       return

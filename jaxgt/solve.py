@@ -123,7 +123,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
       solver = cfr_lib.make_solver(solver, alternating=alternating, dtype=dtype, **solver_kwargs)
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
-  state = solver.init(tree) if sampling else solver.init(tree, weights)
+  state = solver.init(tree) if sampling else solver.init(tree, weights=weights)
   key = jax.random.key(int(seed)) if sampling else None
   per_step = solver.trajectories_per_step if sampling else None
   report = progress if callable(progress) else (

@@ -115,8 +115,27 @@ def test_fixed_range_solve_and_batch():
                                atol=1e-9)
   # Re-solving at an equilibrium's summary keeps the opponent's values (within tolerance).
   one = rs.resolve(sub, solver, 1, s1.our_range, s1.opp_values, s1.opp_range, iterations=1000)
-  v = rs.root_opponent_values(sub, solver, 1, one, s1.our_range)
+  v = rs.root_opponent_values(sub, 1, one)
   np.testing.assert_allclose(v, s1.opp_values, atol=2e-3)
+
+
+def test_self_play_values_are_optional_and_do_not_change_the_resolve():
+  """Without self-play values the re-solve is the same (policy, ranges, regrets); the
+  summaries that need them raise a clear error."""
+  g, tree, solver, eq = _blueprint("kuhn_poker", 300)
+  pt = ptm.build_public_tree(g)
+  sub = sgm.extract(pt, 4)
+  s = rs.summary_from_policy(pt, 4, 1, eq)
+  args = (sub, solver, 1, s.our_range, s.opp_values, s.opp_range)
+  with_values = rs.resolve(*args, iterations=200, alpha=0.5)
+  without = rs.resolve(*args, iterations=200, alpha=0.5, self_play_values=False)
+  assert without.history_values is None and with_values.history_values is not None
+  for a, b in ((with_values.policy, without.policy), (with_values.opp_range, without.opp_range),
+               (with_values.gadget_regrets, without.gadget_regrets)):
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+      np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
+  with pytest.raises(ValueError, match="self_play_values"):
+    rs.root_opponent_values(sub, 1, without)
 
 
 def test_continual_resolving_kuhn_construction_matches_openspiel():

@@ -61,7 +61,7 @@ def test_core_solvers_run_unchanged_on_subgame(solver_name):
   st_tree = sub.with_payoff(sub.compiled.device_tree("float64"), vals)
   solver = jaxgt.make_solver(solver_name, dtype="float64")
   w = sub.root_weights([1.0], [1.0])
-  state = solver.run(st_tree, solver.init(st_tree, w), 2000)
+  state = solver.run(st_tree, solver.init(st_tree, weights=w), 2000)
   spol = solver.average_policy(st_tree, state)
   assert float(sf.exploitability(st_tree, spol, w)) < 5e-3
   assert float(sf.expected_value(st_tree, spol, w)) == pytest.approx(-1 / 18, abs=5e-3)
@@ -94,7 +94,7 @@ def test_batched_solve_matches_one_by_one_at_inner_public_state():
   dtree = deep.compiled.device_tree("float64")
   for b in (1, 2):
     wd = deep.root_weights(r0[b], r1[b])
-    s = solver.run(dtree, solver.init(dtree, wd), 3000)
+    s = solver.run(dtree, solver.init(dtree, weights=wd), 3000)
     ref = float(sf.expected_value(dtree, solver.average_policy(dtree, s), wd))
     assert vb[b] == pytest.approx(ref, abs=2e-3)
 
@@ -456,3 +456,25 @@ def test_extract_from_arrays_equals_recompiled_definition(name):
         sgm.extract(pt, **kw)
       continue
     _assert_same_subgame(sgm.extract(pt, **kw), ref)
+
+
+def test_chunk_size_does_not_change_a_solve_with_fixed_leaf_values():
+  """The chunked driver with a constant evaluator: any ``chunk`` (with a remainder
+  chunk) runs the same iterations as ``chunk=1`` and as plain CFR on the subgame
+  with those leaf values filled in."""
+  g, _, pol = _full_equilibrium("kuhn_poker", 300)
+  sub = sgm.extract(g, 0, depth_limit=4)
+  solver = jaxgt.cfr_plus(dtype="float64")
+  w = sub.root_weights([1.0], [1.0])
+  ev = lf.continuation(sub, pol)
+  a = lf.solve(sub, solver, w, ev, 50)
+  b = lf.solve(sub, solver, w, ev, 50, chunk=7)
+  st_tree = sub.with_payoff(sub.compiled.device_tree("float64"), ev.apply((), None)[0])
+  c = solver.run(st_tree, solver.init(st_tree, weights=w), 50)
+  for p in (0, 1):
+    np.testing.assert_allclose(np.asarray(a.cfr.cum_policy[p]), np.asarray(b.cfr.cum_policy[p]),
+                               atol=1e-12)
+    np.testing.assert_allclose(np.asarray(a.cfr.cum_policy[p]), np.asarray(c.cum_policy[p]),
+                               atol=1e-12)
+  with pytest.raises(ValueError, match="chunk"):
+    lf.solve(sub, solver, w, ev, 50, chunk=0)

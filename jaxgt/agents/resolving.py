@@ -1,6 +1,18 @@
 """Modified continual re-solving as an agent (``003``, "Modified Continual Re-solving").
 
-See :mod:`jaxgt.search.resolving` for the gadget and the summaries it reads.
+:class:`ContinualResolvingAgent`: a player's first decision solves the game
+from the root public state with both (known) root ranges; every later
+decision at public state ``s`` re-solves from the previous search's summary
+at ``s_prev``, the deepest public state on the way to ``s`` that the previous
+search covered (``s`` itself when it lay inside that tree; always below the
+previous decision, so our range there is the one we actually played). The
+subgame is ``s_prev``'s single branch down to ``s`` (off-branch public states
+are leaves) plus ``depth_limit`` public levels below ``s``; the modified
+gadget mixes in the opponent's previous range. Summaries (our range, the
+opponent's range under the average policy, and the opponent's average
+self-play counterfactual values, ``003`` "Self-play Values as Re-solving
+Constraints") are read off the search lazily at whichever public state the
+next decision needs (:func:`jaxgt.search.resolving.child_summaries`).
 """
 
 from __future__ import annotations
@@ -14,14 +26,15 @@ import numpy as np
 
 from jaxgt.agents.base import Agent
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.public_tree import build_public_tree, public_belief_state
 from jaxgt.games.base import TERMINAL
-from jaxgt.core.public_tree import PublicTree, build_public_tree, ranges
-from jaxgt.search.resolving import (DEFAULT_ALPHA, Summary, _child_summaries, branch_leaves,
+from jaxgt.search.gadget import check_alpha
+from jaxgt.search.resolving import (DEFAULT_ALPHA, Summary, branch_leaves, child_summaries,
                                     default_evaluator, resolve)
-from jaxgt.search import leaf as leaf_lib
-from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.search.subgame import Subgame, extract
+from jaxgt.solvers import cfr as cfr_lib
 
 
 # ------------------------------------------------------------------ the agent
@@ -41,14 +54,11 @@ class _After:
   public_state: int
   subgame: Subgame
   result: Any
-  our_range: np.ndarray
-  solver: Any
   _cache: dict = dataclasses.field(default_factory=dict)
 
   def summary(self, u: int) -> Summary:
     if u not in self._cache:
-      self._cache[u] = _child_summaries(self.subgame, self.solver, self.player, self.result,
-                                        self.our_range, [u])[u]
+      self._cache[u] = child_summaries(self.subgame, self.player, self.result, [u])[u]
     return self._cache[u]
 
   def covers(self) -> set:
@@ -112,27 +122,23 @@ class ContinualResolvingAgent(Agent):
   def __init__(self, game: CompiledGame, *, depth_limit: int = 2, iterations: int = 1000,
                solver=None, evaluator: str | Callable = "equilibrium",
                alpha: float | None = DEFAULT_ALPHA, chunk: int = 1, cache_size: int = 4096):
-    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-        or depth_limit < 1:
-      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
-    if alpha is not None and not 0.0 <= float(alpha) <= 1.0:
-      raise ValueError(f"alpha must be None or in [0, 1], got {alpha!r}")
     if evaluator != "equilibrium" and not callable(evaluator):
       raise ValueError(f"evaluator must be 'equilibrium' or a callable (subgame, solver) -> "
                        f"LeafEvaluator, got {evaluator!r}")
     self.game = game
     self.pt = build_public_tree(game)
-    self.depth_limit = int(depth_limit)
-    self.iterations = leaf_lib._int(iterations)
+    self.depth_limit = check_positive_int("depth_limit", depth_limit)
+    self.iterations = check_nonnegative_int("iterations", iterations)
     self.solver = solver if solver is not None else cfr_lib.cfr_plus(dtype="float64")
     self.evaluator = evaluator
-    self.alpha = alpha
-    self.chunk = int(chunk)
+    self.alpha = check_alpha(alpha)
+    self.chunk = check_positive_int("chunk", chunk)
     self.num_searches = 0
     self._memo: OrderedDict = OrderedDict()
-    self._cache_size = int(cache_size)
+    self._cache_size = check_positive_int("cache_size", cache_size)
     self._subgames: dict = {}
     self._info_at = {}
+    self._start_ranges = None
 
   def init(self, key):
     return _Start(key)
@@ -182,8 +188,8 @@ class ContinualResolvingAgent(Agent):
       raise ValueError(f"not a state of this agent: {type(state).__name__}")
     sub, ev = self._subgame(root, s)
     if summ is None:  # first decision: the root public state with its known ranges
-      r0, r1 = (np.asarray(r)[pt.infostates[q][root]] for q, r in enumerate(_root_ranges(pt)))
-      ours, opp_values, opp = (r0, None, r1) if p == 0 else (r1, None, r0)
+      ranges = self._root_ranges()
+      ours, opp_values, opp = ranges[p], None, ranges[1 - p]
     else:  # opp_values None: we never reach the root, any policy is as good (no gadget)
       ours, opp_values, opp = summ.our_range, summ.opp_values, summ.opp_range
     # Without opponent values there is no gadget, so alpha is unused.
@@ -196,7 +202,16 @@ class ContinualResolvingAgent(Agent):
     mine = self._infostates_at(p, s)
     pos = {int(f): k for k, f in enumerate(full_of_sub) if f >= 0}
     policy = {int(I): avg[pos[int(I)], :A] for I in mine}
-    return Search(s, p, root, policy, _After(p, s, sub, res, np.asarray(ours), self.solver), sub)
+    return Search(s, p, root, policy, _After(p, s, sub, res), sub)
+
+  def _root_ranges(self):
+    """Both players' ranges ``([K0], [K1])`` at the root public state (computed once;
+    they do not depend on the policy there, so the uniform policy gives them)."""
+    if self._start_ranges is None:
+      tree = self.game.device_tree("float64")
+      self._start_ranges = tuple(np.asarray(r) for r in public_belief_state(
+          self.pt, 0, sequence_form.uniform_policy(tree, jnp.float64)))
+    return self._start_ranges
 
   def _infostates_at(self, p, s):
     if p not in self._info_at:
@@ -215,13 +230,3 @@ class ContinualResolvingAgent(Agent):
       self._subgames[key] = (sub, ev)
     return self._subgames[key]
 
-
-def _root_ranges(pt: PublicTree):
-  """Both players' normalised ranges at every public state under the uniform policy
-  (at the root public state they do not depend on the policy)."""
-  cache = pt.game._device_cache
-  if ("root_ranges",) not in cache:
-    tree = pt.game.device_tree("float64")
-    cache[("root_ranges",)] = tuple(np.asarray(r) for r in ranges(pt, sequence_form.uniform_policy(
-        tree, jnp.float64)))
-  return cache[("root_ranges",)]

@@ -1,4 +1,4 @@
-"""Leaf evaluators of depth-limited subgames and the solver loop that queries them.
+"""Leaf evaluators of depth-limited subgames and the chunked solve that queries them.
 
 A leaf evaluator gives player 0's value of every leaf history ``[L]`` of a
 :class:`~jaxgt.search.subgame.Subgame` from the current beliefs at the leaves, as
@@ -22,6 +22,11 @@ fixed continuation profile), :func:`equilibrium` (exact equilibrium values of
 the remaining game for the current ranges, all leaves solved together by the
 CFR family) and :func:`from_callable` (any user function, e.g. a network:
 one batched call for all leaves, shape-checked while tracing).
+
+:func:`run_chunked` is the one driver "query the evaluator, then iterate":
+it serves :func:`solve` / :func:`solve_batch` and the re-solving gadget
+(:mod:`jaxgt.search.resolving`), each iteration being the CFR engine's
+(:func:`jaxgt.solvers.cfr.iteration`).
 """
 
 from __future__ import annotations
@@ -36,10 +41,11 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.public_tree import history_values
-from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int
+from jaxgt.core.public_tree import history_values
 from jaxgt.search.subgame import Subgame, extract
+from jaxgt.solvers import cfr as cfr_lib
 
 
 @struct.dataclass
@@ -69,15 +75,22 @@ class LeafEvaluator:
   name: str = "leaf"
 
 
-def leaf_input(sub: Subgame, tree, policy, weights) -> LeafInput:
-  """The :class:`LeafInput` of ``policy`` (subgame arrays) under terminal ``weights [T]``."""
+def leaf_input(sub: Subgame, tree, policy, weights, root_reach=(None, None)) -> LeafInput:
+  """The :class:`LeafInput` of ``policy`` (subgame arrays) under terminal ``weights [T]``.
+
+  ``root_reach[p]`` (``[T]`` or ``None``) multiplies player ``p``'s own reach
+  of each leaf: a root range that ``weights`` leaves out (the re-solving
+  gadget's opponent range).
+  """
   K = max(sub.leaf_choices, 1)
   term = np.flatnonzero((sub.terminal_leaf >= 0) & (sub.terminal_leaf % K == 0))
   term = jnp.asarray(term[np.argsort(sub.terminal_leaf[term])])
   nodes = jnp.asarray(sub.leaf_nodes)
-  xs = [sequence_form.realization(tree.players[p], policy[p]) for p in (0, 1)]
-  reach = jnp.stack([xs[p][tree.last_seq[p][nodes]] for p in (0, 1)])
-  return LeafInput(reach=reach, weight=weights[term])
+  reach = []
+  for p in (0, 1):
+    r = sequence_form.realization(tree.players[p], policy[p])[tree.last_seq[p][nodes]]
+    reach.append(r if root_reach[p] is None else r * root_reach[p][term])
+  return LeafInput(reach=jnp.stack(reach), weight=weights[term])
 
 
 def leaf_ranges(sub: Subgame, leaves: LeafInput):
@@ -126,6 +139,8 @@ def equilibrium(sub: Subgame, solver, iterations: int = 1,
   """
   if not sub.leaf_public:
     raise ValueError("the subgame has no leaves")
+  iterations = check_nonnegative_int("iterations", iterations)
+  final_iterations = check_nonnegative_int("final_iterations", final_iterations)
   cont = extract(sub.full, list(sub.leaf_public))
   pos = {int(h): i for i, h in enumerate(cont.root_histories)}
   root_of_leaf = jnp.asarray([pos[int(h)] for h in sub.leaf_histories])
@@ -134,7 +149,6 @@ def equilibrium(sub: Subgame, solver, iterations: int = 1,
   ctree = cont.compiled.device_tree(dtype)
   host = cont.tree
   R = len(cont.root_histories)
-  fresh = solver.init(ctree, jnp.zeros(cont.tree.num_terminals, dtype))
   # The continuation's arrays travel in the evaluator state (a jit argument
   # of the solve), not as constants folded into the compiled program.
   consts = (ctree, jnp.asarray(cont.chance_below_root, dtype), jnp.asarray(cont.terminal_root),
@@ -148,29 +162,31 @@ def equilibrium(sub: Subgame, solver, iterations: int = 1,
     reach = jnp.zeros(R, w.dtype).at[rol].set(w)
     return (below * reach[troot]).astype(dtype)
 
+  def run(st, c, leaves, n):
+    # Player p's regrets in the continuation see chance and the opponent's
+    # reach only (counterfactual values), as in CFR on the whole game: a
+    # player's continuation below a leaf it does not reach is still a
+    # counterfactual best reply (its values there matter to the other
+    # player's updates and to re-solving).
+    ct = c[0]
+    wp = (weights(c, leaves, (1,)), weights(c, leaves, (0,)))
+    carry = cfr_lib.start(solver, ct, st.replace(weights=weights(c, leaves)))
+    return lax.fori_loop(0, n, lambda _, it: cfr_lib.iteration(solver, ct, it, weights=wp), carry)
+
+  def values(c, policy, leaves):
+    return history_values(c[0], policy, host=host)[c[4]].astype(leaves.weight.dtype)
+
   def apply(state, leaves):
     st, c = state
-    ct, child_ = c[0], c[4]
-    # Player p's regrets in the continuation see chance and the opponent's
-    # reach only (counterfactual values), as in CFR on the whole game.
-    wp = (weights(c, leaves, (1,)), weights(c, leaves, (0,)))
-    st = st.replace(weights=weights(c, leaves))
-    st = lax.fori_loop(0, iterations, lambda _, s: _step(solver, ct, s, wp), st)
-    v = history_values(ct, solver.current_policy(ct, st), host=host)[child_]
-    return v.astype(leaves.weight.dtype), (st, c)
+    carry = run(st, c, leaves, iterations)
+    return values(c, carry.sigma, leaves), (carry.state, c)
 
   def final(state, leaves):
     _, c = state
-    ct, child_ = c[0], c[4]
-    # Counterfactual weights here too: a player's continuation strategy below
-    # a leaf it does not reach is still a counterfactual best reply (its
-    # values there matter to the other player's updates and to re-solving).
-    wp = (weights(c, leaves, (1,)), weights(c, leaves, (0,)))
-    st = solver.init(ct, weights(c, leaves))
-    st = lax.fori_loop(0, final_iterations, lambda _, s: _step(solver, ct, s, wp), st)
-    v = history_values(ct, solver.average_policy(ct, st), host=host)[child_]
-    return v.astype(leaves.weight.dtype), state
+    st = run(solver.init(c[0], weights=weights(c, leaves)), c, leaves, final_iterations).state
+    return values(c, solver.average_policy(c[0], st), leaves), state
 
+  fresh = solver.init(ctree, weights=jnp.zeros(cont.tree.num_terminals, dtype))
   return LeafEvaluator(init=lambda: (fresh, consts), apply=apply, final=final,
                        name="equilibrium")
 
@@ -242,6 +258,50 @@ class SubgameState:
   leaf_values: Any
 
 
+def run_chunked(sub: Subgame, tree, evaluator: LeafEvaluator, leaves, step, carry,
+                evaluator_state, num_iterations: int, chunk: int):
+  """The chunked solve of a depth-limited subgame; returns ``(carry, evaluator_state)``.
+
+  Every ``chunk`` iterations ``evaluator`` values the leaves for the current
+  beliefs ``leaves(carry) -> LeafInput`` (``004`` Sec. 3, ``003`` Sec. 3:
+  leaf values depend on the ranges); then ``step(carry, trees) -> carry``
+  runs one iteration ``chunk`` times with those values fixed, ``trees[p]``
+  being ``tree`` with row ``p`` of the values filled in (player ``p``'s
+  payoffs). Traceable; ``num_iterations`` and ``chunk`` are static.
+  """
+  def body(n, c):
+    carry, es = c
+    v, es = evaluator.apply(es, leaves(carry))
+    v = _two_rows(sub, v, tree.terminal_payoff.dtype)
+    trees = tuple(sub.with_payoff(tree, v[p]) for p in (0, 1))
+    return lax.fori_loop(0, n, lambda _, x: step(x, trees), carry), es
+
+  chunks, rest = divmod(num_iterations, chunk)
+  c = lax.fori_loop(0, chunks, lambda _, c: body(chunk, c), (carry, evaluator_state))
+  return body(rest, c) if rest else c
+
+
+def final_leaf_values(sub: Subgame, evaluator: LeafEvaluator, evaluator_state,
+                      leaves: LeafInput):
+  """``(values [2, L], evaluator_state)``: the leaves valued for the final average policy
+  (the evaluator's ``final``, else its ``apply``)."""
+  v, evaluator_state = (evaluator.final or evaluator.apply)(evaluator_state, leaves)
+  return _two_rows(sub, v, leaves.weight.dtype), evaluator_state
+
+
+def check_finite_leaf_values(state):
+  """``state`` (with ``leaf_values``); raises ``ValueError`` if they are NaN or infinite."""
+  if not bool(jnp.all(jnp.isfinite(state.leaf_values))):
+    raise ValueError("leaf evaluator returned NaN or infinite values")
+  return state
+
+
+def _two_rows(sub: Subgame, v, dtype):
+  single = (sub.num_leaves, sub.leaf_choices) if sub.leaf_choices else (sub.num_leaves,)
+  v = jnp.asarray(v, dtype)
+  return jnp.broadcast_to(v, (2,) + single) if v.shape == single else v
+
+
 def solve(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_iterations: int,
           chunk: int = 1) -> SubgameState:
   """``num_iterations`` iterations of ``solver`` on ``sub``, querying ``evaluator`` every ``chunk``.
@@ -251,7 +311,9 @@ def solve(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_iteration
   ``weights [T]`` come from :meth:`Subgame.root_weights`. Raises
   ``ValueError`` if the leaf values come back non-finite.
   """
-  return _checked(_solve_fn(sub, solver, evaluator, _int(num_iterations), _int(chunk), False)(jnp.asarray(weights, solver.dtype)))
+  fn = _solve_fn(sub, solver, evaluator, check_nonnegative_int("num_iterations", num_iterations),
+                 check_positive_int("chunk", chunk), False)
+  return check_finite_leaf_values(fn(jnp.asarray(weights, solver.dtype)))
 
 
 def solve_batch(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_iterations: int,
@@ -260,77 +322,26 @@ def solve_batch(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_ite
   weights = jnp.asarray(weights, solver.dtype)
   if weights.ndim != 2:
     raise ValueError(f"solve_batch needs weights [B, T], got {weights.shape}")
-  return _checked(_solve_fn(sub, solver, evaluator, _int(num_iterations), _int(chunk), True)(weights))
-
-
-def _int(n):
-  if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-    raise ValueError(f"expected a non-negative integer, got {n!r}")
-  return int(n)
-
-
-def _checked(st: SubgameState) -> SubgameState:
-  if not bool(jnp.all(jnp.isfinite(st.leaf_values))):
-    raise ValueError("leaf evaluator returned NaN or infinite values")
-  return st
-
-
-def _two_rows(v, single):
-  v = jnp.asarray(v)
-  return jnp.broadcast_to(v, (2,) + single) if v.shape == single else v
-
-
-def _step(solver, tree, state, weights, sub=None, values=None):
-  """One CFR iteration; player ``p``'s update sees terminal weights
-  ``weights[p]`` and (with ``sub``) leaf values ``values[p]``."""
-  sigma, x = cfr_lib.policies(tree, state.regrets)
-  sigma, x = list(sigma), list(x)
-  t = state.iteration + 1
-  regrets, cum = list(state.regrets), list(state.cum_policy)
-  for p in (0, 1):
-    tp = tree if sub is None else sub.with_payoff(tree, values[p])
-    sp = state.replace(weights=weights[p])
-    regrets[p], cum[p] = cfr_lib.player_update(solver, tp, sp, p, sigma, x, t)
-    if solver.alternating:
-      sigma[p] = sequence_form.regret_matching(regrets[p], tree.players[p].legal)
-      x[p] = sequence_form.realization(tree.players[p], sigma[p])
-  return state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t)
+  fn = _solve_fn(sub, solver, evaluator, check_nonnegative_int("num_iterations", num_iterations),
+                 check_positive_int("chunk", chunk), True)
+  return check_finite_leaf_values(fn(weights))
 
 
 @functools.lru_cache(maxsize=64)
 def _solve_fn(sub, solver, evaluator, num_iterations, chunk, batched):
   tree = sub.compiled.device_tree(solver.dtype)
-  chunks, rest = divmod(num_iterations, max(chunk, 1))
-  L = sub.num_leaves
-  single = (L, sub.leaf_choices) if sub.leaf_choices else (L,)
 
   def one(weights, es):
     if weights.shape != (tree.num_terminals,):
       raise ValueError(f"weights must have shape [{tree.num_terminals}], got {weights.shape}")
-    st = solver.init(tree, weights)
-
-    def query(pol, es):
-      v, es = evaluator.apply(es, leaf_input(sub, tree, pol, weights))
-      return _two_rows(v, single), es
-
-    def body(n, carry):
-      st, es, _ = carry
-      v, es = query(solver.current_policy(tree, st), es)
-      ws = (st.weights, st.weights)
-      st = lax.fori_loop(0, n, lambda _, s: _step(solver, tree, s, ws, sub, v), st)
-      return st, es, v
-
-    carry = (st, es, jnp.zeros((2,) + single, weights.dtype))
-    carry = lax.fori_loop(0, chunks, lambda _, c: body(chunk, c), carry)
-    if rest:
-      carry = body(rest, carry)
-    st, es, _ = carry
-    # Leaf values for the final average policy (the value of the solved subgame).
-    avg = solver.average_policy(tree, st)
-    fin = evaluator.final or evaluator.apply
-    v, es = fin(es, leaf_input(sub, tree, avg, weights))
-    v = _two_rows(jnp.asarray(v, weights.dtype), single)
-    return SubgameState(cfr=st, evaluator=es, leaf_values=v)
+    carry = cfr_lib.start(solver, tree, solver.init(tree, weights=weights))
+    carry, es = run_chunked(sub, tree, evaluator,
+                            lambda c: leaf_input(sub, tree, c.sigma, weights),
+                            lambda c, trees: cfr_lib.iteration(solver, trees, c),
+                            carry, es, num_iterations, chunk)
+    avg = solver.average_policy(tree, carry.state)
+    v, es = final_leaf_values(sub, evaluator, es, leaf_input(sub, tree, avg, weights))
+    return SubgameState(cfr=carry.state, evaluator=es, leaf_values=v)
 
   # The evaluator's initial state is an argument: its arrays (e.g. the
   # continuation game of ``equilibrium``) are not compiled in as constants.

@@ -1,43 +1,46 @@
-"""The CFR family in sequence form: CFR, CFR+, Linear CFR, Discounted CFR.
+"""The CFR family in sequence form: one iteration engine and four solvers.
 
-``solver = cfr_plus()`` returns a frozen :class:`CFRSolver` whose pure
-functions are ``init(tree, weights=None) -> CFRState``, ``step`` (one
-iteration) and ``run(tree, state, num_iterations)`` (many iterations in one
-jitted ``lax.fori_loop``). ``average_policy`` / ``current_policy`` read the
-state. Everything is vmap-able over ``state`` (a batch of root beliefs of the
-same game): see ``init_batch`` / ``run_batch``.
+``solver = cfr_plus()`` returns a frozen :class:`CFRSolver` following the
+solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree, *, weights=None)``,
+``step``, ``run(tree, state, num_steps)`` (one jitted ``lax.fori_loop``) and
+``policy`` (the average strategy). Everything is vmap-able over ``state`` (a
+batch of root beliefs of the same game): see ``init_batch`` / ``run_batch``.
 
-Update at iteration ``t = 1, 2, ...`` for the updated player (alternating:
-player 0 then player 1, the second seeing the first's new strategy;
-simultaneous: both from the same strategies), as in OpenSpiel's
-``_CFRSolverBase`` and ``_DCFRSolver``:
-
-* ``R <- R + r_t`` (instantaneous counterfactual regret);
-* CFR+ (regret matching+): ``R <- max(R, 0)``;
-* DCFR(alpha, beta, gamma): positive ``R`` times ``t^a / (t^a + 1)``,
-  negative times ``t^b / (t^b + 1)``; LCFR is DCFR(1, 1, 1);
-* average strategy accumulates ``own reach * sigma_t`` with weight ``1``
-  (CFR), ``t`` (CFR+, linear averaging) or ``t^gamma`` (LCFR/DCFR).
-
-References: Zinkevich et al. 2007 (CFR); Tammelin 2014 (CFR+); Brown &
-Sandholm 2019 (LCFR/DCFR).
+:func:`iteration` is the package's one CFR iteration: full-game CFR,
+depth-limited solving (:mod:`jaxgt.search.leaf`) and the re-solving gadget
+(:mod:`jaxgt.search.gadget`) all run it. At iteration ``t = 1, 2, ...`` it
+updates player 0 then player 1 (alternating: player 1 sees player 0's new
+strategy, OpenSpiel's ``_CFRSolverBase`` order; simultaneous: both from the
+same strategies). Player ``p``'s instantaneous counterfactual regrets ``r_t``
+(from its own payoffs and terminal weights) update its regrets and strategy
+through the solver's regret rule, and ``own reach * sigma_t`` enters its
+average through the averaging rule (:mod:`jaxgt.solvers.cfr_rules`: CFR,
+CFR+, LCFR and DCFR differ only there). A :class:`RootTransform` may change a
+player's terminal weights before its update and observe its counterfactual
+values after. The carry (:class:`Iterate`) keeps the current strategies and
+realization plans, so an iteration costs two regret matchings.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 from jax import lax
 
-from jaxgt.core.dtypes import resolve_dtype
-from jaxgt.core.compiler import GameTree
 from jaxgt.core import sequence_form
+from jaxgt.core.compiler import GameTree
+from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.solvers.base import Solver, check_num_steps
+from jaxgt.solvers.cfr_rules import (DiscountedRegretMatching, PowerAveraging, RegretMatching,
+                                     RegretMatchingPlus)
 
 
+# ------------------------------------------------------------------ state
 @struct.dataclass
 class CFRState:
   """State of one CFR run (add a leading ``B`` to every field when batched).
@@ -47,36 +50,141 @@ class CFRState:
     cum_policy: ``([I0, A], [I1, A])`` weighted strategy sums.
     iteration: ``[] int32`` completed iterations.
     weights: ``[T]`` terminal weights (chance reach under the root belief).
+    regret_state: ``(extra_0, extra_1)`` the regret rule's extra state per
+      player (``()`` for the rules here).
   """
 
   regrets: tuple
   cum_policy: tuple
   iteration: jax.Array
   weights: jax.Array
+  regret_state: tuple = ((), ())
 
 
-@dataclasses.dataclass(frozen=True)
-class CFRSolver:
-  """Hyperparameters of a CFR variant; methods are pure functions.
+@struct.dataclass
+class Iterate:
+  """What the engine carries from one iteration to the next.
 
   Attributes:
-    name: ``"cfr" | "cfr+" | "lcfr" | "dcfr"``.
-    regret_matching_plus: clip cumulative regrets at zero after each update.
-    discount: ``(alpha, beta)`` regret discounting, or ``None``.
-    averaging_exponent: average weight is ``t ** averaging_exponent``.
+    state: the :class:`CFRState`.
+    sigma: ``([I0, A], [I1, A])`` current strategies of ``state``.
+    x: ``([S0], [S1])`` their realization plans.
+    root_state: the root transform's state (``()`` without one).
+  """
+
+  state: CFRState
+  sigma: tuple
+  x: tuple
+  root_state: Any = ()
+
+
+class RootTransform(Protocol):
+  """A hook on the root of the game, called inside :func:`iteration`.
+
+  ``weights`` gives player ``p``'s terminal weights ``[T]`` just before its
+  update (from the weights ``[T]`` it would otherwise use); ``update`` sees
+  its counterfactual terminal values ``values [T]`` (utility to ``p`` times
+  its terminal weights and the opponent's reach) and its own reach ``reach
+  [T]`` of each terminal, both under the strategies of the update. With
+  simultaneous updates every ``weights`` call precedes every update.
+  """
+
+  def weights(self, root_state, player: int, weights: jax.Array, t: jax.Array) -> tuple:
+    """``(weights [T], root_state)`` for player ``player``'s update at iteration ``t``."""
+
+  def update(self, root_state, player: int, values: jax.Array, reach: jax.Array,
+             t: jax.Array) -> Any:
+    """The root state after player ``player``'s update at iteration ``t``."""
+
+
+# ------------------------------------------------------------------ the engine
+def start(solver: CFRSolver, tree: GameTree, state: CFRState, root_state=()) -> Iterate:
+  """The engine's carry for ``state``: its current strategies and realization plans."""
+  pairs = [_strategy(solver, tree, p, state.regrets[p], state.regret_state[p]) for p in (0, 1)]
+  return Iterate(state=state, sigma=tuple(s for s, _ in pairs), x=tuple(x for _, x in pairs),
+                 root_state=root_state)
+
+
+def _strategy(solver, tree, p, regrets, extra):
+  sigma = solver.regret_rule.strategy(regrets, tree.players[p].legal, extra)
+  return sigma, sequence_form.realization(tree.players[p], sigma)
+
+
+def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
+              root: RootTransform | None = None) -> Iterate:
+  """One CFR iteration (see the module docstring); pure and jit/vmap-able.
+
+  Args:
+    solver: the :class:`CFRSolver` (rules and update order).
+    trees: a :class:`GameTree`, or one per player: ``trees[p]`` supplies the
+      payoffs of player ``p``'s update (floats in the state's dtype; the
+      trees differ only in ``terminal_payoff``).
+    carry: the :class:`Iterate` (from :func:`start` or the previous iteration).
+    weights: ``(w0 [T], w1 [T])`` each player's terminal weights, default
+      ``carry.state.weights`` for both (counterfactual weights omit the
+      updated player's own root range).
+    root: an optional :class:`RootTransform`, with its state in
+      ``carry.root_state``.
+  """
+  trees = trees if isinstance(trees, (tuple, list)) else (trees, trees)
+  state = carry.state
+  t = state.iteration + 1
+  sigma, x = list(carry.sigma), list(carry.x)
+  regrets, extra, cum = list(state.regrets), list(state.regret_state), list(state.cum_policy)
+  ws = list(weights if weights is not None else (state.weights, state.weights))
+  root_state = carry.root_state
+
+  def player_weights(p, root_state):
+    return (ws[p], root_state) if root is None else root.weights(root_state, p, ws[p], t)
+
+  if not solver.alternating:
+    for p in (0, 1):
+      ws[p], root_state = player_weights(p, root_state)
+  for p in (0, 1):
+    if solver.alternating:
+      ws[p], root_state = player_weights(p, root_state)
+    tree, pt = trees[p], trees[p].players[p]
+    values = sequence_form.terminal_leaf_values(tree, p, x[1 - p], ws[p])
+    q, _ = sequence_form.sequence_values(pt, values, tree.terminal_seq[p], sigma[p],
+                                         tree.num_actions)
+    value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
+    instant = jnp.where(pt.legal, q - value, 0.0)
+    regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
+    reach = sequence_form.infostate_reach(pt, x[p])
+    cum[p] = solver.averaging.accumulate(cum[p], reach[:, None] * sigma[p], t)
+    if root is not None:
+      root_state = root.update(root_state, p, values, x[p][tree.terminal_seq[p]], t)
+    if solver.alternating:
+      sigma[p], x[p] = _strategy(solver, tree, p, regrets[p], extra[p])
+  if not solver.alternating:
+    for p in (0, 1):
+      sigma[p], x[p] = _strategy(solver, trees[p], p, regrets[p], extra[p])
+  state = state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
+                        regret_state=tuple(extra))
+  return Iterate(state=state, sigma=tuple(sigma), x=tuple(x), root_state=root_state)
+
+
+# ------------------------------------------------------------------ the solver
+@dataclasses.dataclass(frozen=True)
+class CFRSolver(Solver):
+  """A CFR variant: its rules and update order; methods are pure functions.
+
+  Attributes:
+    name: ``"cfr" | "cfr+" | "lcfr" | "dcfr"`` (or a user variant's name).
+    regret_rule: the regret rule (:class:`RegretMatching` or a subclass).
+    averaging: the averaging rule (:class:`PowerAveraging`).
     alternating: alternating (default) or simultaneous updates.
     dtype: float dtype of the state.
   """
 
   name: str
-  regret_matching_plus: bool = False
-  discount: tuple | None = None
-  averaging_exponent: float = 0.0
+  regret_rule: RegretMatching = RegretMatching()
+  averaging: PowerAveraging = PowerAveraging()
   alternating: bool = True
   dtype: str = "float32"
 
-  def init(self, tree: GameTree, weights=None) -> CFRState:
-    """Zero regrets and averages; ``weights [T]`` defaults to chance reach."""
+  def init(self, tree: GameTree, *, weights=None) -> CFRState:
+    """Zero regrets and averages; ``weights [T]`` (or ``[B, T]``) defaults to chance reach."""
     dtype = resolve_dtype(self.dtype)
     if weights is None:
       weights = tree.terminal_chance
@@ -86,33 +194,36 @@ class CFRSolver:
                        f"got {weights.shape}")
     batch = weights.shape[:-1]
     zeros = tuple(jnp.zeros(batch + (n, tree.num_actions), dtype) for n in tree.num_infostates)
-    return CFRState(regrets=zeros, cum_policy=zeros,
-                    iteration=jnp.zeros(batch, jnp.int32), weights=weights)
+    return CFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros(batch, jnp.int32),
+                    weights=weights, regret_state=tuple(self.regret_rule.init(z) for z in zeros))
 
   def init_batch(self, tree: GameTree, weights) -> CFRState:
     """A batch of states, one per row of ``weights [B, T]``."""
     weights = jnp.asarray(weights)
     if weights.ndim != 2:
       raise ValueError(f"init_batch needs weights of shape [B, T], got {weights.shape}")
-    return self.init(tree, weights)
+    return self.init(tree, weights=weights)
 
-  def step(self, tree: GameTree, state: CFRState) -> CFRState:
-    """One iteration (both players)."""
-    return _step(self, _cast_tree(tree, state), state)
+  def run(self, tree: GameTree, state: CFRState, num_steps: int, key=None) -> CFRState:
+    """``num_steps`` iterations inside one jitted call (``key`` is ignored)."""
+    del key
+    if state.iteration.ndim != 0:
+      raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
+    return _run(self, tree, state, check_num_steps(num_steps))
 
-  def run(self, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
-    """``num_iterations`` iterations inside one jitted call."""
-    _check_unbatched(state)
-    return _run(self, tree, state, _count(num_iterations))
-
-  def run_batch(self, tree: GameTree, state: CFRState, num_iterations: int) -> CFRState:
+  def run_batch(self, tree: GameTree, state: CFRState, num_steps: int, key=None) -> CFRState:
     """``run`` vmapped over the leading batch axis of ``state``."""
-    return _run_batch(self, tree, state, _count(num_iterations))
+    del key
+    return _run_batch(self, tree, state, check_num_steps(num_steps))
+
+  def policy(self, tree: GameTree, state: CFRState):
+    """The solver's output: the average policy."""
+    return self.average_policy(tree, state)
 
   def current_policy(self, tree: GameTree, state: CFRState):
-    """Regret-matching strategy of the next iteration: ``([I0, A], [I1, A])``."""
-    return tuple(sequence_form.regret_matching(r, jnp.asarray(pt.legal))
-                 for r, pt in zip(state.regrets, tree.players))
+    """The strategy of the next iteration: ``([I0, A], [I1, A])``."""
+    return tuple(self.regret_rule.strategy(r, jnp.asarray(pt.legal), e)
+                 for r, e, pt in zip(state.regrets, state.regret_state, tree.players))
 
   def average_policy(self, tree: GameTree, state: CFRState):
     """Normalised average strategy (uniform where never reached)."""
@@ -120,144 +231,53 @@ class CFRSolver:
                  for c, pt in zip(state.cum_policy, tree.players))
 
 
-def _check_unbatched(state):
-  if state.iteration.ndim != 0:
-    raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
-
-
-def _cast_tree(tree: GameTree, state: CFRState) -> GameTree:
-  dtype = state.weights.dtype
-  return jax.tree_util.tree_map(
-      lambda x: x.astype(dtype) if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating) else x, tree)
-
-
-def player_update(cfg: CFRSolver, tree: GameTree, state: CFRState, p: int, sigma, x, t):
-  """One player's half of a CFR iteration: returns its new ``(regrets [I_p, A], cum_policy [I_p, A])``.
-
-  Public building block for solvers that drive the iteration themselves
-  (depth-limited solving with leaf values, re-solving gadgets): ``sigma``
-  are both players' current strategies ``([I0, A], [I1, A])``, ``x`` their
-  realization plans ``([S0], [S1])`` (:func:`policies`), ``t`` the 1-based
-  iteration (``[] int32``; discounting and averaging weights). Player ``p``'s
-  counterfactual values use ``state.weights [T]`` and ``x[1 - p]``, so
-  passing a ``state`` whose weights omit ``p``'s own root range gives
-  counterfactual values in the strict sense. ``tree`` floats must be in the
-  state's dtype. Pure and jit/vmap-able; :meth:`CFRSolver.step` is both
-  players' updates in turn.
-  """
-  pt = tree.players[p]
-  dtype = state.weights.dtype
-  leaf = sequence_form.terminal_leaf_values(tree, p, x[1 - p], state.weights)
-  q, _ = sequence_form.sequence_values(pt, leaf, tree.terminal_seq[p], sigma[p], tree.num_actions)
-  value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
-  r = jnp.where(pt.legal, q - value, 0.0)
-  R = state.regrets[p] + r
-  if cfg.regret_matching_plus:
-    R = jnp.maximum(R, 0.0)
-  if cfg.discount is not None:
-    a, b = cfg.discount
-    tf = t.astype(dtype)
-    pos = tf ** a / (tf ** a + 1.0)
-    neg = tf ** b / (tf ** b + 1.0)
-    R = jnp.where(R >= 0, R * pos, R * neg)
-  reach = sequence_form.infostate_reach(pt, x[p])
-  wt = t.astype(dtype) ** cfg.averaging_exponent if cfg.averaging_exponent else 1.0
-  C = state.cum_policy[p] + wt * reach[:, None] * sigma[p]
-  return R, C
-
-
-def policies(tree: GameTree, regrets):
-  """Regret-matching strategies and realization plans: ``([sigma0, sigma1], [x0, x1])``.
-
-  ``sigma_p [I_p, A]`` from cumulative regrets ``regrets[p]``; ``x_p [S_p]``
-  the realization plan of ``sigma_p`` (inputs of :func:`player_update`).
-  """
-  sigma = [sequence_form.regret_matching(regrets[p], tree.players[p].legal) for p in (0, 1)]
-  return sigma, [sequence_form.realization(tree.players[p], sigma[p]) for p in (0, 1)]
-
-
-def _step_carry(cfg: CFRSolver, tree: GameTree, carry):
-  """One iteration; the carry keeps the current strategies and realization plans."""
-  state, sigma, x = carry
-  t = state.iteration + 1
-  sigma, x = list(sigma), list(x)
-  regrets = list(state.regrets)
-  cum = list(state.cum_policy)
-  players = tree.players
-  if cfg.alternating:
-    # Player 1's update sees player 0's new strategy (OpenSpiel's order).
-    for p in (0, 1):
-      regrets[p], cum[p] = player_update(cfg, tree, state, p, sigma, x, t)
-      sigma[p] = sequence_form.regret_matching(regrets[p], players[p].legal)
-      x[p] = sequence_form.realization(players[p], sigma[p])
-  else:
-    for p in (0, 1):
-      regrets[p], cum[p] = player_update(cfg, tree, state, p, sigma, x, t)
-    sigma, x = policies(tree, regrets)
-  state = CFRState(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
-                   weights=state.weights)
-  return state, tuple(sigma), tuple(x)
-
-
-def _step(cfg: CFRSolver, tree: GameTree, state: CFRState) -> CFRState:
-  sigma, x = policies(tree, state.regrets)
-  return _step_carry(cfg, tree, (state, tuple(sigma), tuple(x)))[0]
-
-
-def _loop(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations):
-  sigma, x = policies(tree, state.regrets)
-  carry = lax.fori_loop(0, num_iterations, lambda _, c: _step_carry(cfg, tree, c),
-                        (state, tuple(sigma), tuple(x)))
-  return carry[0]
-
-
-def _count(n) -> jax.Array:
-  if isinstance(n, bool) or not isinstance(n, (int, jnp.integer)) or n < 0:
-    raise ValueError(f"num_iterations must be a non-negative integer, got {n!r}")
-  return jnp.asarray(n, jnp.int32)
+def _loop(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) -> CFRState:
+  tree = cast_tree(tree, state.weights.dtype)
+  carry = lax.fori_loop(0, num_steps, lambda _, c: iteration(solver, tree, c),
+                        start(solver, tree, state))
+  return carry.state
 
 
 # The iteration count is traced: one compilation serves every chunk size, and
 # ``run(tree, state, 0)`` compiles without computing.
 @functools.partial(jax.jit, static_argnums=(0,))
-def _run(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations) -> CFRState:
-  tree = _cast_tree(tree, state)
-  return _loop(cfg, tree, state, num_iterations)
+def _run(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) -> CFRState:
+  return _loop(solver, tree, state, num_steps)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _run_batch(cfg: CFRSolver, tree: GameTree, state: CFRState, num_iterations):
-  tree = _cast_tree(tree, state)
-  return jax.vmap(lambda s: _loop(cfg, tree, s, num_iterations))(state)
+def _run_batch(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) -> CFRState:
+  return jax.vmap(lambda s: _loop(solver, tree, s, num_steps))(state)
 
 
+# ------------------------------------------------------------------ the variants
 def cfr(*, alternating: bool = True, dtype="float32") -> CFRSolver:
   """Vanilla CFR: regret matching, uniform averaging (OpenSpiel ``CFRSolver``)."""
-  return CFRSolver("cfr", alternating=alternating, dtype=_dt(dtype))
+  return CFRSolver("cfr", RegretMatching(), PowerAveraging(0.0), alternating, _dtype_name(dtype))
 
 
 def cfr_plus(*, alternating: bool = True, dtype="float32") -> CFRSolver:
   """CFR+: regret matching+, linear averaging (OpenSpiel ``CFRPlusSolver``)."""
-  return CFRSolver("cfr+", regret_matching_plus=True, averaging_exponent=1.0,
-                   alternating=alternating, dtype=_dt(dtype))
+  return CFRSolver("cfr+", RegretMatchingPlus(), PowerAveraging(1.0), alternating,
+                   _dtype_name(dtype))
 
 
 def linear_cfr(*, alternating: bool = True, dtype="float32") -> CFRSolver:
   """Linear CFR = DCFR(1, 1, 1) (OpenSpiel ``LCFRSolver``)."""
-  return CFRSolver("lcfr", discount=(1.0, 1.0), averaging_exponent=1.0,
-                   alternating=alternating, dtype=_dt(dtype))
+  return CFRSolver("lcfr", DiscountedRegretMatching(1.0, 1.0), PowerAveraging(1.0), alternating,
+                   _dtype_name(dtype))
 
 
 def discounted_cfr(alpha: float = 1.5, beta: float = 0.0, gamma: float = 2.0, *,
                    alternating: bool = True, dtype="float32") -> CFRSolver:
   """Discounted CFR(alpha, beta, gamma) (Brown & Sandholm 2019; OpenSpiel ``DCFRSolver``)."""
   for n, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
-    if not isinstance(v, (int, float)) or v != v:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
       raise ValueError(f"discounted_cfr: {n} must be a number, got {v!r}")
   if gamma < 0:
     raise ValueError(f"discounted_cfr: gamma must be >= 0, got {gamma}")
-  return CFRSolver("dcfr", discount=(float(alpha), float(beta)), averaging_exponent=float(gamma),
-                   alternating=alternating, dtype=_dt(dtype))
+  return CFRSolver("dcfr", DiscountedRegretMatching(float(alpha), float(beta)),
+                   PowerAveraging(float(gamma)), alternating, _dtype_name(dtype))
 
 
 SOLVERS = {"cfr": cfr, "cfr+": cfr_plus, "lcfr": linear_cfr, "dcfr": discounted_cfr}
@@ -270,6 +290,5 @@ def make_solver(name: str, **kwargs) -> CFRSolver:
   return SOLVERS[name](**kwargs)
 
 
-def _dt(dtype) -> str:
-  d = resolve_dtype(dtype)
-  return jnp.dtype(d).name
+def _dtype_name(dtype) -> str:
+  return jnp.dtype(resolve_dtype(dtype)).name

@@ -1,0 +1,128 @@
+"""The safe re-solving gadget as a root transform of the CFR engine.
+
+In the auxiliary game of re-solving (``003``; Burch et al. 2014), the
+opponent at each of its root information states ``J`` either terminates
+(receives ``v_term(J)``) or follows into the subgame. :class:`Gadget` plays
+that choice inside :func:`jaxgt.solvers.cfr.iteration` (as DeepStack does):
+before our update the opponent's root range enters our terminal weights:
+the follow probabilities ``f [K_o]`` (the solver's regret rule on the
+(follow, terminate) regrets), or ``alpha f / sum(f) + (1 - alpha) r_prev``
+for ``003``'s modified gadget, or the fixed ``r_prev`` without terminate
+values; after the opponent's update its counterfactual values of following
+``v_follow [K_o]`` update the gadget's regrets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+
+def check_alpha(alpha) -> float | None:
+  """``alpha`` as a float (or ``None``); raises unless ``None`` or a number in ``[0, 1]``."""
+  if alpha is None:
+    return None
+  if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) \
+      or not 0.0 <= float(alpha) <= 1.0:
+    raise ValueError(f"alpha must be None or in [0, 1], got {alpha!r}")
+  return float(alpha)
+
+
+@struct.dataclass
+class GadgetState:
+  """The gadget's part of the CFR engine's carry (add ``B`` in front when batched).
+
+  Attributes:
+    regrets: ``[K_o, 2]`` cumulative (follow, terminate) regrets.
+    regret_state: the solver's regret rule's extra state for ``regrets``.
+    range: ``[K_o]`` the opponent root range of the last iteration.
+    range_sum: ``[K_o]`` averaging-weighted sum of the iterations' ranges.
+    weight_sum: ``[]`` sum of the averaging weights.
+  """
+
+  regrets: Any
+  regret_state: Any
+  range: Any
+  range_sum: Any
+  weight_sum: Any
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Gadget:
+  """The gadget of one re-solve: a :class:`~jaxgt.solvers.cfr.RootTransform`.
+
+  Attributes:
+    solver: the :class:`~jaxgt.solvers.cfr.CFRSolver` (its regret and
+      averaging rules serve the gadget too).
+    opponent: ``o``.
+    root_position: ``[T]`` position of each terminal's root history in the
+      opponent's range.
+    terminate_values: ``[K_o]`` the opponent's terminate values, or ``None``
+      (no gadget: the opponent's range is ``previous_range``).
+    previous_range: ``[K_o]`` the opponent's previous range ``r_prev``.
+    alpha: ``[]`` the modified gadget's mixing weight, or ``None`` (exact gadget).
+  """
+
+  solver: Any
+  opponent: int
+  root_position: Any
+  terminate_values: Any
+  previous_range: Any
+  alpha: Any = None
+
+  def init(self) -> GadgetState:
+    zeros = jnp.zeros(self.previous_range.shape + (2,), self.previous_range.dtype)
+    return GadgetState(regrets=zeros, regret_state=self.solver.regret_rule.init(zeros),
+                       range=self.previous_range, range_sum=jnp.zeros_like(self.previous_range),
+                       weight_sum=jnp.zeros((), self.previous_range.dtype))
+
+  def follow(self, gs: GadgetState) -> jax.Array:
+    """``[K_o]`` follow probabilities of the gadget's current strategy."""
+    legal = jnp.ones(gs.regrets.shape, bool)
+    return self.solver.regret_rule.strategy(gs.regrets, legal, gs.regret_state)[:, 0]
+
+  def opponent_range(self, gs: GadgetState) -> jax.Array:
+    """``[K_o]`` the opponent's root range of the current iteration."""
+    if self.terminate_values is None:
+      return self.previous_range
+    f = self.follow(gs)
+    if self.alpha is None:
+      return f
+    return (self.alpha * normalized(f, f.sum(), self.previous_range)
+            + (1.0 - self.alpha) * self.previous_range)
+
+  def weights(self, gs: GadgetState, player: int, weights, t):
+    if player == self.opponent:
+      return weights, gs
+    r = self.opponent_range(gs)
+    averaging = self.solver.averaging
+    return weights * r[self.root_position], gs.replace(
+        range=r, range_sum=averaging.accumulate(gs.range_sum, r, t),
+        weight_sum=averaging.accumulate(gs.weight_sum, 1.0, t))
+
+  def update(self, gs: GadgetState, player: int, values, reach, t):
+    if player != self.opponent or self.terminate_values is None:
+      return gs
+    f = self.follow(gs)
+    v_follow = jax.ops.segment_sum(values * reach, self.root_position, len(f))
+    total = f * v_follow + (1.0 - f) * self.terminate_values
+    instant = jnp.stack([v_follow - total, self.terminate_values - total], -1)
+    regrets, extra = self.solver.regret_rule.update(gs.regrets, instant, t, gs.regret_state)
+    return gs.replace(regrets=regrets, regret_state=extra)
+
+  def average_range(self, gs: GadgetState) -> jax.Array:
+    """``[K_o]`` the average opponent root range (the average follow
+    probabilities themselves for the exact gadget)."""
+    if self.terminate_values is not None and self.alpha is None:
+      return normalized(gs.range_sum, gs.weight_sum, 0.0)
+    return normalized(gs.range_sum, gs.range_sum.sum(), 1.0 / max(len(gs.range_sum), 1))
+
+
+def normalized(v, total, default):
+  """``v / total``, ``default`` where ``total`` is not positive."""
+  return jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), default)
