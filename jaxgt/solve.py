@@ -23,7 +23,7 @@ from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.core import sequence_form
+from jaxgt.core.evaluate import policy_evaluation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +60,8 @@ def _as_compiled(game) -> CompiledGame:
 
 
 @jax.jit
-def _evaluate(tree, policy):
-  return sequence_form.exploitability(tree, policy), sequence_form.expected_value(tree, policy)
+def _evaluate(tree, policy, weights):
+  return policy_evaluation(tree, policy, weights)
 
 
 def mbb(game: CompiledGame, value: float) -> float | None:
@@ -113,8 +113,8 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
                          f"each player), got {batch!r}")
       solver = mccfr_lib.make_sampling_solver(solver, batch=int(batch) // 2, dtype=dtype,
                                               **solver_kwargs)
-    elif batch is not None and batch != solver.trajectories_per_step:
-      raise ValueError(f"batch={batch} conflicts with the solver's {solver.trajectories_per_step} "
+    elif batch is not None and batch != solver.samples_per_step:
+      raise ValueError(f"batch={batch} conflicts with the solver's {solver.samples_per_step} "
                        f"trajectories per step")
   else:
     if batch is not None:
@@ -123,9 +123,11 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
       solver = cfr_lib.make_solver(solver, alternating=alternating, dtype=dtype, **solver_kwargs)
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
-  state = solver.init(tree) if sampling else solver.init(tree, weights=weights)
-  key = jax.random.key(int(seed)) if sampling else None
-  per_step = solver.trajectories_per_step if sampling else None
+  # Every solver follows jaxgt.solvers.base: init / run(..., key) / policy.
+  state = solver.init(tree, weights=weights) if weights is not None else solver.init(tree)
+  key = jax.random.key(int(seed))
+  per_step = solver.samples_per_step or None
+  weights = None if weights is None else jax.numpy.asarray(weights, dtype)
   report = progress if callable(progress) else (
       (lambda e: print(format_evaluation(compiled, e), file=sys.stdout, flush=True))
       if progress else (lambda e: None))
@@ -134,9 +136,8 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   t0 = time.perf_counter()
   # Compile outside the timed loop: the iteration count is traced, so a
   # zero-iteration call compiles the loop without running it.
-  jax.block_until_ready((solver.run(tree, state, 0, key) if sampling else
-                         solver.run(tree, state, 0)).regrets)
-  jax.block_until_ready(_evaluate(tree, solver.average_policy(tree, state)))
+  jax.block_until_ready(solver.run(tree, state, 0, key))
+  jax.block_until_ready(_evaluate(tree, solver.policy(tree, state), weights))
   compile_seconds = time.perf_counter() - t0
 
   evals = []
@@ -144,23 +145,21 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   it = 0
   while it < iterations:
     n = min(chunk, iterations - it)
-    state = solver.run(tree, state, n, key) if sampling else solver.run(tree, state, n)
+    state = solver.run(tree, state, n, key)
     it += n
     if eval_every > 0 or it == iterations:
-      pol = solver.average_policy(tree, state)
-      expl, _ = _evaluate(tree, pol)
-      expl = float(expl)
+      expl = float(_evaluate(tree, solver.policy(tree, state), weights).exploitability)
       e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
                      None if per_step is None else it * per_step)
       evals.append(e)
       report(e)
-  jax.block_until_ready(state.regrets)
+  jax.block_until_ready(state)
   solve_seconds = time.perf_counter() - start
-  pol = solver.average_policy(tree, state)
-  expl, value = _evaluate(tree, pol)
+  pol = solver.policy(tree, state)
+  final = _evaluate(tree, pol, weights)
   policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol], atol=1e-4)
-  return SolveResult(compiled, policy, float(value), float(expl), evals, state,
-                     compile_seconds, solve_seconds)
+  return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
+                     state, compile_seconds, solve_seconds)
 
 
 def plot_curve(evaluations, path: str, title: str = "") -> None:
@@ -221,6 +220,7 @@ def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
 @functools.partial(jax.jit, static_argnums=(0,))
 def _evaluate_batch(solver, tree, state):
   def one(s):
-    pol = solver.average_policy(tree, s)
-    return pol, sequence_form.expected_value(tree, pol, s.weights), sequence_form.exploitability(tree, pol, s.weights)
+    pol = solver.policy(tree, s)
+    evaluation = policy_evaluation(tree, pol, s.weights)
+    return pol, evaluation.value, evaluation.exploitability
   return jax.vmap(one)(state)

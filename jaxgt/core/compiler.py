@@ -206,7 +206,7 @@ class CompiledGame:
   fingerprint: str
   enumeration_seconds: float
   nbytes: int
-  _device_cache: dict = dataclasses.field(default_factory=dict, repr=False)
+  _cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
   @property
   def name(self) -> str:
@@ -219,9 +219,9 @@ class CompiledGame:
     ``"nets.pbs_encoding"``, ...); ``build`` takes no arguments and must not
     return traced values.
     """
-    if name not in self._device_cache:
-      self._device_cache[name] = build()
-    return self._device_cache[name]
+    if name not in self._cache:
+      self._cache[name] = build()
+    return self._cache[name]
 
   def device_tree(self, dtype=None) -> GameTree:
     """The tree as device arrays with floats in ``dtype`` (cached)."""

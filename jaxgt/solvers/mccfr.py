@@ -96,10 +96,6 @@ class MCCFRSolver(Solver):
   def samples_per_step(self) -> int:
     return 2 * self.batch
 
-  @property
-  def trajectories_per_step(self) -> int:
-    return self.samples_per_step
-
   def init(self, tree: GameTree, *, weights=None) -> MCCFRState:
     """Zero regrets and averages (root beliefs are not supported)."""
     if weights is not None:
