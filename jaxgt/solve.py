@@ -23,6 +23,7 @@ from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.evaluate import policy_evaluation
 
 
@@ -94,17 +95,15 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   arguments raise ``ValueError`` before anything is compiled.
   """
   from jaxgt.solvers import mccfr as mccfr_lib
-  if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-    raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-  if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
-    raise ValueError(f"eval_every must be a non-negative integer, got {eval_every!r}")
+  iterations = check_positive_int("iterations", iterations)
+  eval_every = check_nonnegative_int("eval_every", eval_every)
   dtype = resolve_dtype(dtype)
   sampling = isinstance(solver, mccfr_lib.MCCFRSolver) or (
       isinstance(solver, str) and solver in mccfr_lib.SAMPLING_SOLVERS)
   if sampling:
     if weights is not None:
       raise ValueError("root beliefs (weights) apply to the CFR family only, not to sampling solvers")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):  # any integer, even < 0
       raise ValueError(f"seed must be an integer, got {seed!r}")
     if isinstance(solver, str):
       batch = 256 if batch is None else batch
@@ -204,8 +203,7 @@ def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
   ``weights [B, T]`` are terminal weights (e.g. stacked
   :func:`jaxgt.core.sequence_form.root_chance_weights`).
   """
-  if not isinstance(iterations, int) or iterations < 1:
-    raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+  iterations = check_positive_int("iterations", iterations)
   dtype = resolve_dtype(dtype)
   if isinstance(solver, str):
     solver = cfr_lib.make_solver(solver, dtype=dtype, **solver_kwargs)

@@ -124,9 +124,13 @@ def test_outcome_walks_agree():
   state = solver.run(tree, solver.init(tree), 50, jax.random.key(0))
   uni = jax.random.uniform(jax.random.key(5), (tree.max_depth, 32), np.float64)
   for p in (0, 1):
-    a = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=False)
-    b = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=True)
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+    (ta, *rest_a) = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=False)
+    (tb, *rest_b) = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=True)
+    for name in ("history", "player", "infostate", "action", "sample_prob", "target_prob",
+                 "terminal", "last"):
+      np.testing.assert_allclose(np.asarray(getattr(ta, name)), np.asarray(getattr(tb, name)),
+                                 atol=1e-12, err_msg=name)
+    for x, y in zip(rest_a, rest_b, strict=True):
       np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
 
 

@@ -55,7 +55,7 @@ from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
 from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
-from jaxgt.solvers.walk import Draw, node_at, walk, with_chance
+from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables, with_chance
 
 
 @struct.dataclass
@@ -169,12 +169,7 @@ def outcome_walk(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uniforms, *,
     return (traj,) + traj.record
   every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
   sig_h, q_h = distributions(every)
-
-  def node_policy(t, node, carry):
-    del t
-    return Draw(sample=q_h[node.history], target=sig_h[node.history]), carry
-
-  traj = walk(tree, node_policy, uniforms)[0]
+  traj = walk_tables(tree, q_h, sig_h, uniforms)
   h = jnp.maximum(traj.history, 0)
   return traj, jnp.where((traj.history >= 0)[..., None], sig_h[h], 0.0), every.legal[h]
 

@@ -225,3 +225,52 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
 
   hs, carry, rec = lax.fori_loop(0, D, body, (hs, carry, rec))
   return Trajectory(terminal=tree.history_terminal[hs], last=hs, **rec), carry
+
+
+def walk_tables(tree: GameTree, sample, target, uniforms) -> Trajectory:
+  """:func:`walk` for a node policy that is a fixed table over histories (no carry, no targeting).
+
+  ``sample``/``target`` ``[H, A]`` are the sampling and target distributions
+  at every history. The per-history child weights and their cumulative
+  sums are computed once, so each step of the loop is one row gather and a
+  comparison (what large batches need: ``B * D`` visited rows outnumber the
+  ``H`` rows of the table); the probabilities are read off after the loop.
+  Returns the same :class:`Trajectory` as :func:`walk` with the node policy
+  ``Draw(sample[h], target[h])`` (``record`` is ``None``).
+  """
+  D, B = uniforms.shape
+  dtype = uniforms.dtype
+  every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
+  live_h = every.decision | (every.player == CHANCE)  # [H]
+  weights = with_chance(tree, every, sample.astype(dtype))  # [H, C]
+  cdf = jnp.cumsum(weights, axis=-1)
+  C = weights.shape[-1]
+
+  def body(t, loop):
+    hs, path, acts = loop
+    c = cdf[hs]
+    a = jnp.minimum(jnp.sum(c <= (uniforms[t] * c[:, -1])[:, None], axis=-1), C - 1)
+    a = a.astype(jnp.int32)
+    live = live_h[hs]
+    path = path.at[t].set(jnp.where(live, hs, NO_INDEX))
+    acts = acts.at[t].set(jnp.where(live, a, 0))
+    return jnp.where(live, tree.children[hs, a], hs), path, acts
+
+  hs, path, acts = lax.fori_loop(0, D, body, (jnp.zeros(B, jnp.int32),
+                                             jnp.full((D, B), NO_INDEX, jnp.int32),
+                                             jnp.zeros((D, B), jnp.int32)))
+  on = path >= 0
+  h = jnp.maximum(path, 0)
+  total = cdf[:, -1]
+  sample_p = (jnp.take_along_axis(weights[h], acts[..., None], axis=-1)[..., 0]
+              / jnp.where(total[h] > 0, total[h], 1.0))
+  A = target.shape[-1]
+  target_p = jnp.take_along_axis(target.astype(dtype)[h], jnp.minimum(acts, A - 1)[..., None],
+                                 axis=-1)[..., 0]
+  chance = every.player[h] == CHANCE
+  one = jnp.ones_like(sample_p)
+  return Trajectory(history=path, player=jnp.where(on, every.player[h], NO_PLAYER),
+                    infostate=jnp.where(on, every.infostate[h], NO_INDEX), action=acts,
+                    sample_prob=jnp.where(on, sample_p, one),
+                    target_prob=jnp.where(on, jnp.where(chance, sample_p, target_p), one),
+                    targeted_prob=None, terminal=tree.history_terminal[hs], last=hs, record=None)
