@@ -183,18 +183,12 @@ def plot_curve(evaluations, path: str, title: str = "") -> None:
 @dataclasses.dataclass(frozen=True)
 class BatchResult:
   """Result of :func:`solve_batch`: one policy and value per root belief.
-
-  Attributes:
-    policies: ``([B, I0, A], [B, I1, A])`` average policies.
-    values: ``[B]`` player 0's expected utility of each member's policy under its belief.
-    exploitability: ``[B]`` NashConv / 2 of each member under its belief.
-    state: the batched solver state.
   """
 
-  policies: tuple
-  values: np.ndarray
-  exploitability: np.ndarray
-  state: object
+  policies: tuple  # ([B, I0, A], [B, I1, A]) average policies
+  values: np.ndarray  # [B] player 0's expected utility of each member's policy under its belief
+  exploitability: np.ndarray  # [B] NashConv / 2 of each member under its belief
+  state: object  # the batched solver state
 
 
 def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,

@@ -63,24 +63,17 @@ equal to 0, 1, :data:`~jaxgt.games.base.CHANCE` or :data:`~jaxgt.games.base.TERM
 @struct.dataclass
 class PlayerTree:
   """Sequence-form structure of one player's information states.
-
-  Attributes:
-    legal: ``[I, A] bool`` legal actions.
-    parent_seq: ``[I] int32`` the player's own sequence leading to the
-      information state (``I * A`` for the empty sequence).
-    public_state: ``[I] int32`` public state the information state belongs to.
-    level: ``[I] int32`` number of the player's earlier decisions.
-    levels: static tuple of ``(lo, hi)``; information states ``lo:hi`` form
-      level ``k``; levels are in increasing order.
-    num_infostates: static ``I``.
   """
 
-  legal: Any
+  legal: Any  # [I, A] bool legal actions
+  # [I] int32 the player's own sequence leading to the information state (I * A for the empty
+  # sequence)
   parent_seq: Any
-  public_state: Any
-  level: Any
+  public_state: Any  # [I] int32 public state the information state belongs to
+  level: Any  # [I] int32 number of the player's earlier decisions
+  # static tuple of (lo, hi); information states lo:hi form level k; levels are in increasing order
   levels: tuple = struct.field(pytree_node=False)
-  num_infostates: int = struct.field(pytree_node=False)
+  num_infostates: int = struct.field(pytree_node=False)  # static I
 
   @property
   def num_sequences(self) -> int:

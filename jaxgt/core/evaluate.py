@@ -22,18 +22,12 @@ from jaxgt.core.dtypes import default_dtype
 @struct.dataclass
 class PolicyEvaluation:
   """Exact evaluation of a policy profile (fields are ``[]`` arrays, ``[B]`` under vmap).
-
-  Attributes:
-    value: player 0's expected utility when both players follow the policy.
-    best_response: ``[2]`` each player's best-response value against the other.
-    nash_conv: ``best_response[0] + best_response[1]`` (zero at a Nash equilibrium).
-    exploitability: ``nash_conv / 2`` (OpenSpiel's convention).
   """
 
-  value: jax.Array
-  best_response: jax.Array
-  nash_conv: jax.Array
-  exploitability: jax.Array
+  value: jax.Array  # player 0's expected utility when both players follow the policy
+  best_response: jax.Array  # [2] each player's best-response value against the other
+  nash_conv: jax.Array  # best_response[0] + best_response[1] (zero at a Nash equilibrium)
+  exploitability: jax.Array  # nash_conv / 2 (OpenSpiel's convention)
 
 
 def policy_evaluation(tree: GameTree, policy, weights=None) -> PolicyEvaluation:

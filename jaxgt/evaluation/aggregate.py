@@ -49,23 +49,16 @@ from jaxgt.evaluation import referee
 @dataclasses.dataclass(frozen=True)
 class AggregateResult:
   """Result of :func:`aggregate_policy`.
-
-  Attributes:
-    policy: ``([I0, A], [I1, A])`` the normalised global strategy.
-    weights: ``([I0, A], [I1, A])`` the accumulated (unnormalised) strategy ``G``.
-    coverage: per player, the fraction of information states that received
-      information (the rest play the fallback).
-    nash_conv: NashConv of ``policy`` (001's "exploitability", both players summed).
-    exploitability: NashConv / 2 (jaxgt's default convention).
-    num_matches: matches played (half as each player, player 0 gets the odd one).
   """
 
-  policy: tuple
-  weights: tuple
+  policy: tuple  # ([I0, A], [I1, A]) the normalised global strategy
+  weights: tuple  # ([I0, A], [I1, A]) the accumulated (unnormalised) strategy G
+  # per player, the fraction of information states that received information (the rest play the
+  # fallback)
   coverage: tuple
-  nash_conv: float
-  exploitability: float
-  num_matches: int
+  nash_conv: float  # NashConv of policy (001's "exploitability", both players summed)
+  exploitability: float  # NashConv / 2 (jaxgt's default convention)
+  num_matches: int  # matches played (half as each player, player 0 gets the odd one)
 
 
 def successor_masks(tree: GameTree, player: int) -> np.ndarray:

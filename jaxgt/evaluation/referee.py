@@ -142,18 +142,12 @@ _through_chance_jit = jax.jit(through_chance, static_argnums=3)
 @dataclasses.dataclass(frozen=True, eq=False)
 class Referee:
   """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``).
-
-  Attributes:
-    tree: the device :class:`GameTree`.
-    agents: the two agents; agent0 plays player ``seat0`` of each match.
-    dtype: dtype of the probabilities and uniforms.
-    hook: optional per-decision hook (see the module docstring).
   """
 
-  tree: GameTree
-  agents: tuple
-  dtype: Any
-  hook: Hook | None = None
+  tree: GameTree  # the device :class:`GameTree`
+  agents: tuple  # the two agents; agent0 plays player seat0 of each match
+  dtype: Any  # dtype of the probabilities and uniforms
+  hook: Hook | None = None  # optional per-decision hook (see the module docstring)
 
   def start(self, key, eager: bool = False):
     """Both agents' states and the first decision: ``(history, (state0, state1), walk key)``."""

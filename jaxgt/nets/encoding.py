@@ -63,60 +63,38 @@ from jaxgt.core.public_tree import PublicTree, build_public_tree
 @struct.dataclass
 class PBS:
   """A batch of public belief states in the padded layout.
-
-  Attributes:
-    public: ``[...] int32`` public state ids.
-    ranges: ``[..., 2, K]`` normalised ranges (zero on padding slots).
   """
 
-  public: jax.Array
-  ranges: jax.Array
+  public: jax.Array  # [...] int32 public state ids
+  ranges: jax.Array  # [..., 2, K] normalised ranges (zero on padding slots)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PBSEncoding:
   """Static layout of one game's public belief states (NumPy arrays, host side).
-
-  Attributes:
-    pt: the :class:`PublicTree`.
-    k_max: ``K``; num_actions: ``A``; max_depth: ``D``; max_children: ``W``;
-      max_histories: ``M``.
-    slots: ``[P, 2, K] int32`` augmented information state of each slot (``-1``
-      on padding).
-    mask: ``[P, 2, K] bool`` valid slots.
-    legal: ``[P, 2, K, A] bool`` legal actions of each slot where its player acts.
-    policy_infostate: ``[P, 2, K] int32`` the compiled information state of
-      each slot where its player acts (``-1`` elsewhere).
-    actor: ``[P, 4] float32`` fractions of histories where player 0, player 1,
-      chance act, or that are terminal.
-    depth: ``[P] int32``; path: ``[P, D] int32`` child rank of each ancestor
-      level (``-1`` past the depth).
-    hist: ``[P, M] int32`` the public state's non-terminal histories (``-1`` pad).
-    hist_slot: ``[P, 2, M] int32`` slot of each history's information state of
-      each player (0 on padding).
-    hist_q: ``[P, M] float64`` ``q(h) = pi_c(h) / C(s)`` (0 on padding).
-    chance_mass: ``[P] float64`` ``C(s)``.
-    slot_of: per player ``[K_p] int32`` slot of each augmented information
-      state in its public state.
   """
 
-  pt: PublicTree
-  k_max: int
-  num_actions: int
-  max_depth: int
-  max_children: int
-  max_histories: int
-  slots: np.ndarray
-  mask: np.ndarray
-  legal: np.ndarray
+  pt: PublicTree  # the :class:`PublicTree`
+  k_max: int  # K
+  num_actions: int  # A
+  max_depth: int  # D
+  max_children: int  # W
+  max_histories: int  # M
+  slots: np.ndarray  # [P, 2, K] int32 augmented information state of each slot (-1 on padding)
+  mask: np.ndarray  # [P, 2, K] bool valid slots
+  legal: np.ndarray  # [P, 2, K, A] bool legal actions of each slot where its player acts
+  # [P, 2, K] int32 the compiled information state of each slot where its player acts (-1 elsewhere)
   policy_infostate: np.ndarray
+  # [P, 4] float32 fractions of histories where player 0, player 1, chance act, or that are terminal
   actor: np.ndarray
-  depth: np.ndarray
-  path: np.ndarray
-  hist: np.ndarray
+  depth: np.ndarray  # [P] int32
+  path: np.ndarray  # [P, D] int32 child rank of each ancestor level (-1 past the depth)
+  hist: np.ndarray  # [P, M] int32 the public state's non-terminal histories (-1 pad)
+  # [P, 2, M] int32 slot of each history's information state of each player (0 on padding)
   hist_slot: np.ndarray
-  hist_q: np.ndarray
-  chance_mass: np.ndarray
+  hist_q: np.ndarray  # [P, M] float64 q(h) = pi_c(h) / C(s) (0 on padding)
+  chance_mass: np.ndarray  # [P] float64 C(s)
+  # per player [K_p] int32 slot of each augmented information state in its public state
   slot_of: tuple
 
   @property

@@ -61,49 +61,31 @@ class SubgameDefinition(Game):
 @dataclasses.dataclass(frozen=True, eq=False)
 class Subgame:
   """A compiled depth-limited subgame and its links to the full game.
-
-  Attributes:
-    full: the :class:`PublicTree` of the full game.
-    compiled: the subgame as a :class:`CompiledGame` (its ``tree`` is what
-      solvers run on).
-    root_public: root public states (full-game indices).
-    leaf_public: leaf public states (full-game indices), sorted.
-    root_histories: ``[R]`` full-game root histories.
-    history_of: ``[H_sub]`` full-game history of each subgame history
-      (``-1`` at the added root).
-    terminal_leaf: ``[T] int32`` leaf index ``0..L-1`` of each terminal, or
-      ``-1`` for a real terminal.
-    leaf_histories: ``[L]`` full-game leaf histories.
-    base_payoff: ``[T]`` payoffs with zeros at leaves.
-    chance_below_root: ``[T]`` chance reach of each terminal below its root
-      history.
-    terminal_root: ``[T]`` root index of each terminal.
-    root_aug: ``[2, R]`` position of each root history's information state in
-      the concatenated root ranges of each player.
-    full_infostate: per player, ``[I_sub]`` full-game information state of each
-      subgame information state (``-1`` for the added one-action node).
-    root_index: subgame history of the added root chance node (0, or 1 below
-      the one-action node of a player without decisions).
-    leaf_choices: ``K`` continuation strategies per leaf (0: single-valued).
-    leaf_nodes: ``[L]`` subgame history of each leaf.
   """
 
-  full: PublicTree
-  compiled: CompiledGame
-  root_public: tuple
-  leaf_public: tuple
-  root_histories: np.ndarray
-  history_of: np.ndarray
+  full: PublicTree  # the :class:`PublicTree` of the full game
+  compiled: CompiledGame  # the subgame as a :class:`CompiledGame` (its tree is what solvers run on)
+  root_public: tuple  # root public states (full-game indices)
+  leaf_public: tuple  # leaf public states (full-game indices), sorted
+  root_histories: np.ndarray  # [R] full-game root histories
+  history_of: np.ndarray  # [H_sub] full-game history of each subgame history (-1 at the added root)
+  # [T] int32 leaf index 0..L-1 of each terminal, or -1 for a real terminal
   terminal_leaf: np.ndarray
-  leaf_histories: np.ndarray
-  base_payoff: np.ndarray
-  chance_below_root: np.ndarray
-  terminal_root: np.ndarray
+  leaf_histories: np.ndarray  # [L] full-game leaf histories
+  base_payoff: np.ndarray  # [T] payoffs with zeros at leaves
+  chance_below_root: np.ndarray  # [T] chance reach of each terminal below its root history
+  terminal_root: np.ndarray  # [T] root index of each terminal
+  # [2, R] position of each root history's information state in the concatenated root ranges of each
+  # player
   root_aug: np.ndarray
+  # per player, [I_sub] full-game information state of each subgame information state (-1 for the
+  # added one-action node)
   full_infostate: tuple
+  # subgame history of the added root chance node (0, or 1 below the one-action node of a player
+  # without decisions)
   root_index: int = 0
-  leaf_choices: int = 0
-  leaf_nodes: np.ndarray | None = None
+  leaf_choices: int = 0  # K continuation strategies per leaf (0: single-valued)
+  leaf_nodes: np.ndarray | None = None  # [L] subgame history of each leaf
 
   @property
   def tree(self):

@@ -44,38 +44,25 @@ from jaxgt.solvers.cfr_rules import (DiscountedRegretMatching, PowerAveraging, R
 @struct.dataclass
 class CFRState:
   """State of one CFR run (add a leading ``B`` to every field when batched).
-
-  Attributes:
-    regrets: ``([I0, A], [I1, A])`` cumulative regrets.
-    cum_policy: ``([I0, A], [I1, A])`` weighted strategy sums.
-    iteration: ``[] int32`` completed iterations.
-    weights: ``[T]`` terminal weights (chance reach under the root belief).
-    regret_state: ``(extra_0, extra_1)`` the regret rule's extra state per
-      player (``()`` for the rules here).
   """
 
-  regrets: tuple
-  cum_policy: tuple
-  iteration: jax.Array
-  weights: jax.Array
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets
+  cum_policy: tuple  # ([I0, A], [I1, A]) weighted strategy sums
+  iteration: jax.Array  # [] int32 completed iterations
+  weights: jax.Array  # [T] terminal weights (chance reach under the root belief)
+  # (extra_0, extra_1) the regret rule's extra state per player (() for the rules here)
   regret_state: tuple = ((), ())
 
 
 @struct.dataclass
 class Iterate:
   """What the engine carries from one iteration to the next.
-
-  Attributes:
-    state: the :class:`CFRState`.
-    sigma: ``([I0, A], [I1, A])`` current strategies of ``state``.
-    x: ``([S0], [S1])`` their realization plans.
-    root_state: the root transform's state (``()`` without one).
   """
 
-  state: CFRState
-  sigma: tuple
-  x: tuple
-  root_state: Any = ()
+  state: CFRState  # the :class:`CFRState`
+  sigma: tuple  # ([I0, A], [I1, A]) current strategies of state
+  x: tuple  # ([S0], [S1]) their realization plans
+  root_state: Any = ()  # the root transform's state (() without one)
 
 
 class RootTransform(Protocol):
@@ -168,20 +155,14 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
 @dataclasses.dataclass(frozen=True)
 class CFRSolver(Solver):
   """A CFR variant: its rules and update order; methods are pure functions.
-
-  Attributes:
-    name: ``"cfr" | "cfr+" | "lcfr" | "dcfr"`` (or a user variant's name).
-    regret_rule: the regret rule (:class:`RegretMatching` or a subclass).
-    averaging: the averaging rule (:class:`PowerAveraging`).
-    alternating: alternating (default) or simultaneous updates.
-    dtype: float dtype of the state.
   """
 
-  name: str
+  name: str  # "cfr" | "cfr+" | "lcfr" | "dcfr" (or a user variant's name)
+  # the regret rule (:class:`RegretMatching` or a subclass)
   regret_rule: RegretMatching = RegretMatching()
-  averaging: PowerAveraging = PowerAveraging()
-  alternating: bool = True
-  dtype: str = "float32"
+  averaging: PowerAveraging = PowerAveraging()  # the averaging rule (:class:`PowerAveraging`)
+  alternating: bool = True  # alternating (default) or simultaneous updates
+  dtype: str = "float32"  # float dtype of the state
 
   def init(self, tree: GameTree, *, weights=None) -> CFRState:
     """Zero regrets and averages; ``weights [T]`` (or ``[B, T]``) defaults to chance reach."""

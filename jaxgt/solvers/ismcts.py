@@ -57,51 +57,31 @@ FINAL = ("visits", "frequency", "mean")
 @struct.dataclass
 class ISMCTSState:
   """ISMCTS statistics over the compiled information states (fixed capacity).
-
-  Attributes:
-    visits: ``([I0, A], [I1, A])`` visit counts ``N(I, a)``.
-    values: ``([I0, A], [I1, A])`` summed payoffs of the acting player
-      (``"uct"``; ``None`` for ``"rm"``).
-    regrets: ``([I0, A], [I1, A])`` cumulative regrets (``"rm"``; else ``None``).
-    cum_policy: ``([I0, A], [I1, A])`` summed selection strategies (``"rm"``;
-      else ``None``).
-    in_tree: ``([I0] bool, [I1] bool)`` information states in memory.
-    size: ``[] int32`` information states in memory.
-    iteration: ``[] int32`` steps run (``batch`` simulations each).
   """
 
-  visits: tuple
-  values: tuple
-  regrets: tuple
-  cum_policy: tuple
-  in_tree: tuple
-  size: jax.Array
-  iteration: jax.Array
+  visits: tuple  # ([I0, A], [I1, A]) visit counts N(I, a)
+  values: tuple  # ([I0, A], [I1, A]) summed payoffs of the acting player ("uct"; None for "rm")
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets ("rm"; else None)
+  cum_policy: tuple  # ([I0, A], [I1, A]) summed selection strategies ("rm"; else None)
+  in_tree: tuple  # ([I0] bool, [I1] bool) information states in memory
+  size: jax.Array  # [] int32 information states in memory
+  iteration: jax.Array  # [] int32 steps run (batch simulations each)
 
 
 @dataclasses.dataclass(frozen=True)
 class ISMCTS(Solver):
   """Hyperparameters of ISMCTS (Sec. 5.1); methods are pure (:mod:`.base`).
-
-  Attributes:
-    selection: ``"uct"`` or ``"rm"``.
-    c: UCT exploration constant; ``None``: twice the largest absolute payoff.
-    exploration: uniform mixing of regret-matching selection.
-    final: move policy: ``"visits"`` (most visited action), ``"frequency"``
-      (visit frequencies) or ``"mean"`` (mean selection strategy);
-      ``None``: ``"visits"`` for UCT, ``"mean"`` for RM.
-    capacity: most information states in memory; ``None``: all.
-    batch: simulations per step.
-    dtype: float dtype of the statistics.
   """
 
-  selection: str = "uct"
-  c: float | None = None
-  exploration: float = 0.2
+  selection: str = "uct"  # "uct" or "rm"
+  c: float | None = None  # UCT exploration constant; None: twice the largest absolute payoff
+  exploration: float = 0.2  # uniform mixing of regret-matching selection
+  # move policy: "visits" (most visited action), "frequency" (visit frequencies) or "mean" (mean
+  # selection strategy); None: "visits" for UCT, "mean" for RM
   final: str | None = None
-  capacity: int | None = None
-  batch: int = 1
-  dtype: str = "float32"
+  capacity: int | None = None  # most information states in memory; None: all
+  batch: int = 1  # simulations per step
+  dtype: str = "float32"  # float dtype of the statistics
 
   name = "ismcts"
 

@@ -61,36 +61,25 @@ from jaxgt.solvers.walk import Draw, node_at, walk, with_chance
 @struct.dataclass
 class MCCFRState:
   """State of one MCCFR run.
-
-  Attributes:
-    regrets: ``([I0, A], [I1, A])`` cumulative sampled regrets.
-    cum_policy: ``([I0, A], [I1, A])`` average-strategy accumulators.
-    iteration: ``[] int32`` completed steps (``2 * batch`` trajectories each).
-    frontier: static, per player, the external-sampling frontier size of
-      each depth (see :func:`_frontier_sizes`).
   """
 
-  regrets: tuple
-  cum_policy: tuple
-  iteration: jax.Array
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative sampled regrets
+  cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators
+  iteration: jax.Array  # [] int32 completed steps (2 * batch trajectories each)
+  # static, per player, the external-sampling frontier size of each depth (see
+  # :func:`_frontier_sizes`)
   frontier: tuple = struct.field(pytree_node=False)
 
 
 @dataclasses.dataclass(frozen=True)
 class MCCFRSolver(Solver):
   """Hyperparameters of a batched MCCFR variant; methods are pure functions (:mod:`.base`).
-
-  Attributes:
-    name: ``"mccfr-os" | "mccfr-es"``.
-    batch: trajectories per player per step.
-    epsilon: exploration of the updated player (outcome sampling only).
-    dtype: float dtype of the state.
   """
 
-  name: str
-  batch: int = 1
-  epsilon: float = 0.6
-  dtype: str = "float32"
+  name: str  # "mccfr-os" | "mccfr-es"
+  batch: int = 1  # trajectories per player per step
+  epsilon: float = 0.6  # exploration of the updated player (outcome sampling only)
+  dtype: str = "float32"  # float dtype of the state
 
   @property
   def samples_per_step(self) -> int:

@@ -84,20 +84,13 @@ TARGETING = ("ist", "pst")
 @struct.dataclass
 class OOSState:
   """OOS tables over the compiled information states (fixed capacity).
-
-  Attributes:
-    regrets: ``([I0, A], [I1, A])`` cumulative regrets (zero outside memory).
-    cum_policy: ``([I0, A], [I1, A])`` average-strategy accumulators ``s_I``.
-    in_tree: ``([I0] bool, [I1] bool)`` information states in memory.
-    size: ``[] int32`` number of information states in memory.
-    iteration: ``[] int32`` iterations (steps) run so far (all searches).
   """
 
-  regrets: tuple
-  cum_policy: tuple
-  in_tree: tuple
-  size: jax.Array
-  iteration: jax.Array
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets (zero outside memory)
+  cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators s_I
+  in_tree: tuple  # ([I0] bool, [I1] bool) information states in memory
+  size: jax.Array  # [] int32 number of information states in memory
+  iteration: jax.Array  # [] int32 iterations (steps) run so far (all searches)
 
 
 def target_members(tree: GameTree, targeting: str) -> np.ndarray:
@@ -185,26 +178,16 @@ def member_mask(tree: GameTree, row):
 @dataclasses.dataclass(frozen=True)
 class OOS(Solver):
   """Hyperparameters of Online Outcome Sampling (Sec. 4); methods are pure (:mod:`.base`).
-
-  Attributes:
-    delta: probability that an iteration samples only ``Z_sub`` (targeting).
-    targeting: ``"ist"`` (information-set targeting, Sec. 4.1) or ``"pst"``
-      (public-subgame targeting, Sec. 4.2).
-    epsilon: exploration of the update player's sampling policy ``Phi``.
-    gamma: explorative regret matching ``gamma / |A| + (1 - gamma) RM``.
-    capacity: most information states (both players) in memory; ``None``:
-      all of them.
-    batch: trajectories per update player per iteration (one scatter-add).
-    dtype: float dtype of the tables.
   """
 
-  delta: float = 0.9
+  delta: float = 0.9  # probability that an iteration samples only Z_sub (targeting)
+  # "ist" (information-set targeting, Sec. 4.1) or "pst" (public-subgame targeting, Sec. 4.2)
   targeting: str = "ist"
-  epsilon: float = 0.6
-  gamma: float = 0.01
-  capacity: int | None = None
-  batch: int = 1
-  dtype: str = "float32"
+  epsilon: float = 0.6  # exploration of the update player's sampling policy Phi
+  gamma: float = 0.01  # explorative regret matching gamma / |A| + (1 - gamma) RM
+  capacity: int | None = None  # most information states (both players) in memory; None: all of them
+  batch: int = 1  # trajectories per update player per iteration (one scatter-add)
+  dtype: str = "float32"  # float dtype of the tables
 
   name = "oos"
 

@@ -81,17 +81,13 @@ PAPER_CONSTANTS = {
 @struct.dataclass
 class UCTState:
   """State of one (Smooth) UCT self-play run.
-
-  Attributes:
-    visits: ``([I0, A], [I1, A]) int32`` action visit counts ``N(u, a)``;
-      ``N(u) > 0`` marks the information states in each player's tree.
-    values: ``([I0, A], [I1, A])`` mean return ``Q(u, a)`` of the player to act.
-    iteration: ``[] int32`` steps run (``batch`` episodes each).
   """
 
+  # ([I0, A], [I1, A]) int32 action visit counts N(u, a); N(u) > 0 marks the information states in
+  # each player's tree
   visits: tuple
-  values: tuple
-  iteration: jax.Array
+  values: tuple  # ([I0, A], [I1, A]) mean return Q(u, a) of the player to act
+  iteration: jax.Array  # [] int32 steps run (batch episodes each)
 
   def in_tree(self) -> tuple:
     """``([I0] bool, [I1] bool)``: information states in each player's search tree."""
