@@ -35,8 +35,7 @@ class PolicyError(ValueError):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Policy:
-  """A validated tabular policy of a compiled game.
-  """
+  """A validated tabular policy of a compiled game."""
 
   game: str  # game string of the game (CompiledGame.name)
   fingerprint: str  # structural fingerprint of that game

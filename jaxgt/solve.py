@@ -182,8 +182,7 @@ def plot_curve(evaluations, path: str, title: str = "") -> None:
 
 @dataclasses.dataclass(frozen=True)
 class BatchResult:
-  """Result of :func:`solve_batch`: one policy and value per root belief.
-  """
+  """Result of :func:`solve_batch`: one policy and value per root belief."""
 
   policies: tuple  # ([B, I0, A], [B, I1, A]) average policies
   values: np.ndarray  # [B] player 0's expected utility of each member's policy under its belief

@@ -21,8 +21,7 @@ from jaxgt.core.dtypes import default_dtype
 
 @struct.dataclass
 class PolicyEvaluation:
-  """Exact evaluation of a policy profile (fields are ``[]`` arrays, ``[B]`` under vmap).
-  """
+  """Exact evaluation of a policy profile (fields are ``[]`` arrays, ``[B]`` under vmap)."""
 
   value: jax.Array  # player 0's expected utility when both players follow the policy
   best_response: jax.Array  # [2] each player's best-response value against the other

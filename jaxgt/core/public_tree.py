@@ -39,8 +39,7 @@ from jaxgt.core import sequence_form
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PublicTree:
-  """Public states of one compiled game and their augmented information states.
-  """
+  """Public states of one compiled game and their augmented information states."""
 
   game: CompiledGame  # the :class:`CompiledGame`
   children: tuple  # per public state, a tuple of its child public states

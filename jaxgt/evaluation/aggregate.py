@@ -48,8 +48,7 @@ from jaxgt.evaluation import referee
 
 @dataclasses.dataclass(frozen=True)
 class AggregateResult:
-  """Result of :func:`aggregate_policy`.
-  """
+  """Result of :func:`aggregate_policy`."""
 
   policy: tuple  # ([I0, A], [I1, A]) the normalised global strategy
   weights: tuple  # ([I0, A], [I1, A]) the accumulated (unnormalised) strategy G

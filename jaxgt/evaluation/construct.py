@@ -84,8 +84,7 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL):
 
 @dataclasses.dataclass(frozen=True)
 class ConstructionResult:
-  """Exploitabilities (game units) of the policies constructed for each seed.
-  """
+  """Exploitabilities (game units) of the policies constructed for each seed."""
 
   seeds: tuple  # the seeds
   exploitability: np.ndarray  # [S] exact exploitability (NashConv / 2) per seed

@@ -141,8 +141,7 @@ _through_chance_jit = jax.jit(through_chance, static_argnums=3)
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Referee:
-  """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``).
-  """
+  """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``)."""
 
   tree: GameTree  # the device :class:`GameTree`
   agents: tuple  # the two agents; agent0 plays player seat0 of each match

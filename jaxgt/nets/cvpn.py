@@ -60,8 +60,7 @@ _NEG = -1e9  # logit of an illegal action
 
 @struct.dataclass
 class CVPNOutput:
-  """Network outputs for ``[B]`` PBSs.
-  """
+  """Network outputs for ``[B]`` PBSs."""
 
   # [B, 2, K] network-scale counterfactual values (row p in player p's utility; zero on padding
   # slots)
@@ -73,8 +72,7 @@ class CVPNOutput:
 
 @struct.dataclass
 class CVPNTargets:
-  """Supervised targets for ``[B]`` PBSs.
-  """
+  """Supervised targets for ``[B]`` PBSs."""
 
   values: Any  # [B, 2, K] network-scale counterfactual values
   # [B, 2, K, A] target policies, or None; rows that are all zero (no target, or the slot's player

@@ -62,8 +62,7 @@ from jaxgt.core.public_tree import PublicTree, build_public_tree
 
 @struct.dataclass
 class PBS:
-  """A batch of public belief states in the padded layout.
-  """
+  """A batch of public belief states in the padded layout."""
 
   public: jax.Array  # [...] int32 public state ids
   ranges: jax.Array  # [..., 2, K] normalised ranges (zero on padding slots)
@@ -71,8 +70,7 @@ class PBS:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PBSEncoding:
-  """Static layout of one game's public belief states (NumPy arrays, host side).
-  """
+  """Static layout of one game's public belief states (NumPy arrays, host side)."""
 
   pt: PublicTree  # the :class:`PublicTree`
   k_max: int  # K

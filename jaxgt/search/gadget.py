@@ -35,8 +35,7 @@ def check_alpha(alpha) -> float | None:
 
 @struct.dataclass
 class GadgetState:
-  """The gadget's part of the CFR engine's carry (add ``B`` in front when batched).
-  """
+  """The gadget's part of the CFR engine's carry (add ``B`` in front when batched)."""
 
   regrets: Any  # [K_o, 2] cumulative (follow, terminate) regrets
   regret_state: Any  # the solver's regret rule's extra state for regrets
@@ -47,8 +46,7 @@ class GadgetState:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Gadget:
-  """The gadget of one re-solve: a :class:`~jaxgt.solvers.cfr.RootTransform`.
-  """
+  """The gadget of one re-solve: a :class:`~jaxgt.solvers.cfr.RootTransform`."""
 
   # the :class:`~jaxgt.solvers.cfr.CFRSolver` (its regret and averaging rules serve the gadget too)
   solver: Any

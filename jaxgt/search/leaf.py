@@ -50,8 +50,7 @@ from jaxgt.solvers import cfr as cfr_lib
 
 @struct.dataclass
 class LeafInput:
-  """Beliefs at the leaves of a subgame.
-  """
+  """Beliefs at the leaves of a subgame."""
 
   reach: Any  # [2, L] each player's own reach of each leaf history
   weight: Any  # [L] chance reach times root belief of each leaf history
@@ -240,8 +239,7 @@ def from_callable(sub: Subgame, fn: Callable[[LeafInput], jax.Array]) -> LeafEva
 
 @struct.dataclass
 class SubgameState:
-  """State of a depth-limited solve (add ``B`` in front when batched).
-  """
+  """State of a depth-limited solve (add ``B`` in front when batched)."""
 
   cfr: Any  # the :class:`~jaxgt.solvers.cfr.CFRState` of the subgame
   evaluator: Any  # the evaluator's state

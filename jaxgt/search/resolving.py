@@ -133,8 +133,7 @@ def _prepare(sub: Subgame, player: int) -> _Prepared:
 
 @struct.dataclass
 class ResolveState:
-  """Result of a (batched: leading ``B``) re-solve.
-  """
+  """Result of a (batched: leading ``B``) re-solve."""
 
   cfr: Any  # :class:`~jaxgt.solvers.cfr.CFRState` of the subgame (weights of the last iteration)
   gadget_regrets: Any  # [K_o, 2] cumulative (follow, terminate) regrets

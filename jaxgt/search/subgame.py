@@ -60,8 +60,7 @@ class SubgameDefinition(Game):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Subgame:
-  """A compiled depth-limited subgame and its links to the full game.
-  """
+  """A compiled depth-limited subgame and its links to the full game."""
 
   full: PublicTree  # the :class:`PublicTree` of the full game
   compiled: CompiledGame  # the subgame as a :class:`CompiledGame` (its tree is what solvers run on)
@@ -125,10 +124,6 @@ class Subgame:
       check_distribution(f"range of player {p} at public state {ps}", r[..., off:off + k], k)
       off += k
     return r
-
-  def history_weights(self, reach) -> jnp.ndarray:
-    """Terminal weights ``[T]`` from a joint reach ``[R]`` of the root histories."""
-    return jnp.asarray(self.chance_below_root) * jnp.asarray(reach)[self.terminal_root]
 
   def payoff(self, leaf_values) -> jnp.ndarray:
     """Terminal payoffs ``[..., T]`` with leaf values ``[..., L]`` (``[..., L, K]``

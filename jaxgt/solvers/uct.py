@@ -52,21 +52,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_positive_int, max_depth
+from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import GameTree
-from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.dtypes import cast_tree, dtype_name
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
+from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
+                                walking_init_dtype)
 from jaxgt.solvers.walk import Draw, walk
 
 PAPER_CONSTANTS = {
@@ -80,8 +79,7 @@ PAPER_CONSTANTS = {
 
 @struct.dataclass
 class UCTState:
-  """State of one (Smooth) UCT self-play run.
-  """
+  """State of one (Smooth) UCT self-play run."""
 
   # ([I0, A], [I1, A]) int32 action visit counts N(u, a); N(u) > 0 marks the information states in
   # each player's tree
@@ -124,10 +122,7 @@ class UCTSolver(Solver):
 
   def init(self, tree: GameTree, *, weights=None) -> UCTState:
     """Empty trees (no visits); root beliefs (``weights``) are not supported."""
-    if weights is not None:
-      raise ValueError(f"{self.name} does not support root beliefs (weights)")
-    dtype = resolve_dtype(self.dtype)
-    max_depth(tree)
+    dtype = walking_init_dtype(self, tree, weights)
     A = tree.num_actions
     visits = tuple(jnp.zeros((n, A), jnp.int32) for n in tree.num_infostates)
     values = tuple(jnp.zeros((n, A), dtype) for n in tree.num_infostates)
@@ -140,10 +135,6 @@ class UCTSolver(Solver):
     """
     num_steps = check_num_steps(num_steps, traced_ok=True)
     return _run(self, tree, state, num_steps, require_key(self.name, key))
-
-  def policy(self, tree: GameTree, state: UCTState):
-    """The average strategy (:meth:`average_policy`)."""
-    return self.average_policy(tree, state)
 
   def average_policy(self, tree: GameTree, state: UCTState):
     """Normalised visit counts ``N(u, a) / N(u)``, uniform outside the tree (``[I_p, A]`` each)."""
@@ -251,21 +242,10 @@ def _run(cfg: UCTSolver, tree: GameTree, state: UCTState, num_steps, key) -> UCT
   return lax.fori_loop(0, num_steps, body, state)
 
 
-def _check_real(name, x, lo, hi, lo_open=True, hi_open=False):
-  if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-    raise ValueError(f"{name} must be a real number, got {x!r}")
-  x = float(x)
-  ok = math.isfinite(x) and (x > lo if lo_open else x >= lo) and (x < hi if hi_open else x <= hi)
-  if not ok:
-    l, r = ("(" if lo_open else "["), (")" if hi_open else "]")
-    raise ValueError(f"{name} must be in {l}{lo}, {hi}{r}, got {x!r}")
-  return x
-
-
 def uct(c: float = 2.0, *, batch: int = 1, dtype="float32") -> UCTSolver:
   """Extensive-form UCT self-play (Sec. 3.1); ``c=2`` for Kuhn, ``c=20`` for Leduc (Sec. 4)."""
-  return UCTSolver("uct", c=_check_real("c", c, 0.0, math.inf, lo_open=False, hi_open=True),
-                   batch=check_positive_int("batch", batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
+  return UCTSolver("uct", c=check_real("c", c, 0, hi_open=True),
+                   batch=check_positive_int("batch", batch), dtype=dtype_name(dtype))
 
 
 def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float = 0.001, *,
@@ -276,11 +256,11 @@ def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float =
   (Sec. 4.2; see :func:`for_game`).
   """
   return UCTSolver("smooth-uct",
-                   c=_check_real("c", c, 0.0, math.inf, lo_open=False, hi_open=True),
-                   gamma=_check_real("gamma", gamma, 0.0, 1.0),
-                   eta=_check_real("eta", eta, 0.0, 1.0),
-                   d=_check_real("d", d, 0.0, math.inf, lo_open=False, hi_open=True),
-                   batch=check_positive_int("batch", batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
+                   c=check_real("c", c, 0, hi_open=True),
+                   gamma=check_real("gamma", gamma, 0, 1, lo_open=True),
+                   eta=check_real("eta", eta, 0, 1, lo_open=True),
+                   d=check_real("d", d, 0, hi_open=True),
+                   batch=check_positive_int("batch", batch), dtype=dtype_name(dtype))
 
 
 def for_game(name: str, game: str, **kwargs) -> UCTSolver:

@@ -57,8 +57,7 @@ from jaxgt.games.base import CHANCE
 
 @struct.dataclass
 class Node:
-  """The current node of each of ``B`` trajectories.
-  """
+  """The current node of each of ``B`` trajectories."""
 
   history: jax.Array  # [B] int32 history index
   player: jax.Array  # [B] int32 acting player (0, 1, CHANCE, or a terminal's NO_PLAYER-like code)
@@ -69,8 +68,7 @@ class Node:
 
 @struct.dataclass
 class Draw:
-  """What a node policy returns at one step.
-  """
+  """What a node policy returns at one step."""
 
   # [B, A] sampling weights at decisions (need not be normalised; ignored at chance and past the
   # end)
