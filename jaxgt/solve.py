@@ -19,6 +19,7 @@ from typing import Callable
 import jax
 import numpy as np
 
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.policy import Policy
@@ -94,10 +95,8 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   arguments raise ``ValueError`` before anything is compiled.
   """
   from jaxgt.solvers import mccfr as mccfr_lib
-  if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-    raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-  if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 0:
-    raise ValueError(f"eval_every must be a non-negative integer, got {eval_every!r}")
+  check_positive_int("iterations", iterations)
+  check_nonnegative_int("eval_every", eval_every)
   dtype = resolve_dtype(dtype)
   sampling = isinstance(solver, mccfr_lib.MCCFRSolver) or (
       isinstance(solver, str) and solver in mccfr_lib.SAMPLING_SOLVERS)

@@ -82,22 +82,15 @@ class _After:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Search:
-  """One re-solve at a public state.
+  """One re-solve at a public state."""
 
-  Attributes:
-    public_state, player, root: where we act, who, and the subgame's root.
-    policy: ``{full infostate index: [A] probabilities}`` for every
-      information state of ``player`` at ``public_state``.
-    state: the agent state after acting there (holds this re-solve).
-    subgame: the re-solved :class:`Subgame`.
-  """
-
-  public_state: int
-  player: int
-  root: int
+  public_state: int  # where we act
+  player: int  # who acts
+  root: int  # the subgame's root
+  # {full infostate index: [A] probabilities} for every information state of player at public_state
   policy: dict
-  state: Any
-  subgame: Subgame
+  state: Any  # the agent state after acting there (holds this re-solve)
+  subgame: Subgame  # the re-solved :class:`Subgame`
 
 
 class ContinualResolvingAgent(Agent):

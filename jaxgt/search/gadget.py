@@ -19,18 +19,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
+
+from jaxgt.core.checks import check_real
 
 
 def check_alpha(alpha) -> float | None:
   """``alpha`` as a float (or ``None``); raises unless ``None`` or a number in ``[0, 1]``."""
   if alpha is None:
     return None
-  if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) \
-      or not 0.0 <= float(alpha) <= 1.0:
-    raise ValueError(f"alpha must be None or in [0, 1], got {alpha!r}")
-  return float(alpha)
+  return check_real("alpha", alpha, 0, 1)
 
 
 @struct.dataclass

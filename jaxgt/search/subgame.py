@@ -23,7 +23,7 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.checks import check_distribution
+from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_positive_int
 from jaxgt.core.compiler import CompiledGame, ancestor_at_depth, assemble, first_seen_ids
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 from jaxgt.core.public_tree import PublicTree, build_public_tree
@@ -181,9 +181,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   strategies at its (augmented) information state there; leaf values then
   have shape ``[L, K]``.
   """
-  if isinstance(leaf_choices, bool) or not isinstance(leaf_choices, (int, np.integer)) \
-      or leaf_choices < 0:
-    raise ValueError(f"leaf_choices must be a non-negative integer, got {leaf_choices!r}")
+  K = check_nonnegative_int("leaf_choices", leaf_choices)
   if chooser not in (0, 1):
     raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
   pt = game if isinstance(game, PublicTree) else build_public_tree(game)
@@ -199,9 +197,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     for l in leaves:
       leaf_mask[pt.public_id(l)] = True
   elif depth_limit is not None:
-    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-        or depth_limit < 1:
-      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
+    check_positive_int("depth_limit", depth_limit)
     every = np.arange(P)
     for r in roots_ps:
       below_r = ancestor_at_depth(pt.parent, pt.depth, every, pt.depth[r]) == r
@@ -220,7 +216,6 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     raise ValueError(f"a root public state of {roots_ps} holds terminal histories")
   cr = pt.chance_reach[roots_h]
   label = f"{pt.game.name}@{','.join(map(str, roots_ps))}"
-  K = int(leaf_choices)
   nodes = _enumerate(t, roots_h, leaf_mask, K)
   # The compiler needs a decision node of each player; a player without one
   # in the subgame gets a single-action node above the root (it changes no

@@ -94,23 +94,15 @@ class UCTState:
 
 @dataclasses.dataclass(frozen=True)
 class UCTSolver(Solver):
-  """Hyperparameters of UCT / Smooth UCT self-play; methods are pure functions (:mod:`.base`).
+  """Hyperparameters of UCT / Smooth UCT self-play; methods are pure functions (:mod:`.base`)."""
 
-  Attributes:
-    name: ``"uct" | "smooth-uct"``.
-    c: UCB1 exploration constant.
-    gamma, eta, d: Smooth UCB mixing schedule (Eq. 2); unused by UCT.
-    batch: episodes per step.
-    dtype: float dtype of ``Q``.
-  """
-
-  name: str
-  c: float
-  gamma: float = 1.0
+  name: str  # "uct" | "smooth-uct"
+  c: float  # UCB1 exploration constant
+  gamma: float = 1.0  # gamma, eta, d: Smooth UCB mixing schedule (Eq. 2); unused by UCT
   eta: float = 1.0
   d: float = 0.0
-  batch: int = 1
-  dtype: str = "float32"
+  batch: int = 1  # episodes per step
+  dtype: str = "float32"  # float dtype of Q
 
   @property
   def smooth(self) -> bool:
