@@ -21,7 +21,7 @@ import numpy as np
 
 from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.dtypes import resolve_dtype
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame, compile_game, load
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.core.evaluate import policy_evaluation
@@ -53,11 +53,7 @@ class SolveResult:
 def _as_compiled(game) -> CompiledGame:
   if isinstance(game, CompiledGame):
     return game
-  if isinstance(game, str):
-    from jaxgt.core.compiler import load
-    return load(game)
-  from jaxgt.core.compiler import compile_game
-  return compile_game(game)
+  return load(game) if isinstance(game, str) else compile_game(game)
 
 
 @jax.jit
@@ -196,8 +192,7 @@ def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
   ``weights [B, T]`` are terminal weights (e.g. stacked
   :func:`jaxgt.core.sequence_form.root_chance_weights`).
   """
-  if not isinstance(iterations, int) or iterations < 1:
-    raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+  check_positive_int("iterations", iterations)
   dtype = resolve_dtype(dtype)
   if isinstance(solver, str):
     solver = cfr_lib.make_solver(solver, dtype=dtype, **solver_kwargs)

@@ -290,10 +290,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
           f"(counted {len(states)} so far); pass max_histories=... to raise the limit")
     p = game.current_player(s)
     pk = game.public_state(s)
-    pid = public_ids.get(pk)
-    if pid is None:
-      pid = public_ids[pk] = len(public_ids)
-    public_of_hist.append(pid)
+    public_of_hist.append(public_ids.setdefault(pk, len(public_ids)))
     players.append(p)
     if p == TERMINAL:
       r = game.returns(s)
@@ -311,12 +308,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       raise ValueError(f"{game.name}: current_player {p} at history {_path(parent, action, h)} "
                        f"is not 0, 1, CHANCE or TERMINAL")
     for q in (0, 1):  # information-state keys of both players (acting or not)
-      kq = game.information_state(s, q)
-      ids = key_ids[q]
-      kid = ids.get(kq)
-      if kid is None:
-        kid = ids[kq] = len(ids)
-      key_of_hist[q].append(kid)
+      key_of_hist[q].append(key_ids[q].setdefault(game.information_state(s, q), len(key_ids[q])))
     if p == CHANCE:
       outcomes = list(game.chance_outcomes(s))
       if not outcomes:

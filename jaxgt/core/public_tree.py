@@ -98,8 +98,11 @@ class PublicTree:
     return check_distribution(what, r, K, atol=atol)
 
 
-def build_public_tree(compiled: CompiledGame) -> PublicTree:
-  """The :class:`PublicTree` of ``compiled``, from its arrays (cached on it)."""
+def build_public_tree(compiled: CompiledGame | PublicTree) -> PublicTree:
+  """The :class:`PublicTree` of ``compiled``, from its arrays (cached on it); a
+  :class:`PublicTree` is returned as it is."""
+  if isinstance(compiled, PublicTree):
+    return compiled
   return compiled.cached(("public_tree",), lambda: _assemble_public_tree(compiled))
 
 

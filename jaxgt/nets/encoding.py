@@ -127,7 +127,7 @@ class PBSEncoding:
 
 def build_encoding(game: CompiledGame | PublicTree) -> PBSEncoding:
   """The :class:`PBSEncoding` of a compiled game (cached on it)."""
-  pt = game if isinstance(game, PublicTree) else build_public_tree(game)
+  pt = build_public_tree(game)
   return pt.game.cached(("nets.pbs_encoding",), lambda: _assemble_encoding(pt))
 
 

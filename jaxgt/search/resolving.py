@@ -120,13 +120,8 @@ def _prepare(sub: Subgame, player: int) -> _Prepared:
     raise ValueError(f"player must be 0 or 1, got {player!r}")
   tr = sub.terminal_root
   term_chance = sub.chance_below_root * sub.full.chance_reach[sub.root_histories][tr]
-  st = sub.tree
-  H = st.num_histories
-  hist_root = np.full(H, -1, np.int64)
-  top = sub.root_index
-  for h in range(top + 1, H):
-    par = st.parent[h]
-    hist_root[h] = st.action[h] if par == top else hist_root[par]
+  hist_root = np.full(sub.tree.num_histories, -1, np.int64)
+  hist_root[sub.root_index + 1:] = sub.root_of(np.arange(sub.root_index + 1, len(hist_root)))
   return _Prepared(sub, int(player), sub.root_aug[:, tr], term_chance, hist_root,
                    sub.range_sizes())
 

@@ -184,7 +184,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   K = check_nonnegative_int("leaf_choices", leaf_choices)
   if chooser not in (0, 1):
     raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
-  pt = game if isinstance(game, PublicTree) else build_public_tree(game)
+  pt = build_public_tree(game)
   t = pt.game.tree
   roots_ps = root if isinstance(root, (list, tuple, np.ndarray)) and not (
       isinstance(root, tuple) and root in pt.game.public_index()) else [root]
