@@ -24,7 +24,7 @@ from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.compiler import CompiledGame, compile_game, load
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.core.evaluate import policy_evaluation
+from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,11 +54,6 @@ def _as_compiled(game) -> CompiledGame:
   if isinstance(game, CompiledGame):
     return game
   return load(game) if isinstance(game, str) else compile_game(game)
-
-
-@jax.jit
-def _evaluate(tree, policy, weights):
-  return policy_evaluation(tree, policy, weights)
 
 
 def mbb(game: CompiledGame, value: float) -> float | None:
@@ -132,7 +127,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   # Compile outside the timed loop: the iteration count is traced, so a
   # zero-iteration call compiles the loop without running it.
   jax.block_until_ready(solver.run(tree, state, 0, key))
-  jax.block_until_ready(_evaluate(tree, solver.policy(tree, state), weights))
+  jax.block_until_ready(policy_evaluation_jit(tree, solver.policy(tree, state), weights))
   compile_seconds = time.perf_counter() - t0
 
   evals = []
@@ -143,7 +138,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
     state = solver.run(tree, state, n, key)
     it += n
     if eval_every > 0 or it == iterations:
-      expl = float(_evaluate(tree, solver.policy(tree, state), weights).exploitability)
+      expl = float(policy_evaluation_jit(tree, solver.policy(tree, state), weights).exploitability)
       e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
                      None if per_step is None else it * per_step)
       evals.append(e)
@@ -151,7 +146,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   jax.block_until_ready(state)
   solve_seconds = time.perf_counter() - start
   pol = solver.policy(tree, state)
-  final = _evaluate(tree, pol, weights)
+  final = policy_evaluation_jit(tree, pol, weights)
   policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol], atol=1e-4)
   return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
                      state, compile_seconds, solve_seconds)

@@ -42,7 +42,8 @@ def policy_evaluation(tree: GameTree, policy, weights=None) -> PolicyEvaluation:
                           exploitability=0.5 * nash_conv)
 
 
-_policy_evaluation_jit = jax.jit(policy_evaluation)
+policy_evaluation_jit = jax.jit(policy_evaluation)
+""":func:`policy_evaluation` jitted (host callers: :func:`evaluate`, :func:`jaxgt.solve.solve`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +76,7 @@ def evaluate(game: CompiledGame, policy, *, weights=None, dtype=None) -> Evaluat
   if weights is not None:
     sequence_form.check_weights(tree, weights)
     weights = jnp.asarray(weights, tree.terminal_payoff.dtype)
-  out = _policy_evaluation_jit(tree, probs, weights)
+  out = policy_evaluation_jit(tree, probs, weights)
   return Evaluation(value=float(out.value),
                     best_response=tuple(float(v) for v in out.best_response),
                     nash_conv=float(out.nash_conv), exploitability=float(out.exploitability))

@@ -18,7 +18,7 @@ counterfactual value per *information state*. CFR only sees, for player
 therefore gives every history of ``p``'s information state ``I`` the value
 ``v_p(I) / c_p(I)`` (in player 0's utility), with ``c_p(I) = sum_{h in I}
 q(h) r_o(I_o(h))`` its counterfactual reach at the same scale
-(:func:`jaxgt.nets.encoding.counterfactual_reach`); ``c_p(I)`` is that sum
+(:func:`jaxgt.nets.encoding.exact_cfvs` without utilities); ``c_p(I)`` is that sum
 ``sum_{h in I} w(h) pi_o(h)`` divided by a positive constant of ``I``, so the
 per-information-state sums CFR uses are exactly the network's
 counterfactual values (zero where ``c_p(I) = 0``: no opponent reach, no

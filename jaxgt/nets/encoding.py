@@ -344,22 +344,15 @@ def history_utilities(enc: PBSEncoding, public, hist_values) -> jax.Array:
   return jnp.where(h >= 0, jnp.asarray(hist_values)[jnp.maximum(h, 0)], 0.0)
 
 
-def counterfactual_reach(enc: PBSEncoding, public, ranges) -> jax.Array:
-  """``[..., 2, K]`` ``sum_{h in I} q(h) r_o(I_o(h))`` of each slot (jittable)."""
-  return _cf_sum(enc, public, ranges, None)
-
-
-def exact_cfvs(enc: PBSEncoding, public, ranges, utilities) -> jax.Array:
-  """Network-scale counterfactual values ``[..., 2, K]`` (module docstring) of PBSs.
+def exact_cfvs(enc: PBSEncoding, public, ranges, utilities=None) -> jax.Array:
+  """Network-scale counterfactual values ``[..., 2, K]`` (module docstring) of PBSs (jittable).
 
   ``utilities [..., M]``: player 0's value below each history of the public
   state (:func:`history_utilities`) under the continuation profile; row 1 is
   in player 1's utility. These are the supervised targets of ``003``.
+  ``utilities=None`` gives the counterfactual reach ``sum_{h in I} q(h)
+  r_o(I_o(h))`` of each slot.
   """
-  return _cf_sum(enc, public, ranges, utilities)
-
-
-def _cf_sum(enc, public, ranges, utilities):
   public = jnp.asarray(public)
   ranges = jnp.asarray(ranges)
   if ranges.shape != public.shape + (2, enc.k_max):
