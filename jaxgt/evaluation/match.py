@@ -100,11 +100,8 @@ def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk) -> M
   """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
-  pay, bad, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
-                                    chunk=min(chunk, num_matches))
-  if bad.any():
-    raise ValueError(f"match {int(np.flatnonzero(bad)[0])}: an agent returned probabilities with "
-                     "no finite positive mass on the legal actions")
+  pay, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
+                               chunk=min(chunk, num_matches))
   return MatchResult.from_payoffs(pay, seats, traced)
 
 

@@ -1,11 +1,8 @@
 """Monte Carlo CFR with batches of sampled trajectories: outcome and external sampling.
 
 ``solver = outcome_sampling(epsilon=0.6, batch=256)`` returns a frozen
-:class:`MCCFRSolver` following the solver protocol (:mod:`jaxgt.solvers.base`):
-``init(tree) -> MCCFRState``, ``run(tree, state, num_steps, key)`` (one jitted
-``lax.fori_loop``; step ``t`` draws from ``step_key(key, t)``, so a run is a
-pure function of ``(tree, key, num_steps)`` and chunked runs equal one long
-run) and ``policy(tree, state)`` (the average strategy).
+:class:`MCCFRSolver` following the solver protocol (:mod:`jaxgt.solvers.base`);
+its policy is the average strategy.
 
 One *step* updates player 0 from ``batch`` trajectories, then player 1 from
 ``batch`` new ones (sampled under player 0's updated regrets), so a step is

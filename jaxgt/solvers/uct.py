@@ -1,12 +1,8 @@
 """UCT and Smooth UCT self-play search over information states (Heinrich & Silver 2015).
 
 ``solver = smooth_uct()`` returns a frozen :class:`UCTSolver` following the
-solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree) -> UCTState``,
-``run(tree, state, num_steps, key)`` (one jitted ``lax.fori_loop``; step
-``t`` draws from ``step_key(key, t)``, so a run is a pure function of
-``(tree, key, num_steps)``, bit for bit, however it is chunked) and
-``policy(tree, state)`` (the average strategy), so
-:func:`jaxgt.solvers.base.exploitability_curve` evaluates it.
+solver protocol (:mod:`jaxgt.solvers.base`; its policy is the average
+strategy), so :func:`jaxgt.solvers.base.exploitability_curve` evaluates it.
 
 Extensive-form MCTS (Sec. 3, Algorithm 1): one search tree per player over
 that player's information states. The compiled game already enumerates them,
