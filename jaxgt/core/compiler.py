@@ -487,18 +487,13 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
       return np.where(seq < 0, n * A, inv[safe // A] * A + safe % A).astype(np.int32)
 
     lv = level[perm]
-    plevels = []
-    if n:
-      bounds = np.flatnonzero(np.diff(lv)) + 1
-      starts = np.concatenate([[0], bounds])
-      ends = np.concatenate([bounds, [n]])
-      plevels = [(int(a), int(b)) for a, b in zip(starts, ends)]
+    cuts = [0] + [int(c) for c in np.flatnonzero(np.diff(lv)) + 1] + [n] if n else [0]
     player_trees.append(PlayerTree(
         legal=legal[perm],
         parent_seq=remap(par_seq_old[perm]),
         public_state=pub[perm].astype(np.int32),
         level=lv.astype(np.int32),
-        levels=tuple(plevels),
+        levels=tuple(zip(cuts[:-1], cuts[1:])),
         num_infostates=n,
     ))
     new_of_old.append((inv, remap))

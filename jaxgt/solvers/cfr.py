@@ -167,9 +167,7 @@ class CFRSolver(Solver):
     if weights is None:
       weights = tree.terminal_chance
     weights = jnp.asarray(weights, dtype)
-    if weights.shape[-1:] != (tree.num_terminals,):
-      raise ValueError(f"weights must have shape [..., {tree.num_terminals}] (one per terminal), "
-                       f"got {weights.shape}")
+    sequence_form.check_weights(tree, weights)
     batch = weights.shape[:-1]
     zeros = tuple(jnp.zeros(batch + (n, tree.num_actions), dtype) for n in tree.num_infostates)
     return CFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros(batch, jnp.int32),
