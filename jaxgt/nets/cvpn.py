@@ -295,11 +295,8 @@ def _leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, factors) -> PBS:
   if factors is not None:
     reach = reach * jnp.asarray(factors, reach.dtype)
   mask = jnp.asarray(layout.mask)  # [N, 2, K]
-  rows = []
-  for p in (0, 1):
-    x = jnp.zeros((N, K), reach.dtype).at[layout.leaf_public, layout.leaf_slot[p]].set(reach[p])
-    rows.append(x)
-  x = jnp.stack(rows, axis=1)
+  x = jnp.stack([jnp.zeros((N, K), reach.dtype).at[layout.leaf_public, layout.leaf_slot[p]]
+                 .set(reach[p]) for p in (0, 1)], axis=1)
   tot = jnp.sum(x, -1, keepdims=True)
   cnt = jnp.maximum(jnp.sum(mask, -1, keepdims=True), 1)
   r = jnp.where(tot > 0, x / jnp.where(tot > 0, tot, 1.0), mask / cnt)
