@@ -167,7 +167,9 @@ class CFRSolver(Solver):
     if weights is None:
       weights = tree.terminal_chance
     weights = jnp.asarray(weights, dtype)
-    sequence_form.check_weights(tree, weights)
+    if weights.shape[-1:] != (tree.num_terminals,):
+      raise ValueError(f"weights must have shape [..., {tree.num_terminals}] (one per terminal), "
+                       f"got {weights.shape}")
     batch = weights.shape[:-1]
     zeros = tuple(jnp.zeros(batch + (n, tree.num_actions), dtype) for n in tree.num_infostates)
     return CFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros(batch, jnp.int32),
