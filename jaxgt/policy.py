@@ -35,17 +35,11 @@ class PolicyError(ValueError):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Policy:
-  """A validated tabular policy of a compiled game.
+  """A validated tabular policy of a compiled game."""
 
-  Attributes:
-    game: game string of the game (``CompiledGame.name``).
-    fingerprint: structural fingerprint of that game.
-    probs: ``(sigma0 [I0, A], sigma1 [I1, A])`` NumPy float64 arrays.
-  """
-
-  game: str
-  fingerprint: str
-  probs: tuple
+  game: str  # game string of the game (CompiledGame.name)
+  fingerprint: str  # structural fingerprint of that game
+  probs: tuple  # (sigma0 [I0, A], sigma1 [I1, A]) NumPy float64 arrays
 
   @classmethod
   def from_arrays(cls, compiled: CompiledGame, probs, *, atol: float = 1e-6) -> "Policy":

@@ -19,12 +19,12 @@ from typing import Callable
 import jax
 import numpy as np
 
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.dtypes import resolve_dtype
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame, compile_game, load
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
-from jaxgt.core.checks import check_nonnegative_int, check_positive_int
-from jaxgt.core.evaluate import policy_evaluation
+from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,16 +53,7 @@ class SolveResult:
 def _as_compiled(game) -> CompiledGame:
   if isinstance(game, CompiledGame):
     return game
-  if isinstance(game, str):
-    from jaxgt.core.compiler import load
-    return load(game)
-  from jaxgt.core.compiler import compile_game
-  return compile_game(game)
-
-
-@jax.jit
-def _evaluate(tree, policy, weights):
-  return policy_evaluation(tree, policy, weights)
+  return load(game) if isinstance(game, str) else compile_game(game)
 
 
 def mbb(game: CompiledGame, value: float) -> float | None:
@@ -95,8 +86,8 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   arguments raise ``ValueError`` before anything is compiled.
   """
   from jaxgt.solvers import mccfr as mccfr_lib
-  iterations = check_positive_int("iterations", iterations)
-  eval_every = check_nonnegative_int("eval_every", eval_every)
+  check_positive_int("iterations", iterations)
+  check_nonnegative_int("eval_every", eval_every)
   dtype = resolve_dtype(dtype)
   sampling = isinstance(solver, mccfr_lib.MCCFRSolver) or (
       isinstance(solver, str) and solver in mccfr_lib.SAMPLING_SOLVERS)
@@ -136,7 +127,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   # Compile outside the timed loop: the iteration count is traced, so a
   # zero-iteration call compiles the loop without running it.
   jax.block_until_ready(solver.run(tree, state, 0, key))
-  jax.block_until_ready(_evaluate(tree, solver.policy(tree, state), weights))
+  jax.block_until_ready(policy_evaluation_jit(tree, solver.policy(tree, state), weights))
   compile_seconds = time.perf_counter() - t0
 
   evals = []
@@ -147,7 +138,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
     state = solver.run(tree, state, n, key)
     it += n
     if eval_every > 0 or it == iterations:
-      expl = float(_evaluate(tree, solver.policy(tree, state), weights).exploitability)
+      expl = float(policy_evaluation_jit(tree, solver.policy(tree, state), weights).exploitability)
       e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
                      None if per_step is None else it * per_step)
       evals.append(e)
@@ -155,7 +146,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   jax.block_until_ready(state)
   solve_seconds = time.perf_counter() - start
   pol = solver.policy(tree, state)
-  final = _evaluate(tree, pol, weights)
+  final = policy_evaluation_jit(tree, pol, weights)
   policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol], atol=1e-4)
   return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
                      state, compile_seconds, solve_seconds)
@@ -181,19 +172,12 @@ def plot_curve(evaluations, path: str, title: str = "") -> None:
 
 @dataclasses.dataclass(frozen=True)
 class BatchResult:
-  """Result of :func:`solve_batch`: one policy and value per root belief.
+  """Result of :func:`solve_batch`: one policy and value per root belief."""
 
-  Attributes:
-    policies: ``([B, I0, A], [B, I1, A])`` average policies.
-    values: ``[B]`` player 0's expected utility of each member's policy under its belief.
-    exploitability: ``[B]`` NashConv / 2 of each member under its belief.
-    state: the batched solver state.
-  """
-
-  policies: tuple
-  values: np.ndarray
-  exploitability: np.ndarray
-  state: object
+  policies: tuple  # ([B, I0, A], [B, I1, A]) average policies
+  values: np.ndarray  # [B] player 0's expected utility of each member's policy under its belief
+  exploitability: np.ndarray  # [B] NashConv / 2 of each member under its belief
+  state: object  # the batched solver state
 
 
 def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
@@ -203,7 +187,7 @@ def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
   ``weights [B, T]`` are terminal weights (e.g. stacked
   :func:`jaxgt.core.sequence_form.root_chance_weights`).
   """
-  iterations = check_positive_int("iterations", iterations)
+  check_positive_int("iterations", iterations)
   dtype = resolve_dtype(dtype)
   if isinstance(solver, str):
     solver = cfr_lib.make_solver(solver, dtype=dtype, **solver_kwargs)

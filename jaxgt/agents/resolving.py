@@ -82,22 +82,15 @@ class _After:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Search:
-  """One re-solve at a public state.
+  """One re-solve at a public state."""
 
-  Attributes:
-    public_state, player, root: where we act, who, and the subgame's root.
-    policy: ``{full infostate index: [A] probabilities}`` for every
-      information state of ``player`` at ``public_state``.
-    state: the agent state after acting there (holds this re-solve).
-    subgame: the re-solved :class:`Subgame`.
-  """
-
-  public_state: int
-  player: int
-  root: int
+  public_state: int  # where we act
+  player: int  # who acts
+  root: int  # the subgame's root
+  # {full infostate index: [A] probabilities} for every information state of player at public_state
   policy: dict
-  state: Any
-  subgame: Subgame
+  state: Any  # the agent state after acting there (holds this re-solve)
+  subgame: Subgame  # the re-solved :class:`Subgame`
 
 
 class ContinualResolvingAgent(Agent):
@@ -137,7 +130,6 @@ class ContinualResolvingAgent(Agent):
     self._memo: OrderedDict = OrderedDict()
     self._cache_size = check_positive_int("cache_size", cache_size)
     self._subgames: dict = {}
-    self._info_at = {}
     self._start_ranges = None
 
   def init(self, key):
@@ -199,7 +191,7 @@ class ContinualResolvingAgent(Agent):
     avg = np.asarray(res.policy[p], np.float64)
     A = self.game.tree.num_actions
     full_of_sub = sub.full_infostate[p]
-    mine = self._infostates_at(p, s)
+    mine = np.flatnonzero(np.asarray(self.game.tree.players[p].public_state) == s)
     pos = {int(f): k for k, f in enumerate(full_of_sub) if f >= 0}
     policy = {int(I): avg[pos[int(I)], :A] for I in mine}
     return Search(s, p, root, policy, _After(p, s, sub, res), sub)
@@ -212,12 +204,6 @@ class ContinualResolvingAgent(Agent):
       self._start_ranges = tuple(np.asarray(r) for r in public_belief_state(
           self.pt, 0, sequence_form.uniform_policy(tree, jnp.float64)))
     return self._start_ranges
-
-  def _infostates_at(self, p, s):
-    if p not in self._info_at:
-      ps = np.asarray(self.game.tree.players[p].public_state)
-      self._info_at[p] = {int(k): np.flatnonzero(ps == k) for k in np.unique(ps)}
-    return self._info_at[p].get(s, np.zeros(0, np.int64))
 
   def _subgame(self, root: int, s: int):
     """``(Subgame, LeafEvaluator)`` of the re-solve at ``s`` from ``root``, built once: the

@@ -7,6 +7,8 @@ vectors and ranges are checked with one tolerance, :data:`PROB_ATOL`.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,6 +38,20 @@ def check_nonnegative_int(name: str, value) -> int:
   if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
     raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
   return int(value)
+
+
+def check_real(name: str, value, lo: float = -math.inf, hi: float = math.inf, *,
+               lo_open: bool = False, hi_open: bool = False) -> float:
+  """``float(value)``; raises unless it is a finite number (``bool`` is not) between ``lo`` and
+  ``hi`` (ends included unless ``lo_open`` / ``hi_open``)."""
+  if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    raise ValueError(f"{name} must be a real number, got {value!r}")
+  x = float(value)
+  if not (math.isfinite(x) and (x > lo if lo_open else x >= lo)
+          and (x < hi if hi_open else x <= hi)):
+    raise ValueError(f"{name} must be in {'(' if lo_open else '['}{lo:g}, {hi:g}"
+                     f"{')' if hi_open else ']'}, got {value!r}")
+  return x
 
 
 def concrete_int(x):

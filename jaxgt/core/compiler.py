@@ -47,9 +47,12 @@ import hashlib
 import time
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 
@@ -62,90 +65,46 @@ equal to 0, 1, :data:`~jaxgt.games.base.CHANCE` or :data:`~jaxgt.games.base.TERM
 
 @struct.dataclass
 class PlayerTree:
-  """Sequence-form structure of one player's information states.
+  """Sequence-form structure of one player's information states."""
 
-  Attributes:
-    legal: ``[I, A] bool`` legal actions.
-    parent_seq: ``[I] int32`` the player's own sequence leading to the
-      information state (``I * A`` for the empty sequence).
-    public_state: ``[I] int32`` public state the information state belongs to.
-    level: ``[I] int32`` number of the player's earlier decisions.
-    levels: static tuple of ``(lo, hi)``; information states ``lo:hi`` form
-      level ``k``; levels are in increasing order.
-    num_infostates: static ``I``.
-  """
-
-  legal: Any
+  legal: Any  # [I, A] bool legal actions
+  # [I] int32 the player's own sequence leading to the information state (I * A for the empty
+  # sequence)
   parent_seq: Any
-  public_state: Any
-  level: Any
+  public_state: Any  # [I] int32 public state the information state belongs to
+  level: Any  # [I] int32 number of the player's earlier decisions
+  # static tuple of (lo, hi); information states lo:hi form level k; levels are in increasing order
   levels: tuple = struct.field(pytree_node=False)
-  num_infostates: int = struct.field(pytree_node=False)
-
-  @property
-  def num_sequences(self) -> int:
-    return self.num_infostates * self.legal.shape[1] + 1
+  num_infostates: int = struct.field(pytree_node=False)  # static I
 
 
 @struct.dataclass
 class GameTree:
   """Static arrays of one compiled game (see module docstring for letters).
 
-  History view:
-    player: ``[H] int32`` 0, 1, ``CHANCE`` (-1) or ``TERMINAL`` (-4).
-    parent: ``[H] int32`` parent history (``-1`` at the root).
-    action: ``[H] int32`` action/outcome leading from the parent (``-1`` root).
-    depth: ``[H] int32`` number of actions from the root.
-    children: ``[H, C] int32`` child history per action/outcome, ``-1`` if
-      illegal.
-    chance_probs: ``[H, C] float64`` outcome probabilities at chance nodes,
-      zero elsewhere.
-    infostate: ``[H] int32`` index of the acting player's information state
-      (``-1`` at chance and terminal histories).
-    history_public: ``[H] int32`` public state of each history.
-    history_terminal: ``[H] int32`` terminal index or ``-1``.
-    last_seq: ``[2, H] int32`` each player's last own sequence on the path
-      to the history (empty sequence = ``I_p * A``).
-    chance_reach: ``[H] float64`` product of chance probabilities on the path
-      to each history.
-    depth_levels: static tuple of ``(lo, hi)``: histories ``lo:hi`` have depth
-      ``d`` (breadth-first order makes each depth one contiguous slice).
-
-  Terminals:
-    terminal_history: ``[T] int32``.
-    terminal_payoff: ``[T] float64`` player 0's utility (player 1 gets minus).
-    terminal_chance: ``[T] float64`` product of chance probabilities.
-    terminal_seq: ``[2, T] int32`` each player's sequence reaching it.
-
-  Public view:
-    public_parent: ``[P] int32`` parent public state (``-1`` for the root's).
-    public_depth: ``[P] int32`` depth in the public tree.
-
-  Per player:
-    players: tuple of two :class:`PlayerTree`.
-
-  Static:
-    num_actions, num_histories, num_terminals, num_public_states.
+  Fields are grouped by view: history view, terminals, public view, per player.
   """
 
-  player: Any
-  parent: Any
-  action: Any
-  depth: Any
-  children: Any
-  chance_probs: Any
-  infostate: Any
-  history_public: Any
-  history_terminal: Any
+  player: Any  # [H] int32 0, 1, CHANCE (-1) or TERMINAL (-4)
+  parent: Any  # [H] int32 parent history (-1 at the root)
+  action: Any  # [H] int32 action/outcome leading from the parent (-1 at the root)
+  depth: Any  # [H] int32 number of actions from the root
+  children: Any  # [H, C] int32 child history per action/outcome, -1 if illegal
+  chance_probs: Any  # [H, C] float64 outcome probabilities at chance nodes, zero elsewhere
+  infostate: Any  # [H] int32 acting player's information state (-1 at chance and terminals)
+  history_public: Any  # [H] int32 public state of each history
+  history_terminal: Any  # [H] int32 terminal index or -1
+  # [2, H] int32 each player's last own sequence on the path to the history (empty = I_p * A)
   last_seq: Any
-  chance_reach: Any
-  terminal_history: Any
-  terminal_payoff: Any
-  terminal_chance: Any
-  terminal_seq: Any
-  public_parent: Any
-  public_depth: Any
-  players: tuple
+  chance_reach: Any  # [H] float64 product of chance probabilities on the path to each history
+  terminal_history: Any  # [T] int32
+  terminal_payoff: Any  # [T] float64 player 0's utility (player 1 gets minus)
+  terminal_chance: Any  # [T] float64 product of chance probabilities
+  terminal_seq: Any  # [2, T] int32 each player's sequence reaching it
+  public_parent: Any  # [P] int32 parent public state (-1 for the root's)
+  public_depth: Any  # [P] int32 depth in the public tree
+  players: tuple  # two :class:`PlayerTree`
+  # static ((lo, hi), ...): histories lo:hi have depth d (breadth-first order: one slice a depth)
   depth_levels: tuple = struct.field(pytree_node=False)
   num_actions: int = struct.field(pytree_node=False)
   num_histories: int = struct.field(pytree_node=False)
@@ -161,51 +120,30 @@ class GameTree:
   def num_infostates(self) -> tuple[int, int]:
     return (self.players[0].num_infostates, self.players[1].num_infostates)
 
-  def cast(self, dtype) -> "GameTree":
-    """The same tree as device arrays, floats in ``dtype``."""
-    import jax
-    import jax.numpy as jnp
-
-    def conv(x):
-      x = np.asarray(x)
-      if np.issubdtype(x.dtype, np.floating):
-        return jnp.asarray(x, dtype=dtype)
-      return jnp.asarray(x)
-    return jax.tree_util.tree_map(conv, self)
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class CompiledGame:
   """A compiled game: the array tree plus host-side names and metadata.
 
-  Attributes:
-    game: the :class:`Game` definition it was compiled from.
-    tree: :class:`GameTree` with NumPy arrays.
-    infostate_keys: per player, ``I`` information-state strings in index order.
-    public_keys: ``P`` public-state keys in index order.
-    aug: ``[2, H] int32`` each player's *augmented* information state of every
-      non-terminal history (``-1`` at terminals): ``game.information_state(s,
-      p)`` for the acting and the non-acting player alike, numbered per
-      player by first appearance of ``(public state, key)`` in breadth-first
-      order (host only; the public tree groups ranges by it).
-    aug_keys: per player, ``K_p`` augmented information-state strings.
-    fingerprint: hex digest of the structure (game string, legal masks,
-      sequence structure, payoffs); policies carry it.
-    enumeration_seconds, nbytes: how long compilation took, array memory.
-
   Host structures derived from the tree (device copies, the public tree, net
   encodings, key indices) are built once through :meth:`cached`.
   """
 
-  game: Game
-  tree: GameTree
-  infostate_keys: tuple
-  public_keys: tuple
+  game: Game  # the definition it was compiled from
+  tree: GameTree  # NumPy arrays
+  infostate_keys: tuple  # per player, I information-state strings in index order
+  public_keys: tuple  # P public-state keys in index order
+  # [2, H] int32 each player's *augmented* information state of every non-terminal history (-1 at
+  # terminals): game.information_state(s, p) for the acting and the non-acting player alike,
+  # numbered per player by first appearance of (public state, key) in breadth-first order (host
+  # only; the public tree groups ranges by it)
   aug: np.ndarray
-  aug_keys: tuple
+  aug_keys: tuple  # per player, K_p augmented information-state strings
+  # hex digest of the structure (game string, legal masks, sequence structure, payoffs); policies
+  # carry it
   fingerprint: str
-  enumeration_seconds: float
-  nbytes: int
+  enumeration_seconds: float  # how long compilation took
+  nbytes: int  # array memory
   _cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
   @property
@@ -225,16 +163,13 @@ class CompiledGame:
 
   def device_tree(self, dtype=None) -> GameTree:
     """The tree as device arrays with floats in ``dtype`` (cached)."""
-    import jax
-    import jax.numpy as jnp
-    from jaxgt.core.dtypes import resolve_dtype
     dtype = resolve_dtype(dtype)
 
     def build():
       # Concrete arrays even when first called inside a jit trace, so the
       # cache never holds a tracer that leaks into later traces.
       with jax.ensure_compile_time_eval():
-        return self.tree.cast(dtype)
+        return cast_tree(jax.tree_util.tree_map(jnp.asarray, self.tree), dtype)
     return self.cached(("device_tree", jnp.dtype(dtype).name), build)
 
   def infostate_index(self, player: int) -> dict:
@@ -344,9 +279,6 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   public_of_hist: list[int] = []
   C = A
 
-  def path(h):
-    return _path(parent, action, h)
-
   # Breadth-first enumeration: parents precede children, depths are contiguous.
   h = 0
   while h < len(states):
@@ -358,16 +290,14 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
           f"(counted {len(states)} so far); pass max_histories=... to raise the limit")
     p = game.current_player(s)
     pk = game.public_state(s)
-    pid = public_ids.get(pk)
-    if pid is None:
-      pid = public_ids[pk] = len(public_ids)
-    public_of_hist.append(pid)
+    public_of_hist.append(public_ids.setdefault(pk, len(public_ids)))
     players.append(p)
     if p == TERMINAL:
       r = game.returns(s)
       if len(r) != 2 or abs(float(r[0]) + float(r[1])) > 1e-9:
         raise ValueError(
-            f"{game.name}: returns {tuple(r)} at history {path(h)} are not zero-sum")
+            f"{game.name}: returns {tuple(r)} at history {_path(parent, action, h)} "
+            "are not zero-sum")
       payoff.append(float(r[0]))
       key_of_hist[0].append(NO_INDEX)
       key_of_hist[1].append(NO_INDEX)
@@ -375,26 +305,23 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       continue
     payoff.append(0.0)
     if p != CHANCE and p != 0 and p != 1:
-      raise ValueError(f"{game.name}: current_player {p} at history {path(h)} "
+      raise ValueError(f"{game.name}: current_player {p} at history {_path(parent, action, h)} "
                        f"is not 0, 1, CHANCE or TERMINAL")
     for q in (0, 1):  # information-state keys of both players (acting or not)
-      kq = game.information_state(s, q)
-      ids = key_ids[q]
-      kid = ids.get(kq)
-      if kid is None:
-        kid = ids[kq] = len(ids)
-      key_of_hist[q].append(kid)
+      key_of_hist[q].append(key_ids[q].setdefault(game.information_state(s, q), len(key_ids[q])))
     if p == CHANCE:
       outcomes = list(game.chance_outcomes(s))
       if not outcomes:
-        raise ValueError(f"{game.name}: chance node {path(h)} has no outcomes")
+        raise ValueError(f"{game.name}: chance node {_path(parent, action, h)} has no outcomes")
       total = 0.0
       for a, q in outcomes:
         if not (q > 0):
           raise ValueError(
-              f"{game.name}: chance outcome {a} at history {path(h)} has probability {q}")
+              f"{game.name}: chance outcome {a} at history {_path(parent, action, h)} "
+              f"has probability {q}")
         if a < 0:
-          raise ValueError(f"{game.name}: chance outcome id {a} at history {path(h)} is negative")
+          raise ValueError(f"{game.name}: chance outcome id {a} at history "
+                           f"{_path(parent, action, h)} is negative")
         total += q
         C = max(C, a + 1)
         states.append(game.next_state(s, a))
@@ -403,15 +330,16 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
         child_prob.append(q)
       if abs(total - 1.0) > 1e-9:
         raise ValueError(
-            f"{game.name}: chance probabilities at history {path(h)} sum to {total}, not 1")
+            f"{game.name}: chance probabilities at history {_path(parent, action, h)} "
+            f"sum to {total}, not 1")
     else:
       legal = game.legal_actions(s)
       if not len(legal):
-        raise ValueError(f"{game.name}: no legal actions at history {path(h)}")
+        raise ValueError(f"{game.name}: no legal actions at history {_path(parent, action, h)}")
       for a in legal:
         if not 0 <= a < A:
           raise ValueError(
-              f"{game.name}: action {a} at history {path(h)} outside [0, {A})")
+              f"{game.name}: action {a} at history {_path(parent, action, h)} outside [0, {A})")
         states.append(game.next_state(s, a))
         parent.append(h)
         action.append(a)
@@ -485,9 +413,6 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
   info_first = np.asarray(infostate, np.int32)
   public_of_hist_arr = np.asarray(public, np.int32)
 
-  def path(h):
-    return _path(parent_arr, action_arr, h)
-
   children = np.full((H, C), NO_INDEX, np.int32)
   children[parent_arr[1:], action_arr[1:]] = np.arange(1, H, dtype=np.int32)
   if np.count_nonzero(children >= 0) != H - 1:
@@ -521,8 +446,7 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
       m = pp == q
       last[q, idx[m]] = info_first[par[m]].astype(np.int64) * A + action_arr[idx[m]]
 
-  player_trees = []
-  new_of_old = []
+  player_trees, new_of_old, keys = [], [], []
   for p in (0, 1):
     n = len(infostate_keys[p])
     hs = np.flatnonzero(player_arr == p)
@@ -545,7 +469,7 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
         k = int(bad[0])
         raise ValueError(
             f"{game.name}: information state {keys_old[iids[k]]!r} of player {p} {what} "
-            f"(history {path(int(hs[k]))})")
+            f"(history {_path(parent_arr, action_arr, int(hs[k]))})")
     # level = number of own earlier decisions; parents are seen first.
     level = np.zeros(n, np.int64)
     for i in range(n):
@@ -563,21 +487,17 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
       return np.where(seq < 0, n * A, inv[safe // A] * A + safe % A).astype(np.int32)
 
     lv = level[perm]
-    plevels = []
-    if n:
-      bounds = np.flatnonzero(np.diff(lv)) + 1
-      starts = np.concatenate([[0], bounds])
-      ends = np.concatenate([bounds, [n]])
-      plevels = [(int(a), int(b)) for a, b in zip(starts, ends)]
+    cuts = [0] + [int(c) for c in np.flatnonzero(np.diff(lv)) + 1] + [n] if n else [0]
     player_trees.append(PlayerTree(
         legal=legal[perm],
         parent_seq=remap(par_seq_old[perm]),
         public_state=pub[perm].astype(np.int32),
         level=lv.astype(np.int32),
-        levels=tuple(plevels),
+        levels=tuple(zip(cuts[:-1], cuts[1:])),
         num_infostates=n,
     ))
     new_of_old.append((inv, remap))
+    keys.append(tuple(infostate_keys[p][j] for j in perm))
 
   infostate_arr = np.full(H, NO_INDEX, np.int32)
   for p in (0, 1):
@@ -612,27 +532,13 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
       num_actions=A, num_histories=H,
       num_terminals=len(term), num_public_states=P)
 
-  keys = []
-  for p in (0, 1):
-    old_keys = list(infostate_keys[p])
-    inv = new_of_old[p][0]
-    k = [None] * len(old_keys)
-    for i, key in enumerate(old_keys):
-      k[inv[i]] = key
-    keys.append(tuple(k))
-
   fp = _fingerprint(game, tree, keys)
-  nbytes = sum(np.asarray(x).nbytes for x in _leaves(tree))
+  nbytes = sum(np.asarray(x).nbytes for x in jax.tree_util.tree_leaves(tree))
   return CompiledGame(game=game, tree=tree, infostate_keys=tuple(keys),
                       public_keys=tuple(public_keys),
                       aug=np.asarray(aug, np.int32).reshape(2, H),
                       aug_keys=tuple(tuple(k) for k in aug_keys), fingerprint=fp,
                       enumeration_seconds=time.perf_counter() - t0, nbytes=nbytes)
-
-
-def _leaves(tree):
-  import jax
-  return jax.tree_util.tree_leaves(tree)
 
 
 def _fingerprint(game: Game, tree: GameTree, keys) -> str:

@@ -26,6 +26,11 @@ def resolve_dtype(dtype=None):
   return dtype
 
 
+def dtype_name(dtype=None) -> str:
+  """The name (``"float32"`` / ``"float64"``) of :func:`resolve_dtype` ``(dtype)`` (hashable)."""
+  return jnp.dtype(resolve_dtype(dtype)).name
+
+
 def cast_tree(tree, dtype):
   """``tree`` with every floating leaf cast to ``dtype`` (integer leaves unchanged)."""
   return jax.tree_util.tree_map(

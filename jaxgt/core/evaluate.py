@@ -21,19 +21,12 @@ from jaxgt.core.dtypes import default_dtype
 
 @struct.dataclass
 class PolicyEvaluation:
-  """Exact evaluation of a policy profile (fields are ``[]`` arrays, ``[B]`` under vmap).
+  """Exact evaluation of a policy profile (fields are ``[]`` arrays, ``[B]`` under vmap)."""
 
-  Attributes:
-    value: player 0's expected utility when both players follow the policy.
-    best_response: ``[2]`` each player's best-response value against the other.
-    nash_conv: ``best_response[0] + best_response[1]`` (zero at a Nash equilibrium).
-    exploitability: ``nash_conv / 2`` (OpenSpiel's convention).
-  """
-
-  value: jax.Array
-  best_response: jax.Array
-  nash_conv: jax.Array
-  exploitability: jax.Array
+  value: jax.Array  # player 0's expected utility when both players follow the policy
+  best_response: jax.Array  # [2] each player's best-response value against the other
+  nash_conv: jax.Array  # best_response[0] + best_response[1] (zero at a Nash equilibrium)
+  exploitability: jax.Array  # nash_conv / 2 (OpenSpiel's convention)
 
 
 def policy_evaluation(tree: GameTree, policy, weights=None) -> PolicyEvaluation:
@@ -49,7 +42,8 @@ def policy_evaluation(tree: GameTree, policy, weights=None) -> PolicyEvaluation:
                           exploitability=0.5 * nash_conv)
 
 
-_policy_evaluation_jit = jax.jit(policy_evaluation)
+policy_evaluation_jit = jax.jit(policy_evaluation)
+""":func:`policy_evaluation` jitted (host callers: :func:`evaluate`, :func:`jaxgt.solve.solve`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +76,7 @@ def evaluate(game: CompiledGame, policy, *, weights=None, dtype=None) -> Evaluat
   if weights is not None:
     sequence_form.check_weights(tree, weights)
     weights = jnp.asarray(weights, tree.terminal_payoff.dtype)
-  out = _policy_evaluation_jit(tree, probs, weights)
+  out = policy_evaluation_jit(tree, probs, weights)
   return Evaluation(value=float(out.value),
                     best_response=tuple(float(v) for v in out.best_response),
                     nash_conv=float(out.nash_conv), exploitability=float(out.exploitability))

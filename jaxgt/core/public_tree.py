@@ -39,38 +39,25 @@ from jaxgt.core import sequence_form
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PublicTree:
-  """Public states of one compiled game and their augmented information states.
+  """Public states of one compiled game and their augmented information states."""
 
-  Attributes:
-    game: the :class:`CompiledGame`.
-    children: per public state, a tuple of its child public states.
-    depth: ``[P] int32`` depth in the public tree.
-    parent: ``[P] int32`` parent public state (``-1`` at the root).
-    histories: per public state, ``int32`` array of its histories.
-    aug: ``[2, H] int32`` each player's augmented information state of every
-      history (``-1`` at terminals).
-    aug_keys: per player, ``K_p`` information-state strings.
-    aug_public: per player, ``[K_p] int32`` public state of each one.
-    aug_seq: per player, ``[K_p] int32`` the player's own sequence reaching
-      it (index into the realization plan of :func:`sequence_form.realization`).
-    infostates: per player, per public state, ``int32`` array of the
-      augmented information states it holds (its range's support, in order).
-    chance_reach: ``[H] float64`` product of chance probabilities.
-    terminal_public: ``[P] bool`` public states whose histories are all terminal.
-  """
-
-  game: CompiledGame
-  children: tuple
-  depth: np.ndarray
-  parent: np.ndarray
-  histories: tuple
+  game: CompiledGame  # the :class:`CompiledGame`
+  children: tuple  # per public state, a tuple of its child public states
+  depth: np.ndarray  # [P] int32 depth in the public tree
+  parent: np.ndarray  # [P] int32 parent public state (-1 at the root)
+  histories: tuple  # per public state, int32 array of its histories
+  # [2, H] int32 each player's augmented information state of every history (-1 at terminals)
   aug: np.ndarray
-  aug_keys: tuple
-  aug_public: tuple
+  aug_keys: tuple  # per player, K_p information-state strings
+  aug_public: tuple  # per player, [K_p] int32 public state of each one
+  # per player, [K_p] int32 the player's own sequence reaching it (index into the realization plan
+  # of :func:`sequence_form.realization`)
   aug_seq: tuple
+  # per player, per public state, int32 array of the augmented information states it holds (its
+  # range's support, in order)
   infostates: tuple
-  chance_reach: np.ndarray
-  terminal_public: np.ndarray
+  chance_reach: np.ndarray  # [H] float64 product of chance probabilities
+  terminal_public: np.ndarray  # [P] bool public states whose histories are all terminal
 
   @property
   def num_public_states(self) -> int:
@@ -111,8 +98,11 @@ class PublicTree:
     return check_distribution(what, r, K, atol=atol)
 
 
-def build_public_tree(compiled: CompiledGame) -> PublicTree:
-  """The :class:`PublicTree` of ``compiled``, from its arrays (cached on it)."""
+def build_public_tree(compiled: CompiledGame | PublicTree) -> PublicTree:
+  """The :class:`PublicTree` of ``compiled``, from its arrays (cached on it); a
+  :class:`PublicTree` is returned as it is."""
+  if isinstance(compiled, PublicTree):
+    return compiled
   return compiled.cached(("public_tree",), lambda: _assemble_public_tree(compiled))
 
 

@@ -48,24 +48,16 @@ from jaxgt.evaluation import referee
 
 @dataclasses.dataclass(frozen=True)
 class AggregateResult:
-  """Result of :func:`aggregate_policy`.
+  """Result of :func:`aggregate_policy`."""
 
-  Attributes:
-    policy: ``([I0, A], [I1, A])`` the normalised global strategy.
-    weights: ``([I0, A], [I1, A])`` the accumulated (unnormalised) strategy ``G``.
-    coverage: per player, the fraction of information states that received
-      information (the rest play the fallback).
-    nash_conv: NashConv of ``policy`` (001's "exploitability", both players summed).
-    exploitability: NashConv / 2 (jaxgt's default convention).
-    num_matches: matches played (half as each player, player 0 gets the odd one).
-  """
-
-  policy: tuple
-  weights: tuple
+  policy: tuple  # ([I0, A], [I1, A]) the normalised global strategy
+  weights: tuple  # ([I0, A], [I1, A]) the accumulated (unnormalised) strategy G
+  # per player, the fraction of information states that received information (the rest play the
+  # fallback)
   coverage: tuple
-  nash_conv: float
-  exploitability: float
-  num_matches: int
+  nash_conv: float  # NashConv of policy (001's "exploitability", both players summed)
+  exploitability: float  # NashConv / 2 (jaxgt's default convention)
+  num_matches: int  # matches played (half as each player, player 0 gets the odd one)
 
 
 def successor_masks(tree: GameTree, player: int) -> np.ndarray:
@@ -138,13 +130,10 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
   for p in (0, 1):
     n_p = (num_matches + 1 - p) // 2
     keys = jax.random.split(jax.random.fold_in(key, p), n_p)
-    _, bad, acc = referee.run_matches(
+    _, acc = referee.run_matches(
         game, (agent, opponent), keys, np.full(n_p, p), traced=traced, dtype=dtype,
         hook=accumulate_hook(game, agent, p, dtype),
         carry=jnp.zeros((game.tree.num_infostates[p], game.tree.num_actions), dtype))
-    if bad.any():
-      raise ValueError("an agent returned probabilities with no finite positive mass on the "
-                       "legal actions")
     weights.append(np.asarray(acc, np.float64).sum(0))
   policy, coverage = [], []
   for p in (0, 1):

@@ -84,17 +84,11 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL):
 
 @dataclasses.dataclass(frozen=True)
 class ConstructionResult:
-  """Exploitabilities (game units) of the policies constructed for each seed.
+  """Exploitabilities (game units) of the policies constructed for each seed."""
 
-  Attributes:
-    seeds: the seeds.
-    exploitability: ``[S]`` exact exploitability (NashConv / 2) per seed.
-    policies: per seed, the composed ``(sigma0, sigma1)``.
-  """
-
-  seeds: tuple
-  exploitability: np.ndarray
-  policies: tuple
+  seeds: tuple  # the seeds
+  exploitability: np.ndarray  # [S] exact exploitability (NashConv / 2) per seed
+  policies: tuple  # per seed, the composed (sigma0, sigma1)
 
   @property
   def min(self) -> float:

@@ -40,24 +40,15 @@ from jaxgt.evaluation import referee
 
 @dataclasses.dataclass(frozen=True)
 class MatchResult:
-  """Outcome of :func:`play`.
+  """Outcome of :func:`play`."""
 
-  Attributes:
-    payoffs: ``[M] float64`` agent0's payoff in each match.
-    seats: ``[M] int32`` the player (0 or 1) agent0 played in each match.
-    mean, stderr: sample mean and its standard error (``std(ddof=1) / sqrt(M)``).
-    ci95: half-width of the normal 95% confidence interval (``1.96 * stderr``).
-    num_matches: ``M``.
-    traced: whether the matches ran as one jitted program (else a Python loop).
-  """
-
-  payoffs: np.ndarray
-  seats: np.ndarray
-  mean: float
-  stderr: float
-  ci95: float
-  num_matches: int
-  traced: bool = True
+  payoffs: np.ndarray  # [M] float64 agent0's payoff in each match
+  seats: np.ndarray  # [M] int32 the player (0 or 1) agent0 played in each match
+  mean: float  # sample mean
+  stderr: float  # its standard error, std(ddof=1) / sqrt(M)
+  ci95: float  # half-width of the normal 95% confidence interval (1.96 * stderr)
+  num_matches: int  # M
+  traced: bool = True  # whether the matches ran as one jitted program (else a Python loop)
 
   @classmethod
   def from_payoffs(cls, payoffs, seats, traced=True) -> "MatchResult":
@@ -109,29 +100,20 @@ def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk) -> M
   """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
-  pay, bad, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
-                                    chunk=min(chunk, num_matches))
-  if bad.any():
-    raise ValueError(f"match {int(np.flatnonzero(bad)[0])}: an agent returned probabilities with "
-                     "no finite positive mass on the legal actions")
+  pay, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
+                               chunk=min(chunk, num_matches))
   return MatchResult.from_payoffs(pay, seats, traced)
 
 
 @dataclasses.dataclass(frozen=True)
 class RoundRobinResult:
-  """Every pairing of :func:`round_robin`.
+  """Every pairing of :func:`round_robin`."""
 
-  Attributes:
-    names: agent names in table order.
-    mean, ci95: ``[n, n]`` row agent's mean payoff against the column agent
-      and its 95% half-width (antisymmetric off the diagonal).
-    results: ``{(row, col): MatchResult}`` for the pairs actually played
-      (``row <= col``; the mirrored entry is the negation).
-  """
-
-  names: tuple
+  names: tuple  # agent names in table order
+  # [n, n] row agent's mean payoff against the column agent (antisymmetric off the diagonal)
   mean: np.ndarray
-  ci95: np.ndarray
+  ci95: np.ndarray  # [n, n] its 95% half-width
+  # {(row, col): MatchResult} for the pairs actually played (row <= col; the mirror is the negation)
   results: dict
 
   def table(self, digits: int = 3) -> str:

@@ -141,19 +141,12 @@ _through_chance_jit = jax.jit(through_chance, static_argnums=3)
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Referee:
-  """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``).
+  """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``)."""
 
-  Attributes:
-    tree: the device :class:`GameTree`.
-    agents: the two agents; agent0 plays player ``seat0`` of each match.
-    dtype: dtype of the probabilities and uniforms.
-    hook: optional per-decision hook (see the module docstring).
-  """
-
-  tree: GameTree
-  agents: tuple
-  dtype: Any
-  hook: Hook | None = None
+  tree: GameTree  # the device :class:`GameTree`
+  agents: tuple  # the two agents; agent0 plays player seat0 of each match
+  dtype: Any  # dtype of the probabilities and uniforms
+  hook: Hook | None = None  # optional per-decision hook (see the module docstring)
 
   def start(self, key, eager: bool = False):
     """Both agents' states and the first decision: ``(history, (state0, state1), walk key)``."""
@@ -228,8 +221,9 @@ def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
 
   ``chunk``: matches each traced agent phase serves (default: all ``M``).
 
-  Returns ``(payoffs [M] (agent0's view), invalid [M] bool, carries)`` with
-  the hook carries stacked ``[M, ...]``.
+  Returns ``(payoffs [M] (agent0's view), carries)`` with the hook carries
+  stacked ``[M, ...]``; raises ``ValueError`` for a match where an agent
+  returned probabilities with no finite positive mass on the legal actions.
   """
   tree = game.device_tree(dtype)
   referee = Referee(tree, tuple(agents), dtype, hook)
@@ -237,14 +231,13 @@ def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
   if traced:
     chunk = len(keys) if chunk is None else chunk
     h, carries = jax.jit(lambda k, s, c: referee.run(k, s, c, chunk))(keys, seats, carry)
-    pay = terminal_payoff(tree, h, seats)
-    return np.asarray(pay), np.asarray(h < 0), carries
-  pay, bad, carries = [], [], []
-  for key, seat0 in zip(keys, seats):
-    h, c = referee.walk(key, seat0, carry)
-    pay.append(float(terminal_payoff(tree, h, seat0)))
-    bad.append(int(h) < 0)
-    carries.append(c)
-  carries = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *carries) if carry is not None \
-      else None
-  return np.asarray(pay, np.float64), np.asarray(bad, bool), carries
+  else:
+    h, carries = zip(*[referee.walk(key, seat0, carry) for key, seat0 in zip(keys, seats)])
+    h = jnp.stack(h)
+    carries = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *carries) if carry is not None \
+        else None
+  bad = np.flatnonzero(np.asarray(h) < 0)
+  if len(bad):
+    raise ValueError(f"match {int(bad[0])}: an agent returned probabilities with no finite "
+                     "positive mass on the legal actions")
+  return np.asarray(terminal_payoff(tree, h, seats), np.float64), carries

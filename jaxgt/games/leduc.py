@@ -53,9 +53,6 @@ class LeducPoker(Game):
   def initial_state(self):
     return ((), None, (), ())
 
-  def _round(self, s):
-    return 1 if s[1] is None else 2
-
   def current_player(self, s):
     priv, pub, r1, r2 = s
     if len(priv) < 2:

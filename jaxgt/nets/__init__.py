@@ -9,7 +9,6 @@ depth-limited leaf evaluator (:func:`jaxgt.search.leaf.from_callable`).
 from jaxgt.nets.cvpn import (CVPN, CVPNOutput, CVPNTargets, LeafLayout, continuation_cfvs, fit,
                              init, leaf_evaluator, leaf_layout, leaf_pbs, leaf_values, losses,
                              network_cfvs)
-from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, counterfactual_reach,
-                                 exact_cfvs, features, gather_ranges, history_utilities,
-                                 make_pbs, masks, pad_ranges, scatter, scatter_policy,
-                                 to_game_scale)
+from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, exact_cfvs, features,
+                                 gather_ranges, history_utilities, make_pbs, masks, pad_ranges,
+                                 scatter, scatter_policy, to_game_scale)

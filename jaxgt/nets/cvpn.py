@@ -18,7 +18,7 @@ counterfactual value per *information state*. CFR only sees, for player
 therefore gives every history of ``p``'s information state ``I`` the value
 ``v_p(I) / c_p(I)`` (in player 0's utility), with ``c_p(I) = sum_{h in I}
 q(h) r_o(I_o(h))`` its counterfactual reach at the same scale
-(:func:`jaxgt.nets.encoding.counterfactual_reach`); ``c_p(I)`` is that sum
+(:func:`jaxgt.nets.encoding.exact_cfvs` without utilities); ``c_p(I)`` is that sum
 ``sum_{h in I} w(h) pi_o(h)`` divided by a positive constant of ``I``, so the
 per-information-state sums CFR uses are exactly the network's
 counterfactual values (zero where ``c_p(I) = 0``: no opponent reach, no
@@ -60,32 +60,23 @@ _NEG = -1e9  # logit of an illegal action
 
 @struct.dataclass
 class CVPNOutput:
-  """Network outputs for ``[B]`` PBSs.
+  """Network outputs for ``[B]`` PBSs."""
 
-  Attributes:
-    values: ``[B, 2, K]`` network-scale counterfactual values (row ``p`` in
-      player ``p``'s utility; zero on padding slots).
-    logits: ``[B, 2, K, A]`` policy logits, ``-1e9`` at illegal actions.
-    policy: ``[B, 2, K, A]`` softmax over legal actions (all zero on slots
-      where the slot's player does not act).
-  """
-
+  # [B, 2, K] network-scale counterfactual values (row p in player p's utility; zero on padding
+  # slots)
   values: Any
-  logits: Any
+  logits: Any  # [B, 2, K, A] policy logits, -1e9 at illegal actions
+  # [B, 2, K, A] softmax over legal actions (all zero on slots where the slot's player does not act)
   policy: Any
 
 
 @struct.dataclass
 class CVPNTargets:
-  """Supervised targets for ``[B]`` PBSs.
+  """Supervised targets for ``[B]`` PBSs."""
 
-  Attributes:
-    values: ``[B, 2, K]`` network-scale counterfactual values.
-    policy: ``[B, 2, K, A]`` target policies, or ``None``; rows that are all
-      zero (no target, or the slot's player does not act) are ignored.
-  """
-
-  values: Any
+  values: Any  # [B, 2, K] network-scale counterfactual values
+  # [B, 2, K, A] target policies, or None; rows that are all zero (no target, or the slot's player
+  # does not act) are ignored
   policy: Any = None
 
 
@@ -220,27 +211,19 @@ class LeafLayout:
 
   The encoding rows of the leaf public states are sliced here, host-side,
   so a jitted solve embeds ``[N, ...]`` tables, not the whole game's ``[P, ...]``.
-
-  Attributes:
-    sub: the :class:`Subgame`; enc: the full game's :class:`PBSEncoding`.
-    public: ``[N]`` leaf public states (``sub.leaf_public``).
-    leaf_public: ``[L]`` index ``0..N-1`` of each leaf history's public state.
-    leaf_slot: ``[2, L]`` slot of each leaf history's information state.
-    root_pos: ``[2, L]`` position of each leaf history's root information
-      state in the concatenated root ranges.
-    mask: ``[N, 2, K] bool``, hist_slot: ``[N, 2, M] int32``, hist_q:
-      ``[N, M] float64``: the encoding's rows of the leaf public states.
   """
 
   sub: Subgame
-  enc: PBSEncoding
-  public: np.ndarray
-  leaf_public: np.ndarray
-  leaf_slot: np.ndarray
+  enc: PBSEncoding  # the full game's encoding
+  public: np.ndarray  # [N] leaf public states (sub.leaf_public)
+  leaf_public: np.ndarray  # [L] index 0..N-1 of each leaf history's public state
+  leaf_slot: np.ndarray  # [2, L] slot of each leaf history's information state
+  # [2, L] position of each leaf history's root information state in the concatenated root ranges
   root_pos: np.ndarray
-  mask: np.ndarray
-  hist_slot: np.ndarray
-  hist_q: np.ndarray
+  # the encoding's rows of the leaf public states:
+  mask: np.ndarray  # [N, 2, K] bool
+  hist_slot: np.ndarray  # [N, 2, M] int32
+  hist_q: np.ndarray  # [N, M] float64
 
 
 def leaf_layout(sub: Subgame, enc: PBSEncoding | None = None) -> LeafLayout:
@@ -312,11 +295,8 @@ def _leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, factors) -> PBS:
   if factors is not None:
     reach = reach * jnp.asarray(factors, reach.dtype)
   mask = jnp.asarray(layout.mask)  # [N, 2, K]
-  rows = []
-  for p in (0, 1):
-    x = jnp.zeros((N, K), reach.dtype).at[layout.leaf_public, layout.leaf_slot[p]].set(reach[p])
-    rows.append(x)
-  x = jnp.stack(rows, axis=1)
+  x = jnp.stack([jnp.zeros((N, K), reach.dtype).at[layout.leaf_public, layout.leaf_slot[p]]
+                 .set(reach[p]) for p in (0, 1)], axis=1)
   tot = jnp.sum(x, -1, keepdims=True)
   cnt = jnp.maximum(jnp.sum(mask, -1, keepdims=True), 1)
   r = jnp.where(tot > 0, x / jnp.where(tot > 0, tot, 1.0), mask / cnt)

@@ -62,61 +62,37 @@ from jaxgt.core.public_tree import PublicTree, build_public_tree
 
 @struct.dataclass
 class PBS:
-  """A batch of public belief states in the padded layout.
+  """A batch of public belief states in the padded layout."""
 
-  Attributes:
-    public: ``[...] int32`` public state ids.
-    ranges: ``[..., 2, K]`` normalised ranges (zero on padding slots).
-  """
-
-  public: jax.Array
-  ranges: jax.Array
+  public: jax.Array  # [...] int32 public state ids
+  ranges: jax.Array  # [..., 2, K] normalised ranges (zero on padding slots)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PBSEncoding:
-  """Static layout of one game's public belief states (NumPy arrays, host side).
+  """Static layout of one game's public belief states (NumPy arrays, host side)."""
 
-  Attributes:
-    pt: the :class:`PublicTree`.
-    k_max: ``K``; num_actions: ``A``; max_depth: ``D``; max_children: ``W``;
-      max_histories: ``M``.
-    slots: ``[P, 2, K] int32`` augmented information state of each slot (``-1``
-      on padding).
-    mask: ``[P, 2, K] bool`` valid slots.
-    legal: ``[P, 2, K, A] bool`` legal actions of each slot where its player acts.
-    policy_infostate: ``[P, 2, K] int32`` the compiled information state of
-      each slot where its player acts (``-1`` elsewhere).
-    actor: ``[P, 4] float32`` fractions of histories where player 0, player 1,
-      chance act, or that are terminal.
-    depth: ``[P] int32``; path: ``[P, D] int32`` child rank of each ancestor
-      level (``-1`` past the depth).
-    hist: ``[P, M] int32`` the public state's non-terminal histories (``-1`` pad).
-    hist_slot: ``[P, 2, M] int32`` slot of each history's information state of
-      each player (0 on padding).
-    hist_q: ``[P, M] float64`` ``q(h) = pi_c(h) / C(s)`` (0 on padding).
-    chance_mass: ``[P] float64`` ``C(s)``.
-    slot_of: per player ``[K_p] int32`` slot of each augmented information
-      state in its public state.
-  """
-
-  pt: PublicTree
-  k_max: int
-  num_actions: int
-  max_depth: int
-  max_children: int
-  max_histories: int
-  slots: np.ndarray
-  mask: np.ndarray
-  legal: np.ndarray
+  pt: PublicTree  # the :class:`PublicTree`
+  k_max: int  # K
+  num_actions: int  # A
+  max_depth: int  # D
+  max_children: int  # W
+  max_histories: int  # M
+  slots: np.ndarray  # [P, 2, K] int32 augmented information state of each slot (-1 on padding)
+  mask: np.ndarray  # [P, 2, K] bool valid slots
+  legal: np.ndarray  # [P, 2, K, A] bool legal actions of each slot where its player acts
+  # [P, 2, K] int32 the compiled information state of each slot where its player acts (-1 elsewhere)
   policy_infostate: np.ndarray
+  # [P, 4] float32 fractions of histories where player 0, player 1, chance act, or that are terminal
   actor: np.ndarray
-  depth: np.ndarray
-  path: np.ndarray
-  hist: np.ndarray
+  depth: np.ndarray  # [P] int32
+  path: np.ndarray  # [P, D] int32 child rank of each ancestor level (-1 past the depth)
+  hist: np.ndarray  # [P, M] int32 the public state's non-terminal histories (-1 pad)
+  # [P, 2, M] int32 slot of each history's information state of each player (0 on padding)
   hist_slot: np.ndarray
-  hist_q: np.ndarray
-  chance_mass: np.ndarray
+  hist_q: np.ndarray  # [P, M] float64 q(h) = pi_c(h) / C(s) (0 on padding)
+  chance_mass: np.ndarray  # [P] float64 C(s)
+  # per player [K_p] int32 slot of each augmented information state in its public state
   slot_of: tuple
 
   @property
@@ -151,7 +127,7 @@ class PBSEncoding:
 
 def build_encoding(game: CompiledGame | PublicTree) -> PBSEncoding:
   """The :class:`PBSEncoding` of a compiled game (cached on it)."""
-  pt = game if isinstance(game, PublicTree) else build_public_tree(game)
+  pt = build_public_tree(game)
   return pt.game.cached(("nets.pbs_encoding",), lambda: _assemble_encoding(pt))
 
 
@@ -368,22 +344,15 @@ def history_utilities(enc: PBSEncoding, public, hist_values) -> jax.Array:
   return jnp.where(h >= 0, jnp.asarray(hist_values)[jnp.maximum(h, 0)], 0.0)
 
 
-def counterfactual_reach(enc: PBSEncoding, public, ranges) -> jax.Array:
-  """``[..., 2, K]`` ``sum_{h in I} q(h) r_o(I_o(h))`` of each slot (jittable)."""
-  return _cf_sum(enc, public, ranges, None)
-
-
-def exact_cfvs(enc: PBSEncoding, public, ranges, utilities) -> jax.Array:
-  """Network-scale counterfactual values ``[..., 2, K]`` (module docstring) of PBSs.
+def exact_cfvs(enc: PBSEncoding, public, ranges, utilities=None) -> jax.Array:
+  """Network-scale counterfactual values ``[..., 2, K]`` (module docstring) of PBSs (jittable).
 
   ``utilities [..., M]``: player 0's value below each history of the public
   state (:func:`history_utilities`) under the continuation profile; row 1 is
   in player 1's utility. These are the supervised targets of ``003``.
+  ``utilities=None`` gives the counterfactual reach ``sum_{h in I} q(h)
+  r_o(I_o(h))`` of each slot.
   """
-  return _cf_sum(enc, public, ranges, utilities)
-
-
-def _cf_sum(enc, public, ranges, utilities):
   public = jnp.asarray(public)
   ranges = jnp.asarray(ranges)
   if ranges.shape != public.shape + (2, enc.k_max):

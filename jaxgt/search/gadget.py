@@ -19,61 +19,42 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
+
+from jaxgt.core.checks import check_real
 
 
 def check_alpha(alpha) -> float | None:
   """``alpha`` as a float (or ``None``); raises unless ``None`` or a number in ``[0, 1]``."""
   if alpha is None:
     return None
-  if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) \
-      or not 0.0 <= float(alpha) <= 1.0:
-    raise ValueError(f"alpha must be None or in [0, 1], got {alpha!r}")
-  return float(alpha)
+  return check_real("alpha", alpha, 0, 1)
 
 
 @struct.dataclass
 class GadgetState:
-  """The gadget's part of the CFR engine's carry (add ``B`` in front when batched).
+  """The gadget's part of the CFR engine's carry (add ``B`` in front when batched)."""
 
-  Attributes:
-    regrets: ``[K_o, 2]`` cumulative (follow, terminate) regrets.
-    regret_state: the solver's regret rule's extra state for ``regrets``.
-    range: ``[K_o]`` the opponent root range of the last iteration.
-    range_sum: ``[K_o]`` averaging-weighted sum of the iterations' ranges.
-    weight_sum: ``[]`` sum of the averaging weights.
-  """
-
-  regrets: Any
-  regret_state: Any
-  range: Any
-  range_sum: Any
-  weight_sum: Any
+  regrets: Any  # [K_o, 2] cumulative (follow, terminate) regrets
+  regret_state: Any  # the solver's regret rule's extra state for regrets
+  range: Any  # [K_o] the opponent root range of the last iteration
+  range_sum: Any  # [K_o] averaging-weighted sum of the iterations' ranges
+  weight_sum: Any  # [] sum of the averaging weights
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Gadget:
-  """The gadget of one re-solve: a :class:`~jaxgt.solvers.cfr.RootTransform`.
+  """The gadget of one re-solve: a :class:`~jaxgt.solvers.cfr.RootTransform`."""
 
-  Attributes:
-    solver: the :class:`~jaxgt.solvers.cfr.CFRSolver` (its regret and
-      averaging rules serve the gadget too).
-    opponent: ``o``.
-    root_position: ``[T]`` position of each terminal's root history in the
-      opponent's range.
-    terminate_values: ``[K_o]`` the opponent's terminate values, or ``None``
-      (no gadget: the opponent's range is ``previous_range``).
-    previous_range: ``[K_o]`` the opponent's previous range ``r_prev``.
-    alpha: ``[]`` the modified gadget's mixing weight, or ``None`` (exact gadget).
-  """
-
+  # the :class:`~jaxgt.solvers.cfr.CFRSolver` (its regret and averaging rules serve the gadget too)
   solver: Any
-  opponent: int
-  root_position: Any
+  opponent: int  # o
+  root_position: Any  # [T] position of each terminal's root history in the opponent's range
+  # [K_o] the opponent's terminate values, or None (no gadget: the opponent's range is
+  # previous_range)
   terminate_values: Any
-  previous_range: Any
-  alpha: Any = None
+  previous_range: Any  # [K_o] the opponent's previous range r_prev
+  alpha: Any = None  # [] the modified gadget's mixing weight, or None (exact gadget)
 
   def init(self) -> GadgetState:
     zeros = jnp.zeros(self.previous_range.shape + (2,), self.previous_range.dtype)

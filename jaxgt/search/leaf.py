@@ -50,15 +50,10 @@ from jaxgt.solvers import cfr as cfr_lib
 
 @struct.dataclass
 class LeafInput:
-  """Beliefs at the leaves of a subgame.
+  """Beliefs at the leaves of a subgame."""
 
-  Attributes:
-    reach: ``[2, L]`` each player's own reach of each leaf history.
-    weight: ``[L]`` chance reach times root belief of each leaf history.
-  """
-
-  reach: Any
-  weight: Any
+  reach: Any  # [2, L] each player's own reach of each leaf history
+  weight: Any  # [L] chance reach times root belief of each leaf history
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -244,18 +239,11 @@ def from_callable(sub: Subgame, fn: Callable[[LeafInput], jax.Array]) -> LeafEva
 
 @struct.dataclass
 class SubgameState:
-  """State of a depth-limited solve (add ``B`` in front when batched).
+  """State of a depth-limited solve (add ``B`` in front when batched)."""
 
-  Attributes:
-    cfr: the :class:`~jaxgt.solvers.cfr.CFRState` of the subgame.
-    evaluator: the evaluator's state.
-    leaf_values: ``[2, L]`` leaf values of the last query (for the final
-      average policy).
-  """
-
-  cfr: Any
-  evaluator: Any
-  leaf_values: Any
+  cfr: Any  # the :class:`~jaxgt.solvers.cfr.CFRState` of the subgame
+  evaluator: Any  # the evaluator's state
+  leaf_values: Any  # [2, L] leaf values of the last query (for the final average policy)
 
 
 def run_chunked(sub: Subgame, tree, evaluator: LeafEvaluator, leaves, step, carry,

@@ -53,25 +53,18 @@ DEFAULT_ALPHA = 0.5  # ``003``, "Modified Continual Re-solving"
 class Summary:
   """Re-solving summary at one public state (``003``: "our range and the
   opponent's counterfactual values"), plus the opponent's range for mixing.
-
-  Attributes:
-    public_state: full-game public state index.
-    player: ``i``, the re-solving player.
-    our_range: ``[K_i]`` normalised range of player ``i``.
-    opp_values: ``[K_o]`` opponent's counterfactual values (normalised as in
-      the module docstring), or ``None`` (no summary: solve with fixed ranges).
-    opp_range: ``[K_o]`` opponent's normalised range (for ``alpha`` mixing and
-      fixed-range solves).
-    reached: ``False`` when player ``i`` never reaches the public state under
-      the previous search (the range is then uniform; its play there cannot
-      change any exploitability).
   """
 
-  public_state: int
-  player: int
-  our_range: np.ndarray
+  public_state: int  # full-game public state index
+  player: int  # i, the re-solving player
+  our_range: np.ndarray  # [K_i] normalised range of player i
+  # [K_o] opponent's counterfactual values (normalised as in the module docstring), or None (no
+  # summary: solve with fixed ranges)
   opp_values: np.ndarray | None
+  # [K_o] opponent's normalised range (for alpha mixing and fixed-range solves)
   opp_range: np.ndarray
+  # False when player i never reaches the public state under the previous search (the range is then
+  # uniform; its play there cannot change any exploitability)
   reached: bool = True
 
 
@@ -127,47 +120,29 @@ def _prepare(sub: Subgame, player: int) -> _Prepared:
     raise ValueError(f"player must be 0 or 1, got {player!r}")
   tr = sub.terminal_root
   term_chance = sub.chance_below_root * sub.full.chance_reach[sub.root_histories][tr]
-  st = sub.tree
-  H = st.num_histories
-  hist_root = np.full(H, -1, np.int64)
-  top = sub.root_index
-  for h in range(top + 1, H):
-    par = st.parent[h]
-    hist_root[h] = st.action[h] if par == top else hist_root[par]
+  hist_root = np.full(sub.tree.num_histories, -1, np.int64)
+  hist_root[sub.root_index + 1:] = sub.root_of(np.arange(sub.root_index + 1, len(hist_root)))
   return _Prepared(sub, int(player), sub.root_aug[:, tr], term_chance, hist_root,
                    sub.range_sizes())
 
 
 @struct.dataclass
 class ResolveState:
-  """Result of a (batched: leading ``B``) re-solve.
+  """Result of a (batched: leading ``B``) re-solve."""
 
-  Attributes:
-    cfr: :class:`~jaxgt.solvers.cfr.CFRState` of the subgame (``weights`` of
-      the last iteration).
-    gadget_regrets: ``[K_o, 2]`` cumulative (follow, terminate) regrets.
-    opp_range: ``[K_o]`` average opponent root range (average follow
-      probabilities for ``alpha=None``).
-    leaf_values: ``[2, L]`` leaf values for the average policy.
-    evaluator: the leaf evaluator's state.
-    policy: ``([I0_sub, A], [I1_sub, A])`` average policy of the subgame.
-    history_values: ``[H_sub]`` average over iterations (solver's averaging
-      weights) of our own reach (root range included) times player 0's value
-      below each subgame history under the iterate and its leaf values: the
-      self-play counterfactual values ``003`` uses as opt-out values
-      (``None`` unless asked for with ``self_play_values``).
-    history_reach: ``[2, H_sub]`` own reach of each history under the average
-      policy, root range included (ours, and the opponent's average root
-      range).
-  """
-
-  cfr: Any
-  gadget_regrets: Any
-  opp_range: Any
-  leaf_values: Any
-  evaluator: Any
-  policy: Any = None
+  cfr: Any  # :class:`~jaxgt.solvers.cfr.CFRState` of the subgame (weights of the last iteration)
+  gadget_regrets: Any  # [K_o, 2] cumulative (follow, terminate) regrets
+  opp_range: Any  # [K_o] average opponent root range (average follow probabilities for alpha=None)
+  leaf_values: Any  # [2, L] leaf values for the average policy
+  evaluator: Any  # the leaf evaluator's state
+  policy: Any = None  # ([I0_sub, A], [I1_sub, A]) average policy of the subgame
+  # [H_sub] average over iterations (solver's averaging weights) of our own reach (root range
+  # included) times player 0's value below each subgame history under the iterate and its leaf
+  # values: the self-play counterfactual values 003 uses as opt-out values (None unless asked for
+  # with self_play_values)
   history_values: Any = None
+  # [2, H_sub] own reach of each history under the average policy, root range included (ours, and
+  # the opponent's average root range)
   history_reach: Any = None
 
 

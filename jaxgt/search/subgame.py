@@ -23,7 +23,7 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.checks import check_distribution
+from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_positive_int
 from jaxgt.core.compiler import CompiledGame, ancestor_at_depth, assemble, first_seen_ids
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 from jaxgt.core.public_tree import PublicTree, build_public_tree
@@ -60,50 +60,31 @@ class SubgameDefinition(Game):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Subgame:
-  """A compiled depth-limited subgame and its links to the full game.
+  """A compiled depth-limited subgame and its links to the full game."""
 
-  Attributes:
-    full: the :class:`PublicTree` of the full game.
-    compiled: the subgame as a :class:`CompiledGame` (its ``tree`` is what
-      solvers run on).
-    root_public: root public states (full-game indices).
-    leaf_public: leaf public states (full-game indices), sorted.
-    root_histories: ``[R]`` full-game root histories.
-    history_of: ``[H_sub]`` full-game history of each subgame history
-      (``-1`` at the added root).
-    terminal_leaf: ``[T] int32`` leaf index ``0..L-1`` of each terminal, or
-      ``-1`` for a real terminal.
-    leaf_histories: ``[L]`` full-game leaf histories.
-    base_payoff: ``[T]`` payoffs with zeros at leaves.
-    chance_below_root: ``[T]`` chance reach of each terminal below its root
-      history.
-    terminal_root: ``[T]`` root index of each terminal.
-    root_aug: ``[2, R]`` position of each root history's information state in
-      the concatenated root ranges of each player.
-    full_infostate: per player, ``[I_sub]`` full-game information state of each
-      subgame information state (``-1`` for the added one-action node).
-    root_index: subgame history of the added root chance node (0, or 1 below
-      the one-action node of a player without decisions).
-    leaf_choices: ``K`` continuation strategies per leaf (0: single-valued).
-    leaf_nodes: ``[L]`` subgame history of each leaf.
-  """
-
-  full: PublicTree
-  compiled: CompiledGame
-  root_public: tuple
-  leaf_public: tuple
-  root_histories: np.ndarray
-  history_of: np.ndarray
+  full: PublicTree  # the :class:`PublicTree` of the full game
+  compiled: CompiledGame  # the subgame as a :class:`CompiledGame` (its tree is what solvers run on)
+  root_public: tuple  # root public states (full-game indices)
+  leaf_public: tuple  # leaf public states (full-game indices), sorted
+  root_histories: np.ndarray  # [R] full-game root histories
+  history_of: np.ndarray  # [H_sub] full-game history of each subgame history (-1 at the added root)
+  # [T] int32 leaf index 0..L-1 of each terminal, or -1 for a real terminal
   terminal_leaf: np.ndarray
-  leaf_histories: np.ndarray
-  base_payoff: np.ndarray
-  chance_below_root: np.ndarray
-  terminal_root: np.ndarray
+  leaf_histories: np.ndarray  # [L] full-game leaf histories
+  base_payoff: np.ndarray  # [T] payoffs with zeros at leaves
+  chance_below_root: np.ndarray  # [T] chance reach of each terminal below its root history
+  terminal_root: np.ndarray  # [T] root index of each terminal
+  # [2, R] position of each root history's information state in the concatenated root ranges of each
+  # player
   root_aug: np.ndarray
+  # per player, [I_sub] full-game information state of each subgame information state (-1 for the
+  # added one-action node)
   full_infostate: tuple
+  # subgame history of the added root chance node (0, or 1 below the one-action node of a player
+  # without decisions)
   root_index: int = 0
-  leaf_choices: int = 0
-  leaf_nodes: np.ndarray | None = None
+  leaf_choices: int = 0  # K continuation strategies per leaf (0: single-valued)
+  leaf_nodes: np.ndarray | None = None  # [L] subgame history of each leaf
 
   @property
   def tree(self):
@@ -143,10 +124,6 @@ class Subgame:
       check_distribution(f"range of player {p} at public state {ps}", r[..., off:off + k], k)
       off += k
     return r
-
-  def history_weights(self, reach) -> jnp.ndarray:
-    """Terminal weights ``[T]`` from a joint reach ``[R]`` of the root histories."""
-    return jnp.asarray(self.chance_below_root) * jnp.asarray(reach)[self.terminal_root]
 
   def payoff(self, leaf_values) -> jnp.ndarray:
     """Terminal payoffs ``[..., T]`` with leaf values ``[..., L]`` (``[..., L, K]``
@@ -204,12 +181,10 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   strategies at its (augmented) information state there; leaf values then
   have shape ``[L, K]``.
   """
-  if isinstance(leaf_choices, bool) or not isinstance(leaf_choices, (int, np.integer)) \
-      or leaf_choices < 0:
-    raise ValueError(f"leaf_choices must be a non-negative integer, got {leaf_choices!r}")
+  K = check_nonnegative_int("leaf_choices", leaf_choices)
   if chooser not in (0, 1):
     raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
-  pt = game if isinstance(game, PublicTree) else build_public_tree(game)
+  pt = build_public_tree(game)
   t = pt.game.tree
   roots_ps = root if isinstance(root, (list, tuple, np.ndarray)) and not (
       isinstance(root, tuple) and root in pt.game.public_index()) else [root]
@@ -222,9 +197,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     for l in leaves:
       leaf_mask[pt.public_id(l)] = True
   elif depth_limit is not None:
-    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-        or depth_limit < 1:
-      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
+    check_positive_int("depth_limit", depth_limit)
     every = np.arange(P)
     for r in roots_ps:
       below_r = ancestor_at_depth(pt.parent, pt.depth, every, pt.depth[r]) == r
@@ -243,7 +216,6 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     raise ValueError(f"a root public state of {roots_ps} holds terminal histories")
   cr = pt.chance_reach[roots_h]
   label = f"{pt.game.name}@{','.join(map(str, roots_ps))}"
-  K = int(leaf_choices)
   nodes = _enumerate(t, roots_h, leaf_mask, K)
   # The compiler needs a decision node of each player; a player without one
   # in the subgame gets a single-action node above the root (it changes no

@@ -47,7 +47,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int
+from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int, max_depth
+from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.evaluate import policy_evaluation
 
 
@@ -73,9 +75,14 @@ class Solver(abc.ABC):
     """One step."""
     return self.run(tree, state, 1, key)
 
-  @abc.abstractmethod
   def policy(self, tree, state) -> tuple:
-    """The output strategy ``([I0, A], [I1, A])``."""
+    """The output strategy ``([I0, A], [I1, A])``; by default :meth:`average_policy`."""
+    return self.average_policy(tree, state)
+
+  def average_policy(self, tree, state) -> tuple:
+    """Normalised ``state.cum_policy`` (uniform where never updated): ``([I0, A], [I1, A])``."""
+    return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
+                 for c, pt in zip(state.cum_policy, tree.players))
 
   @property
   def sampled(self) -> bool:
@@ -102,6 +109,18 @@ def require_key(solver_name: str, key) -> jax.Array:
     raise ValueError(f"{solver_name} is a sampled solver: pass a jax.random key, "
                      "e.g. run(tree, state, n, jax.random.key(0))")
   return check_key(key)
+
+
+def walking_init_dtype(solver: Solver, tree, weights):
+  """The float dtype of a root-walking solver's state (MCCFR, OOS, ISMCTS, UCT).
+
+  Raises for root beliefs (``weights``), which such solvers do not support,
+  and for a tree not in breadth-first order.
+  """
+  if weights is not None:
+    raise ValueError(f"{solver.name} does not support root beliefs (weights)")
+  max_depth(tree)
+  return resolve_dtype(solver.dtype)
 
 
 def step_key(key: jax.Array, iteration) -> jax.Array:

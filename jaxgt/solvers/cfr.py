@@ -34,7 +34,7 @@ from jax import lax
 
 from jaxgt.core import sequence_form
 from jaxgt.core.compiler import GameTree
-from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype
 from jaxgt.solvers.base import Solver, check_num_steps
 from jaxgt.solvers.cfr_rules import (DiscountedRegretMatching, PowerAveraging, RegretMatching,
                                      RegretMatchingPlus)
@@ -43,39 +43,24 @@ from jaxgt.solvers.cfr_rules import (DiscountedRegretMatching, PowerAveraging, R
 # ------------------------------------------------------------------ state
 @struct.dataclass
 class CFRState:
-  """State of one CFR run (add a leading ``B`` to every field when batched).
+  """State of one CFR run (add a leading ``B`` to every field when batched)."""
 
-  Attributes:
-    regrets: ``([I0, A], [I1, A])`` cumulative regrets.
-    cum_policy: ``([I0, A], [I1, A])`` weighted strategy sums.
-    iteration: ``[] int32`` completed iterations.
-    weights: ``[T]`` terminal weights (chance reach under the root belief).
-    regret_state: ``(extra_0, extra_1)`` the regret rule's extra state per
-      player (``()`` for the rules here).
-  """
-
-  regrets: tuple
-  cum_policy: tuple
-  iteration: jax.Array
-  weights: jax.Array
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets
+  cum_policy: tuple  # ([I0, A], [I1, A]) weighted strategy sums
+  iteration: jax.Array  # [] int32 completed iterations
+  weights: jax.Array  # [T] terminal weights (chance reach under the root belief)
+  # (extra_0, extra_1) the regret rule's extra state per player (() for the rules here)
   regret_state: tuple = ((), ())
 
 
 @struct.dataclass
 class Iterate:
-  """What the engine carries from one iteration to the next.
+  """What the engine carries from one iteration to the next."""
 
-  Attributes:
-    state: the :class:`CFRState`.
-    sigma: ``([I0, A], [I1, A])`` current strategies of ``state``.
-    x: ``([S0], [S1])`` their realization plans.
-    root_state: the root transform's state (``()`` without one).
-  """
-
-  state: CFRState
-  sigma: tuple
-  x: tuple
-  root_state: Any = ()
+  state: CFRState  # the :class:`CFRState`
+  sigma: tuple  # ([I0, A], [I1, A]) current strategies of state
+  x: tuple  # ([S0], [S1]) their realization plans
+  root_state: Any = ()  # the root transform's state (() without one)
 
 
 class RootTransform(Protocol):
@@ -167,21 +152,14 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
 # ------------------------------------------------------------------ the solver
 @dataclasses.dataclass(frozen=True)
 class CFRSolver(Solver):
-  """A CFR variant: its rules and update order; methods are pure functions.
+  """A CFR variant: its rules and update order; methods are pure functions."""
 
-  Attributes:
-    name: ``"cfr" | "cfr+" | "lcfr" | "dcfr"`` (or a user variant's name).
-    regret_rule: the regret rule (:class:`RegretMatching` or a subclass).
-    averaging: the averaging rule (:class:`PowerAveraging`).
-    alternating: alternating (default) or simultaneous updates.
-    dtype: float dtype of the state.
-  """
-
-  name: str
+  name: str  # "cfr" | "cfr+" | "lcfr" | "dcfr" (or a user variant's name)
+  # the regret rule (:class:`RegretMatching` or a subclass)
   regret_rule: RegretMatching = RegretMatching()
-  averaging: PowerAveraging = PowerAveraging()
-  alternating: bool = True
-  dtype: str = "float32"
+  averaging: PowerAveraging = PowerAveraging()  # the averaging rule (:class:`PowerAveraging`)
+  alternating: bool = True  # alternating (default) or simultaneous updates
+  dtype: str = "float32"  # float dtype of the state
 
   def init(self, tree: GameTree, *, weights=None) -> CFRState:
     """Zero regrets and averages; ``weights [T]`` (or ``[B, T]``) defaults to chance reach."""
@@ -216,19 +194,6 @@ class CFRSolver(Solver):
     del key
     return _run_batch(self, tree, state, check_num_steps(num_steps))
 
-  def policy(self, tree: GameTree, state: CFRState):
-    """The solver's output: the average policy."""
-    return self.average_policy(tree, state)
-
-  def current_policy(self, tree: GameTree, state: CFRState):
-    """The strategy of the next iteration: ``([I0, A], [I1, A])``."""
-    return tuple(self.regret_rule.strategy(r, jnp.asarray(pt.legal), e)
-                 for r, e, pt in zip(state.regrets, state.regret_state, tree.players))
-
-  def average_policy(self, tree: GameTree, state: CFRState):
-    """Normalised average strategy (uniform where never reached)."""
-    return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
-                 for c, pt in zip(state.cum_policy, tree.players))
 
 
 def _loop(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) -> CFRState:
@@ -253,19 +218,19 @@ def _run_batch(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) ->
 # ------------------------------------------------------------------ the variants
 def cfr(*, alternating: bool = True, dtype="float32") -> CFRSolver:
   """Vanilla CFR: regret matching, uniform averaging (OpenSpiel ``CFRSolver``)."""
-  return CFRSolver("cfr", RegretMatching(), PowerAveraging(0.0), alternating, _dtype_name(dtype))
+  return CFRSolver("cfr", RegretMatching(), PowerAveraging(0.0), alternating, dtype_name(dtype))
 
 
 def cfr_plus(*, alternating: bool = True, dtype="float32") -> CFRSolver:
   """CFR+: regret matching+, linear averaging (OpenSpiel ``CFRPlusSolver``)."""
   return CFRSolver("cfr+", RegretMatchingPlus(), PowerAveraging(1.0), alternating,
-                   _dtype_name(dtype))
+                   dtype_name(dtype))
 
 
 def linear_cfr(*, alternating: bool = True, dtype="float32") -> CFRSolver:
   """Linear CFR = DCFR(1, 1, 1) (OpenSpiel ``LCFRSolver``)."""
   return CFRSolver("lcfr", DiscountedRegretMatching(1.0, 1.0), PowerAveraging(1.0), alternating,
-                   _dtype_name(dtype))
+                   dtype_name(dtype))
 
 
 def discounted_cfr(alpha: float = 1.5, beta: float = 0.0, gamma: float = 2.0, *,
@@ -277,7 +242,7 @@ def discounted_cfr(alpha: float = 1.5, beta: float = 0.0, gamma: float = 2.0, *,
   if gamma < 0:
     raise ValueError(f"discounted_cfr: gamma must be >= 0, got {gamma}")
   return CFRSolver("dcfr", DiscountedRegretMatching(float(alpha), float(beta)),
-                   PowerAveraging(float(gamma)), alternating, _dtype_name(dtype))
+                   PowerAveraging(float(gamma)), alternating, dtype_name(dtype))
 
 
 SOLVERS = {"cfr": cfr, "cfr+": cfr_plus, "lcfr": linear_cfr, "dcfr": discounted_cfr}
@@ -288,7 +253,3 @@ def make_solver(name: str, **kwargs) -> CFRSolver:
   if name not in SOLVERS:
     raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
   return SOLVERS[name](**kwargs)
-
-
-def _dtype_name(dtype) -> str:
-  return jnp.dtype(resolve_dtype(dtype)).name

@@ -40,14 +40,15 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_decision_history, check_positive_int, max_depth
-from jaxgt.core.compiler import NO_INDEX, GameTree
-from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.checks import check_real
+from jaxgt.core.compiler import GameTree
+from jaxgt.core.dtypes import cast_tree
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
-from jaxgt.solvers.oos import (ancestor_chains, chain_reach, grow_tree, member_row,
-                               target_members)
+from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
+                                walking_init_dtype)
+from jaxgt.solvers.oos import (ancestor_chains, chain_reach, check_memory_config, grow_tree,
+                               member_row, search_position)
 from jaxgt.solvers.walk import Draw, walk
 
 SELECTION = ("uct", "rm")
@@ -56,52 +57,30 @@ FINAL = ("visits", "frequency", "mean")
 
 @struct.dataclass
 class ISMCTSState:
-  """ISMCTS statistics over the compiled information states (fixed capacity).
+  """ISMCTS statistics over the compiled information states (fixed capacity)."""
 
-  Attributes:
-    visits: ``([I0, A], [I1, A])`` visit counts ``N(I, a)``.
-    values: ``([I0, A], [I1, A])`` summed payoffs of the acting player
-      (``"uct"``; ``None`` for ``"rm"``).
-    regrets: ``([I0, A], [I1, A])`` cumulative regrets (``"rm"``; else ``None``).
-    cum_policy: ``([I0, A], [I1, A])`` summed selection strategies (``"rm"``;
-      else ``None``).
-    in_tree: ``([I0] bool, [I1] bool)`` information states in memory.
-    size: ``[] int32`` information states in memory.
-    iteration: ``[] int32`` steps run (``batch`` simulations each).
-  """
-
-  visits: tuple
-  values: tuple
-  regrets: tuple
-  cum_policy: tuple
-  in_tree: tuple
-  size: jax.Array
-  iteration: jax.Array
+  visits: tuple  # ([I0, A], [I1, A]) visit counts N(I, a)
+  values: tuple  # ([I0, A], [I1, A]) summed payoffs of the acting player ("uct"; None for "rm")
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets ("rm"; else None)
+  cum_policy: tuple  # ([I0, A], [I1, A]) summed selection strategies ("rm"; else None)
+  in_tree: tuple  # ([I0] bool, [I1] bool) information states in memory
+  size: jax.Array  # [] int32 information states in memory
+  iteration: jax.Array  # [] int32 steps run (batch simulations each)
 
 
 @dataclasses.dataclass(frozen=True)
 class ISMCTS(Solver):
-  """Hyperparameters of ISMCTS (Sec. 5.1); methods are pure (:mod:`.base`).
+  """Hyperparameters of ISMCTS (Sec. 5.1); methods are pure (:mod:`.base`)."""
 
-  Attributes:
-    selection: ``"uct"`` or ``"rm"``.
-    c: UCT exploration constant; ``None``: twice the largest absolute payoff.
-    exploration: uniform mixing of regret-matching selection.
-    final: move policy: ``"visits"`` (most visited action), ``"frequency"``
-      (visit frequencies) or ``"mean"`` (mean selection strategy);
-      ``None``: ``"visits"`` for UCT, ``"mean"`` for RM.
-    capacity: most information states in memory; ``None``: all.
-    batch: simulations per step.
-    dtype: float dtype of the statistics.
-  """
-
-  selection: str = "uct"
-  c: float | None = None
-  exploration: float = 0.2
+  selection: str = "uct"  # "uct" or "rm"
+  c: float | None = None  # UCT exploration constant; None: twice the largest absolute payoff
+  exploration: float = 0.2  # uniform mixing of regret-matching selection
+  # move policy: "visits" (most visited action), "frequency" (visit frequencies) or "mean" (mean
+  # selection strategy); None: "visits" for UCT, "mean" for RM
   final: str | None = None
-  capacity: int | None = None
-  batch: int = 1
-  dtype: str = "float32"
+  capacity: int | None = None  # most information states in memory; None: all
+  batch: int = 1  # simulations per step
+  dtype: str = "float32"  # float dtype of the statistics
 
   name = "ismcts"
 
@@ -112,29 +91,20 @@ class ISMCTS(Solver):
   def __post_init__(self):
     if self.selection not in SELECTION:
       raise ValueError(f"selection must be one of {SELECTION}, got {self.selection!r}")
-    if self.c is not None and (isinstance(self.c, bool) or not isinstance(self.c, (int, float))
-                               or not self.c >= 0):
-      raise ValueError(f"c must be a non-negative number, got {self.c!r}")
-    e = self.exploration
-    if isinstance(e, bool) or not isinstance(e, (int, float)) or not 0.0 < e <= 1.0:
-      raise ValueError(f"exploration must be in (0, 1], got {e!r}")
+    if self.c is not None:
+      check_real("c", self.c, 0, hi_open=True)
+    check_real("exploration", self.exploration, 0, 1, lo_open=True)
     if self.final is None:
       object.__setattr__(self, "final", "visits" if self.selection == "uct" else "mean")
     if self.final not in FINAL:
       raise ValueError(f"final must be one of {FINAL}, got {self.final!r}")
     if self.final == "mean" and self.selection == "uct":
       raise ValueError("final='mean' needs selection='rm' (UCT keeps no mean strategy)")
-    if self.capacity is not None:
-      check_positive_int("capacity", self.capacity)
-    check_positive_int("batch", self.batch)
-    object.__setattr__(self, "dtype", jnp.dtype(resolve_dtype(self.dtype)).name)
+    check_memory_config(self)
 
   def init(self, tree: GameTree, *, weights=None) -> ISMCTSState:
     """Empty statistics and memory (root beliefs, ``weights``, are not supported)."""
-    if weights is not None:
-      raise ValueError("ISMCTS does not support root beliefs (weights)")
-    dtype = resolve_dtype(self.dtype)
-    max_depth(tree)
+    dtype = walking_init_dtype(self, tree, weights)
     zeros = tuple(jnp.zeros((k, tree.num_actions), dtype) for k in tree.num_infostates)
     uct = self.selection == "uct"
     return ISMCTSState(visits=zeros, values=zeros if uct else None,
@@ -157,16 +127,8 @@ class ISMCTS(Solver):
     player 0 or 1 acts; only its acting player's information state is used.
     ``members``: ``target_members(tree, "ist")`` (computed here when ``None``).
     """
-    num_steps = check_num_steps(num_steps, traced_ok=True)
-    key = require_key(self.name, key)
-    if history is None:
-      history = NO_INDEX
-    else:
-      check_decision_history(tree, history)
-    if members is None:
-      members = target_members(tree, "ist")
-    return _run(self, tree, state, num_steps, key, jnp.asarray(history, jnp.int32),
-                jnp.asarray(members))
+    return _run(self, tree, state, check_num_steps(num_steps, traced_ok=True),
+                require_key(self.name, key), *search_position(tree, "ist", history, members))
 
   def policy(self, tree: GameTree, state: ISMCTSState):
     """Move policy of every information state (``final``): ``([I0, A], [I1, A])``."""

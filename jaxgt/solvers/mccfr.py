@@ -1,11 +1,8 @@
 """Monte Carlo CFR with batches of sampled trajectories: outcome and external sampling.
 
 ``solver = outcome_sampling(epsilon=0.6, batch=256)`` returns a frozen
-:class:`MCCFRSolver` following the solver protocol (:mod:`jaxgt.solvers.base`):
-``init(tree) -> MCCFRState``, ``run(tree, state, num_steps, key)`` (one jitted
-``lax.fori_loop``; step ``t`` draws from ``step_key(key, t)``, so a run is a
-pure function of ``(tree, key, num_steps)`` and chunked runs equal one long
-run) and ``policy(tree, state)`` (the average strategy).
+:class:`MCCFRSolver` following the solver protocol (:mod:`jaxgt.solvers.base`);
+its policy is the average strategy.
 
 One *step* updates player 0 from ``batch`` trajectories, then player 1 from
 ``batch`` new ones (sampled under player 0's updated regrets), so a step is
@@ -49,48 +46,36 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_positive_int, max_depth
+from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import NO_PLAYER, GameTree
-from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.dtypes import cast_tree, dtype_name
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
+from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
+                                walking_init_dtype)
 from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables, with_chance
 
 
 @struct.dataclass
 class MCCFRState:
-  """State of one MCCFR run.
+  """State of one MCCFR run."""
 
-  Attributes:
-    regrets: ``([I0, A], [I1, A])`` cumulative sampled regrets.
-    cum_policy: ``([I0, A], [I1, A])`` average-strategy accumulators.
-    iteration: ``[] int32`` completed steps (``2 * batch`` trajectories each).
-    frontier: static, per player, the external-sampling frontier size of
-      each depth (see :func:`_frontier_sizes`).
-  """
-
-  regrets: tuple
-  cum_policy: tuple
-  iteration: jax.Array
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative sampled regrets
+  cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators
+  iteration: jax.Array  # [] int32 completed steps (2 * batch trajectories each)
+  # static, per player, the external-sampling frontier size of each depth (see
+  # :func:`_frontier_sizes`)
   frontier: tuple = struct.field(pytree_node=False)
 
 
 @dataclasses.dataclass(frozen=True)
 class MCCFRSolver(Solver):
-  """Hyperparameters of a batched MCCFR variant; methods are pure functions (:mod:`.base`).
+  """Hyperparameters of a batched MCCFR variant; methods are pure functions (:mod:`.base`)."""
 
-  Attributes:
-    name: ``"mccfr-os" | "mccfr-es"``.
-    batch: trajectories per player per step.
-    epsilon: exploration of the updated player (outcome sampling only).
-    dtype: float dtype of the state.
-  """
-
-  name: str
-  batch: int = 1
-  epsilon: float = 0.6
-  dtype: str = "float32"
+  name: str  # "mccfr-os" | "mccfr-es"
+  batch: int = 1  # trajectories per player per step
+  epsilon: float = 0.6  # exploration of the updated player (outcome sampling only)
+  dtype: str = "float32"  # float dtype of the state
 
   @property
   def samples_per_step(self) -> int:
@@ -98,10 +83,7 @@ class MCCFRSolver(Solver):
 
   def init(self, tree: GameTree, *, weights=None) -> MCCFRState:
     """Zero regrets and averages (root beliefs are not supported)."""
-    if weights is not None:
-      raise ValueError(f"{self.name} does not support root beliefs (weights)")
-    dtype = resolve_dtype(self.dtype)
-    max_depth(tree)
+    dtype = walking_init_dtype(self, tree, weights)
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
                       frontier=_frontier_sizes(tree) if self.name == "mccfr-es" else ())
@@ -111,19 +93,6 @@ class MCCFRSolver(Solver):
     num_steps = check_num_steps(num_steps, traced_ok=True)
     return _run(self, tree, state, num_steps, require_key(self.name, key))
 
-  def current_policy(self, tree: GameTree, state: MCCFRState):
-    """Regret-matching strategy of the next step: ``([I0, A], [I1, A])``."""
-    return tuple(sequence_form.regret_matching(r, jnp.asarray(pt.legal))
-                 for r, pt in zip(state.regrets, tree.players))
-
-  def average_policy(self, tree: GameTree, state: MCCFRState):
-    """Normalised average strategy (uniform where never updated)."""
-    return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
-                 for c, pt in zip(state.cum_policy, tree.players))
-
-  def policy(self, tree: GameTree, state: MCCFRState):
-    """The average strategy (:meth:`average_policy`)."""
-    return self.average_policy(tree, state)
 
 
 def regret_matching_at(tree: GameTree, regrets, tabulate: bool):
@@ -334,16 +303,14 @@ def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) ->
 
 def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32") -> MCCFRSolver:
   """Outcome-sampling MCCFR, ``epsilon``-on-policy exploration (Lisy et al. 2015, Sec. 3.1)."""
-  if not isinstance(epsilon, (int, float)) or not 0.0 < epsilon <= 1.0:
-    raise ValueError(f"epsilon must be in (0, 1], got {epsilon!r}")
-  return MCCFRSolver("mccfr-os", batch=check_positive_int("batch", batch), epsilon=float(epsilon),
-                     dtype=jnp.dtype(resolve_dtype(dtype)).name)
+  return MCCFRSolver("mccfr-os", epsilon=check_real("epsilon", epsilon, 0, 1, lo_open=True),
+                     batch=check_positive_int("batch", batch), dtype=dtype_name(dtype))
 
 
 def external_sampling(batch: int = 1, *, dtype="float32") -> MCCFRSolver:
   """External-sampling MCCFR (Lanctot et al. 2009)."""
   batch = check_positive_int("batch", batch)
-  return MCCFRSolver("mccfr-es", batch=batch, dtype=jnp.dtype(resolve_dtype(dtype)).name)
+  return MCCFRSolver("mccfr-es", batch=batch, dtype=dtype_name(dtype))
 
 
 SAMPLING_SOLVERS = {"mccfr-os": outcome_sampling, "mccfr-es": external_sampling}

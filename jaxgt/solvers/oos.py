@@ -69,13 +69,14 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_decision_history, check_positive_int, max_depth
+from jaxgt.core.checks import check_decision_history, check_positive_int, check_real
 from jaxgt.core.compiler import NO_INDEX, GameTree
-from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.dtypes import cast_tree, dtype_name
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
 from jaxgt.games.base import CHANCE
-from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
+from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
+                                walking_init_dtype)
 from jaxgt.solvers.walk import Draw, walk
 
 TARGETING = ("ist", "pst")
@@ -83,21 +84,13 @@ TARGETING = ("ist", "pst")
 
 @struct.dataclass
 class OOSState:
-  """OOS tables over the compiled information states (fixed capacity).
+  """OOS tables over the compiled information states (fixed capacity)."""
 
-  Attributes:
-    regrets: ``([I0, A], [I1, A])`` cumulative regrets (zero outside memory).
-    cum_policy: ``([I0, A], [I1, A])`` average-strategy accumulators ``s_I``.
-    in_tree: ``([I0] bool, [I1] bool)`` information states in memory.
-    size: ``[] int32`` number of information states in memory.
-    iteration: ``[] int32`` iterations (steps) run so far (all searches).
-  """
-
-  regrets: tuple
-  cum_policy: tuple
-  in_tree: tuple
-  size: jax.Array
-  iteration: jax.Array
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets (zero outside memory)
+  cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators s_I
+  in_tree: tuple  # ([I0] bool, [I1] bool) information states in memory
+  size: jax.Array  # [] int32 number of information states in memory
+  iteration: jax.Array  # [] int32 iterations (steps) run so far (all searches)
 
 
 def target_members(tree: GameTree, targeting: str) -> np.ndarray:
@@ -122,6 +115,28 @@ def target_members(tree: GameTree, targeting: str) -> np.ndarray:
   table = np.full((rows, max(int(counts.max(initial=0)), 1)), -1, np.int32)
   table[key, np.arange(len(key)) - start[key]] = hist
   return table
+
+
+def search_position(tree: GameTree, targeting: str, history, members):
+  """``(history, members)`` as arrays for a search run: ``history`` checked to be a decision
+  (``None``: ``NO_INDEX``, no match history), ``members`` the :func:`target_members` table of
+  ``tree`` (computed when ``None``)."""
+  if history is None:
+    history = NO_INDEX
+  else:
+    check_decision_history(tree, history)
+  if members is None:
+    members = target_members(tree, targeting)
+  return jnp.asarray(history, jnp.int32), jnp.asarray(members)
+
+
+def check_memory_config(cfg) -> None:
+  """Checks ``capacity`` and ``batch`` of a fixed-capacity search config (OOS, ISMCTS) and
+  stores its ``dtype`` by name."""
+  if cfg.capacity is not None:
+    check_positive_int("capacity", cfg.capacity)
+  check_positive_int("batch", cfg.batch)
+  object.__setattr__(cfg, "dtype", dtype_name(cfg.dtype))
 
 
 def member_row(tree: GameTree, targeting: str, members, history):
@@ -172,39 +187,23 @@ def explorative_regret_matching(regrets, legal, gamma):
 
 
 def ancestor_mask(tree: GameTree, chain):
-  """``[H] bool``: the histories on the chains (the targeted set and its ancestors)."""
+  """``[H] bool``: the histories in ``chain [..., K]`` (e.g. the targeted set and its ancestors)."""
   H = tree.num_histories
   return jnp.zeros(H, bool).at[jnp.where(chain >= 0, chain, H).reshape(-1)].set(True, mode="drop")
 
 
-def member_mask(tree: GameTree, row):
-  """``[H] bool``: the histories of ``row [K]`` (the targeted set itself)."""
-  return ancestor_mask(tree, row)
-
-
 @dataclasses.dataclass(frozen=True)
 class OOS(Solver):
-  """Hyperparameters of Online Outcome Sampling (Sec. 4); methods are pure (:mod:`.base`).
+  """Hyperparameters of Online Outcome Sampling (Sec. 4); methods are pure (:mod:`.base`)."""
 
-  Attributes:
-    delta: probability that an iteration samples only ``Z_sub`` (targeting).
-    targeting: ``"ist"`` (information-set targeting, Sec. 4.1) or ``"pst"``
-      (public-subgame targeting, Sec. 4.2).
-    epsilon: exploration of the update player's sampling policy ``Phi``.
-    gamma: explorative regret matching ``gamma / |A| + (1 - gamma) RM``.
-    capacity: most information states (both players) in memory; ``None``:
-      all of them.
-    batch: trajectories per update player per iteration (one scatter-add).
-    dtype: float dtype of the tables.
-  """
-
-  delta: float = 0.9
+  delta: float = 0.9  # probability that an iteration samples only Z_sub (targeting)
+  # "ist" (information-set targeting, Sec. 4.1) or "pst" (public-subgame targeting, Sec. 4.2)
   targeting: str = "ist"
-  epsilon: float = 0.6
-  gamma: float = 0.01
-  capacity: int | None = None
-  batch: int = 1
-  dtype: str = "float32"
+  epsilon: float = 0.6  # exploration of the update player's sampling policy Phi
+  gamma: float = 0.01  # explorative regret matching gamma / |A| + (1 - gamma) RM
+  capacity: int | None = None  # most information states (both players) in memory; None: all of them
+  batch: int = 1  # trajectories per update player per iteration (one scatter-add)
+  dtype: str = "float32"  # float dtype of the tables
 
   name = "oos"
 
@@ -213,17 +212,12 @@ class OOS(Solver):
     return 2 * self.batch
 
   def __post_init__(self):
-    for name, lo, lo_open in (("delta", 0.0, False), ("epsilon", 0.0, True), ("gamma", 0.0, False)):
-      v = getattr(self, name)
-      if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not (
-          (lo < v if lo_open else lo <= v) and v <= 1.0):
-        raise ValueError(f"{name} must be in {'(' if lo_open else '['}0, 1], got {v!r}")
+    check_real("delta", self.delta, 0, 1)
+    check_real("epsilon", self.epsilon, 0, 1, lo_open=True)
+    check_real("gamma", self.gamma, 0, 1)
     if self.targeting not in TARGETING:
       raise ValueError(f"targeting must be one of {TARGETING}, got {self.targeting!r}")
-    if self.capacity is not None:
-      check_positive_int("capacity", self.capacity)
-    check_positive_int("batch", self.batch)
-    object.__setattr__(self, "dtype", jnp.dtype(resolve_dtype(self.dtype)).name)
+    check_memory_config(self)
 
   def init(self, tree: GameTree, *, prefill: bool = False, weights=None) -> OOSState:
     """Empty memory (Sec. 4: the root information state enters on the first iteration).
@@ -232,10 +226,7 @@ class OOS(Solver):
     with offline MCCFR); it needs ``capacity`` to cover the game. Root
     beliefs (``weights``) are not supported.
     """
-    if weights is not None:
-      raise ValueError("OOS does not support root beliefs (weights)")
-    dtype = resolve_dtype(self.dtype)
-    max_depth(tree)
+    dtype = walking_init_dtype(self, tree, weights)
     n = tree.num_infostates
     if prefill and self.capacity is not None and self.capacity < sum(n):
       raise ValueError(f"prefill needs capacity >= {sum(n)} information states, "
@@ -254,30 +245,9 @@ class OOS(Solver):
     index (may be traced) where player 0 or 1 acts. ``members``: the
     :func:`target_members` table of ``tree`` (computed here when ``None``).
     """
-    num_steps = check_num_steps(num_steps, traced_ok=True)
-    key = require_key(self.name, key)
-    if history is None:
-      history = NO_INDEX
-    else:
-      check_decision_history(tree, history)
-    if members is None:
-      members = target_members(tree, self.targeting)
-    return _run(self, tree, state, num_steps, key, jnp.asarray(history, jnp.int32),
-                jnp.asarray(members))
-
-  def average_policy(self, tree: GameTree, state: OOSState):
-    """Normalised ``s_I`` (uniform where never updated): ``([I0, A], [I1, A])``."""
-    return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
-                 for c, pt in zip(state.cum_policy, tree.players))
-
-  def policy(self, tree: GameTree, state: OOSState):
-    """The average strategy ``s_I`` (:meth:`average_policy`)."""
-    return self.average_policy(tree, state)
-
-  def current_policy(self, tree: GameTree, state: OOSState):
-    """Explorative regret matching of the next iteration (uniform outside memory)."""
-    return tuple(explorative_regret_matching(r, jnp.asarray(pt.legal), self.gamma)
-                 for r, pt in zip(state.regrets, tree.players))
+    return _run(self, tree, state, check_num_steps(num_steps, traced_ok=True),
+                require_key(self.name, key),
+                *search_position(tree, self.targeting, history, members))
 
   def targets(self, tree: GameTree, state: OOSState, history):
     """``(on_target [H] bool, w_T [])`` of match position ``history`` (``-1``: none).
@@ -304,7 +274,7 @@ def _targets(cfg: OOS, tree: GameTree, state: OOSState, members, history):
   mass = jnp.sum(jnp.where(row >= 0, reach, 0.0))
   inv_w = (1.0 - cfg.delta) + cfg.delta / jnp.maximum(mass, jnp.finfo(reach.dtype).tiny)
   w_t = jnp.where(history >= 0, 1.0 / inv_w, 1.0).astype(reach.dtype)
-  return member_mask(tree, row), ancestor_mask(tree, chain), w_t
+  return ancestor_mask(tree, row), ancestor_mask(tree, chain), w_t
 
 
 def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):

@@ -1,12 +1,8 @@
 """UCT and Smooth UCT self-play search over information states (Heinrich & Silver 2015).
 
 ``solver = smooth_uct()`` returns a frozen :class:`UCTSolver` following the
-solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree) -> UCTState``,
-``run(tree, state, num_steps, key)`` (one jitted ``lax.fori_loop``; step
-``t`` draws from ``step_key(key, t)``, so a run is a pure function of
-``(tree, key, num_steps)``, bit for bit, however it is chunked) and
-``policy(tree, state)`` (the average strategy), so
-:func:`jaxgt.solvers.base.exploitability_curve` evaluates it.
+solver protocol (:mod:`jaxgt.solvers.base`; its policy is the average
+strategy), so :func:`jaxgt.solvers.base.exploitability_curve` evaluates it.
 
 Extensive-form MCTS (Sec. 3, Algorithm 1): one search tree per player over
 that player's information states. The compiled game already enumerates them,
@@ -52,21 +48,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_positive_int, max_depth
+from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import GameTree
-from jaxgt.core.dtypes import cast_tree, resolve_dtype
+from jaxgt.core.dtypes import cast_tree, dtype_name
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
+from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
+                                walking_init_dtype)
 from jaxgt.solvers.walk import Draw, walk
 
 PAPER_CONSTANTS = {
@@ -80,18 +75,13 @@ PAPER_CONSTANTS = {
 
 @struct.dataclass
 class UCTState:
-  """State of one (Smooth) UCT self-play run.
+  """State of one (Smooth) UCT self-play run."""
 
-  Attributes:
-    visits: ``([I0, A], [I1, A]) int32`` action visit counts ``N(u, a)``;
-      ``N(u) > 0`` marks the information states in each player's tree.
-    values: ``([I0, A], [I1, A])`` mean return ``Q(u, a)`` of the player to act.
-    iteration: ``[] int32`` steps run (``batch`` episodes each).
-  """
-
+  # ([I0, A], [I1, A]) int32 action visit counts N(u, a); N(u) > 0 marks the information states in
+  # each player's tree
   visits: tuple
-  values: tuple
-  iteration: jax.Array
+  values: tuple  # ([I0, A], [I1, A]) mean return Q(u, a) of the player to act
+  iteration: jax.Array  # [] int32 steps run (batch episodes each)
 
   def in_tree(self) -> tuple:
     """``([I0] bool, [I1] bool)``: information states in each player's search tree."""
@@ -100,23 +90,15 @@ class UCTState:
 
 @dataclasses.dataclass(frozen=True)
 class UCTSolver(Solver):
-  """Hyperparameters of UCT / Smooth UCT self-play; methods are pure functions (:mod:`.base`).
+  """Hyperparameters of UCT / Smooth UCT self-play; methods are pure functions (:mod:`.base`)."""
 
-  Attributes:
-    name: ``"uct" | "smooth-uct"``.
-    c: UCB1 exploration constant.
-    gamma, eta, d: Smooth UCB mixing schedule (Eq. 2); unused by UCT.
-    batch: episodes per step.
-    dtype: float dtype of ``Q``.
-  """
-
-  name: str
-  c: float
-  gamma: float = 1.0
+  name: str  # "uct" | "smooth-uct"
+  c: float  # UCB1 exploration constant
+  gamma: float = 1.0  # gamma, eta, d: Smooth UCB mixing schedule (Eq. 2); unused by UCT
   eta: float = 1.0
   d: float = 0.0
-  batch: int = 1
-  dtype: str = "float32"
+  batch: int = 1  # episodes per step
+  dtype: str = "float32"  # float dtype of Q
 
   @property
   def smooth(self) -> bool:
@@ -128,10 +110,7 @@ class UCTSolver(Solver):
 
   def init(self, tree: GameTree, *, weights=None) -> UCTState:
     """Empty trees (no visits); root beliefs (``weights``) are not supported."""
-    if weights is not None:
-      raise ValueError(f"{self.name} does not support root beliefs (weights)")
-    dtype = resolve_dtype(self.dtype)
-    max_depth(tree)
+    dtype = walking_init_dtype(self, tree, weights)
     A = tree.num_actions
     visits = tuple(jnp.zeros((n, A), jnp.int32) for n in tree.num_infostates)
     values = tuple(jnp.zeros((n, A), dtype) for n in tree.num_infostates)
@@ -144,10 +123,6 @@ class UCTSolver(Solver):
     """
     num_steps = check_num_steps(num_steps, traced_ok=True)
     return _run(self, tree, state, num_steps, require_key(self.name, key))
-
-  def policy(self, tree: GameTree, state: UCTState):
-    """The average strategy (:meth:`average_policy`)."""
-    return self.average_policy(tree, state)
 
   def average_policy(self, tree: GameTree, state: UCTState):
     """Normalised visit counts ``N(u, a) / N(u)``, uniform outside the tree (``[I_p, A]`` each)."""
@@ -255,21 +230,10 @@ def _run(cfg: UCTSolver, tree: GameTree, state: UCTState, num_steps, key) -> UCT
   return lax.fori_loop(0, num_steps, body, state)
 
 
-def _check_real(name, x, lo, hi, lo_open=True, hi_open=False):
-  if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-    raise ValueError(f"{name} must be a real number, got {x!r}")
-  x = float(x)
-  ok = math.isfinite(x) and (x > lo if lo_open else x >= lo) and (x < hi if hi_open else x <= hi)
-  if not ok:
-    l, r = ("(" if lo_open else "["), (")" if hi_open else "]")
-    raise ValueError(f"{name} must be in {l}{lo}, {hi}{r}, got {x!r}")
-  return x
-
-
 def uct(c: float = 2.0, *, batch: int = 1, dtype="float32") -> UCTSolver:
   """Extensive-form UCT self-play (Sec. 3.1); ``c=2`` for Kuhn, ``c=20`` for Leduc (Sec. 4)."""
-  return UCTSolver("uct", c=_check_real("c", c, 0.0, math.inf, lo_open=False, hi_open=True),
-                   batch=check_positive_int("batch", batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
+  return UCTSolver("uct", c=check_real("c", c, 0, hi_open=True),
+                   batch=check_positive_int("batch", batch), dtype=dtype_name(dtype))
 
 
 def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float = 0.001, *,
@@ -280,11 +244,11 @@ def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float =
   (Sec. 4.2; see :func:`for_game`).
   """
   return UCTSolver("smooth-uct",
-                   c=_check_real("c", c, 0.0, math.inf, lo_open=False, hi_open=True),
-                   gamma=_check_real("gamma", gamma, 0.0, 1.0),
-                   eta=_check_real("eta", eta, 0.0, 1.0),
-                   d=_check_real("d", d, 0.0, math.inf, lo_open=False, hi_open=True),
-                   batch=check_positive_int("batch", batch), dtype=jnp.dtype(resolve_dtype(dtype)).name)
+                   c=check_real("c", c, 0, hi_open=True),
+                   gamma=check_real("gamma", gamma, 0, 1, lo_open=True),
+                   eta=check_real("eta", eta, 0, 1, lo_open=True),
+                   d=check_real("d", d, 0, hi_open=True),
+                   batch=check_positive_int("batch", batch), dtype=dtype_name(dtype))
 
 
 def for_game(name: str, game: str, **kwargs) -> UCTSolver:

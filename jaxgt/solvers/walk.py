@@ -57,44 +57,26 @@ from jaxgt.games.base import CHANCE
 
 @struct.dataclass
 class Node:
-  """The current node of each of ``B`` trajectories.
+  """The current node of each of ``B`` trajectories."""
 
-  Attributes:
-    history: ``[B] int32`` history index.
-    player: ``[B] int32`` acting player (``0``, ``1``, ``CHANCE``, or a
-      terminal's ``NO_PLAYER``-like code).
-    infostate: ``[B] int32`` acting player's information state (``NO_INDEX``
-      off decisions).
-    decision: ``[B] bool`` player 0 or 1 acts.
-    legal: ``[B, A] bool`` legal actions (all ``False`` off decisions).
-  """
-
-  history: jax.Array
-  player: jax.Array
-  infostate: jax.Array
-  decision: jax.Array
-  legal: jax.Array
+  history: jax.Array  # [B] int32 history index
+  player: jax.Array  # [B] int32 acting player (0, 1, CHANCE, or a terminal's NO_PLAYER-like code)
+  infostate: jax.Array  # [B] int32 acting player's information state (NO_INDEX off decisions)
+  decision: jax.Array  # [B] bool player 0 or 1 acts
+  legal: jax.Array  # [B, A] bool legal actions (all False off decisions)
 
 
 @struct.dataclass
 class Draw:
-  """What a node policy returns at one step.
+  """What a node policy returns at one step."""
 
-  Attributes:
-    sample: ``[B, A]`` sampling weights at decisions (need not be normalised;
-      ignored at chance and past the end).
-    target: ``[B, A]`` target policy at decisions (the strategy being
-      evaluated or updated).
-    record: pytree of ``[B, ...]`` values stacked into
-      :attr:`Trajectory.record` (``None``: nothing).
-    on_target: ``[B, C] bool`` children inside the targeted set, or ``None``
-      (no targeting).
-  """
-
+  # [B, A] sampling weights at decisions (need not be normalised; ignored at chance and past the
+  # end)
   sample: jax.Array
-  target: jax.Array
+  target: jax.Array  # [B, A] target policy at decisions (the strategy being evaluated or updated)
+  # pytree of [B, ...] values stacked into :attr:`Trajectory.record` (None: nothing)
   record: Any = None
-  on_target: Any = None
+  on_target: Any = None  # [B, C] bool children inside the targeted set, or None (no targeting)
 
 
 @struct.dataclass
@@ -104,41 +86,26 @@ class Trajectory:
   Step ``t`` of column ``b`` is the ``t``-th node the trajectory passed
   through (chance and decisions alike); steps after it reached a terminal
   are padding.
-
-  Attributes:
-    history: ``[D, B] int32`` history at each step (``NO_INDEX`` past the end).
-    player: ``[D, B] int32`` acting player: ``0``, ``1``, ``CHANCE``, or
-      ``NO_PLAYER`` past the end.
-    infostate: ``[D, B] int32`` acting player's information state
-      (``NO_INDEX`` at chance and past the end).
-    action: ``[D, B] int32`` the child index taken (an action index at
-      decisions; ``0`` past the end).
-    sample_prob: ``[D, B]`` probability of the action under the (untargeted)
-      sampling distribution: the node policy's ``sample`` at decisions,
-      chance probability at chance; ``1`` past the end.
-    target_prob: ``[D, B]`` probability of the action under the target
-      policy (``Draw.target``) at decisions, chance probability at chance;
-      ``1`` past the end.
-    targeted_prob: ``[D, B]`` probability of the action under the sampling
-      distribution restricted to ``on_target`` (``0`` where the
-      restriction has no mass; ``1`` past the end), or ``None`` without
-      targeting.
-    terminal: ``[B] int32`` terminal index reached (``NO_INDEX`` if the walk
-      ended elsewhere).
-    last: ``[B] int32`` history where each trajectory ended.
-    record: the node policy's records stacked ``[D, B, ...]``.
   """
 
-  history: jax.Array
-  player: jax.Array
+  history: jax.Array  # [D, B] int32 history at each step (NO_INDEX past the end)
+  player: jax.Array  # [D, B] int32 acting player: 0, 1, CHANCE, or NO_PLAYER past the end
+  # [D, B] int32 acting player's information state (NO_INDEX at chance and past the end)
   infostate: jax.Array
+  # [D, B] int32 the child index taken (an action index at decisions; 0 past the end)
   action: jax.Array
+  # [D, B] probability of the action under the (untargeted) sampling distribution: the node policy's
+  # sample at decisions, chance probability at chance; 1 past the end
   sample_prob: jax.Array
+  # [D, B] probability of the action under the target policy (Draw.target) at decisions, chance
+  # probability at chance; 1 past the end
   target_prob: jax.Array
+  # [D, B] probability of the action under the sampling distribution restricted to on_target (0
+  # where the restriction has no mass; 1 past the end), or None without targeting
   targeted_prob: Any
-  terminal: jax.Array
-  last: jax.Array
-  record: Any
+  terminal: jax.Array  # [B] int32 terminal index reached (NO_INDEX if the walk ended elsewhere)
+  last: jax.Array  # [B] int32 history where each trajectory ended
+  record: Any  # the node policy's records stacked [D, B, ...]
 
   def payoff(self, tree: GameTree) -> jax.Array:
     """``[B]`` player 0's payoff at the terminal reached."""
