@@ -114,7 +114,7 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
   # Every solver follows jaxgt.solvers.base: init / run(..., key) / policy.
-  state = solver.init(tree, weights=weights) if weights is not None else solver.init(tree)
+  state = solver.init(tree, weights=weights)  # solvers without root beliefs raise for weights
   key = jax.random.key(int(seed))
   per_step = solver.samples_per_step or None
   weights = None if weights is None else jax.numpy.asarray(weights, dtype)

@@ -213,3 +213,17 @@ def test_regret_rule_with_extra_state_plugs_into_the_engine():
   plus = cfr_lib.cfr_plus(dtype="float64")
   ref = plus.policy(tree, plus.run(tree, plus.init(tree), 1000))
   assert not np.allclose(np.asarray(pol[0]), np.asarray(ref[0]), atol=1e-6)
+
+
+def test_exploitability_curve_runs_the_cfr_family_through_the_protocol():
+  """The generic curve (solvers.base) gives, for CFR+, what a direct run and exact evaluation give."""
+  from jaxgt.core.evaluate import policy_evaluation
+  from jaxgt.solvers import base
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  solver = cfr_lib.cfr_plus(dtype="float64")
+  curve = base.exploitability_curve(solver, tree, (10, 100), jax.random.key(0), seeds=2)
+  for row, n in zip(curve, (10, 100)):
+    state = solver.run(tree, solver.init(tree), n)
+    want = float(policy_evaluation(tree, solver.policy(tree, state)).exploitability)
+    np.testing.assert_allclose(row, [want, want], rtol=1e-10)
+  assert curve[1, 0] < curve[0, 0]

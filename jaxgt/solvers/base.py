@@ -149,7 +149,7 @@ def exploitability_curve(solver: Solver, tree, checkpoints, key: jax.Array,
   @jax.jit
   def advance(states, n):
     def one(s, k):
-      s = solver.run(tree, s, n, k) if solver.sampled else solver.run(tree, s, n)
+      s = solver.run(tree, s, n, k)  # deterministic solvers ignore the key
       return s, policy_evaluation(tree, solver.policy(tree, s)).exploitability
     return jax.vmap(one)(states, keys)
 

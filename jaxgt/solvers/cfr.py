@@ -187,7 +187,7 @@ class CFRSolver(Solver):
     del key
     if state.iteration.ndim != 0:
       raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
-    return _run(self, tree, state, check_num_steps(num_steps))
+    return _run(self, tree, state, check_num_steps(num_steps, traced_ok=True))
 
   def run_batch(self, tree: GameTree, state: CFRState, num_steps: int, key=None) -> CFRState:
     """``run`` vmapped over the leading batch axis of ``state``."""
