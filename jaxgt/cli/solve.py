@@ -1,32 +1,14 @@
-"""The ``jaxgt`` command line (also ``python -m jaxgt``).
-
-  jaxgt games                          list registered games and parameters
-  jaxgt info GAME                      sizes, enumeration time and memory
-  jaxgt check GAME                     conformance checks of a game
-  jaxgt solve GAME [options]           solve, print exploitability as it falls
-  jaxgt export POLICY --openspiel OUT  write the policy for OpenSpiel
-
-GAME is a registered name with optional parameters in OpenSpiel's syntax,
-e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``.
-"""
+"""``jaxgt solve GAME [options]``: solve a game, print exploitability as it falls."""
 
 from __future__ import annotations
 
-import argparse
-import sys
+from jaxgt.cli.common import load_game
 
 SOLVER_CHOICES = ["cfr", "cfr+", "lcfr", "dcfr"]
 SAMPLING_CHOICES = ["mccfr-os", "mccfr-es"]
 
 
-def _parser() -> argparse.ArgumentParser:
-  ap = argparse.ArgumentParser(prog="jaxgt", description=__doc__.split("\n\n")[0])
-  sub = ap.add_subparsers(dest="command", required=True)
-  sub.add_parser("games", help="list registered games")
-  p = sub.add_parser("info", help="print the sizes of a game")
-  p.add_argument("game")
-  p = sub.add_parser("check", help="run the conformance checks on a game")
-  p.add_argument("game")
+def add_parser(sub) -> None:
   p = sub.add_parser("solve", help="solve a game")
   p.add_argument("game")
   p.add_argument("--solver", default="cfr+", choices=SOLVER_CHOICES + SAMPLING_CHOICES)
@@ -44,49 +26,9 @@ def _parser() -> argparse.ArgumentParser:
                       "trajectories = iterations x batch)")
   p.add_argument("--save", metavar="POLICY", help="save the average policy (.npz)")
   p.add_argument("--plot", metavar="PNG", help="plot exploitability versus iteration")
-  p = sub.add_parser("export", help="export a saved policy")
-  p.add_argument("policy")
-  p.add_argument("--openspiel", metavar="OUT.json", required=True,
-                 help="write {game, policy: {info_state_string: [[action, prob], ...]}}")
-  return ap
 
 
-def _load(text: str):
-  from jaxgt.core.compiler import load
-  return load(text)
-
-
-def cmd_games(args) -> int:
-  from jaxgt.games import registry
-  for name, spec in sorted(registry().items()):
-    params = ", ".join(f"{k}={v}" for k, v in spec.params.items())
-    print(f"{name:<16} {spec.description}" + (f"  [{params}]" if params else ""))
-  return 0
-
-
-def cmd_info(args) -> int:
-  g = _load(args.game)
-  s = g.sizes()
-  print(f"game            {g.name}")
-  for k in ("histories", "terminals", "infostates_p0", "infostates_p1", "public_states", "actions"):
-    print(f"{k:<15} {s[k]}")
-  print(f"enumeration     {g.enumeration_seconds:.3f} s")
-  print(f"memory          {g.nbytes / 2**20:.2f} MiB")
-  print(f"fingerprint     {g.fingerprint}")
-  return 0
-
-
-def cmd_check(args) -> int:
-  from jaxgt import games
-  g = _load(args.game)
-  report = games.check(g)
-  print(f"{g.name}: all checks passed")
-  for k, v in report.items():
-    print(f"  {k}: {v}")
-  return 0
-
-
-def cmd_solve(args) -> int:
+def run(args) -> int:
   import jax
   if args.dtype == "float64":
     jax.config.update("jax_enable_x64", True)
@@ -97,7 +39,7 @@ def cmd_solve(args) -> int:
   if args.solver in SAMPLING_CHOICES and (args.batch < 2 or args.batch % 2):
     raise ValueError(f"--batch must be an even integer >= 2 (half the trajectories of a step "
                      f"update each player), got {args.batch}")
-  g = _load(args.game)
+  g = load_game(args.game)
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
         f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", flush=True)
   from jaxgt.solve import solve
@@ -123,29 +65,3 @@ def cmd_solve(args) -> int:
     plot_curve(res.evaluations, args.plot, title=f"{g.name} {args.solver}")
     print(f"saved plot to {args.plot}")
   return 0
-
-
-def cmd_export(args) -> int:
-  from jaxgt import policy as pol_lib
-  pol, g = pol_lib.load(args.policy)
-  pol_lib.export_openspiel(pol, g, args.openspiel)
-  print(f"wrote {args.openspiel} ({sum(g.tree.num_infostates)} information states, "
-        f"game {pol_lib.openspiel_game_string(g)})")
-  return 0
-
-
-COMMANDS = {"games": cmd_games, "info": cmd_info, "check": cmd_check, "solve": cmd_solve,
-            "export": cmd_export}
-
-
-def main(argv=None) -> int:
-  args = _parser().parse_args(argv)
-  try:
-    return COMMANDS[args.command](args)
-  except (ValueError, ImportError) as e:
-    print(f"jaxgt: error: {e}", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-  sys.exit(main())

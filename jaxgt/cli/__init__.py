@@ -1,0 +1,47 @@
+"""The ``jaxgt`` command line (also ``python -m jaxgt``).
+
+  jaxgt games                          list registered games and parameters
+  jaxgt info GAME                      sizes, enumeration time and memory
+  jaxgt check GAME                     conformance checks of a game
+  jaxgt solve GAME [options]           solve, print exploitability as it falls
+  jaxgt export POLICY --openspiel OUT  write the policy for OpenSpiel
+
+GAME is a registered name with optional parameters in OpenSpiel's syntax,
+e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``. Each command lives in its
+own module of this package, which exposes ``add_parser(subparsers)`` and
+``run(args) -> int``; ``COMMANDS`` lists them in the order ``--help`` shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jaxgt.cli import export, games, solve
+
+COMMANDS = {
+    "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
+    "solve": solve.run, "export": export.run,
+}
+_MODULES = (games, solve, export)
+
+
+def _parser() -> argparse.ArgumentParser:
+  ap = argparse.ArgumentParser(prog="jaxgt", description=__doc__.split("\n\n")[0])
+  sub = ap.add_subparsers(dest="command", required=True)
+  for module in _MODULES:
+    module.add_parser(sub)
+  return ap
+
+
+def main(argv=None) -> int:
+  args = _parser().parse_args(argv)
+  try:
+    return COMMANDS[args.command](args)
+  except (ValueError, ImportError) as e:
+    print(f"jaxgt: error: {e}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,86 @@
+"""Logs of played games: JSON Lines, one episode per line (the contract).
+
+Each line is ``{"game": GAME, "history": [a0, a1, ...], "returns": [r0, r1]}``:
+GAME is a string :func:`jaxgt.load` accepts, ``history`` every action id from
+the root in OpenSpiel's numbering (chance outcomes included) and ``null`` a
+chance outcome the logging side did not observe. Anyone with OpenSpiel can
+write one; ``jaxgt match --log`` writes one from jaxgt's match runner and
+``jaxgt evaluate`` reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Iterable, Optional, Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class Episode:
+  """One logged episode: ``history`` (``None`` = unobserved chance outcome), ``returns`` (r0, r1)."""
+  game: str
+  history: tuple[Optional[int], ...]
+  returns: tuple[float, float]
+
+
+def write_episodes(path, game: str, histories: Iterable[Sequence[Optional[int]]],
+                   returns: Iterable[Sequence[float]]) -> int:
+  """Writes one line per (history, returns) pair to ``path``; returns the number of lines."""
+  n = 0
+  with open(path, "w") as f:
+    for history, ret in zip(histories, returns, strict=True):
+      record = {"game": game,
+                "history": [None if a is None else int(a) for a in history],
+                "returns": [float(ret[0]), float(ret[1])]}
+      f.write(json.dumps(record) + "\n")
+      n += 1
+  return n
+
+
+def _episode(line: str, lineno: int, path) -> Episode:
+  where = f"{path}:{lineno}"
+  try:
+    record = json.loads(line)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{where}: not a JSON object ({e.msg}); is the line truncated?") from None
+  if not isinstance(record, dict):
+    raise ValueError(f"{where}: expected a JSON object, got {type(record).__name__}")
+  missing = {"game", "history", "returns"} - set(record)
+  if missing:
+    raise ValueError(f"{where}: missing field(s) {sorted(missing)}")
+  game, history, ret = record["game"], record["history"], record["returns"]
+  if not isinstance(game, str) or not game:
+    raise ValueError(f"{where}: 'game' must be a non-empty string, got {game!r}")
+  if not isinstance(history, list) or not all(
+      a is None or (isinstance(a, int) and not isinstance(a, bool) and a >= 0) for a in history):
+    raise ValueError(f"{where}: 'history' must be a list of action ids (>= 0) or null, got {history!r}")
+  if (not isinstance(ret, list) or len(ret) != 2
+      or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in ret)):
+    raise ValueError(f"{where}: 'returns' must be two finite numbers, got {ret!r}")
+  return Episode(game, tuple(history), (float(ret[0]), float(ret[1])))
+
+
+def read_episodes(path) -> list[Episode]:
+  """Parses a log; malformed lines and mixed games are errors naming the line number.
+
+  Blank lines are skipped. Whether each history is legal in its game is checked
+  by the consumer, which holds the compiled game.
+  """
+  episodes: list[Episode] = []
+  try:
+    f = open(path)
+  except OSError as e:
+    raise ValueError(f"cannot read log {path}: {e.strerror}") from None
+  with f:
+    for lineno, line in enumerate(f, start=1):
+      if not line.strip():
+        continue
+      ep = _episode(line, lineno, path)
+      if episodes and ep.game != episodes[0].game:
+        raise ValueError(f"{path}:{lineno}: game {ep.game!r} differs from the log's first game "
+                         f"{episodes[0].game!r}")
+      episodes.append(ep)
+  if not episodes:
+    raise ValueError(f"log {path} holds no episodes")
+  return episodes
