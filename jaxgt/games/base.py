@@ -1,8 +1,7 @@
 """How to define a two-player zero-sum extensive-form game in plain Python.
 
-A game is a subclass of :class:`Game` whose methods take an immutable,
-hashable-or-not *state* object of the game's own choosing (a tuple is usual)
-and answer the questions the compiler asks while it enumerates the tree once:
+A game subclasses :class:`Game`; its methods take an immutable *state* of the
+game's choosing (a tuple is usual) and answer the compiler's questions:
 
 =====================================  ========================================
 method                                  returns
@@ -17,17 +16,11 @@ method                                  returns
 ``public_state(s)``                     a hashable key: what *both* players observe
 =====================================  ========================================
 
-``information_state`` is called for the acting player at decision nodes (and
-for either player at any non-terminal state by the public-tree layer). Two
-histories share an information state iff the strings are equal; for games
-that mirror an OpenSpiel game the string equals OpenSpiel's
-``information_state_string`` so policies export exactly. ``public_state``
-must be constant on every information state (the conformance check verifies
-it) and must be a refinement-compatible description of the public
-observation sequence.
-
-Games are pure descriptions: no randomness, no mutable state. Compile one
-with :func:`jaxgt.compile_game`.
+``information_state`` is called for both players at every non-terminal state;
+equal strings are one information state (OpenSpiel's strings for games that
+mirror one, so policies export exactly). ``public_state`` must be constant on
+every information state (:func:`jaxgt.games.check` verifies it). Games are
+pure descriptions; compile one with :func:`jaxgt.compile_game`.
 """
 
 from __future__ import annotations
@@ -44,13 +37,9 @@ TERMINAL = -4
 class Game(abc.ABC):
   """A two-player zero-sum extensive-form game with chance (see module doc).
 
-  Attributes:
-    name: registry name, e.g. ``"leduc_poker"``.
-    params: the parameters the game was made with (all of them, defaults
-      filled in), used for the game string and the policy fingerprint.
-    num_actions: number of distinct player action ids.
-    big_blind: chips in one big blind, for mbb/h; ``None`` if the game has
-      no blind structure.
+  ``name`` is the registry name, ``params`` all parameters (defaults filled
+  in; they name the game), ``num_actions`` the number of player action ids,
+  ``big_blind`` chips in one big blind for mbb/h (``None``: no blinds).
   """
 
   name: str = "game"
@@ -121,12 +110,8 @@ def _fmt(v: Any) -> str:
 
 
 def check_params(name: str, given: Mapping[str, Any], spec: Mapping[str, Any]) -> dict:
-  """Fills defaults from ``spec`` and rejects unknown names / wrong types.
-
-  ``spec`` maps parameter name to its default; the default's type is the
-  parameter's type (``int`` also accepts integral floats is *not* done: a
-  wrong type is an error).
-  """
+  """Fills defaults from ``spec`` (name -> default, whose type is the parameter's; an int
+  is accepted for a float) and rejects unknown names and wrong types."""
   unknown = sorted(set(given) - set(spec))
   if unknown:
     valid = ", ".join(f"{k}={_fmt(v)}" for k, v in spec.items()) or "none"
