@@ -107,11 +107,7 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
 
 
 def check_policy(tree: GameTree, policy) -> None:
-  """Raises ``ValueError`` unless ``policy`` is ``([I0, A], [I1, A])`` floats for ``tree``.
-
-  Runs on static shapes, so it costs nothing under ``jit`` and fails before
-  any compilation.
-  """
+  """Raises ``ValueError`` unless ``policy`` is ``([I0, A], [I1, A])`` floats (static shapes)."""
   if not isinstance(policy, (tuple, list)) or len(policy) != 2:
     raise ValueError("a policy is a pair (sigma0 [I0, A], sigma1 [I1, A]); got "
                      f"{type(policy).__name__}")
@@ -138,9 +134,8 @@ def check_weights(tree: GameTree, weights) -> None:
 def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None):
   """``[T]`` utility to ``player`` times chance/external and opponent reach."""
   w = tree.terminal_chance if weights is None else weights
-  o = 1 - player
   sign = 1.0 if player == 0 else -1.0
-  return sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[o]]
+  return sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[1 - player]]
 
 
 def counterfactual_values(tree: GameTree, policy, player: int, weights=None, *,
@@ -161,11 +156,8 @@ def best_response_value(tree: GameTree, policy, player: int, weights=None):
 
 
 def best_response(tree: GameTree, policy, player: int, weights=None) -> jax.Array:
-  """A pure best response of ``player`` to ``policy[1 - player]``: ``[I_p, A]``.
-
-  At information states the opponent's policy makes unreachable, any legal
-  action is a best response; the first legal maximiser is returned.
-  """
+  """A pure best response ``[I_p, A]`` of ``player`` to ``policy[1 - player]`` (the first legal
+  maximiser, also where the opponent never reaches)."""
   q, _ = counterfactual_values(tree, policy, player, weights, best_response=True)
   q = jnp.where(tree.players[player].legal, q, -jnp.inf)
   return jax.nn.one_hot(jnp.argmax(q, axis=-1), tree.num_actions, dtype=q.dtype)
@@ -176,8 +168,7 @@ def expected_value(tree: GameTree, policy, weights=None):
   check_policy(tree, policy)
   check_weights(tree, weights)
   w = tree.terminal_chance if weights is None else weights
-  x0 = realization(tree.players[0], policy[0])
-  x1 = realization(tree.players[1], policy[1])
+  x0, x1 = (realization(tree.players[p], policy[p]) for p in (0, 1))
   return jnp.sum(tree.terminal_payoff * w * x0[tree.terminal_seq[0]] * x1[tree.terminal_seq[1]])
 
 

@@ -1,34 +1,18 @@
 """The conformance check every game must pass: ``jaxgt.games.check(game)``.
 
-Independent of the compiler, :func:`check` enumerates a :class:`Game`
-breadth-first and verifies, in this order:
-
-``players``
-  ``current_player`` is 0, 1, ``CHANCE`` or ``TERMINAL``; information states
-  are strings and public states hashable.
-``chance_probabilities``
-  every chance node has outcomes with distinct non-negative ids and positive
-  probabilities summing to one.
-``legal_actions``
-  every decision node has a non-empty, sorted, duplicate-free legal set inside
-  ``[0, num_actions)``.
-``zero_sum``
-  every terminal pays ``(u0, u1)``, finite, with ``u0 + u1 == 0``.
-``perfect_recall``
-  all histories of one information state have the same own action sequence
-  and the same legal actions; the same holds for each player's *augmented*
-  information states (its key at the opponent's decision nodes), which the
-  public tree and value networks use as range supports.
-``public_states``
-  all histories of one information state share a public state, and all
-  histories of one public state have the same depth and (except the root)
-  parents in one public state, so public states form a tree.
-``deterministic``
-  a second enumeration gives the same histories, keys, legal sets,
-  probabilities and payoffs; for a compiled game, also the same sizes and
-  information-state keys as the compiled tree.
-
-A failure raises ``ValueError`` naming the check and the history's action path.
+Independent of the compiler, :func:`check` enumerates a :class:`Game` and
+verifies, in this order (a failure raises ``ValueError`` naming the check and
+the history's action path): ``players`` (``current_player`` is 0, 1,
+``CHANCE`` or ``TERMINAL``; information states are strings, public states
+hashable); ``chance_probabilities`` (distinct non-negative outcome ids,
+positive probabilities summing to one); ``legal_actions`` (non-empty, sorted,
+unique, inside ``[0, num_actions)``); ``zero_sum`` (finite ``u0 + u1 == 0``);
+``perfect_recall`` (one own action sequence and one legal set per
+information state, and one own sequence per *augmented* information state);
+``public_states`` (an information state lies in one public state; a public
+state's histories share depth and parents' public state, so public states
+form a tree); ``deterministic`` (a second enumeration, and a compiled tree,
+agree).
 """
 
 from __future__ import annotations

@@ -66,13 +66,7 @@ class LeducPoker(Game):
 
   def legal_actions(self, s):
     acts = s[2] if s[1] is None else s[3]
-    legal = []
-    if acts and acts[-1] == 2:
-      legal.append(0)
-    legal.append(1)
-    if acts.count(2) < 2:
-      legal.append(2)
-    return legal
+    return ([0] if acts and acts[-1] == 2 else []) + [1] + ([2] if acts.count(2) < 2 else [])
 
   def chance_outcomes(self, s):
     priv = s[0]

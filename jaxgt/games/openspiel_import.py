@@ -267,9 +267,5 @@ class OpenSpielGame(Game):
 
 
 def from_openspiel(game_or_string: Any, max_histories: int = 5_000_000) -> OpenSpielGame:
-  """Wraps a ``pyspiel`` game (object or game string, ``openspiel:`` prefix allowed).
-
-  Raises ``ValueError`` for more than two players, general-sum utilities, no
-  information-state strings, or more than ``max_histories`` histories.
-  """
+  """Wraps a ``pyspiel`` game (object or game string, ``openspiel:`` prefix allowed)."""
   return OpenSpielGame(game_or_string, max_histories=max_histories)

@@ -122,7 +122,6 @@ def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
       so[ids] = np.arange(len(ids))
     slot_of.append(so)
   mask = slots >= 0
-  # Acting information states: the compiled infostate of a history where p acts.
   legal = np.zeros((P, 2, K, A), bool)
   pol_info = np.full((P, 2, K), -1, np.int32)
   info = np.asarray(t.infostate)
@@ -253,14 +252,16 @@ def scatter(enc: PBSEncoding, public, values) -> tuple:
   values = jnp.asarray(values)
   if values.shape[-2:] != (2, enc.k_max) or values.shape[:-2] != public.shape:
     raise ValueError(f"values must have shape {public.shape + (2, enc.k_max)}, got {values.shape}")
-  out = []
-  for p in (0, 1):
-    sl = jnp.asarray(enc.slots[:, p])[public].reshape(-1)
-    v = values[..., p, :].reshape(-1)
-    K = len(enc.pt.aug_keys[p])
-    idx = jnp.where(sl >= 0, sl, K)  # padding goes to a dropped extra entry
-    out.append(jnp.zeros(K + 1, values.dtype).at[idx].set(v)[:K])
-  return tuple(out)
+  return tuple(_set_rows(jnp.zeros(len(enc.pt.aug_keys[p]), values.dtype),
+                         jnp.asarray(enc.slots[:, p])[public].reshape(-1),
+                         values[..., p, :].reshape(-1)) for p in (0, 1))
+
+
+def _set_rows(base, idx, rows):
+  """``base`` with rows ``idx`` set to ``rows``; rows at a negative ``idx`` are dropped."""
+  n = base.shape[0]
+  pad = jnp.concatenate([base, jnp.zeros((1,) + base.shape[1:], base.dtype)])
+  return pad.at[jnp.where(idx >= 0, idx, n)].set(rows.astype(base.dtype))[:n]
 
 
 def scatter_policy(enc: PBSEncoding, public, probs, base_policy) -> tuple:
@@ -273,14 +274,11 @@ def scatter_policy(enc: PBSEncoding, public, probs, base_policy) -> tuple:
   out = []
   for p in (0, 1):
     base = jnp.asarray(base_policy[p])
-    I = base.shape[0]
     if base.shape != (enc.game.tree.num_infostates[p], enc.num_actions):
       raise ValueError(f"base policy of player {p} has shape {base.shape}, expected "
                        f"{(enc.game.tree.num_infostates[p], enc.num_actions)}")
-    info = jnp.asarray(enc.policy_infostate[:, p])[public].reshape(-1)
-    idx = jnp.where(info >= 0, info, I)
-    pad = jnp.concatenate([base, jnp.zeros((1, enc.num_actions), base.dtype)])
-    out.append(pad.at[idx].set(probs[..., p, :, :].reshape(-1, enc.num_actions).astype(base.dtype))[:I])
+    out.append(_set_rows(base, jnp.asarray(enc.policy_infostate[:, p])[public].reshape(-1),
+                         probs[..., p, :, :].reshape(-1, enc.num_actions)))
   return tuple(out)
 
 
@@ -319,20 +317,16 @@ def slot_sums(hist_slot, hist_q, mask, ranges, utilities=None) -> jax.Array:
   base = (jnp.arange(n, dtype=jnp.int32) * K).reshape(batch + (1,))
   rows = []
   for p in (0, 1):
-    o = 1 - p
-    ro = jnp.take_along_axis(ranges[..., o, :], hs[..., o, :], axis=-1)
-    c = q * ro
+    c = q * jnp.take_along_axis(ranges[..., 1 - p, :], hs[..., 1 - p, :], axis=-1)
     if utilities is not None:
       c = c * (1.0 if p == 0 else -1.0) * jnp.asarray(utilities, ranges.dtype)
     seg = (base + hs[..., p, :]).reshape(-1)
     rows.append(jax.ops.segment_sum(c.reshape(-1), seg, n * K).reshape(batch + (K,)))
-  out = jnp.stack(rows, axis=-2)
-  return jnp.where(jnp.asarray(mask), out, 0.0)
+  return jnp.where(jnp.asarray(mask), jnp.stack(rows, axis=-2), 0.0)
 
 
 def to_game_scale(enc: PBSEncoding, public, values, opponent_mass) -> jax.Array:
   """Full-game counterfactual values ``C(s) * m_o * v`` from network-scale ``values [..., 2, K]``;
   ``opponent_mass [..., 2]`` row ``p`` is ``p``'s opponent's total own reach."""
-  public = jnp.asarray(public)
-  c = jnp.asarray(enc.chance_mass)[public]
+  c = jnp.asarray(enc.chance_mass)[jnp.asarray(public)]
   return values * (c[..., None] * jnp.asarray(opponent_mass))[..., None]

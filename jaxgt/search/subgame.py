@@ -80,16 +80,13 @@ class Subgame:
     return tuple(sum(len(self.full.infostates[p][ps]) for ps in self.root_public) for p in (0, 1))
 
   def root_weights(self, range0, range1, dtype=jnp.float64) -> jnp.ndarray:
-    """Terminal weights ``[T]`` (or ``[B, T]``) for root ranges ``[K0]``, ``[K1]`` (or ``[B, K]``).
-
-    With several root public states the ranges are concatenated in
-    ``root_public`` order and each block must sum to one.
-    """
+    """Terminal weights ``[T]`` (``[B, T]``) for root ranges ``[K0]``, ``[K1]`` (``[B, K]``),
+    concatenated in ``root_public`` order."""
     rs = [self.check_ranges(p, r) for p, r in enumerate((range0, range1))]
     if rs[0].shape[:-1] != rs[1].shape[:-1]:
       raise ValueError(f"batch shapes of the two ranges differ: {rs[0].shape} vs {rs[1].shape}")
-    hist_w = self.full.chance_reach[self.root_histories]
-    hist_w = hist_w * rs[0][..., self.root_aug[0]] * rs[1][..., self.root_aug[1]]
+    hist_w = (self.full.chance_reach[self.root_histories] * rs[0][..., self.root_aug[0]]
+              * rs[1][..., self.root_aug[1]])
     return jnp.asarray(self.chance_below_root * hist_w[..., self.terminal_root], dtype)
 
   def check_ranges(self, p: int, r) -> np.ndarray:
@@ -149,13 +146,10 @@ class Subgame:
 
 def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None = None,
             leaves=None, leaf_choices: int = 0, chooser: int = 1) -> Subgame:
-  """The subgame rooted at public state(s) ``root``, cut ``depth_limit`` public levels below.
+  """The subgame rooted at public state(s) ``root`` (index, key or a sequence of them).
 
-  ``root`` is one public state (index or key) or a sequence of them;
-  ``leaves`` (an explicit set of public states) or ``depth_limit`` (public
-  states that many levels below a root become leaves; ``None`` and no
-  ``leaves`` = no cut) choose the leaves. Leaf public states whose histories
-  are all terminal stay ordinary terminals.
+  Leaves are the public states ``leaves``, or those ``depth_limit`` levels
+  below a root (neither: no cut); all-terminal leaf public states stay terminals.
 
   Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0``, at
   every leaf history player ``chooser`` picks one of ``K`` continuation
@@ -326,23 +320,17 @@ def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mas
       return _DUMMY if code == -2 else _ROOT
     return code if code < P else (("leaf", "chosen")[code // P - 1], code % P)
   public_keys = tuple(public_key(c) for c in pub_code[first])
-  # A real decision keeps its infostate; a leaf choice is keyed by the chooser's augmented one.
   infostate = np.full(len(player), -1, np.int32)
-  infostate_keys = []
+  aug = np.full((2, len(player)), -1, np.int32)
+  infostate_keys, aug_keys = [], []
+  head, body = np.arange(top + 1), np.flatnonzero(sub_player != TERMINAL)
   for p in (0, 1):
-    K_aug = len(pt.aug_keys[p])
-    I = t.num_infostates[p]
-    real_dec = np.flatnonzero((sub_player == p) & ~choose)
-    codes = [t.infostate[hist[real_dec]].astype(np.int64)]
-    pos = [real_dec]
-    if K and p == chooser:
-      leaf_dec = np.flatnonzero(choose)
-      a = pt.aug[p][hist[leaf_dec]].astype(np.int64)
-      codes.append(I + np.where(a >= 0, a, K_aug))
-      pos.append(leaf_dec)
-    pos = np.concatenate(pos) + top + 1
-    order = np.argsort(pos, kind="stable")
-    pos, codes = pos[order], np.concatenate(codes)[order]
+    K_aug, I = len(pt.aug_keys[p]), t.num_infostates[p]
+    a = pt.aug[p][hist].astype(np.int64)
+    a = np.where(a >= 0, a, K_aug)
+    # A real decision keeps its infostate; a leaf choice is keyed by the chooser's augmented one.
+    dec = np.flatnonzero(sub_player == p)
+    pos, codes = dec + top + 1, np.where(choose, I + a, t.infostate[hist])[dec]
     if dummy == p:
       pos, codes = np.concatenate([[0], pos]), np.concatenate([[-1], codes])
     infostate[pos], first = first_seen_ids(codes)
@@ -355,18 +343,9 @@ def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mas
       a = code - I
       return (pt.aug_keys[p][a] if a < K_aug else "") + _LEAF_CHOICE
     infostate_keys.append([info_key(int(c)) for c in codes[first]])
-  # Augmented information states of both players at every non-terminal node.
-  aug = np.full((2, len(player)), -1, np.int32)
-  aug_keys = []
-  nonterm = np.flatnonzero(player != TERMINAL)
-  head = nonterm[nonterm <= top]
-  body = nonterm[nonterm > top]
-  for p in (0, 1):
-    K_aug = len(pt.aug_keys[p])
-    a = pt.aug[p][hist[body - top - 1]].astype(np.int64)
-    a = np.where(a >= 0, a, K_aug)
-    codes = np.concatenate([head - top - 2, np.where(choose[body - top - 1], K_aug + 1 + a, a)])
-    aug[p, np.concatenate([head, body])], first = first_seen_ids(codes)
+    # Augmented information states at every non-terminal node.
+    codes = np.concatenate([head - top - 2, np.where(choose, K_aug + 1 + a, a)[body]])
+    aug[p, np.concatenate([head, body + top + 1])], first = first_seen_ids(codes)
 
     def aug_key(code, p=p, K_aug=K_aug):
       if code < 0:
