@@ -1,26 +1,12 @@
 """How to define a two-player zero-sum extensive-form game in plain Python.
 
 A game subclasses :class:`Game`; its methods take an immutable *state* of the
-game's choosing (a tuple is usual) and answer the compiler's questions:
-
-=====================================  ========================================
-method                                  returns
-=====================================  ========================================
-``initial_state()``                     the root state
-``current_player(s)``                   ``0``, ``1``, :data:`CHANCE` or :data:`TERMINAL`
-``legal_actions(s)``                    sorted action ids in ``[0, num_actions)``
-``chance_outcomes(s)``                  ``[(outcome_id, probability), ...]``
-``next_state(s, a)``                    the state after action/outcome ``a``
-``returns(s)``                          ``(u0, u1)`` at a terminal, ``u0 + u1 == 0``
-``information_state(s, player)``        a string: everything ``player`` knows
-``public_state(s)``                     a hashable key: what *both* players observe
-=====================================  ========================================
-
-``information_state`` is called for both players at every non-terminal state;
-equal strings are one information state (OpenSpiel's strings for games that
-mirror one, so policies export exactly). ``public_state`` must be constant on
-every information state (:func:`jaxgt.games.check` verifies it). Games are
-pure descriptions; compile one with :func:`jaxgt.compile_game`.
+game's choosing (a tuple is usual) and answer the compiler's questions.
+``information_state`` is called for both players at every non-terminal
+state; equal strings are one information state (OpenSpiel's strings for
+games that mirror one, so policies export exactly). ``public_state`` must be
+constant on every information state (:func:`jaxgt.games.check` verifies it).
+Games are pure descriptions; compile one with :func:`jaxgt.compile_game`.
 """
 
 from __future__ import annotations
@@ -50,39 +36,38 @@ class Game(abc.ABC):
   def __init__(self, **params: Any):
     self.params: dict[str, Any] = dict(params)
 
-  # --- rules -------------------------------------------------------------
   @abc.abstractmethod
   def initial_state(self) -> Any:
-    ...
+    """The root state."""
 
   @abc.abstractmethod
   def current_player(self, state: Any) -> int:
-    ...
+    """``0``, ``1``, :data:`CHANCE` or :data:`TERMINAL`."""
 
   @abc.abstractmethod
   def legal_actions(self, state: Any) -> Sequence[int]:
-    ...
+    """Sorted action ids in ``[0, num_actions)``."""
 
   def chance_outcomes(self, state: Any) -> Sequence[tuple[int, float]]:
+    """``[(outcome_id, probability), ...]`` at a chance node."""
     raise NotImplementedError(f"{self.name} has no chance nodes")
 
   @abc.abstractmethod
   def next_state(self, state: Any, action: int) -> Any:
-    ...
+    """The state after action/outcome ``action``."""
 
   @abc.abstractmethod
   def returns(self, state: Any) -> tuple[float, float]:
-    ...
+    """``(u0, u1)`` at a terminal, ``u0 + u1 == 0``."""
 
   @abc.abstractmethod
   def information_state(self, state: Any, player: int) -> str:
-    ...
+    """A string: everything ``player`` knows."""
 
   @abc.abstractmethod
   def public_state(self, state: Any) -> Hashable:
-    ...
+    """A hashable key: what *both* players observe."""
 
-  # --- presentation --------------------------------------------------------
   def action_string(self, action: int) -> str:
     return str(action)
 

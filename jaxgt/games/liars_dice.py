@@ -57,7 +57,6 @@ class LiarsDice(Game):
     self._legal_first = list(range(self.liar))
     self._chance = [(k, 1.0 / sides) for k in range(sides)]
 
-  # --- rules -------------------------------------------------------------
   def initial_state(self):
     return (CHANCE, (), None, "", -1, 0.0)
 
@@ -104,7 +103,6 @@ class LiarsDice(Game):
   def public_state(self, s):
     return (len(s[1]), s[3])
 
-  # --- presentation --------------------------------------------------------
   def action_string(self, a):
     return self._bid_str[a][1:] if 0 <= a <= self.liar else str(a)
 

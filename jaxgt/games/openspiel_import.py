@@ -82,10 +82,8 @@ class OpenSpielGame(Game):
     self.simultaneous = gtype.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS
     self.num_actions = game.num_distinct_actions()
     self._observer = self._public_observer(pyspiel, game)
-    self._ck = None
     self.num_histories = self._count(max_histories)
-    if self._observer is None:
-      self._ck = self._common_knowledge()
+    self._ck = self._common_knowledge() if self._observer is None else None
 
   @staticmethod
   def _reloads(pyspiel, game, label):
@@ -103,21 +101,17 @@ class OpenSpielGame(Game):
   @staticmethod
   def _public_observer(pyspiel, game):
     try:
-      obs_type = pyspiel.IIGObservationType(
-          public_info=True, perfect_recall=False,
-          private_info=pyspiel.PrivateInfoType.NONE)
+      obs_type = pyspiel.IIGObservationType(public_info=True, perfect_recall=False,
+                                            private_info=pyspiel.PrivateInfoType.NONE)
       observer = game.make_observer(obs_type, {})
-      if observer is None:
-        return None
-      obs = pyspiel._Observation(game, observer)
-      if not obs.has_string():
+      obs = None if observer is None else pyspiel._Observation(game, observer)
+      if obs is None or not obs.has_string():
         return None
       obs.string_from(game.new_initial_state(), 0)
       return obs
     except Exception:  # the game has no (string) public observer
       return None
 
-  # --- rules -------------------------------------------------------------
   def _wrap(self, o, pending, path, key):
     if o.is_terminal():
       p = TERMINAL
@@ -179,7 +173,6 @@ class OpenSpielGame(Game):
   def public_state(self, s):
     return s[4] if self._ck is None else self._ck[s[3]]
 
-  # --- enumeration helpers -------------------------------------------------
   def _children(self, s):
     """Child states of ``s`` (none at a terminal)."""
     p = s[0]
@@ -247,7 +240,6 @@ class OpenSpielGame(Game):
     ids = {}
     return {path: ids.setdefault(find(h), len(ids)) for h, path in enumerate(paths)}
 
-  # --- presentation --------------------------------------------------------
   def game_string(self):
     return self.name
 
