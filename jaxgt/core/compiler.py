@@ -8,13 +8,9 @@ Shape letters: ``H`` histories (breadth-first, root ``0``), ``T`` terminals,
 ``A`` player actions, ``C`` history branching (``max(A, chance outcomes)``),
 ``I`` information states of one player, ``S = I * A + 1`` its sequences
 (``i * A + a`` is action ``a`` at ``i``; ``I * A`` is the empty sequence),
-``P`` public states. Three views: the history view (``children``,
-``chance_probs``, ...) for sampled walks and subgames; the sequence form
-(``PlayerTree.parent_seq``, ``terminal_*``) for the CFR family and best
-response, information states ordered by *level* (own earlier decisions) so
-each level is one slice; the public view (``history_public``,
-``public_parent``, ...) for public belief states. A root belief enters the
-solvers as per-terminal weights replacing ``terminal_chance``.
+``P`` public states. The sequence form (``PlayerTree``, ``terminal_*``) orders
+information states by *level* (own earlier decisions), one slice each. A root
+belief enters the solvers as per-terminal weights replacing ``terminal_chance``.
 """
 
 from __future__ import annotations

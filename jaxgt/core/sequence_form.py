@@ -70,14 +70,9 @@ def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
 
 def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
                     sigma: jax.Array | None, A: int) -> tuple[jax.Array, jax.Array]:
-  """Counterfactual action values ``q [I, A]`` and the root value.
-
-  ``leaf [T]`` is each terminal's utility to this player times its
-  counterfactual reach (chance and opponent); ``leaf_seq [T]`` the player's
-  sequence reaching it. Values flow up level by level: with ``sigma`` given,
-  an information state is worth ``sum_a sigma q``; with ``sigma=None`` it is
-  worth ``max_a q`` over legal actions (best response).
-  """
+  """Counterfactual action values ``q [I, A]`` and the root value from ``leaf [T]`` (utility
+  times counterfactual reach) at sequences ``leaf_seq [T]``; an information state is worth
+  ``sum_a sigma q``, or with ``sigma=None`` the legal ``max_a q`` (best response)."""
   n = pt.num_infostates
   v = segment_sum(leaf, leaf_seq, n * A + 1)
   neg = jnp.asarray(-jnp.inf, leaf.dtype)

@@ -1,8 +1,7 @@
 """Any two-player zero-sum (or constant-sum) OpenSpiel game as a jaxgt :class:`Game`.
 
 ``from_openspiel("goofspiel(imp_info=True,num_cards=4)")`` wraps a ``pyspiel``
-game (``"openspiel:<game string>"`` in a game string). Information-state keys
-are OpenSpiel's strings, so policies export to a ``TabularPolicy`` exactly.
+game; keys are OpenSpiel's strings, so policies export to a ``TabularPolicy``.
 **Simultaneous moves** are played in turn as OpenSpiel's
 ``turn_based_simultaneous_game`` does (same strings: ``"Current player:
 p\\n"`` + the game's). **Constant-sum** payoffs ``u0 + u1 = c`` become

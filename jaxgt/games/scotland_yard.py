@@ -1,9 +1,8 @@
 r"""Scotland Yard on the small "glasses" map of Schmid et al. (Student of Games, 2023).
 
-The paper (supplement, Figure S3) states: Mr X starts at station 6, the
-detectives at 1 and 11, 5 taxi tickets each, taxi edges only, 5 rounds,
-reward +1/-1. The map is only drawn in the figure; jaxgt uses this
-reconstruction, mirror-symmetric under ``i <-> 12 - i``::
+The paper (supplement, Fig. S3): Mr X starts at 6, detectives at 1 and 11,
+5 taxi tickets each, 5 rounds, reward +1/-1. The map is only drawn; jaxgt
+uses this reconstruction (symmetric under ``i <-> 12 - i``)::
 
       2 - 3                 9 - 10
      /     \               /      \
@@ -11,7 +10,6 @@ reconstruction, mirror-symmetric under ``i <-> 12 - i``::
      \     /               \      /
       5 --                   -- 7
 
-(11 stations, 12 taxi edges: two 5-cycles joined by the bridge ``4-6-8``).
 A round is: Mr X moves, then detective 1, then detective 2, each move along
 an edge using one ticket. Mr X may not move onto a detective and is caught
 when he cannot move; detectives may not share a station, pass (action 11)

@@ -1,22 +1,17 @@
 """Counterfactual value-and-policy network (CVPN), its fit, and its use as a leaf evaluator.
 
-Student of Games (``003``): Fig. 6 (``f_theta(beta) = (v, p)``), "Training
-Process" and Table S2 (Huber loss on values, cross entropy on the policy),
-"Search via Growing-Tree CFR" (depth-limited CFR querying the network at its
-leaves). Inputs, outputs and value scale: :mod:`jaxgt.nets.encoding` (``N``
-leaf public states, ``L`` leaf histories, ``B`` a batch of PBSs).
+Student of Games (``003``): Fig. 6, "Training Process" and Table S2 (Huber
+and cross-entropy losses), "Search via Growing-Tree CFR". Layout and value
+scale: :mod:`jaxgt.nets.encoding` (``N`` leaf public states, ``L`` leaf
+histories, ``B`` a batch of PBSs).
 
-**Leaf adapter.** A subgame needs player 0's value of every leaf *history*;
-a CVPN gives one value per *information state*. CFR only sees, for player
-``p``, the sums ``sum_{h in I} w(h) pi_o(h) value(h)``, so row ``p`` gives
-every history of ``I`` the value ``v_p(I) / c_p(I)``, ``c_p(I) = sum_{h in I}
-q(h) r_o(I_o(h))`` the counterfactual reach at the same scale (a positive
-multiple of ``sum_{h in I} w(h) pi_o(h)``; zero where ``c_p(I) = 0``). With
-:func:`continuation_cfvs` this reproduces :func:`jaxgt.search.leaf.continuation`
-exactly under simultaneous updates (alternating updates see ranges from
-before the first player's update). ``LeafInput`` does not carry the root
-ranges separately, so a subgame whose root has several information states of
-a player needs ``root_ranges``.
+**Leaf adapter.** CFR only sees, for player ``p``, the sums ``sum_{h in I}
+w(h) pi_o(h) value(h)``, so row ``p`` of the leaf values gives every history
+of ``I`` the value ``v_p(I) / c_p(I)``, ``c_p(I) = sum_{h in I} q(h)
+r_o(I_o(h))`` (a positive multiple of ``sum_{h in I} w(h) pi_o(h)``; zero
+where ``c_p(I) = 0``). With :func:`continuation_cfvs` this reproduces
+:func:`jaxgt.search.leaf.continuation` under simultaneous updates. A subgame
+whose root has several information states of a player needs ``root_ranges``.
 """
 
 from __future__ import annotations
@@ -88,10 +83,9 @@ class CVPN(nn.Module):
     x = jnp.concatenate(x, axis=-1)
     for i, width in enumerate(self.hidden):
       x = nn.relu(nn.Dense(width, name=f"trunk_{i}")(x))
-    values = nn.Dense(2 * K, name="value_head")(x).reshape(batch + (2, K))
-    values = jnp.where(mask, values, 0.0)
-    logits = nn.Dense(2 * K * A, name="policy_head")(x).reshape(batch + (2, K, A))
-    logits = jnp.where(legal, logits, _NEG)
+    values = jnp.where(mask, nn.Dense(2 * K, name="value_head")(x).reshape(batch + (2, K)), 0.0)
+    logits = jnp.where(legal, nn.Dense(2 * K * A, name="policy_head")(x).reshape(batch + (2, K, A)),
+                       _NEG)
     policy = jnp.where(legal, jax.nn.softmax(logits, axis=-1), 0.0)
     return CVPNOutput(values=values, logits=logits, policy=policy)
 

@@ -200,7 +200,7 @@ def masks(enc: PBSEncoding, public):
 
 
 def pad_ranges(enc: PBSEncoding, public_state, range0, range1) -> np.ndarray:
-  """One PBS's ranges ``[K0_s]``, ``[K1_s]`` -> ``[2, K]`` (host; :meth:`PublicTree.check_range`)."""
+  """One PBS's ranges ``[K0_s]``, ``[K1_s]`` -> ``[2, K]`` (validated, host side)."""
   s = enc.pt.public_id(public_state)
   out = np.zeros((2, enc.k_max), np.float64)
   for p, r in enumerate((range0, range1)):
@@ -265,7 +265,7 @@ def _set_rows(base, idx, rows):
 
 
 def scatter_policy(enc: PBSEncoding, public, probs, base_policy) -> tuple:
-  """``base_policy`` (``([I0, A], [I1, A])``) with the acting slots of ``probs [N, 2, K, A]`` set."""
+  """``base_policy`` ``([I0, A], [I1, A])`` with the acting slots of ``probs [N, 2, K, A]`` set."""
   public = jnp.asarray(public)
   probs = jnp.asarray(probs)
   if probs.shape != public.shape + (2, enc.k_max, enc.num_actions):

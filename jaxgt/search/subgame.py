@@ -151,10 +151,8 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   Leaves are the public states ``leaves``, or those ``depth_limit`` levels
   below a root (neither: no cut); all-terminal leaf public states stay terminals.
 
-  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0``, at
-  every leaf history player ``chooser`` picks one of ``K`` continuation
-  strategies at its (augmented) information state there; leaf values then
-  have shape ``[L, K]``.
+  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0`` player
+  ``chooser`` picks one of ``K`` continuations at each leaf (leaf values ``[L, K]``).
   """
   K = check_nonnegative_int("leaf_choices", leaf_choices)
   if chooser not in (0, 1):
@@ -239,11 +237,9 @@ def _root_of(tree, root_index: int, nodes) -> np.ndarray:
 def _enumerate(t, roots_h, leaf_mask, K: int) -> dict:
   """Breadth-first enumeration of the subgame below its root chance node, from arrays.
 
-  A history in a leaf public state is a terminal, or (``K > 0``) a node with
-  ``K`` choices each leading to a terminal. Returns per node (root excluded):
-  ``hist`` full-game history, ``choice`` (``-1`` or the choice below a leaf),
-  ``parent`` (``-1`` = the root chance node), ``action``, ``player`` and
-  ``leaf`` (a history in a leaf public state).
+  A leaf history is a terminal, or (``K > 0``) a node with ``K`` terminal choices. Per node
+  (root excluded): ``hist``, ``choice`` (``-1`` or the choice below a leaf), ``parent`` (``-1``:
+  the root), ``action``, ``player``, ``leaf`` (in a leaf public state).
   """
   C = t.children.shape[1]
   W = max(C, K)

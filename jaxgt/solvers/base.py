@@ -1,14 +1,8 @@
 """The protocol every solver follows (optax's ``GradientTransformation`` and mctx's keys).
 
-A solver is a frozen dataclass made by a factory (``cfr_plus()``,
-``OOS(delta=0.9)``...); its methods are pure functions of a
-:class:`~jaxgt.core.compiler.GameTree` and an immutable state pytree:
-``init(tree, *, weights=None)`` (``weights [T]``: a root belief, where
-supported), ``step(tree, state, key=None)`` (one CFR iteration, or
-``samples_per_step`` trajectories/simulations), ``run(tree, state, num_steps,
-key=None)`` (one jitted call) and ``policy(tree, state)`` (the output
-strategy ``([I0, A], [I1, A])``).
-
+A solver is a frozen dataclass made by a factory (``cfr_plus()``...); its
+methods (:class:`Solver`) are pure functions of a
+:class:`~jaxgt.core.compiler.GameTree` and an immutable state pytree.
 ``state.iteration`` (``[] int32``) counts completed steps. Randomness enters
 only through ``key``: step ``t`` uses :func:`step_key` ``(key, t)``, so
 ``run(n1)`` then ``run(n2)`` equals ``run(n1 + n2)``. Deterministic solvers
@@ -46,7 +40,7 @@ class Solver(abc.ABC):
     """``num_steps`` steps inside one jitted call."""
 
   def step(self, tree, state, key=None) -> Any:
-    """One step."""
+    """One step (a CFR iteration, or ``samples_per_step`` trajectories or simulations)."""
     return self.run(tree, state, 1, key)
 
   def policy(self, tree, state) -> tuple:
