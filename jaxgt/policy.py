@@ -1,15 +1,11 @@
 """Tabular policies: validation, save/load, OpenSpiel conversion and export.
 
-A :class:`Policy` holds one behavioural strategy per player,
-``probs = (sigma0 [I0, A], sigma1 [I1, A])``, indexed like the compiled
-game's ``infostate_keys``, plus the game string and structural fingerprint of
-the game it belongs to. Solvers work on the bare tuple (``policy.probs``).
-
-Files are ``.npz`` archives holding both arrays and a JSON header (format
-version, game string, fingerprint, shapes). Loading checks all of it and
-raises :class:`PolicyError` (a ``ValueError``) for a truncated or corrupt
-file, a policy for another game, or probabilities that are negative, put mass
-on illegal actions or do not sum to one.
+A :class:`Policy` holds ``probs = (sigma0 [I0, A], sigma1 [I1, A])`` indexed
+like the compiled game's ``infostate_keys``, with that game's string and
+fingerprint. Files are ``.npz`` archives with both arrays and a JSON header
+(format version, game string, fingerprint, shapes); loading raises
+:class:`PolicyError` (a ``ValueError``) for a corrupt file, another game's
+policy or invalid probabilities.
 """
 
 from __future__ import annotations
@@ -76,19 +72,14 @@ def validate(compiled: CompiledGame, probs, *, atol: float = 1e-6) -> None:
                         f"needs {want} (information states x actions)")
     if not np.issubdtype(sig.dtype, np.floating):
       raise PolicyError(f"player {p}: policy dtype {sig.dtype} is not floating point")
-    if not np.all(np.isfinite(sig)):
-      bad = int(np.argwhere(~np.isfinite(sig))[0, 0])
-      raise PolicyError(f"player {p}: non-finite probability at information state "
-                        f"{compiled.infostate_keys[p][bad]!r}")
-    if np.any(sig < -atol):
-      bad = int(np.argwhere(sig < -atol)[0, 0])
-      raise PolicyError(f"player {p}: negative probability at information state "
-                        f"{compiled.infostate_keys[p][bad]!r}: {sig[bad].tolist()}")
-    legal = np.asarray(tree.players[p].legal)
-    if np.any(np.abs(np.where(legal, 0.0, sig)) > atol):
-      bad = int(np.argwhere(np.abs(np.where(legal, 0.0, sig)) > atol)[0, 0])
-      raise PolicyError(f"player {p}: probability on an illegal action at information state "
-                        f"{compiled.infostate_keys[p][bad]!r}: {sig[bad].tolist()}")
+    illegal = np.abs(np.where(np.asarray(tree.players[p].legal), 0.0, sig)) > atol
+    for wrong, what in ((~np.isfinite(sig), "non-finite probability"),
+                        (sig < -atol, "negative probability"),
+                        (illegal, "probability on an illegal action")):
+      if np.any(wrong):
+        bad = int(np.argwhere(wrong)[0, 0])
+        raise PolicyError(f"player {p}: {what} at information state "
+                          f"{compiled.infostate_keys[p][bad]!r}: {sig[bad].tolist()}")
     sums = sig.sum(-1)
     if np.any(np.abs(sums - 1.0) > atol):
       bad = int(np.argmax(np.abs(sums - 1.0)))
@@ -189,14 +180,12 @@ def from_openspiel(tabular, compiled: CompiledGame) -> Policy:
     keys = compiled.infostate_keys[p]
     sig = np.zeros((len(keys), compiled.tree.num_actions))
     for i, key in enumerate(keys):
+      if key not in (tabular if isinstance(tabular, dict) else tabular.state_lookup):
+        raise PolicyError(f"OpenSpiel policy has no entry for information state {key!r}")
       if isinstance(tabular, dict):
-        if key not in tabular:
-          raise PolicyError(f"OpenSpiel policy has no entry for information state {key!r}")
         for a, q in tabular[key]:
           sig[i, int(a)] = q
       else:
-        if key not in tabular.state_lookup:
-          raise PolicyError(f"OpenSpiel policy has no entry for information state {key!r}")
         row = tabular.policy_for_key(key)
         sig[i, :len(row)] = row
     probs.append(sig)

@@ -1,9 +1,5 @@
-"""Argument checks shared by every layer: keys, counts, histories, distributions.
-
-Each check runs on static (host) values, so it costs nothing under ``jit``
-and fails with a clear ``ValueError`` before any compilation. Probability
-vectors and ranges are checked with one tolerance, :data:`PROB_ATOL`.
-"""
+"""Argument checks shared by every layer, on static values (a clear ``ValueError`` before
+any compilation); probability vectors use one tolerance, :data:`PROB_ATOL`."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ def check_nonnegative_int(name: str, value) -> int:
 
 def check_real(name: str, value, lo: float = -math.inf, hi: float = math.inf, *,
                lo_open: bool = False, hi_open: bool = False) -> float:
-  """``float(value)``; raises unless it is a finite number (``bool`` is not) between ``lo`` and
-  ``hi`` (ends included unless ``lo_open`` / ``hi_open``)."""
+  """``float(value)``; raises unless a finite number (not ``bool``) in ``[lo, hi]`` (or open)."""
   if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
     raise ValueError(f"{name} must be a real number, got {value!r}")
   x = float(value)
@@ -63,11 +58,7 @@ def concrete_int(x):
 
 
 def check_decision_history(tree, history) -> None:
-  """Raises ``ValueError`` when a concrete ``history`` is out of range or not a decision.
-
-  ``tree`` is a :class:`~jaxgt.core.compiler.GameTree`; a traced ``history``
-  passes unchecked.
-  """
+  """Raises ``ValueError`` when a concrete ``history`` is out of range or not a decision."""
   h = concrete_int(history)
   if h is None:
     return
@@ -88,13 +79,7 @@ def max_depth(tree) -> int:
 
 def check_distribution(what: str, values, size: int | None = None, *,
                        atol: float = PROB_ATOL) -> np.ndarray:
-  """Validates a probability vector (or a ``[..., K]`` stack of them); returns float64.
-
-  ``what`` names it in the error ("range of player 0 at public state 3");
-  ``size`` is the required last dimension. Raises for a wrong shape,
-  negative or non-finite entries, or rows that do not sum to one within
-  ``atol``.
-  """
+  """Validates probability vectors ``[..., size]`` (``what`` names them); returns float64."""
   r = np.asarray(values, np.float64)
   if size is not None and (r.ndim < 1 or r.shape[-1] != size):
     raise ValueError(f"{what} must have shape [..., {size}], got {r.shape}")

@@ -1,41 +1,16 @@
-"""Compile a :class:`~jaxgt.games.base.Game` once into static arrays.
+"""Compile a :class:`~jaxgt.games.base.Game` once into a :class:`GameTree` of static arrays.
 
-The host side (NumPy, Python recursion allowed) enumerates every history
-breadth-first and produces a :class:`GameTree`: a frozen pytree of
-fixed-shape arrays that every solver reads. Nothing after compilation walks a
-Python tree. Compilation has two stages: :func:`compile_game` is the only
-code that calls the game (one enumeration, recording per history its parent,
-action, player, edge probability, public state, payoff and both players'
-augmented information states); :func:`assemble` builds every array from
-those per-history arrays, so a subgame cut out of a compiled game is
-assembled without a second enumeration.
+:func:`compile_game` is the only code that calls the game (one breadth-first
+enumeration on the host); :func:`assemble` builds every array from per-history
+arrays, so a subgame of a compiled game is assembled without re-enumerating.
 
-Shape letters: ``H`` histories (breadth-first, root ``0``), ``T`` terminal
-histories, ``A`` player actions (``num_actions``), ``C`` history branching
-(``max(A, max chance outcomes)``), ``I`` information states of one player,
-``S = I * A + 1`` sequences of one player (sequence ``i * A + a`` is action
-``a`` at information state ``i``; the last one, ``I * A``, is the empty
-sequence), ``P`` public states.
-
-Three views of the same game live side by side:
-
-* **history view** (``children``, ``chance_probs``, ``player``, ...): for
-  sampled trajectories walked with ``jax.random`` keys and for depth-limited
-  subgames that cut the tree at public states;
-* **sequence form** (``PlayerTree.parent_seq``, ``terminal_seq``,
-  ``terminal_payoff``, ``terminal_chance``): what the CFR family and best
-  response run on; information states of a player are ordered by their
-  *level* (number of own earlier decisions) so each level is one contiguous
-  slice, and counterfactual values flow up level by level with segment sums;
-* **public view** (``history_public``, ``PlayerTree.public_state``,
-  ``public_parent``, ``public_depth``): the grouping of histories and
-  information states by public state and depth, on which public belief
-  states, subgames and value networks are built.
-
-Any root belief (a distribution over chance outcomes, or the product of two
-players' ranges at a subgame root) enters the solvers as a per-terminal weight
-vector that replaces ``terminal_chance``; one compilation serves any number of
-such beliefs (``jax.vmap`` over them).
+Shape letters: ``H`` histories (breadth-first, root ``0``), ``T`` terminals,
+``A`` player actions, ``C`` history branching (``max(A, chance outcomes)``),
+``I`` information states of one player, ``S = I * A + 1`` its sequences
+(``i * A + a`` is action ``a`` at ``i``; ``I * A`` is the empty sequence),
+``P`` public states. The sequence form (``PlayerTree``, ``terminal_*``) orders
+information states by *level* (own earlier decisions), one slice each. A root
+belief enters the solvers as per-terminal weights replacing ``terminal_chance``.
 """
 
 from __future__ import annotations
@@ -68,22 +43,16 @@ class PlayerTree:
   """Sequence-form structure of one player's information states."""
 
   legal: Any  # [I, A] bool legal actions
-  # [I] int32 the player's own sequence leading to the information state (I * A for the empty
-  # sequence)
-  parent_seq: Any
+  parent_seq: Any  # [I] int32 own sequence leading to the information state (I * A: empty)
   public_state: Any  # [I] int32 public state the information state belongs to
   level: Any  # [I] int32 number of the player's earlier decisions
-  # static tuple of (lo, hi); information states lo:hi form level k; levels are in increasing order
-  levels: tuple = struct.field(pytree_node=False)
+  levels: tuple = struct.field(pytree_node=False)  # static ((lo, hi), ...): level k is lo:hi
   num_infostates: int = struct.field(pytree_node=False)  # static I
 
 
 @struct.dataclass
 class GameTree:
-  """Static arrays of one compiled game (see module docstring for letters).
-
-  Fields are grouped by view: history view, terminals, public view, per player.
-  """
+  """Static arrays of one compiled game (shape letters in the module docstring)."""
 
   player: Any  # [H] int32 0, 1, CHANCE (-1) or TERMINAL (-4)
   parent: Any  # [H] int32 parent history (-1 at the root)
@@ -94,8 +63,7 @@ class GameTree:
   infostate: Any  # [H] int32 acting player's information state (-1 at chance and terminals)
   history_public: Any  # [H] int32 public state of each history
   history_terminal: Any  # [H] int32 terminal index or -1
-  # [2, H] int32 each player's last own sequence on the path to the history (empty = I_p * A)
-  last_seq: Any
+  last_seq: Any  # [2, H] int32 each player's last own sequence on the path (empty = I_p * A)
   chance_reach: Any  # [H] float64 product of chance probabilities on the path to each history
   terminal_history: Any  # [T] int32
   terminal_payoff: Any  # [T] float64 player 0's utility (player 1 gets minus)
@@ -104,8 +72,7 @@ class GameTree:
   public_parent: Any  # [P] int32 parent public state (-1 for the root's)
   public_depth: Any  # [P] int32 depth in the public tree
   players: tuple  # two :class:`PlayerTree`
-  # static ((lo, hi), ...): histories lo:hi have depth d (breadth-first order: one slice a depth)
-  depth_levels: tuple = struct.field(pytree_node=False)
+  depth_levels: tuple = struct.field(pytree_node=False)  # static ((lo, hi), ...) per depth
   num_actions: int = struct.field(pytree_node=False)
   num_histories: int = struct.field(pytree_node=False)
   num_terminals: int = struct.field(pytree_node=False)
@@ -123,25 +90,17 @@ class GameTree:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class CompiledGame:
-  """A compiled game: the array tree plus host-side names and metadata.
-
-  Host structures derived from the tree (device copies, the public tree, net
-  encodings, key indices) are built once through :meth:`cached`.
-  """
+  """A compiled game: the array tree plus host-side names and metadata."""
 
   game: Game  # the definition it was compiled from
   tree: GameTree  # NumPy arrays
   infostate_keys: tuple  # per player, I information-state strings in index order
   public_keys: tuple  # P public-state keys in index order
-  # [2, H] int32 each player's *augmented* information state of every non-terminal history (-1 at
-  # terminals): game.information_state(s, p) for the acting and the non-acting player alike,
-  # numbered per player by first appearance of (public state, key) in breadth-first order (host
-  # only; the public tree groups ranges by it)
+  # [2, H] int32 each player's *augmented* information state (its key at every non-terminal
+  # history, acting or not), numbered by first appearance of (public state, key); -1 at terminals
   aug: np.ndarray
   aug_keys: tuple  # per player, K_p augmented information-state strings
-  # hex digest of the structure (game string, legal masks, sequence structure, payoffs); policies
-  # carry it
-  fingerprint: str
+  fingerprint: str  # digest of game string, legal masks, sequence structure, payoffs
   enumeration_seconds: float  # how long compilation took
   nbytes: int  # array memory
   _cache: dict = dataclasses.field(default_factory=dict, repr=False)
@@ -151,12 +110,7 @@ class CompiledGame:
     return self.game.game_string()
 
   def cached(self, name, build):
-    """``build()`` computed once per compiled game under ``name`` (any hashable).
-
-    The one place for derived host structures (``"public_tree"``,
-    ``"nets.pbs_encoding"``, ...); ``build`` takes no arguments and must not
-    return traced values.
-    """
+    """``build()`` computed once per compiled game under ``name`` (never a traced value)."""
     if name not in self._cache:
       self._cache[name] = build()
     return self._cache[name]
@@ -166,9 +120,7 @@ class CompiledGame:
     dtype = resolve_dtype(dtype)
 
     def build():
-      # Concrete arrays even when first called inside a jit trace, so the
-      # cache never holds a tracer that leaks into later traces.
-      with jax.ensure_compile_time_eval():
+      with jax.ensure_compile_time_eval():  # concrete even inside a trace
         return cast_tree(jax.tree_util.tree_map(jnp.asarray, self.tree), dtype)
     return self.cached(("device_tree", jnp.dtype(dtype).name), build)
 
@@ -183,14 +135,9 @@ class CompiledGame:
 
   def sizes(self) -> dict:
     t = self.tree
-    return {
-        "histories": t.num_histories,
-        "terminals": t.num_terminals,
-        "infostates_p0": t.num_infostates[0],
-        "infostates_p1": t.num_infostates[1],
-        "public_states": t.num_public_states,
-        "actions": t.num_actions,
-    }
+    return {"histories": t.num_histories, "terminals": t.num_terminals,
+            "infostates_p0": t.num_infostates[0], "infostates_p1": t.num_infostates[1],
+            "public_states": t.num_public_states, "actions": t.num_actions}
 
   def __repr__(self) -> str:
     s = self.sizes()
@@ -204,13 +151,10 @@ class GameTooLargeError(ValueError):
 
 
 def ancestor_at_depth(parent, depth, nodes, target) -> np.ndarray:
-  """Ancestor at depth ``target`` of each of ``nodes`` (host, vectorised).
+  """Ancestor at depth ``target`` (broadcasts against ``nodes``) of each of ``nodes`` (host).
 
-  ``parent``/``depth`` describe any rooted tree (histories: ``tree.parent``,
-  ``tree.depth``; public states: ``public_parent``, ``public_depth``);
-  ``target`` is a scalar or broadcasts against ``nodes``. Nodes no deeper
-  than ``target`` are returned unchanged. One vectorised step per level
-  walked, no per-node Python loop and no stored ``[H, D]`` table.
+  ``parent``/``depth`` describe any rooted tree (histories or public states);
+  nodes no deeper than ``target`` are returned unchanged.
   """
   parent, depth = np.asarray(parent), np.asarray(depth)
   out = np.array(nodes, dtype=np.int64, copy=True).reshape(-1)
@@ -223,12 +167,8 @@ def ancestor_at_depth(parent, depth, nodes, target) -> np.ndarray:
 
 
 def first_seen_ids(codes) -> tuple[np.ndarray, np.ndarray]:
-  """Numbers equal ``codes [N]`` by order of first appearance.
-
-  Returns ``(ids [N], first [U])`` with ``first[i]`` the position where
-  code ``i`` first appears (the dict numbering the enumeration uses, for
-  codes given as an array).
-  """
+  """``(ids [N], first [U])``: ``codes [N]`` numbered by first appearance, ``first[i]`` where
+  code ``i`` first appears."""
   codes = np.asarray(codes)
   if not len(codes):
     return np.zeros(0, np.int32), np.zeros(0, np.int64)
@@ -376,28 +316,14 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
 def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infostate_keys,
              public, public_keys, payoff, aug, aug_keys, num_actions: int,
              num_outcomes: int | None = None, started: float | None = None) -> CompiledGame:
-  """The array stage of compilation: a :class:`CompiledGame` from per-history arrays.
+  """The array stage of compilation: a :class:`CompiledGame` from per-history ``[H]`` arrays.
 
-  Histories must be in breadth-first order (root ``0``, parents first) with
-  children of one history in the order they should be numbered.
-
-  Args:
-    game: the definition (names the result and enters the fingerprint).
-    parent, action: ``[H]`` parent history and action/outcome into each history
-      (``-1`` at the root).
-    edge_prob: ``[H]`` probability of the edge into each history (chance
-      outcomes; anything at other edges).
-    player: ``[H]`` 0, 1, ``CHANCE`` or ``TERMINAL``.
-    infostate: ``[H]`` acting player's information state, numbered per player
-      by first appearance (``-1`` at chance and terminal histories).
-    infostate_keys: per player, keys in that numbering.
-    public: ``[H]`` public state ids; public_keys: ``P`` keys.
-    payoff: ``[H]`` player 0's utility (read at terminals only).
-    aug: ``[2, H]`` augmented information states (``CompiledGame.aug``);
-      aug_keys: per player, their key strings.
-    num_actions: ``A``; num_outcomes: ``C`` (default ``A``).
-    started: ``time.perf_counter()`` at the start of compilation.
-
+  Histories are breadth-first (root ``0``). ``parent``/``action`` are ``-1``
+  at the root; ``edge_prob`` is read on chance edges; ``infostate`` is the
+  acting player's, numbered per player by first appearance (``-1`` at chance
+  and terminals; ``infostate_keys`` per player); ``payoff`` is player 0's,
+  read at terminals; ``aug [2, H]``/``aug_keys`` as :attr:`CompiledGame.aug`;
+  ``started`` is ``time.perf_counter()`` at the start of compilation.
   Raises ``ValueError`` for a repeated action at one history and for
   imperfect recall (an information state reached by different own
   sequences, with different legal actions, or spanning two public states).
@@ -405,14 +331,10 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
   t0 = time.perf_counter() if started is None else started
   A = int(num_actions)
   C = max(A, int(num_outcomes or A))
-  player_arr = np.asarray(player, np.int32)
+  player_arr, parent_arr, action_arr, info_first, public_of_hist_arr = (
+      np.asarray(x, np.int32) for x in (player, parent, action, infostate, public))
   H = len(player_arr)
-  parent_arr = np.asarray(parent, np.int32)
-  action_arr = np.asarray(action, np.int32)
   edge_prob = np.asarray(edge_prob, np.float64)
-  info_first = np.asarray(infostate, np.int32)
-  public_of_hist_arr = np.asarray(public, np.int32)
-
   children = np.full((H, C), NO_INDEX, np.int32)
   children[parent_arr[1:], action_arr[1:]] = np.arange(1, H, dtype=np.int32)
   if np.count_nonzero(children >= 0) != H - 1:
@@ -422,9 +344,7 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
   is_chance_edge[1:] = player_arr[parent_arr[1:]] == CHANCE
   chance_probs[parent_arr[is_chance_edge], action_arr[is_chance_edge]] = edge_prob[is_chance_edge]
 
-  # Depth (breadth-first: non-decreasing), chance reach and each player's last
-  # own sequence (first-seen infostate numbering, -1 = empty), one layer at a time.
-  depth_arr = np.zeros(H, np.int32)
+  # Depth levels, chance reach and last own sequences (first-seen numbering, -1 = empty).
   reach = np.ones(H, np.float64)
   last = np.full((2, H), -1, np.int64)
   levels = [(0, 1)]
@@ -435,10 +355,10 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
       raise ValueError(f"{game.name}: histories are not in breadth-first order")
     levels.append((hi, nhi))
   depth_levels = tuple(levels)
-  for d, (lo, hi) in enumerate(depth_levels[1:], 1):
+  depth_arr = np.repeat(np.arange(len(levels), dtype=np.int32), [hi - lo for lo, hi in levels])
+  for lo, hi in depth_levels[1:]:
     idx = np.arange(lo, hi)
     par = parent_arr[idx]
-    depth_arr[idx] = d
     reach[idx] = reach[par] * edge_prob[idx]
     last[:, idx] = last[:, par]
     pp = player_arr[par]
@@ -446,41 +366,33 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
       m = pp == q
       last[q, idx[m]] = info_first[par[m]].astype(np.int64) * A + action_arr[idx[m]]
 
-  player_trees, new_of_old, keys = [], [], []
+  player_trees, keys = [], []
+  infostate_arr = np.full(H, NO_INDEX, np.int32)
+  last_seq = np.zeros((2, H), np.int32)
   for p in (0, 1):
     n = len(infostate_keys[p])
     hs = np.flatnonzero(player_arr == p)
     iids = info_first[hs]
     _, first = np.unique(iids, return_index=True)  # first history of each infostate
-    rep = hs[first]
-    par_seq_old = last[p, rep]
     hist_legal = children[hs, :A] >= 0
-    legal = hist_legal[first]
-    pub = public_of_hist_arr[rep]
-    keys_old = infostate_keys[p]
     for arr, what in ((last[p, hs], "is reached by different own sequences (imperfect recall)"),
                       (hist_legal, "has different legal actions"),
                       (public_of_hist_arr[hs], "spans two public states")):
-      if not len(hs):  # this player never acts
-        continue
-      ref = arr[first][iids]
-      bad = np.flatnonzero(np.any((ref != arr).reshape(len(hs), -1), axis=1))
+      bad = np.flatnonzero(np.any(arr[first][iids] != arr, axis=tuple(range(1, arr.ndim))))
       if len(bad):
         k = int(bad[0])
         raise ValueError(
-            f"{game.name}: information state {keys_old[iids[k]]!r} of player {p} {what} "
-            f"(history {_path(parent_arr, action_arr, int(hs[k]))})")
-    # level = number of own earlier decisions; parents are seen first.
-    level = np.zeros(n, np.int64)
+            f"{game.name}: information state {infostate_keys[p][iids[k]]!r} of player {p} "
+            f"{what} (history {_path(parent_arr, action_arr, int(hs[k]))})")
+    par_seq_old = last[p, hs[first]]
+    level = np.zeros(n, np.int64)  # number of own earlier decisions; parents are seen first
     for i in range(n):
       ps = par_seq_old[i]
       level[i] = 0 if ps < 0 else level[ps // A] + 1
     perm = np.argsort(level, kind="stable")  # new -> old
-    inv = np.empty(n, np.int64)
-    inv[perm] = np.arange(n)  # old -> new
+    inv = np.argsort(perm)  # old -> new
 
     def remap(seq, n=n, inv=inv):
-      seq = np.asarray(seq, np.int64)
       if n == 0:  # a player who never acts has only the empty sequence
         return np.zeros(seq.shape, np.int32)
       safe = np.maximum(seq, 0)
@@ -489,21 +401,12 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
     lv = level[perm]
     cuts = [0] + [int(c) for c in np.flatnonzero(np.diff(lv)) + 1] + [n] if n else [0]
     player_trees.append(PlayerTree(
-        legal=legal[perm],
-        parent_seq=remap(par_seq_old[perm]),
-        public_state=pub[perm].astype(np.int32),
-        level=lv.astype(np.int32),
-        levels=tuple(zip(cuts[:-1], cuts[1:])),
-        num_infostates=n,
-    ))
-    new_of_old.append((inv, remap))
+        legal=hist_legal[first][perm], parent_seq=remap(par_seq_old[perm]),
+        public_state=public_of_hist_arr[hs[first]][perm], level=lv.astype(np.int32),
+        levels=tuple(zip(cuts[:-1], cuts[1:])), num_infostates=n))
     keys.append(tuple(infostate_keys[p][j] for j in perm))
-
-  infostate_arr = np.full(H, NO_INDEX, np.int32)
-  for p in (0, 1):
-    m = player_arr == p
-    infostate_arr[m] = new_of_old[p][0][info_first[m]]
-  last_seq = np.stack([new_of_old[p][1](last[p]) for p in (0, 1)])
+    infostate_arr[hs] = inv[iids]
+    last_seq[p] = remap(last[p])
 
   term = np.flatnonzero(player_arr == TERMINAL).astype(np.int32)
   history_terminal = np.full(H, NO_INDEX, np.int32)
@@ -522,22 +425,16 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
   tree = GameTree(
       player=player_arr, parent=parent_arr, action=action_arr, depth=depth_arr,
       children=children, chance_probs=chance_probs, infostate=infostate_arr,
-      history_public=public_of_hist_arr, history_terminal=history_terminal,
-      last_seq=last_seq, chance_reach=reach,
-      terminal_history=term, terminal_payoff=terminal_payoff,
-      terminal_chance=reach[term], terminal_seq=last_seq[:, term],
-      public_parent=public_parent, public_depth=public_depth,
-      players=tuple(player_trees),
-      depth_levels=depth_levels,
-      num_actions=A, num_histories=H,
-      num_terminals=len(term), num_public_states=P)
-
-  fp = _fingerprint(game, tree, keys)
+      history_public=public_of_hist_arr, history_terminal=history_terminal, last_seq=last_seq,
+      chance_reach=reach, terminal_history=term, terminal_payoff=terminal_payoff,
+      terminal_chance=reach[term], terminal_seq=last_seq[:, term], public_parent=public_parent,
+      public_depth=public_depth, players=tuple(player_trees), depth_levels=depth_levels,
+      num_actions=A, num_histories=H, num_terminals=len(term), num_public_states=P)
   nbytes = sum(np.asarray(x).nbytes for x in jax.tree_util.tree_leaves(tree))
   return CompiledGame(game=game, tree=tree, infostate_keys=tuple(keys),
-                      public_keys=tuple(public_keys),
-                      aug=np.asarray(aug, np.int32).reshape(2, H),
-                      aug_keys=tuple(tuple(k) for k in aug_keys), fingerprint=fp,
+                      public_keys=tuple(public_keys), aug=np.asarray(aug, np.int32).reshape(2, H),
+                      aug_keys=tuple(tuple(k) for k in aug_keys),
+                      fingerprint=_fingerprint(game, tree, keys),
                       enumeration_seconds=time.perf_counter() - t0, nbytes=nbytes)
 
 

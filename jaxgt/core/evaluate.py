@@ -1,9 +1,6 @@
 """Exact evaluation of a tabular policy: the one place exploitability is computed.
 
-:func:`policy_evaluation` is traceable (use it inside jitted loops and under
-``vmap``); :func:`evaluate` is the host entry point that decides the dtype
-once (float64 when 64-bit JAX is enabled, else float32), validates the
-policy before compiling and returns Python floats.
+:func:`policy_evaluation` is traceable; :func:`evaluate` is the host entry point.
 """
 
 from __future__ import annotations
@@ -30,11 +27,8 @@ class PolicyEvaluation:
 
 
 def policy_evaluation(tree: GameTree, policy, weights=None) -> PolicyEvaluation:
-  """Value, best responses, NashConv and exploitability of ``policy`` (traceable).
-
-  ``tree`` floats are the working dtype; ``weights [T]`` a root belief
-  (default: the game's chance reach).
-  """
+  """Value, best responses, NashConv and exploitability of ``policy`` under root belief
+  ``weights [T]`` (default: chance reach); traceable."""
   br = jnp.stack([sequence_form.best_response_value(tree, policy, p, weights) for p in (0, 1)])
   nash_conv = br[0] + br[1]
   return PolicyEvaluation(value=sequence_form.expected_value(tree, policy, weights),
@@ -57,12 +51,8 @@ class Evaluation:
 
 
 def evaluate(game: CompiledGame, policy, *, weights=None, dtype=None) -> Evaluation:
-  """Exact evaluation of a tabular ``policy`` (``([I0, A], [I1, A])`` or a
-  :class:`~jaxgt.policy.Policy`) in ``game``.
-
-  ``dtype`` defaults to float64 when 64-bit JAX is enabled, else float32.
-  Raises ``ValueError`` for a policy of another shape before compiling.
-  """
+  """Exact evaluation of ``policy`` (``([I0, A], [I1, A])`` or a :class:`~jaxgt.policy.Policy`)
+  in ``game``, in float64 when 64-bit JAX is enabled (else float32) unless ``dtype``."""
   if not isinstance(game, CompiledGame):
     raise ValueError(f"evaluate needs a CompiledGame (jaxgt.load(...)), got {type(game).__name__}")
   if hasattr(policy, "check_game"):  # a saved Policy knows its game

@@ -1,26 +1,11 @@
-"""The public tree of a compiled game and public belief states.
+"""The public tree of a compiled game and public belief states (``003``, Sec. 3).
 
-Student of Games (``003``, Sec. 3 and supplement "public belief states"): a
-*public state* groups the histories both players cannot tell apart from the
-public observations; a *public belief state* is one range per player over
-its information states in that public state. For the player not acting at a
-public state the information states are the *augmented* ones,
-``game.information_state(s, p)`` at every non-terminal history, which the
-compiler records while enumerating (:attr:`CompiledGame.aug`); the public
-tree is assembled from those arrays without replaying the game.
-
-Conventions (shape letters of :mod:`jaxgt.core.compiler`, plus ``K_p`` augmented
-information states of player ``p`` over the whole game):
-
-* the *own reach* of player ``p`` to an augmented information state ``I`` is
-  the product of ``p``'s own action probabilities on the path to it (equal on
-  every history of ``I`` by perfect recall); a *range* at a public state is
-  that own reach normalised over the public state's information states;
-* the *counterfactual value* of ``I`` for ``p`` is
-  ``sum_{h in I} pi_chance(h) pi_opp(h) u_p(h)`` with ``u_p(h)`` the value of
-  ``h`` to ``p`` when both follow the policy below ``h``; then
-  ``sum_I reach_p(I) cfv_p(I)`` is ``p``'s value of the public state's
-  histories (player 0's game value at the root public state).
+A *public belief state* is one range per player over its (augmented)
+information states at a public state (:attr:`CompiledGame.aug`; ``K_p`` of
+them for player ``p``). A *range* is the player's own reach normalised over
+the public state's information states; the *counterfactual value* of ``I``
+is ``sum_{h in I} pi_chance(h) pi_opp(h) u_p(h)``, so ``sum_I reach_p(I)
+cfv_p(I)`` is ``p``'s value of the public state's histories.
 """
 
 from __future__ import annotations
@@ -46,16 +31,11 @@ class PublicTree:
   depth: np.ndarray  # [P] int32 depth in the public tree
   parent: np.ndarray  # [P] int32 parent public state (-1 at the root)
   histories: tuple  # per public state, int32 array of its histories
-  # [2, H] int32 each player's augmented information state of every history (-1 at terminals)
-  aug: np.ndarray
+  aug: np.ndarray  # [2, H] int32 each player's augmented infostate of every history (-1: terminal)
   aug_keys: tuple  # per player, K_p information-state strings
   aug_public: tuple  # per player, [K_p] int32 public state of each one
-  # per player, [K_p] int32 the player's own sequence reaching it (index into the realization plan
-  # of :func:`sequence_form.realization`)
-  aug_seq: tuple
-  # per player, per public state, int32 array of the augmented information states it holds (its
-  # range's support, in order)
-  infostates: tuple
+  aug_seq: tuple  # per player, [K_p] int32 own sequence reaching it (into the realization plan)
+  infostates: tuple  # per player, per public state, int32 augmented infostates (range support)
   chance_reach: np.ndarray  # [H] float64 product of chance probabilities
   terminal_public: np.ndarray  # [P] bool public states whose histories are all terminal
 
@@ -64,10 +44,7 @@ class PublicTree:
     return len(self.histories)
 
   def public_id(self, public_state) -> int:
-    """Index of ``public_state`` (an index or a key of ``game.public_keys``).
-
-    Raises ``ValueError`` for an index out of range or a key of another game.
-    """
+    """Index of ``public_state`` (an index or a key of ``game.public_keys``), validated."""
     P = self.num_public_states
     if isinstance(public_state, (int, np.integer)) and not isinstance(public_state, bool):
       if not 0 <= int(public_state) < P:
@@ -99,8 +76,7 @@ class PublicTree:
 
 
 def build_public_tree(compiled: CompiledGame | PublicTree) -> PublicTree:
-  """The :class:`PublicTree` of ``compiled``, from its arrays (cached on it); a
-  :class:`PublicTree` is returned as it is."""
+  """The :class:`PublicTree` of ``compiled`` (cached on it; a :class:`PublicTree` passes)."""
   if isinstance(compiled, PublicTree):
     return compiled
   return compiled.cached(("public_tree",), lambda: _assemble_public_tree(compiled))
@@ -149,8 +125,8 @@ def edge_probabilities(tree: GameTree, policy) -> jax.Array:
   pl = jnp.asarray(tree.player)[par]
   info = jnp.maximum(jnp.asarray(tree.infostate)[par], 0)
   chance = jnp.asarray(tree.chance_probs)[par, act]
-  s0 = policy[0][jnp.minimum(info, policy[0].shape[0] - 1), act] if policy[0].shape[0] else 0.0
-  s1 = policy[1][jnp.minimum(info, policy[1].shape[0] - 1), act] if policy[1].shape[0] else 0.0
+  s0, s1 = (sig[jnp.minimum(info, sig.shape[0] - 1), act] if sig.shape[0] else 0.0
+            for sig in policy)
   e = jnp.where(pl == CHANCE, chance, jnp.where(pl == 0, s0, s1))
   return jnp.where(jnp.arange(tree.num_histories) == 0, 1.0, e)
 
@@ -158,10 +134,8 @@ def edge_probabilities(tree: GameTree, policy) -> jax.Array:
 def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None = None) -> jax.Array:
   """``[H]`` player 0's expected utility below each history under ``policy``.
 
-  ``payoff [T]`` replaces ``tree.terminal_payoff`` (leaf values of a
-  subgame). Values flow up one breadth-first depth layer at a time. The layer
-  structure is read host-side from ``host`` (default ``tree``), so ``tree``
-  may be a traced argument when ``host`` is the concrete tree.
+  ``payoff [T]`` replaces ``tree.terminal_payoff``; the depth layers are read
+  from ``host`` (default ``tree``), so ``tree`` may be traced.
   """
   host = tree if host is None else host
   payoff = tree.terminal_payoff if payoff is None else payoff
@@ -185,12 +159,8 @@ def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None
 
 
 def ranges(pt: PublicTree, policy, *, normalize: bool = True):
-  """Ranges of both players at every public state: ``([K_0], [K_1])``.
-
-  Entry ``I`` is the own reach of ``I``'s player, normalised over the
-  information states of ``I``'s public state when ``normalize`` (public
-  states the player never reaches get the uniform range).
-  """
+  """Own reaches ``([K_0], [K_1])`` of every augmented information state, normalised per public
+  state when ``normalize`` (uniform where the player never reaches it)."""
   tree = pt.game.tree
   sequence_form.check_policy(tree, policy)
   out = []
@@ -208,11 +178,8 @@ def ranges(pt: PublicTree, policy, *, normalize: bool = True):
 
 
 def counterfactual_values(pt: PublicTree, policy):
-  """Counterfactual values of every augmented information state: ``([K_0], [K_1])``.
-
-  These are the value-network targets of ``003`` (Sec. 3): unnormalised
-  (chance and opponent reach included), each in its own player's utility.
-  """
+  """Counterfactual values ``([K_0], [K_1])`` of every augmented information state (``003``
+  Sec. 3; chance and opponent reach included, each in its own player's utility)."""
   tree = pt.game.tree
   sequence_form.check_policy(tree, policy)
   v = history_values(tree, policy)

@@ -1,14 +1,9 @@
-"""Sequence-form primitives shared by the CFR family and best response.
+"""Sequence-form primitives shared by the CFR family and best response (pure, jit/vmap-able).
 
-All functions are written for one game instance and one root belief, are
-pure and jit/vmap-able. ``tree`` is a :class:`~jaxgt.core.compiler.GameTree`
-(device arrays, floats already in the working dtype); shapes use the
-letters of :mod:`jaxgt.core.compiler`.
-
-A *policy* is a pair ``(sigma0 [I0, A], sigma1 [I1, A])`` of behavioural
-strategies with zeros at illegal actions. *Terminal weights* ``w [T]`` are
-the chance (or external) reach of each terminal: ``tree.terminal_chance`` for
-the game itself, anything else for another root belief.
+``tree`` is a :class:`~jaxgt.core.compiler.GameTree` with floats in the
+working dtype (shape letters there). A *policy* is ``(sigma0 [I0, A], sigma1
+[I1, A])`` with zeros at illegal actions; *terminal weights* ``w [T]`` are the
+chance (or root-belief) reach of each terminal (default ``tree.terminal_chance``).
 """
 
 from __future__ import annotations
@@ -19,17 +14,15 @@ import jax
 import jax.numpy as jnp
 from jax import custom_batching
 
+import numpy as np
+
 from jaxgt.core.compiler import GameTree, PlayerTree, ancestor_at_depth
+from jaxgt.games.base import CHANCE
 
 
 def segment_sum(data: jax.Array, ids: jax.Array, num_segments: int) -> jax.Array:
-  """``jax.ops.segment_sum`` whose batched form scatters whole rows.
-
-  Under ``vmap`` over ``data`` only (shared ``ids``: the batched-solve case)
-  the batch axis is moved last so each scatter update is one contiguous row
-  of ``B`` values; XLA's default batching of scatters is several times slower
-  on CPU.
-  """
+  """``jax.ops.segment_sum`` whose ``vmap`` over ``data`` only (shared ``ids``) scatters whole
+  rows of ``B`` values (batch axis last; XLA's default batching is several times slower on CPU)."""
   return _row_segment_sum(int(num_segments))(data, ids)
 
 
@@ -54,12 +47,8 @@ def _row_segment_sum(n: int):
 
 
 def realization(pt: PlayerTree, sigma: jax.Array) -> jax.Array:
-  """Own reach of every sequence: ``[S]`` with ``x[I*A] = 1`` (empty sequence).
-
-  ``x[i*A + a] = x[parent_seq[i]] * sigma[i, a]``. An information state of
-  level ``k`` has its parent sequence in level ``k - 1``, so each level reads
-  only the previous level's block (small gathers, no full-array updates).
-  """
+  """Own reach of every sequence ``[S]``: ``x[i*A + a] = x[parent_seq[i]] * sigma[i, a]``,
+  ``x[I*A] = 1``; level ``k`` reads only level ``k - 1``'s block."""
   n, A = sigma.shape
   blocks = []
   prev, prev_lo = None, 0
@@ -81,14 +70,9 @@ def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
 
 def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
                     sigma: jax.Array | None, A: int) -> tuple[jax.Array, jax.Array]:
-  """Counterfactual action values ``q [I, A]`` and the root value.
-
-  ``leaf [T]`` is each terminal's utility to this player times its
-  counterfactual reach (chance and opponent); ``leaf_seq [T]`` the player's
-  sequence reaching it. Values flow up level by level: with ``sigma`` given,
-  an information state is worth ``sum_a sigma q``; with ``sigma=None`` it is
-  worth ``max_a q`` over legal actions (best response).
-  """
+  """Counterfactual action values ``q [I, A]`` and the root value from ``leaf [T]`` (utility
+  times counterfactual reach) at sequences ``leaf_seq [T]``; an information state is worth
+  ``sum_a sigma q``, or with ``sigma=None`` the legal ``max_a q`` (best response)."""
   n = pt.num_infostates
   v = segment_sum(leaf, leaf_seq, n * A + 1)
   neg = jnp.asarray(-jnp.inf, leaf.dtype)
@@ -118,11 +102,7 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
 
 
 def check_policy(tree: GameTree, policy) -> None:
-  """Raises ``ValueError`` unless ``policy`` is ``([I0, A], [I1, A])`` floats for ``tree``.
-
-  Runs on static shapes, so it costs nothing under ``jit`` and fails before
-  any compilation.
-  """
+  """Raises ``ValueError`` unless ``policy`` is ``([I0, A], [I1, A])`` floats (static shapes)."""
   if not isinstance(policy, (tuple, list)) or len(policy) != 2:
     raise ValueError("a policy is a pair (sigma0 [I0, A], sigma1 [I1, A]); got "
                      f"{type(policy).__name__}")
@@ -149,44 +129,31 @@ def check_weights(tree: GameTree, weights) -> None:
 def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None):
   """``[T]`` utility to ``player`` times chance/external and opponent reach."""
   w = tree.terminal_chance if weights is None else weights
-  o = 1 - player
   sign = 1.0 if player == 0 else -1.0
-  return sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[o]]
+  return sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[1 - player]]
 
 
-def counterfactual_values(tree: GameTree, policy, player: int, weights=None,
-                          opponent_x=None):
-  """Counterfactual action values ``[I_p, A]`` of ``player`` under ``policy``, and the root value."""
-  check_policy(tree, policy)
-  check_weights(tree, weights)
-  if opponent_x is None:
-    opponent_x = realization(tree.players[1 - player], policy[1 - player])
-  leaf = terminal_leaf_values(tree, player, opponent_x, weights)
-  return sequence_values(tree.players[player], leaf, tree.terminal_seq[player],
-                         policy[player], tree.num_actions)
-
-
-def _best_response_q(tree: GameTree, policy, player: int, weights):
+def counterfactual_values(tree: GameTree, policy, player: int, weights=None, *,
+                          best_response: bool = False):
+  """Counterfactual action values ``[I_p, A]`` of ``player`` under ``policy``, and the root value
+  (with ``best_response``, ``player``'s own strategy is replaced by a best response)."""
   check_policy(tree, policy)
   check_weights(tree, weights)
   xo = realization(tree.players[1 - player], policy[1 - player])
   leaf = terminal_leaf_values(tree, player, xo, weights)
-  return sequence_values(tree.players[player], leaf, tree.terminal_seq[player], None,
-                         tree.num_actions)
+  return sequence_values(tree.players[player], leaf, tree.terminal_seq[player],
+                         None if best_response else policy[player], tree.num_actions)
 
 
 def best_response_value(tree: GameTree, policy, player: int, weights=None):
   """Value to ``player`` of a best response against ``policy[1 - player]``."""
-  return _best_response_q(tree, policy, player, weights)[1]
+  return counterfactual_values(tree, policy, player, weights, best_response=True)[1]
 
 
 def best_response(tree: GameTree, policy, player: int, weights=None) -> jax.Array:
-  """A pure best response of ``player`` to ``policy[1 - player]``: ``[I_p, A]``.
-
-  At information states the opponent's policy makes unreachable, any legal
-  action is a best response; the first legal maximiser is returned.
-  """
-  q, _ = _best_response_q(tree, policy, player, weights)
+  """A pure best response ``[I_p, A]`` of ``player`` to ``policy[1 - player]`` (the first legal
+  maximiser, also where the opponent never reaches)."""
+  q, _ = counterfactual_values(tree, policy, player, weights, best_response=True)
   q = jnp.where(tree.players[player].legal, q, -jnp.inf)
   return jax.nn.one_hot(jnp.argmax(q, axis=-1), tree.num_actions, dtype=q.dtype)
 
@@ -196,16 +163,13 @@ def expected_value(tree: GameTree, policy, weights=None):
   check_policy(tree, policy)
   check_weights(tree, weights)
   w = tree.terminal_chance if weights is None else weights
-  x0 = realization(tree.players[0], policy[0])
-  x1 = realization(tree.players[1], policy[1])
+  x0, x1 = (realization(tree.players[p], policy[p]) for p in (0, 1))
   return jnp.sum(tree.terminal_payoff * w * x0[tree.terminal_seq[0]] * x1[tree.terminal_seq[1]])
 
 
 def nash_conv(tree: GameTree, policy, weights=None):
   """``sum_p (BR_p - u_p)``; zero exactly at a Nash equilibrium."""
-  br0 = best_response_value(tree, policy, 0, weights)
-  br1 = best_response_value(tree, policy, 1, weights)
-  return br0 + br1
+  return sum(best_response_value(tree, policy, p, weights) for p in (0, 1))
 
 
 def exploitability(tree: GameTree, policy, weights=None):
@@ -215,39 +179,30 @@ def exploitability(tree: GameTree, policy, weights=None):
 
 def regret_matching(regrets: jax.Array, legal: jax.Array) -> jax.Array:
   """Positive-part regret matching; uniform over legal actions when none positive."""
-  pos = jnp.where(legal, jnp.maximum(regrets, 0.0), 0.0)
-  total = jnp.sum(pos, axis=-1, keepdims=True)
-  uniform = legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
-  return jnp.where(total > 0, pos / jnp.where(total > 0, total, 1.0), uniform.astype(regrets.dtype))
+  return normalize(jnp.maximum(regrets, 0.0), legal)
 
 
 def normalize(cum: jax.Array, legal: jax.Array) -> jax.Array:
   """Normalises accumulated strategy weights; uniform where they sum to zero."""
   cum = jnp.where(legal, cum, 0.0)
   total = jnp.sum(cum, axis=-1, keepdims=True)
-  uniform = (legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)).astype(cum.dtype)
-  return jnp.where(total > 0, cum / jnp.where(total > 0, total, 1.0), uniform)
+  return jnp.where(total > 0, cum / jnp.where(total > 0, total, 1.0), _uniform(legal, cum.dtype))
+
+
+def _uniform(legal, dtype):
+  legal = jnp.asarray(legal)
+  return (legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)).astype(dtype)
 
 
 def uniform_policy(tree: GameTree, dtype=jnp.float32):
   """The uniform random policy over legal actions."""
-  out = []
-  for pt in tree.players:
-    legal = jnp.asarray(pt.legal)
-    out.append((legal / jnp.maximum(legal.sum(-1, keepdims=True), 1)).astype(dtype))
-  return tuple(out)
+  return tuple(_uniform(pt.legal, dtype) for pt in tree.players)
 
 
 def root_chance_weights(tree: GameTree, probs) -> jax.Array:
-  """Terminal weights ``[T]`` with the root chance distribution replaced by ``probs``.
-
-  The root must be a chance node; ``probs [C]`` is a distribution over its
-  outcome ids (zero where the outcome does not exist). The result feeds
-  ``solver.init(tree, weights)``; a stack of them feeds ``init_batch``.
-  """
-  import numpy as np
-  player = np.asarray(tree.player)
-  if player[0] != -1:
+  """Terminal weights ``[T]`` with the root chance distribution replaced by ``probs [C]`` (a
+  distribution over the root's outcome ids; for ``solver.init(tree, weights=...)``)."""
+  if np.asarray(tree.player)[0] != CHANCE:
     raise ValueError("root_chance_weights: the root of this game is not a chance node")
   probs = np.asarray(probs, np.float64)
   orig = np.asarray(tree.chance_probs)[0]

@@ -1,12 +1,8 @@
-"""Game definitions, the registry and name parsing.
+"""Game definitions, the registry and name parsing (this package imports nothing else of jaxgt).
 
-``make(name, **params)`` builds a :class:`Game` definition (no enumeration);
-``make_from_string("liars_dice(numdice=1)")`` parses a game string in
-OpenSpiel's syntax, ``make_from_string("openspiel:<game string>")`` imports
-any two-player zero-sum pyspiel game (:func:`from_openspiel`).
-``check(game)`` runs the conformance checks. This package imports nothing
-else of jaxgt: compiling a definition is :func:`jaxgt.load` /
-:func:`jaxgt.compile_game` (:mod:`jaxgt.core.compiler`).
+``make(name, **params)`` builds a :class:`Game` definition; ``make_from_string``
+parses a game string in OpenSpiel's syntax (``"openspiel:<game string>"``
+imports a pyspiel game); ``check(game)`` runs the conformance checks.
 """
 
 from __future__ import annotations
@@ -54,11 +50,8 @@ def registry() -> dict[str, GameSpec]:
 
 
 def make(name: str, **params: Any) -> Game:
-  """Builds the definition of registered game ``name``; nothing is enumerated.
-
-  Raises ``ValueError`` naming the valid games for an unknown name, and the
-  valid parameters for an unknown or ill-typed parameter.
-  """
+  """Builds the definition of registered game ``name`` (``ValueError`` naming the valid games
+  or parameters for an unknown name or parameter)."""
   spec = _REGISTRY.get(name)
   if spec is None:
     raise ValueError(f"unknown game {name!r}; registered games: {', '.join(sorted(_REGISTRY))}")
@@ -70,17 +63,13 @@ _NAME_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 
 def _parse_value(v: str):
   v = v.strip()
-  low = v.lower()
-  if low in ("true", "false"):
-    return low == "true"
-  try:
-    return int(v)
-  except ValueError:
-    pass
-  try:
-    return float(v)
-  except ValueError:
-    pass
+  if v.lower() in ("true", "false"):
+    return v.lower() == "true"
+  for cast in (int, float):
+    try:
+      return cast(v)
+    except ValueError:
+      pass
   return v
 
 

@@ -1,33 +1,12 @@
 """How to define a two-player zero-sum extensive-form game in plain Python.
 
-A game is a subclass of :class:`Game` whose methods take an immutable,
-hashable-or-not *state* object of the game's own choosing (a tuple is usual)
-and answer the questions the compiler asks while it enumerates the tree once:
-
-=====================================  ========================================
-method                                  returns
-=====================================  ========================================
-``initial_state()``                     the root state
-``current_player(s)``                   ``0``, ``1``, :data:`CHANCE` or :data:`TERMINAL`
-``legal_actions(s)``                    sorted action ids in ``[0, num_actions)``
-``chance_outcomes(s)``                  ``[(outcome_id, probability), ...]``
-``next_state(s, a)``                    the state after action/outcome ``a``
-``returns(s)``                          ``(u0, u1)`` at a terminal, ``u0 + u1 == 0``
-``information_state(s, player)``        a string: everything ``player`` knows
-``public_state(s)``                     a hashable key: what *both* players observe
-=====================================  ========================================
-
-``information_state`` is called for the acting player at decision nodes (and
-for either player at any non-terminal state by the public-tree layer). Two
-histories share an information state iff the strings are equal; for games
-that mirror an OpenSpiel game the string equals OpenSpiel's
-``information_state_string`` so policies export exactly. ``public_state``
-must be constant on every information state (the conformance check verifies
-it) and must be a refinement-compatible description of the public
-observation sequence.
-
-Games are pure descriptions: no randomness, no mutable state. Compile one
-with :func:`jaxgt.compile_game`.
+A game subclasses :class:`Game`; its methods take an immutable *state* of the
+game's choosing (a tuple is usual) and answer the compiler's questions.
+``information_state`` is called for both players at every non-terminal
+state; equal strings are one information state (OpenSpiel's strings for
+games that mirror one, so policies export exactly). ``public_state`` must be
+constant on every information state (:func:`jaxgt.games.check` verifies it).
+Games are pure descriptions; compile one with :func:`jaxgt.compile_game`.
 """
 
 from __future__ import annotations
@@ -44,13 +23,9 @@ TERMINAL = -4
 class Game(abc.ABC):
   """A two-player zero-sum extensive-form game with chance (see module doc).
 
-  Attributes:
-    name: registry name, e.g. ``"leduc_poker"``.
-    params: the parameters the game was made with (all of them, defaults
-      filled in), used for the game string and the policy fingerprint.
-    num_actions: number of distinct player action ids.
-    big_blind: chips in one big blind, for mbb/h; ``None`` if the game has
-      no blind structure.
+  ``name`` is the registry name, ``params`` all parameters (defaults filled
+  in; they name the game), ``num_actions`` the number of player action ids,
+  ``big_blind`` chips in one big blind for mbb/h (``None``: no blinds).
   """
 
   name: str = "game"
@@ -61,39 +36,38 @@ class Game(abc.ABC):
   def __init__(self, **params: Any):
     self.params: dict[str, Any] = dict(params)
 
-  # --- rules -------------------------------------------------------------
   @abc.abstractmethod
   def initial_state(self) -> Any:
-    ...
+    """The root state."""
 
   @abc.abstractmethod
   def current_player(self, state: Any) -> int:
-    ...
+    """``0``, ``1``, :data:`CHANCE` or :data:`TERMINAL`."""
 
   @abc.abstractmethod
   def legal_actions(self, state: Any) -> Sequence[int]:
-    ...
+    """Sorted action ids in ``[0, num_actions)``."""
 
   def chance_outcomes(self, state: Any) -> Sequence[tuple[int, float]]:
+    """``[(outcome_id, probability), ...]`` at a chance node."""
     raise NotImplementedError(f"{self.name} has no chance nodes")
 
   @abc.abstractmethod
   def next_state(self, state: Any, action: int) -> Any:
-    ...
+    """The state after action/outcome ``action``."""
 
   @abc.abstractmethod
   def returns(self, state: Any) -> tuple[float, float]:
-    ...
+    """``(u0, u1)`` at a terminal, ``u0 + u1 == 0``."""
 
   @abc.abstractmethod
   def information_state(self, state: Any, player: int) -> str:
-    ...
+    """A string: everything ``player`` knows."""
 
   @abc.abstractmethod
   def public_state(self, state: Any) -> Hashable:
-    ...
+    """A hashable key: what *both* players observe."""
 
-  # --- presentation --------------------------------------------------------
   def action_string(self, action: int) -> str:
     return str(action)
 
@@ -121,12 +95,8 @@ def _fmt(v: Any) -> str:
 
 
 def check_params(name: str, given: Mapping[str, Any], spec: Mapping[str, Any]) -> dict:
-  """Fills defaults from ``spec`` and rejects unknown names / wrong types.
-
-  ``spec`` maps parameter name to its default; the default's type is the
-  parameter's type (``int`` also accepts integral floats is *not* done: a
-  wrong type is an error).
-  """
+  """Fills defaults from ``spec`` (name -> default, whose type is the parameter's; an int
+  is accepted for a float) and rejects unknown names and wrong types."""
   unknown = sorted(set(given) - set(spec))
   if unknown:
     valid = ", ".join(f"{k}={_fmt(v)}" for k, v in spec.items()) or "none"

@@ -1,37 +1,18 @@
 """The conformance check every game must pass: ``jaxgt.games.check(game)``.
 
-Independent of the compiler, :func:`check` enumerates a :class:`Game`
-breadth-first and verifies, in this order (the names are what the report
-lists and what a ``ValueError`` names):
-
-``players``
-  ``current_player`` is 0, 1, ``CHANCE`` or ``TERMINAL``; information states
-  are strings and public states hashable.
-``chance_probabilities``
-  every chance node has outcomes with distinct non-negative ids and positive
-  probabilities summing to one.
-``legal_actions``
-  every decision node has a non-empty, sorted, duplicate-free legal set inside
-  ``[0, num_actions)``.
-``zero_sum``
-  every terminal pays ``(u0, u1)``, finite, with ``u0 + u1 == 0``.
-``perfect_recall``
-  all histories of one information state have the same own action sequence
-  and the same legal actions; the same holds for each player's *augmented*
-  information states (its key at the opponent's decision nodes), which the
-  public tree and value networks use as range supports.
-``public_states``
-  all histories of one information state share a public state, and all
-  histories of one public state have the same depth and (except the root)
-  parents in one public state, so public states form a tree.
-``deterministic``
-  a second enumeration gives the same histories, keys, legal sets,
-  probabilities and payoffs; for a compiled game, also the same sizes and
-  information-state keys as the compiled tree.
-
-A failure raises ``ValueError`` naming the check and the offending history as
-its action path from the root. Success returns a short dict (game string,
-passed checks, sizes) for printing.
+Independent of the compiler, :func:`check` enumerates a :class:`Game` and
+verifies, in this order (a failure raises ``ValueError`` naming the check and
+the history's action path): ``players`` (``current_player`` is 0, 1,
+``CHANCE`` or ``TERMINAL``; information states are strings, public states
+hashable); ``chance_probabilities`` (distinct non-negative outcome ids,
+positive probabilities summing to one); ``legal_actions`` (non-empty, sorted,
+unique, inside ``[0, num_actions)``); ``zero_sum`` (finite ``u0 + u1 == 0``);
+``perfect_recall`` (one own action sequence and one legal set per
+information state, and one own sequence per *augmented* information state);
+``public_states`` (an information state lies in one public state; a public
+state's histories share depth and parents' public state, so public states
+form a tree); ``deterministic`` (a second enumeration, and a compiled tree,
+agree).
 """
 
 from __future__ import annotations
@@ -86,6 +67,7 @@ def _enumerate(game: Game, max_histories: int, tol: float):
       if len(r) != 2 or not all(math.isfinite(x) for x in r) or abs(r[0] + r[1]) > tol:
         fail("zero_sum", h, f"returns {r} are not finite and zero-sum")
       records.append((p, pub, -1, r))
+      kids = ()
     elif p == CHANCE:
       outcomes = [(int(a), float(q)) for a, q in game.chance_outcomes(s)]
       ids = [a for a, _ in outcomes]
@@ -99,11 +81,7 @@ def _enumerate(game: Game, max_histories: int, tol: float):
       if abs(total - 1.0) > tol:
         fail("chance_probabilities", h, f"probabilities sum to {total!r}, not 1")
       records.append((p, pub, -1, tuple(outcomes)))
-      for a in ids:
-        states.append(game.next_state(s, a))
-        parent.append(h)
-        action.append(a)
-        depth.append(depth[h] + 1)
+      kids = ids
     elif p in (0, 1):
       legal = [int(a) for a in game.legal_actions(s)]
       if not legal:
@@ -120,13 +98,14 @@ def _enumerate(game: Game, max_histories: int, tol: float):
       if not isinstance(other, str):
         fail("players", h, f"information state {other!r} of player {1 - p} is not a string")
       augmented[h] = other
-      for a in legal:
-        states.append(game.next_state(s, a))
-        parent.append(h)
-        action.append(a)
-        depth.append(depth[h] + 1)
+      kids = legal
     else:
       fail("players", h, f"current_player is {p!r}")
+    for a in kids:
+      states.append(game.next_state(s, a))
+      parent.append(h)
+      action.append(a)
+      depth.append(depth[h] + 1)
     h += 1
   return dict(parent=parent, action=action, depth=depth, records=records, augmented=augmented,
               info_keys=(list(info_ids[0]), list(info_ids[1])), num_public=len(public_ids),
@@ -185,19 +164,11 @@ def _check_structure(e):
 
 
 def check(game: Any, *, max_histories: int = 5_000_000, tol: float = 1e-9) -> dict:
-  """Runs the conformance checks of the module docstring on a game.
+  """Runs the checks of the module docstring on a :class:`Game` or a compiled game.
 
-  Args:
-    game: a :class:`Game` or a compiled game (anything with ``.game``; its
-      tree is compared with a fresh enumeration too).
-    max_histories: refuse games larger than this.
-    tol: tolerance of the probability and zero-sum checks.
-
-  Returns:
-    ``{"game": str, "passed": [check names], "sizes": {...}}``.
-
-  Raises:
-    ValueError: naming the failed check and the offending history.
+  A compiled game's tree is also compared with a fresh enumeration; ``tol``
+  is the tolerance of the probability and zero-sum checks. Returns
+  ``{"game": str, "passed": [check names], "sizes": {...}}``.
   """
   compiled = None
   if not isinstance(game, Game):
@@ -214,18 +185,12 @@ def check(game: Any, *, max_histories: int = 5_000_000, tol: float = 1e-9) -> di
     where = e["path"](n) if n < len(e["records"]) else again["path"](n)
     raise ValueError(f"{name}: check 'deterministic' failed at history {where}: a second "
                      "enumeration differs there")
-  sizes = {
-      "histories": len(e["records"]),
-      "terminals": sum(r[0] == TERMINAL for r in e["records"]),
-      "infostates_p0": len(e["info_keys"][0]),
-      "infostates_p1": len(e["info_keys"][1]),
-      "public_states": e["num_public"],
-  }
+  sizes = {"histories": len(e["records"]),
+           "terminals": sum(r[0] == TERMINAL for r in e["records"]),
+           "infostates_p0": len(e["info_keys"][0]), "infostates_p1": len(e["info_keys"][1]),
+           "public_states": e["num_public"]}
   if compiled is not None:
-    t = compiled.tree
-    theirs = {"histories": t.num_histories, "terminals": t.num_terminals,
-              "infostates_p0": t.num_infostates[0], "infostates_p1": t.num_infostates[1],
-              "public_states": t.num_public_states}
+    theirs = {k: v for k, v in compiled.sizes().items() if k in sizes}
     if theirs != sizes or any(set(compiled.infostate_keys[p]) != set(e["info_keys"][p])
                               for p in (0, 1)):
       raise ValueError(f"{name}: check 'deterministic' failed at history (): the compiled "

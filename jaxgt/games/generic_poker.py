@@ -1,39 +1,24 @@
 """Generic Poker GP(T, C, R, B) of Lisy, Lanctot and Bowling (AAMAS 2015, Sec. 5).
 
-The paper's rules: both players ante one chip, chance deals each a private
-card, a betting round, one public card, a second betting round with the same
-rules, showdown. A player whose private card matches the table card wins if
-the opponent's does not; if neither matches the higher private card wins;
-otherwise the pot is split. Actions are fold, check, bet, call and raise.
-Parameters, named as in the paper: ``T`` card types (ranks ``0..T-1``),
-``C`` cards of each type, ``R`` the longest sequence of *raises* in a round
-(after the opening bet, so a round has at most ``R + 1`` bets/raises), ``B``
-the number of different bet sizes. The paper's experiments use GP(3,3,2,2).
+Both players ante one chip and get a private card; a betting round, one
+public card, a second betting round, showdown: a private card matching the
+table card wins, else the higher card; otherwise the pot is split. ``T``
+card types, ``C`` cards of each, ``R`` raises per round after the opening
+bet, ``B`` bet sizes (the paper's experiments: GP(3,3,2,2)).
 
-Rules the paper leaves open, taken from Leduc hold'em, which in this reading
-is GP(3,2,1,1) (one raise after the opening bet, one bet size):
+Left open by the paper, taken from Leduc hold'em (GP(3,2,1,1)): sizes ``2,
+4, ..., 2B`` in round 1 and ``4, ..., 4B`` in round 2, a raise first matching
+the bet; player 0 opens both rounds; a round ends on check-check or a call;
+fold only facing a bet; stacks never bind; chance deals card *types* (type
+``t`` with probability copies left / cards left).
 
-* bet/raise sizes ``2, 4, ..., 2B`` chips in round 1 and ``4, 8, ..., 4B``
-  in round 2; a raise first matches the opponent's bet;
-* player 0 opens both rounds; a round ends on check-check or a call; fold is
-  legal only when facing a bet; stacks never bind;
-* cards of one type are identical: chance deals *types*, type ``t`` with
-  probability (copies of ``t`` left) / (cards left), so information states
-  distinguish types only.
-
-Actions: ``0`` fold, ``1`` check/call, ``2 + k`` bet/raise of the ``k``-th
-size. Information states, e.g. ``[Player: 1][Private: 2][Public: 0]
-[Round1: b2 c][Round2: k b4][Pot: 7 3]``, show the observer, its card, the
-table card (``-`` before it is dealt), both rounds' betting (``k`` check,
-``c`` call, ``f`` fold, ``b``/``r`` bet/raise with its size) and chips in the
-pot per player. The public state is the number of cards dealt, the table card
-and the betting. Payoffs are chips won/lost.
-
-OpenSpiel's ``universal_poker`` (limit betting) expresses GP(T, C, R, 1) only
-as a game with suits (``numRanks=T, numSuits=C``, :meth:`openspiel_game_string`):
-the same game with suits as extra, strategically irrelevant labels, so the
-equilibrium value agrees for every ``C`` and the tree sizes agree for
-``C = 1``. Bet sizes ``B > 1`` have no universal_poker counterpart.
+Actions: ``0`` fold, ``1`` check/call, ``2 + k`` bet/raise of size ``k``.
+Information states, e.g. ``[Player: 1][Private: 2][Public: 0][Round1: b2 c]
+[Round2: k b4][Pot: 7 3]`` (``k`` check, ``c`` call, ``f`` fold, ``b``/``r``
+bet/raise with its size, chips per player). Public state: cards dealt, table
+card, betting. OpenSpiel's ``universal_poker`` expresses GP(T, C, R, 1) with
+``C`` suits as strategically irrelevant labels (:meth:`openspiel_game_string`:
+same value, same tree size for ``C = 1``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""Kuhn poker, identical to OpenSpiel's ``kuhn_poker`` (two players).
+"""Kuhn poker, identical to OpenSpiel's ``kuhn_poker`` (two players; value -1/18).
 
-Three cards ``0 < 1 < 2``; each player antes 1 and is dealt one card (player
-0 first). Actions: ``0`` pass, ``1`` bet (one chip). Betting ends after
-``pp`` (showdown for 1), ``bp``/``pbp`` (fold), ``bb``/``pbb`` (showdown for
-2). Information-state strings are OpenSpiel's: the private card followed by
-the betting letters, e.g. ``"1pb"``. Public state: the number of cards dealt
-and the betting letters. Value for player 0 at equilibrium: -1/18.
+Three cards ``0 < 1 < 2``, ante 1, one card each (player 0 first); ``0``
+pass, ``1`` bet. Betting ends after ``pp`` (showdown for 1), ``bp``/``pbp``
+(fold), ``bb``/``pbb`` (showdown for 2). Information states are OpenSpiel's
+(card then betting, e.g. ``"1pb"``); public state: cards dealt and betting.
 """
 
 from __future__ import annotations

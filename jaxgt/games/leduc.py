@@ -1,15 +1,11 @@
 """Leduc hold'em, identical to OpenSpiel's ``leduc_poker`` (two players).
 
-Deck of six cards ``0..5`` (rank ``card // 2``, two suits). Both players
-ante 1 and get one private card (player 0 first); betting round 1 (raise 2),
-a public card, betting round 2 (raise 4); at most two raises per round,
-player 0 opens each round. Actions ``0`` fold (only when facing a bet),
-``1`` call/check, ``2`` raise. At showdown a private card pairing the public
-card wins, else the higher rank; equal ranks split. Information-state strings
-are OpenSpiel's, e.g. ``[Observer: 0][Private: 0][Round 1][Player: 0][Pot: 2]
-[Money: 99 99][Round1: ][Round2: ]``. Public state: cards dealt so far
-(private cards as a count), the public card and both rounds' actions.
-Units are chips; mbb/h uses a big blind of one chip as in the papers.
+Six cards ``0..5`` (rank ``card // 2``); ante 1, one private card each,
+betting round 1 (raise 2), a public card, round 2 (raise 4); at most two
+raises per round, player 0 opens. ``0`` fold (facing a bet), ``1``
+call/check, ``2`` raise. A pair with the public card wins, else the higher
+rank; equal ranks split. Information states are OpenSpiel's strings; public
+state: cards dealt, the public card, both rounds' actions. Big blind: one chip.
 """
 
 from __future__ import annotations
@@ -66,13 +62,7 @@ class LeducPoker(Game):
 
   def legal_actions(self, s):
     acts = s[2] if s[1] is None else s[3]
-    legal = []
-    if acts and acts[-1] == 2:
-      legal.append(0)
-    legal.append(1)
-    if acts.count(2) < 2:
-      legal.append(2)
-    return legal
+    return ([0] if acts and acts[-1] == 2 else []) + [1] + ([2] if acts.count(2) < 2 else [])
 
   def chance_outcomes(self, s):
     priv = s[0]

@@ -7,16 +7,12 @@ and the highest face is wild (it matches every face). Each bid must be a
 higher bid id than the last; ``Liar`` (only after a bid) ends the game: the
 bid holds -> the caller loses, otherwise the caller wins (+-1).
 
-The paper's dice have faces 1..5 and a wild star: that is ``dice_sides=6``
-with face 6 wild, which is OpenSpiel's ``liars_dice``. With equal counts
-(``numdice``) the game is identical to OpenSpiel's ``liars_dice`` (both
-``bidding_rule`` values): action ids (bid ``b``, ``Liar`` = ``D * sides``
-with ``D = D1 + D2``), chance outcomes (``k`` rolls face ``k + 1``), tree
-sizes and information-state strings (sorted own dice then the bids, e.g.
-``"3 1-4 2-2"``). ``numdice1``/``numdice2`` (0 = use ``numdice``) give the
-paper's unequal LD(D1, D2), which OpenSpiel's parameters cannot express.
-Public state: the number of dice rolled and the bid sequence (all bids are
-public; only the dice are private).
+The paper's dice (faces 1..5 and a wild star) are ``dice_sides=6``. With
+equal counts (``numdice``) the game is OpenSpiel's ``liars_dice`` (both
+``bidding_rule`` values): same action ids (``Liar`` = ``(D1 + D2) * sides``),
+chance outcomes, tree and strings (sorted own dice then the bids, e.g.
+``"3 1-4 2-2"``). ``numdice1``/``numdice2`` (0 = ``numdice``) give the
+paper's unequal LD(D1, D2). Public state: dice rolled and the bids.
 """
 
 from __future__ import annotations
@@ -27,11 +23,8 @@ PARAMS = {"numdice": 1, "numdice1": 0, "numdice2": 0, "dice_sides": 6,
           "bidding_rule": "reset-face"}
 _RULES = ("reset-face", "reset-quantity")
 
-# State: (player, rolls, dice_strings, bids, last_bid, u0)
-#   rolls: tuple of face values in roll order (player 0's dice first)
-#   dice_strings: (s0, s1) sorted dice of each player once all are rolled
-#   bids: the bid sequence as in OpenSpiel's strings, e.g. " 1-4 2-2"
-#   last_bid: id of the last bid (-1 before the first); u0: player 0's return
+# State: (player, faces in roll order, (s0, s1) sorted dice strings once rolled,
+#         bids as in OpenSpiel's strings e.g. " 1-4 2-2", last bid id or -1, player 0's return)
 
 
 class LiarsDice(Game):
@@ -64,7 +57,6 @@ class LiarsDice(Game):
     self._legal_first = list(range(self.liar))
     self._chance = [(k, 1.0 / sides) for k in range(sides)]
 
-  # --- rules -------------------------------------------------------------
   def initial_state(self):
     return (CHANCE, (), None, "", -1, 0.0)
 
@@ -111,7 +103,6 @@ class LiarsDice(Game):
   def public_state(self, s):
     return (len(s[1]), s[3])
 
-  # --- presentation --------------------------------------------------------
   def action_string(self, a):
     return self._bid_str[a][1:] if 0 <= a <= self.liar else str(a)
 

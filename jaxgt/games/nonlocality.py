@@ -1,14 +1,11 @@
 """The non-locality game of Lisý, Lanctot, Bowling (2015), Figure 1.
 
-Chance picks left/right with probability 1/2 each. The maximizing player 0
-cannot tell which and picks left/right (``0/1``). After chance-left the game
-ends with payoff ``leftmost`` (player 0 left) or 0 (right). After chance-right
-player 1 (minimizing) acts at information set ``I`` without seeing player 0's
-move; payoffs to player 0 are 3/0 after player 0 left and 0/3 after right.
-With ``leftmost = 1`` the equilibrium at ``I`` is (1/3, 2/3) and the value 1;
-with ``leftmost = 2`` it is (1/6, 5/6).
-Public state: root, player 0 to move, player 1 to move (which reveals that
-chance went right), or game over.
+Chance picks left/right (1/2 each); player 0, not seeing it, picks left/right
+(``0/1``). After chance-left player 0 gets ``leftmost`` (left) or 0; after
+chance-right player 1 picks at ``I`` without seeing player 0's move, paying
+3 for a match, else 0. With ``leftmost = 1`` the equilibrium at ``I`` is
+(1/3, 2/3), value 1; with ``leftmost = 2`` (1/6, 5/6). Public state: root,
+player 0 to move, player 1 to move, or game over.
 """
 
 from __future__ import annotations

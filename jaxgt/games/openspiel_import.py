@@ -1,44 +1,24 @@
 """Any two-player zero-sum (or constant-sum) OpenSpiel game as a jaxgt :class:`Game`.
 
 ``from_openspiel("goofspiel(imp_info=True,num_cards=4)")`` wraps a ``pyspiel``
-game; ``jaxgt.games.load("openspiel:<game string>")`` does the same and
-compiles it. States are ``pyspiel.State`` objects (children made with
-``state.child(a)``, never mutated), and information-state keys are OpenSpiel's
-``information_state_string``, so policies export to a ``TabularPolicy``
-exactly.
+game; keys are OpenSpiel's strings, so policies export to a ``TabularPolicy``.
+**Simultaneous moves** are played in turn as OpenSpiel's
+``turn_based_simultaneous_game`` does (same strings: ``"Current player:
+p\\n"`` + the game's). **Constant-sum** payoffs ``u0 + u1 = c`` become
+``u_i - c / 2``.
 
-Conversions:
+Public states (Schmid et al. 2023): with a public observer
+(``IIGObservationType(public_info=True, perfect_recall=False,
+private_info=NONE)``) the sequence of public observation strings along the
+history; otherwise the **common-knowledge partition**: histories sharing an
+information state of the acting player, or of the other player at the same
+depth, are joined (union-find), then the parents of one component's
+histories are joined, until nothing changes (the finest partition containing
+every information set that forms a tree; it may merge different depths).
 
-* **Simultaneous moves** are played in turn (player 0, then player 1) the way
-  OpenSpiel's ``turn_based_simultaneous_game`` does: the second mover's
-  information state does not contain the first mover's pending action, and
-  the strings are that wrapper's (``"Current player: p\\n"`` + the underlying
-  game's string), so ``openspiel_game_string()`` names the wrapped game.
-* **Constant-sum** payoffs ``u0 + u1 = c`` become zero-sum ``u_i - c / 2``
-  (values and exploitability shift by ``c / 2``; equilibria are unchanged).
-
-Public states (the compiler's public view, Schmid et al. 2023):
-
-* where the game has a public observer
-  (``IIGObservationType(public_info=True, perfect_recall=False,
-  private_info=NONE)``), the public state of a history is the sequence of
-  public observation strings along it, one per step (a pending simultaneous
-  move is a step whose observation is unchanged);
-* otherwise the **common-knowledge partition** computed over the enumerated
-  tree: histories are linked when they share an information state of the
-  acting player, or of the other player at the same depth (its string need
-  not change while the opponent moves), connected components are taken with
-  union-find, then closed under parents (the parents of the non-root
-  histories of one component are merged into one component) until nothing
-  changes. This is the finest partition that contains every information set
-  and forms a tree; in games where a player cannot tell how many moves were
-  made it merges histories of different depths.
-
-Errors (``ValueError``), before anything is enumerated where possible: more
-than two players, general-sum or identical-interest utilities, no
-information-state strings, and a tree larger than ``max_histories`` (counted
-first, the count and the limit in the message). Imperfect recall is caught
-by the compiler.
+Errors (``ValueError``, before enumeration where possible): more than two
+players, general-sum utilities, no information-state strings, more than
+``max_histories`` histories (counted first).
 """
 
 from __future__ import annotations
@@ -61,10 +41,8 @@ def _pyspiel():
   return pyspiel
 
 
-# State: (player, pyspiel state, pending simultaneous actions, path, public key)
-#   player: jaxgt player id (0, 1, CHANCE, TERMINAL)
-#   path: action ids from the root (the key of the common-knowledge partition)
-#   public key: tuple of public observations (empty without a public observer)
+# State: (jaxgt player, pyspiel state, pending simultaneous actions, action path from the root,
+#         tuple of public observations)
 
 
 class OpenSpielGame(Game):
@@ -103,10 +81,8 @@ class OpenSpielGame(Game):
     self.simultaneous = gtype.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS
     self.num_actions = game.num_distinct_actions()
     self._observer = self._public_observer(pyspiel, game)
-    self._ck = None
     self.num_histories = self._count(max_histories)
-    if self._observer is None:
-      self._ck = self._common_knowledge()
+    self._ck = self._common_knowledge() if self._observer is None else None
 
   @staticmethod
   def _reloads(pyspiel, game, label):
@@ -124,21 +100,17 @@ class OpenSpielGame(Game):
   @staticmethod
   def _public_observer(pyspiel, game):
     try:
-      obs_type = pyspiel.IIGObservationType(
-          public_info=True, perfect_recall=False,
-          private_info=pyspiel.PrivateInfoType.NONE)
+      obs_type = pyspiel.IIGObservationType(public_info=True, perfect_recall=False,
+                                            private_info=pyspiel.PrivateInfoType.NONE)
       observer = game.make_observer(obs_type, {})
-      if observer is None:
-        return None
-      obs = pyspiel._Observation(game, observer)
-      if not obs.has_string():
+      obs = None if observer is None else pyspiel._Observation(game, observer)
+      if obs is None or not obs.has_string():
         return None
       obs.string_from(game.new_initial_state(), 0)
       return obs
     except Exception:  # the game has no (string) public observer
       return None
 
-  # --- rules -------------------------------------------------------------
   def _wrap(self, o, pending, path, key):
     if o.is_terminal():
       p = TERMINAL
@@ -200,7 +172,14 @@ class OpenSpielGame(Game):
   def public_state(self, s):
     return s[4] if self._ck is None else self._ck[s[3]]
 
-  # --- enumeration helpers -------------------------------------------------
+  def _children(self, s):
+    """Child states of ``s`` (none at a terminal)."""
+    p = s[0]
+    if p == TERMINAL:
+      return []
+    acts = [a for a, _ in self.chance_outcomes(s)] if p == CHANCE else self.legal_actions(s)
+    return [self.next_state(s, a) for a in acts]
+
   def _count(self, limit):
     n, stack = 0, [self.initial_state()]
     while stack:
@@ -210,12 +189,7 @@ class OpenSpielGame(Game):
         raise ValueError(
             f"{self.os_game}: more than max_histories={limit} histories (counted "
             f"{n} before stopping); pass max_histories=... to raise the limit")
-      p = s[0]
-      if p == TERMINAL:
-        continue
-      acts = ([a for a, _ in self.chance_outcomes(s)] if p == CHANCE
-              else self.legal_actions(s))
-      stack.extend(self.next_state(s, a) for a in acts)
+      stack.extend(self._children(s))
     return n
 
   def _common_knowledge(self):
@@ -243,25 +217,17 @@ class OpenSpielGame(Game):
       paths.append(s[3])
       parent.append(par)
       up.append(h)
-      p = s[0]
       for q in (0, 1):
         try:
           k = self.information_state(s, q)
         except Exception:  # no string at this (e.g. terminal) history
           continue
-        # The acting player's states are linked at any depth, the other
-        # player's (whose strings need not change when the opponent moves)
-        # only at the same depth.
-        k = (q, k) if q == p else (q, len(s[3]), k)
+        k = (q, k) if q == s[0] else (q, len(s[3]), k)  # the other player's: same depth only
         if k in first:
           union(first[k], h)
         else:
           first[k] = h
-      if p == TERMINAL:
-        continue
-      acts = ([a for a, _ in self.chance_outcomes(s)] if p == CHANCE
-              else self.legal_actions(s))
-      stack.extend((self.next_state(s, a), h) for a in acts)
+      stack.extend((c, h) for c in self._children(s))
     changed = True
     while changed:
       changed = False
@@ -273,7 +239,6 @@ class OpenSpielGame(Game):
     ids = {}
     return {path: ids.setdefault(find(h), len(ids)) for h, path in enumerate(paths)}
 
-  # --- presentation --------------------------------------------------------
   def game_string(self):
     return self.name
 
@@ -293,9 +258,5 @@ class OpenSpielGame(Game):
 
 
 def from_openspiel(game_or_string: Any, max_histories: int = 5_000_000) -> OpenSpielGame:
-  """Wraps a ``pyspiel`` game (object or game string, ``openspiel:`` prefix allowed).
-
-  Raises ``ValueError`` for more than two players, general-sum utilities, no
-  information-state strings, or more than ``max_histories`` histories.
-  """
+  """Wraps a ``pyspiel`` game (object or game string, ``openspiel:`` prefix allowed)."""
   return OpenSpielGame(game_or_string, max_histories=max_histories)

@@ -1,10 +1,8 @@
 """Rock-Paper-Scissors+ as a sequential game (Brown, Sandholm, Amos 2018, Fig. 1a).
 
-Player 0 picks Rock/Paper/Scissors (``0/1/2``), then player 1 picks without
-seeing it. As in RPS, except that when either player plays Scissors the
-winner receives 2 instead of 1 (and the loser loses 2). The unique
-equilibrium for both players is (0.4, 0.4, 0.2) with value 0.
-Public state: the number of moves made.
+Player 0 picks Rock/Paper/Scissors (``0/1/2``), then player 1 without seeing
+it; a win involving Scissors pays ``scissors_payoff`` (2) instead of 1. The
+unique equilibrium is (0.4, 0.4, 0.2) for both, value 0. Public state: moves made.
 """
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ from __future__ import annotations
 from jaxgt.games.base import TERMINAL, Game, check_params
 
 PARAMS = {"scissors_payoff": 2.0}
-# _WIN[a][b] = payoff to the player choosing a against b (before scaling).
 _BEATS = {(0, 2), (1, 0), (2, 1)}
 
 

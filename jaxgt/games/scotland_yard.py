@@ -1,11 +1,8 @@
 r"""Scotland Yard on the small "glasses" map of Schmid et al. (Student of Games, 2023).
 
-What the paper states (supplement, Figure S3 and Sec. "Exploitability in Leduc
-Poker and Small Scotland Yard Map"): Mr X starts at station 6, the two
-detectives at stations 1 and 11, every player has 5 taxi tickets, all edges
-are taxi edges, the game lasts 5 rounds, and the reward is +1/-1. The map
-itself is only drawn in the figure, which is not available; jaxgt uses this
-reconstruction, a pair of glasses mirror-symmetric under ``i <-> 12 - i``::
+The paper (supplement, Fig. S3): Mr X starts at 6, detectives at 1 and 11,
+5 taxi tickets each, 5 rounds, reward +1/-1. The map is only drawn; jaxgt
+uses this reconstruction (symmetric under ``i <-> 12 - i``)::
 
       2 - 3                 9 - 10
      /     \               /      \
@@ -13,32 +10,17 @@ reconstruction, a pair of glasses mirror-symmetric under ``i <-> 12 - i``::
      \     /               \      /
       5 --                   -- 7
 
-i.e. 11 stations, 12 taxi edges: the left lens is the 5-cycle
-``1-2-3-4-5-1``, the right lens the 5-cycle ``7-8-9-10-11-7``, and the bridge
-``4-6-8``. Both detectives start three moves from Mr X, on the outer rims.
+A round is: Mr X moves, then detective 1, then detective 2, each move along
+an edge using one ticket. Mr X may not move onto a detective and is caught
+when he cannot move; detectives may not share a station, pass (action 11)
+when they cannot move, and catch Mr X by moving onto him. Mr X's station is
+revealed after his move in rounds 3, 8, 13, 18, 24 (the board game's
+schedule). Payoff to Mr X: -1 if caught, +1 if free after ``rounds`` rounds.
 
-Rules (the board game's, restricted to one transport type):
-
-* a round is: Mr X moves, then detective 1, then detective 2; every move
-  goes along an edge and uses one taxi ticket (``tickets`` each);
-* Mr X may not move onto a detective; if he has no legal move (or no
-  ticket) at his turn he is caught;
-* detectives may not share a station; a detective with no legal move or no
-  ticket passes (action ``pass``); a detective moving onto Mr X catches him;
-* Mr X surfaces (his station becomes public) right after his move in
-  rounds 3, 8, 13, 18 and 24, the board game's schedule, so round 3 only on
-  this map; in every other round the public only learns that he moved by taxi;
-* payoff to Mr X: -1 if caught, +1 if he is free after ``rounds`` rounds.
-
-Players: 0 is Mr X; 1 is the detectives, moving them one after the other
-(two decisions per round by the same player, each seeing the first). Mr X
-starts at a known station, so the game has no chance node. Actions: station
-``s`` is action ``s - 1``; ``pass`` is action 11. The public state is the
-sequence of public observations: Mr X moved (with his station on reveal
-rounds), each detective's destination, and whether it caught Mr X.
-Information states: detectives see exactly the public state; Mr X also sees
-his own path, e.g. ``[Round 2][Mover: X][Mr X: 6 4][Detectives: 2 10]
-[Public: X D1>2 D2>10]``.
+Player 0 is Mr X, player 1 both detectives (two decisions per round); no
+chance. Station ``s`` is action ``s - 1``. The public state is the sequence
+of public observations; detectives see exactly it, Mr X also his path, e.g.
+``[Round 2][Mover: X][Mr X: 6 4][Detectives: 2 10][Public: X D1>2 D2>10]``.
 
 Sizes: 49,358 histories (3,944 / 3,782 information states) with the
 defaults, 7,768 with ``rounds=4``. Value for Mr X: -1 with the paper's 5

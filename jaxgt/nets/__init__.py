@@ -1,10 +1,5 @@
-"""Networks over public belief states: encodings and the counterfactual value-and-policy network.
-
-:mod:`jaxgt.nets.encoding` turns public belief states of any compiled game
-into fixed-size arrays; :mod:`jaxgt.nets.cvpn` holds the flax CVPN of
-Student of Games (``003``), its optax fit, and the adapter that makes it a
-depth-limited leaf evaluator (:func:`jaxgt.search.leaf.from_callable`).
-"""
+"""Networks over public belief states: fixed-size encodings (:mod:`jaxgt.nets.encoding`) and the
+counterfactual value-and-policy network with its fit and leaf adapter (:mod:`jaxgt.nets.cvpn`)."""
 
 from jaxgt.nets.cvpn import (CVPN, CVPNOutput, CVPNTargets, LeafLayout, continuation_cfvs, fit,
                              init, leaf_evaluator, leaf_layout, leaf_pbs, leaf_values, losses,

@@ -1,39 +1,17 @@
-"""Counterfactual value-and-policy network (CVPN), its supervised fit, and its use as a leaf evaluator.
+"""Counterfactual value-and-policy network (CVPN), its fit, and its use as a leaf evaluator.
 
-Student of Games (``003``): "Counterfactual Value-and-Policy Networks" and
-Fig. 6 (``f_theta(beta) = (v, p)``: counterfactual values of every
-information state of both players and a prior policy for the acting player,
-from the public state's encoding and both ranges); "Training Process" and
-Table S2 (Huber loss on values, cross entropy on the policy, weighted heads);
-Fig. 2 and "Search via Growing-Tree CFR" (depth-limited CFR querying the
-network at its leaf public states). Inputs, outputs and the value scale are
-those of :mod:`jaxgt.nets.encoding` (shape letters there; ``N`` leaf public
-states, ``L`` leaf histories, ``B`` a batch of PBSs).
+Student of Games (``003``): Fig. 6, "Training Process" and Table S2 (Huber
+and cross-entropy losses), "Search via Growing-Tree CFR". Layout and value
+scale: :mod:`jaxgt.nets.encoding` (``N`` leaf public states, ``L`` leaf
+histories, ``B`` a batch of PBSs).
 
-**Leaf adapter.** A :class:`~jaxgt.search.subgame.Subgame` needs player 0's value of
-every leaf *history* (:func:`jaxgt.search.leaf.from_callable`); a CVPN gives one
-counterfactual value per *information state*. CFR only sees, for player
-``p``, the per-information-state sums ``sum_{h in I} w(h) pi_o(h) value(h)``
-(chance-and-belief weight times opponent reach). Row ``p`` of the leaf values
-therefore gives every history of ``p``'s information state ``I`` the value
-``v_p(I) / c_p(I)`` (in player 0's utility), with ``c_p(I) = sum_{h in I}
-q(h) r_o(I_o(h))`` its counterfactual reach at the same scale
-(:func:`jaxgt.nets.encoding.exact_cfvs` without utilities); ``c_p(I)`` is that sum
-``sum_{h in I} w(h) pi_o(h)`` divided by a positive constant of ``I``, so the
-per-information-state sums CFR uses are exactly the network's
-counterfactual values (zero where ``c_p(I) = 0``: no opponent reach, no
-effect). With exact counterfactual values of a continuation profile
-(:func:`continuation_cfvs`) this reproduces :func:`jaxgt.search.leaf.continuation`
-exactly under simultaneous updates (as GT-CFR runs, ``003``); with
-alternating updates the second player's update sees leaf values computed for
-the ranges before the first player's update (true of any range-dependent
-evaluator queried once per iteration), so trajectories differ slightly.
-
-The leaf ranges come from the :class:`~jaxgt.search.leaf.LeafInput` own reaches.
-``LeafInput`` does not carry the subgame's root ranges separately (its
-``weight`` mixes both), so a subgame whose root public states have several
-information states of a player needs ``root_ranges`` (one fixed root
-belief); subgames rooted at the game's start need nothing.
+**Leaf adapter.** CFR only sees, for player ``p``, the sums ``sum_{h in I}
+w(h) pi_o(h) value(h)``, so row ``p`` of the leaf values gives every history
+of ``I`` the value ``v_p(I) / c_p(I)``, ``c_p(I) = sum_{h in I} q(h)
+r_o(I_o(h))`` (a positive multiple of ``sum_{h in I} w(h) pi_o(h)``; zero
+where ``c_p(I) = 0``). With :func:`continuation_cfvs` this reproduces
+:func:`jaxgt.search.leaf.continuation` under simultaneous updates. A subgame
+whose root has several information states of a player needs ``root_ranges``.
 """
 
 from __future__ import annotations
@@ -62,12 +40,9 @@ _NEG = -1e9  # logit of an illegal action
 class CVPNOutput:
   """Network outputs for ``[B]`` PBSs."""
 
-  # [B, 2, K] network-scale counterfactual values (row p in player p's utility; zero on padding
-  # slots)
-  values: Any
+  values: Any  # [B, 2, K] network-scale counterfactual values (row p in p's utility)
   logits: Any  # [B, 2, K, A] policy logits, -1e9 at illegal actions
-  # [B, 2, K, A] softmax over legal actions (all zero on slots where the slot's player does not act)
-  policy: Any
+  policy: Any  # [B, 2, K, A] softmax over legal actions (zero where the slot does not act)
 
 
 @struct.dataclass
@@ -75,20 +50,15 @@ class CVPNTargets:
   """Supervised targets for ``[B]`` PBSs."""
 
   values: Any  # [B, 2, K] network-scale counterfactual values
-  # [B, 2, K, A] target policies, or None; rows that are all zero (no target, or the slot's player
-  # does not act) are ignored
-  policy: Any = None
+  policy: Any = None  # [B, 2, K, A] target policies or None; all-zero rows are ignored
 
 
 class CVPN(nn.Module):
   """MLP counterfactual value-and-policy network over one game's PBSs (``003``, Fig. 6).
 
-  Input per PBS: public features ``[F]``, both padded ranges ``[2K]`` and the
-  slot masks ``[2K]`` (plus a learned embedding of the public state id when
-  ``embed_dim > 0``); a ReLU MLP trunk ``hidden``; a value head ``[2, K]``
-  masked to the public state's information states and a policy head
-  ``[2, K, A]`` masked to legal actions. ``model.apply(params, pbs)`` takes a
-  :class:`PBS` with any leading batch shape and returns a :class:`CVPNOutput`.
+  Input: public features, both padded ranges and slot masks (and a learned
+  public-state embedding when ``embed_dim > 0``); a ReLU trunk ``hidden``;
+  masked value ``[2, K]`` and policy ``[2, K, A]`` heads.
   """
 
   encoding: PBSEncoding
@@ -113,10 +83,9 @@ class CVPN(nn.Module):
     x = jnp.concatenate(x, axis=-1)
     for i, width in enumerate(self.hidden):
       x = nn.relu(nn.Dense(width, name=f"trunk_{i}")(x))
-    values = nn.Dense(2 * K, name="value_head")(x).reshape(batch + (2, K))
-    values = jnp.where(mask, values, 0.0)
-    logits = nn.Dense(2 * K * A, name="policy_head")(x).reshape(batch + (2, K, A))
-    logits = jnp.where(legal, logits, _NEG)
+    values = jnp.where(mask, nn.Dense(2 * K, name="value_head")(x).reshape(batch + (2, K)), 0.0)
+    logits = jnp.where(legal, nn.Dense(2 * K * A, name="policy_head")(x).reshape(batch + (2, K, A)),
+                       _NEG)
     policy = jnp.where(legal, jax.nn.softmax(logits, axis=-1), 0.0)
     return CVPNOutput(values=values, logits=logits, policy=policy)
 
@@ -129,15 +98,9 @@ def init(model: CVPN, key, batch_size: int = 1):
   return model.init(key, pbs)
 
 
-# --------------------------------------------------------------------------- losses and fit
-
-
 def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: float = 1.0):
-  """``(value_loss, policy_loss)``: Huber over valid slots and cross entropy over targeted rows.
-
-  Means over the valid (masked) entries of the batch; the policy loss is 0
-  without policy targets.
-  """
+  """``(value_loss, policy_loss)``: mean Huber over valid slots, mean cross entropy over
+  targeted rows (0 without policy targets)."""
   out = model.apply(params, pbs)
   tv = jnp.asarray(targets.values, out.values.dtype)
   if tv.shape != out.values.shape:
@@ -161,13 +124,10 @@ def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: 
 def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, steps: int = 500,
         learning_rate: float = 1e-3, batch_size: int | None = None, value_weight: float = 1.0,
         policy_weight: float = 1.0, huber_delta: float = 1.0, optimizer=None, key=None):
-  """Supervised training of ``model`` on ``[B]`` PBSs with optax (one jitted scan).
+  """``(params, loss [steps])`` after supervised training on ``[B]`` PBSs (one jitted scan).
 
-  Loss ``value_weight * Huber + policy_weight * cross entropy``
-  (:func:`losses`), Adam at ``learning_rate`` unless ``optimizer`` (an
-  ``optax.GradientTransformation``) is given, minibatches of ``batch_size``
-  drawn with ``key`` (full batch when ``None``). Returns ``(params, loss
-  [steps])``.
+  Loss ``value_weight * Huber + policy_weight * cross entropy``; Adam unless
+  ``optimizer`` is given; minibatches of ``batch_size`` drawn with ``key``.
   """
   public = jnp.asarray(pbs.public)
   if public.ndim != 1:
@@ -202,25 +162,16 @@ def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, steps: int = 500
   return run(params, key)
 
 
-# --------------------------------------------------------------------------- leaf adapter
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class LeafLayout:
-  """Static map from a subgame's leaf histories to PBS slots.
-
-  The encoding rows of the leaf public states are sliced here, host-side,
-  so a jitted solve embeds ``[N, ...]`` tables, not the whole game's ``[P, ...]``.
-  """
+  """Static map from a subgame's leaf histories to PBS slots (with the leaves' encoding rows)."""
 
   sub: Subgame
   enc: PBSEncoding  # the full game's encoding
   public: np.ndarray  # [N] leaf public states (sub.leaf_public)
   leaf_public: np.ndarray  # [L] index 0..N-1 of each leaf history's public state
   leaf_slot: np.ndarray  # [2, L] slot of each leaf history's information state
-  # [2, L] position of each leaf history's root information state in the concatenated root ranges
-  root_pos: np.ndarray
-  # the encoding's rows of the leaf public states:
+  root_pos: np.ndarray  # [2, L] position of each leaf history's root infostate in the root ranges
   mask: np.ndarray  # [N, 2, K] bool
   hist_slot: np.ndarray  # [N, 2, M] int32
   hist_q: np.ndarray  # [N, M] float64
@@ -254,8 +205,7 @@ def leaf_layout(sub: Subgame, enc: PBSEncoding | None = None) -> LeafLayout:
 
 
 def _root_factors(layout: LeafLayout, root_ranges):
-  """``[2, L]`` root range of each leaf history's root information state (validated
-  with :meth:`Subgame.check_ranges`), or ``None`` without root ranges."""
+  """``[2, L]`` validated root range at each leaf history, or ``None`` without root ranges."""
   sub = layout.sub
   sizes = sub.range_sizes()
   if root_ranges is None:
@@ -277,10 +227,8 @@ def _root_factors(layout: LeafLayout, root_ranges):
 def leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, root_ranges=None) -> PBS:
   """The PBS ``[N]`` of every leaf public state from a :class:`LeafInput` (jittable).
 
-  Player ``p``'s range at a leaf public state is its own reach of each
-  information state (times its root range when ``root_ranges`` is given)
-  normalised over the public state; a player who reaches none of them gets
-  the uniform range, as in :func:`jaxgt.core.public_tree.ranges`.
+  Ranges are own reaches (times ``root_ranges``) normalised per public state,
+  uniform where none is reached (as :func:`jaxgt.core.public_tree.ranges`).
   """
   return _leaf_pbs(layout, leaves, _root_factors(layout, root_ranges))
 
@@ -304,11 +252,8 @@ def _leaf_pbs(layout: LeafLayout, leaves: leaf_lib.LeafInput, factors) -> PBS:
 
 
 def leaf_values(layout: LeafLayout, pbs: PBS, cfvs) -> jax.Array:
-  """Leaf-history values ``[2, L]`` (player 0's utility) from network-scale ``cfvs [N, 2, K]``.
-
-  Row ``p``: ``v_p(I) / c_p(I)`` on every history of ``p``'s information
-  state ``I`` (module docstring), sign-flipped to player 0's utility.
-  """
+  """Leaf-history values ``[2, L]`` (player 0's utility): row ``p`` is ``v_p(I) / c_p(I)``
+  (module docstring) from network-scale ``cfvs [N, 2, K]``."""
   N, K = len(layout.public), layout.enc.k_max
   cfvs = jnp.asarray(cfvs)
   if cfvs.shape != (N, 2, K):
@@ -322,11 +267,8 @@ def leaf_values(layout: LeafLayout, pbs: PBS, cfvs) -> jax.Array:
 
 def leaf_evaluator(sub: Subgame, cfv_fn: Callable[[PBS], jax.Array], *,
                    enc: PBSEncoding | None = None, root_ranges=None) -> leaf_lib.LeafEvaluator:
-  """A :class:`~jaxgt.search.leaf.LeafEvaluator` from ``cfv_fn(PBS [N]) -> cfvs [N, 2, K]``.
-
-  One batched call per query for all leaf public states (e.g. a CVPN,
-  :func:`network_cfvs`, or exact values, :func:`continuation_cfvs`).
-  """
+  """A :class:`~jaxgt.search.leaf.LeafEvaluator` from ``cfv_fn(PBS [N]) -> cfvs [N, 2, K]``
+  (:func:`network_cfvs`, :func:`continuation_cfvs`), one batched call per query."""
   layout = leaf_layout(sub, enc)
   factors = _root_factors(layout, root_ranges)  # validated once, not on every trace
 
@@ -344,11 +286,7 @@ def network_cfvs(model: CVPN, params) -> Callable[[PBS], jax.Array]:
 
 
 def continuation_cfvs(enc: PBSEncoding, policy) -> Callable[[PBS], jax.Array]:
-  """``cfv_fn`` giving the exact network-scale values when both follow ``policy`` (full game) below.
-
-  The oracle CVPN: with it :func:`leaf_evaluator` reproduces
-  :func:`jaxgt.search.leaf.continuation`; also the target generator for :func:`fit`.
-  """
+  """``cfv_fn`` of exact network-scale values when both follow ``policy`` below (oracle/targets)."""
   tree = enc.game.device_tree(policy[0].dtype)
   sequence_form.check_policy(tree, policy)
   hv = history_values(tree, policy)

@@ -1,48 +1,27 @@
-"""Fixed-size encodings of public belief states for counterfactual value-and-policy networks.
+"""Fixed-size encodings of public belief states (PBS) for any compiled game (``003``, Fig. 6).
 
-Student of Games (``003``, "Counterfactual Value-and-Policy Networks", Fig. 6
-and Table S1): a network query is a public belief state ``beta = (s_pub, r)``,
-an encoding of the public state plus both players' ranges over its
-information states. This module gives that encoding for *any* compiled game
-(no game-specific features), from its :class:`~jaxgt.core.public_tree.PublicTree`.
+Shape letters: ``P`` public states, ``K`` (``k_max``) most (augmented)
+information states of one player at one public state, ``A`` actions, ``D``
+public-tree depth, ``W`` most children of a public state, ``M`` most
+non-terminal histories of a public state, ``F`` feature size.
 
-Shape letters: ``P`` public states, ``K`` (``k_max``) the largest number of
-(augmented) information states one player has at one public state, ``A``
-actions, ``D`` public-tree depth, ``W`` largest number of children of a
-public state, ``M`` largest number of non-terminal histories of a public
-state, ``F`` public-state feature size, ``...`` any batch shape.
+**Range layout.** Slot ``k`` of player ``p`` at public state ``s`` holds the
+``k``-th of ``PublicTree.infostates[p][s]``; later slots are padding (``mask``
+false, zero). Ranges and values are ``[..., 2, K]``, policies ``[..., 2, K,
+A]`` (row ``p``: ``p``'s information states, legal actions only where ``p`` acts).
 
-**Range layout.** At public state ``s`` player ``p``'s information states are
-``PublicTree.infostates[p][s]`` (in that order); slot ``k < K`` holds the
-``k``-th of them, slots past their count are padding (``mask`` false, range
-and value zero). Slot meaning is relative to the public state (the public
-features tell states apart). Ranges are ``[..., 2, K]``, values ``[..., 2,
-K]``, policies ``[..., 2, K, A]`` (row ``p``: player ``p``'s information
-states; only those where ``p`` acts have legal actions, so the acting
-player's policy is row ``actor``; both rows exist because in general the two
-players' action sets differ, as Fig. 6 notes).
+**Features** (``F = (D + 1) + 4 + D * W``): one-hot depth; the fractions of
+histories where player 0, player 1, chance act or that are terminal; the
+public path, per level a one-hot of which child of its parent each ancestor
+is (injective, so it works for every game).
 
-**Public-state features** (:func:`features`, ``[..., F]``, ``F = (D + 1) +
-4 + D * W``): one-hot depth; the fraction of the public state's histories
-where player 0, player 1, chance act or that are terminal; and the public
-path, one one-hot of size ``W`` per public-tree level giving which child
-(in index order) of its parent each ancestor is. The path is injective (two
-public states never share it) and shares prefixes between related states,
-so it works for every compiled game; a learned per-state embedding can be
-added in the network (``CVPN(num_public_states=...)``).
-
-**Value scale.** Network values are the counterfactual values of ``003``
-(supplement, "Value Functions for Subgames") at *normalised* ranges with
-chance conditioned on the public state:
-
-  ``v_p(I) = sum_{h in I} q(h) r_o(I_o(h)) u_p(h)``,  ``q(h) = pi_c(h) / C(s)``
-
-with ``o`` the opponent, ``r`` the PBS ranges, ``u_p(h)`` ``p``'s expected
-utility below ``h`` and ``C(s) = sum_{h in s} pi_c(h)`` over the public
-state's non-terminal histories (so values stay of the order of the
-payoffs). The full-game counterfactual values of
-:func:`jaxgt.core.public_tree.counterfactual_values` are ``C(s) * m_o * v_p(I)``
-with ``m_o`` the opponent's total own reach of ``s`` (:func:`to_game_scale`).
+**Value scale** (``003`` supplement, "Value Functions for Subgames"):
+``v_p(I) = sum_{h in I} q(h) r_o(I_o(h)) u_p(h)`` with ``q(h) = pi_c(h) /
+C(s)``, ``C(s)`` the chance reach of the public state's non-terminal
+histories, ``r`` the normalised ranges and ``u_p(h)`` ``p``'s value below ``h``.
+The full-game counterfactual values (:func:`jaxgt.core.public_tree.
+counterfactual_values`) are ``C(s) * m_o * v_p(I)``, ``m_o`` the opponent's
+total own reach of ``s`` (:func:`to_game_scale`).
 """
 
 from __future__ import annotations
@@ -81,19 +60,15 @@ class PBSEncoding:
   slots: np.ndarray  # [P, 2, K] int32 augmented information state of each slot (-1 on padding)
   mask: np.ndarray  # [P, 2, K] bool valid slots
   legal: np.ndarray  # [P, 2, K, A] bool legal actions of each slot where its player acts
-  # [P, 2, K] int32 the compiled information state of each slot where its player acts (-1 elsewhere)
-  policy_infostate: np.ndarray
-  # [P, 4] float32 fractions of histories where player 0, player 1, chance act, or that are terminal
-  actor: np.ndarray
+  policy_infostate: np.ndarray  # [P, 2, K] int32 compiled infostate where the slot acts, else -1
+  actor: np.ndarray  # [P, 4] float32 fractions of histories of player 0, 1, chance, terminal
   depth: np.ndarray  # [P] int32
   path: np.ndarray  # [P, D] int32 child rank of each ancestor level (-1 past the depth)
   hist: np.ndarray  # [P, M] int32 the public state's non-terminal histories (-1 pad)
-  # [P, 2, M] int32 slot of each history's information state of each player (0 on padding)
-  hist_slot: np.ndarray
+  hist_slot: np.ndarray  # [P, 2, M] int32 slot of each history's infostates (0 on padding)
   hist_q: np.ndarray  # [P, M] float64 q(h) = pi_c(h) / C(s) (0 on padding)
   chance_mass: np.ndarray  # [P] float64 C(s)
-  # per player [K_p] int32 slot of each augmented information state in its public state
-  slot_of: tuple
+  slot_of: tuple  # per player [K_p] int32 slot of each augmented infostate in its public state
 
   @property
   def game(self) -> CompiledGame:
@@ -147,7 +122,6 @@ def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
       so[ids] = np.arange(len(ids))
     slot_of.append(so)
   mask = slots >= 0
-  # Acting information states: the compiled infostate of a history where p acts.
   legal = np.zeros((P, 2, K, A), bool)
   pol_info = np.full((P, 2, K), -1, np.int32)
   info = np.asarray(t.infostate)
@@ -157,7 +131,6 @@ def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
     a = pt.aug[p][hs]
     pol_info[hp[hs], p, slot_of[p][a]] = info[hs]
     legal[hp[hs], p, slot_of[p][a]] = np.asarray(t.players[p].legal)[info[hs]]
-  actor = np.zeros((P, 4), np.float32)
   depth = np.asarray(pt.depth, np.int32)
   D = int(depth.max()) if P else 0
   W = max(1, max((len(c) for c in pt.children), default=1))
@@ -170,15 +143,10 @@ def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
   for d in range(1, D + 1):  # rank of each public state's ancestor at depth d
     anc = ancestor_at_depth(pt.parent, depth, every, d)
     path[:, d - 1] = np.where(depth >= d, rank[anc], -1)
-  M = 1
-  nonterm = []
-  for s in range(P):
-    hs = pt.histories[s]
-    pl = player[hs]
-    actor[s] = [np.mean(pl == 0), np.mean(pl == 1), np.mean(pl == CHANCE), np.mean(pl == TERMINAL)]
-    nt = hs[pl != TERMINAL]
-    nonterm.append(nt)
-    M = max(M, len(nt))
+  actor = np.stack([np.bincount(hp, player == x, minlength=P) for x in (0, 1, CHANCE, TERMINAL)],
+                   -1) / np.bincount(hp, minlength=P)[:, None]
+  nonterm = [hs[player[hs] != TERMINAL] for hs in pt.histories]
+  M = max([1] + [len(nt) for nt in nonterm])
   hist = np.full((P, M), -1, np.int32)
   hist_slot = np.zeros((P, 2, M), np.int32)
   hist_q = np.zeros((P, M), np.float64)
@@ -186,24 +154,19 @@ def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
   for s, nt in enumerate(nonterm):
     n = len(nt)
     hist[s, :n] = nt
-    for p in (0, 1):
-      hist_slot[s, p, :n] = slot_of[p][pt.aug[p][nt]]
+    hist_slot[s, :, :n] = [slot_of[p][pt.aug[p][nt]] for p in (0, 1)]
     c = pt.chance_reach[nt]
     mass[s] = c.sum()
-    if n:
-      hist_q[s, :n] = c / mass[s]
-  out = PBSEncoding(pt=pt, k_max=K, num_actions=A, max_depth=D, max_children=W,
-                    max_histories=M, slots=slots, mask=mask, legal=legal,
-                    policy_infostate=pol_info, actor=actor, depth=depth, path=path[:, :D],
-                    hist=hist, hist_slot=hist_slot, hist_q=hist_q, chance_mass=mass,
-                    slot_of=tuple(slot_of))
-  return out
+    hist_q[s, :n] = c / mass[s]
+  return PBSEncoding(pt=pt, k_max=K, num_actions=A, max_depth=D, max_children=W,
+                     max_histories=M, slots=slots, mask=mask, legal=legal,
+                     policy_infostate=pol_info, actor=actor.astype(np.float32), depth=depth,
+                     path=path[:, :D], hist=hist, hist_slot=hist_slot, hist_q=hist_q,
+                     chance_mass=mass, slot_of=tuple(slot_of))
 
 
 def _check_perfect_recall(pt: PublicTree) -> None:
-  """A range needs one own reach per augmented information state (all its histories share
-  the player's own sequence); games whose information-state strings forget the player's own
-  earlier actions violate it."""
+  """``ValueError`` unless every augmented information state has one own sequence (a range)."""
   last = np.asarray(pt.game.tree.last_seq)
   for p in (0, 1):
     m = pt.aug[p] >= 0
@@ -237,12 +200,7 @@ def masks(enc: PBSEncoding, public):
 
 
 def pad_ranges(enc: PBSEncoding, public_state, range0, range1) -> np.ndarray:
-  """One PBS's ranges ``[K0_s]``, ``[K1_s]`` (as :func:`public_tree.public_belief_state`) -> ``[2, K]``.
-
-  Host side; raises ``ValueError`` when a range does not match the public
-  state's information-state count, is negative or does not sum to one
-  (:meth:`PublicTree.check_range`).
-  """
+  """One PBS's ranges ``[K0_s]``, ``[K1_s]`` -> ``[2, K]`` (validated, host side)."""
   s = enc.pt.public_id(public_state)
   out = np.zeros((2, enc.k_max), np.float64)
   for p, r in enumerate((range0, range1)):
@@ -252,11 +210,8 @@ def pad_ranges(enc: PBSEncoding, public_state, range0, range1) -> np.ndarray:
 
 
 def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
-  """Padded ranges ``[..., 2, K]`` from per-player flat ``([K_0], [K_1])`` (jittable).
-
-  ``flat_ranges`` is indexed like ``PublicTree.aug_keys`` (e.g. the output of
-  :func:`jaxgt.core.public_tree.ranges`); raises ``ValueError`` on a length mismatch.
-  """
+  """Padded ranges ``[..., 2, K]`` from per-player flat ``([K_0], [K_1])`` indexed like
+  ``PublicTree.aug_keys`` (e.g. :func:`jaxgt.core.public_tree.ranges`; jittable)."""
   public = jnp.asarray(public)
   rows = []
   for p in (0, 1):
@@ -271,12 +226,7 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
 
 
 def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PBS:
-  """Validated :class:`PBS` from ids ``[...]`` and padded ranges ``[..., 2, K]`` (host side).
-
-  Raises ``ValueError`` for a shape mismatch, mass on padding slots, negative
-  entries or a non-terminal public state whose range does not sum to one
-  (:func:`jaxgt.core.checks.check_distribution`).
-  """
+  """Validated :class:`PBS` from ids ``[...]`` and padded ranges ``[..., 2, K]`` (host side)."""
   ids = enc.check_public(public)
   r = np.asarray(ranges, np.float64)
   if r.shape != ids.shape + (2, enc.k_max):
@@ -295,26 +245,27 @@ def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PB
 def scatter(enc: PBSEncoding, public, values) -> tuple:
   """Per-player flat ``([K_0], [K_1])`` arrays from padded ``values [N, 2, K]`` at ids ``[N]``.
 
-  Entries of public states not in ``public`` are zero (jittable). Public
-  states must not repeat in ``public``: with a repeated id, which of the
-  values lands is unspecified (XLA scatters do not order duplicates).
+  Other public states get zero (jittable); ids must not repeat (XLA scatters
+  do not order duplicates).
   """
   public = jnp.asarray(public)
   values = jnp.asarray(values)
   if values.shape[-2:] != (2, enc.k_max) or values.shape[:-2] != public.shape:
     raise ValueError(f"values must have shape {public.shape + (2, enc.k_max)}, got {values.shape}")
-  out = []
-  for p in (0, 1):
-    sl = jnp.asarray(enc.slots[:, p])[public].reshape(-1)
-    v = values[..., p, :].reshape(-1)
-    K = len(enc.pt.aug_keys[p])
-    idx = jnp.where(sl >= 0, sl, K)  # padding goes to a dropped extra entry
-    out.append(jnp.zeros(K + 1, values.dtype).at[idx].set(v)[:K])
-  return tuple(out)
+  return tuple(_set_rows(jnp.zeros(len(enc.pt.aug_keys[p]), values.dtype),
+                         jnp.asarray(enc.slots[:, p])[public].reshape(-1),
+                         values[..., p, :].reshape(-1)) for p in (0, 1))
+
+
+def _set_rows(base, idx, rows):
+  """``base`` with rows ``idx`` set to ``rows``; rows at a negative ``idx`` are dropped."""
+  n = base.shape[0]
+  pad = jnp.concatenate([base, jnp.zeros((1,) + base.shape[1:], base.dtype)])
+  return pad.at[jnp.where(idx >= 0, idx, n)].set(rows.astype(base.dtype))[:n]
 
 
 def scatter_policy(enc: PBSEncoding, public, probs, base_policy) -> tuple:
-  """``base_policy`` (``([I0, A], [I1, A])``) with the acting slots of ``probs [N, 2, K, A]`` set."""
+  """``base_policy`` ``([I0, A], [I1, A])`` with the acting slots of ``probs [N, 2, K, A]`` set."""
   public = jnp.asarray(public)
   probs = jnp.asarray(probs)
   if probs.shape != public.shape + (2, enc.k_max, enc.num_actions):
@@ -323,35 +274,26 @@ def scatter_policy(enc: PBSEncoding, public, probs, base_policy) -> tuple:
   out = []
   for p in (0, 1):
     base = jnp.asarray(base_policy[p])
-    I = base.shape[0]
     if base.shape != (enc.game.tree.num_infostates[p], enc.num_actions):
       raise ValueError(f"base policy of player {p} has shape {base.shape}, expected "
                        f"{(enc.game.tree.num_infostates[p], enc.num_actions)}")
-    info = jnp.asarray(enc.policy_infostate[:, p])[public].reshape(-1)
-    idx = jnp.where(info >= 0, info, I)
-    pad = jnp.concatenate([base, jnp.zeros((1, enc.num_actions), base.dtype)])
-    out.append(pad.at[idx].set(probs[..., p, :, :].reshape(-1, enc.num_actions).astype(base.dtype))[:I])
+    out.append(_set_rows(base, jnp.asarray(enc.policy_infostate[:, p])[public].reshape(-1),
+                         probs[..., p, :, :].reshape(-1, enc.num_actions)))
   return tuple(out)
 
 
 def history_utilities(enc: PBSEncoding, public, hist_values) -> jax.Array:
-  """``[..., M]`` player 0's value of each non-terminal history of the public states.
-
-  ``hist_values [H]``: player 0's value of every full-game history (e.g.
-  :func:`jaxgt.core.public_tree.history_values`); zero on padding.
-  """
+  """``[..., M]`` entries of ``hist_values [H]`` (:func:`jaxgt.core.public_tree.history_values`)
+  at each non-terminal history of the public states (zero on padding)."""
   h = jnp.asarray(enc.hist)[jnp.asarray(public)]
   return jnp.where(h >= 0, jnp.asarray(hist_values)[jnp.maximum(h, 0)], 0.0)
 
 
 def exact_cfvs(enc: PBSEncoding, public, ranges, utilities=None) -> jax.Array:
-  """Network-scale counterfactual values ``[..., 2, K]`` (module docstring) of PBSs (jittable).
+  """Network-scale counterfactual values ``[..., 2, K]`` of PBSs (``003``'s targets; jittable).
 
-  ``utilities [..., M]``: player 0's value below each history of the public
-  state (:func:`history_utilities`) under the continuation profile; row 1 is
-  in player 1's utility. These are the supervised targets of ``003``.
-  ``utilities=None`` gives the counterfactual reach ``sum_{h in I} q(h)
-  r_o(I_o(h))`` of each slot.
+  ``utilities [..., M]`` (:func:`history_utilities`) are player 0's; row 1 is
+  in player 1's utility. ``None`` gives the counterfactual reach of each slot.
   """
   public = jnp.asarray(public)
   ranges = jnp.asarray(ranges)
@@ -362,14 +304,9 @@ def exact_cfvs(enc: PBSEncoding, public, ranges, utilities=None) -> jax.Array:
 
 
 def slot_sums(hist_slot, hist_q, mask, ranges, utilities=None) -> jax.Array:
-  """``sum_{h in I} q(h) r_o(I_o(h)) [u_p(h)]`` per slot ``[..., 2, K]`` from gathered tables.
-
-  ``hist_slot [..., 2, M]``, ``hist_q [..., M]`` and ``mask [..., 2, K]`` are
-  :class:`PBSEncoding` rows of the queried public states (gathered once
-  host-side when the states are fixed, as at a subgame's leaves);
-  ``utilities [..., M]`` (player 0's, row 1 negated) or ``None`` for the
-  counterfactual reach. One segment sum per player, no one-hot.
-  """
+  """``sum_{h in I} q(h) r_o(I_o(h)) [u_p(h)]`` per slot ``[..., 2, K]`` from gathered
+  :class:`PBSEncoding` rows ``hist_slot [..., 2, M]``, ``hist_q [..., M]``, ``mask [..., 2, K]``
+  (``utilities`` as :func:`exact_cfvs`)."""
   ranges = jnp.asarray(ranges)
   hs = jnp.asarray(hist_slot)
   q = jnp.asarray(hist_q, ranges.dtype)
@@ -380,23 +317,16 @@ def slot_sums(hist_slot, hist_q, mask, ranges, utilities=None) -> jax.Array:
   base = (jnp.arange(n, dtype=jnp.int32) * K).reshape(batch + (1,))
   rows = []
   for p in (0, 1):
-    o = 1 - p
-    ro = jnp.take_along_axis(ranges[..., o, :], hs[..., o, :], axis=-1)
-    c = q * ro
+    c = q * jnp.take_along_axis(ranges[..., 1 - p, :], hs[..., 1 - p, :], axis=-1)
     if utilities is not None:
       c = c * (1.0 if p == 0 else -1.0) * jnp.asarray(utilities, ranges.dtype)
     seg = (base + hs[..., p, :]).reshape(-1)
     rows.append(jax.ops.segment_sum(c.reshape(-1), seg, n * K).reshape(batch + (K,)))
-  out = jnp.stack(rows, axis=-2)
-  return jnp.where(jnp.asarray(mask), out, 0.0)
+  return jnp.where(jnp.asarray(mask), jnp.stack(rows, axis=-2), 0.0)
 
 
 def to_game_scale(enc: PBSEncoding, public, values, opponent_mass) -> jax.Array:
-  """Full-game counterfactual values ``C(s) * m_o * v`` from network-scale ``values [..., 2, K]``.
-
-  ``opponent_mass [..., 2]``: row ``p`` is the total own reach of ``p``'s
-  opponent at the public state (unnormalised ranges summed).
-  """
-  public = jnp.asarray(public)
-  c = jnp.asarray(enc.chance_mass)[public]
+  """Full-game counterfactual values ``C(s) * m_o * v`` from network-scale ``values [..., 2, K]``;
+  ``opponent_mass [..., 2]`` row ``p`` is ``p``'s opponent's total own reach."""
+  c = jnp.asarray(enc.chance_mass)[jnp.asarray(public)]
   return values * (c[..., None] * jnp.asarray(opponent_mass))[..., None]

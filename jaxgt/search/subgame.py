@@ -1,19 +1,13 @@
-"""Depth-limited subgames cut out of a compiled game at public states.
+"""Depth-limited subgames cut out of a compiled game at public states (``004``, ``003`` Sec. 3).
 
-Brown, Sandholm & Amos (``004``, Sec. 3) and Student of Games (``003``,
-Sec. 3): a subgame is rooted at one or more public states, with given ranges
-for both players, and cut at *leaf* public states (a depth limit in public
-tree levels, or an explicit set). It is an ordinary
-:class:`~jaxgt.core.compiler.GameTree`, assembled from the full game's arrays
-(:func:`jaxgt.core.compiler.assemble`, no second enumeration): a root chance node over the root
-histories, the original histories below, and every leaf history a terminal
-whose payoff (player 0's value of that history) is supplied per solve. The
-root ranges enter as terminal weights (``pi_chance(h) r0(I0(h)) r1(I1(h))``
-times chance below the root), so one compilation serves any number of root
-ranges and the CFR family and exploitability run on it unchanged.
-
-Shape letters: ``T`` subgame terminals, ``L`` leaf histories, ``R`` root
-histories, ``B`` batch of root ranges.
+A subgame, rooted at public states and cut at *leaf* public states, is an
+ordinary :class:`~jaxgt.core.compiler.GameTree` assembled from the full game's
+arrays (:func:`jaxgt.core.compiler.assemble`): a root chance node over the
+root histories, the histories below, and every leaf history a terminal whose
+payoff (player 0's value) is supplied per solve. Root ranges enter as
+terminal weights ``pi_chance(h) r0(I0(h)) r1(I1(h))``, so one compilation
+serves any number of them. Shape letters: ``T`` subgame terminals, ``L`` leaf
+histories, ``R`` root histories, ``B`` batch of root ranges.
 """
 
 from __future__ import annotations
@@ -34,12 +28,7 @@ _LEAF_CHOICE = "|leaf-choice"  # suffix of a chooser's information state at a le
 
 
 class SubgameDefinition(Game):
-  """Names a subgame compiled by :func:`extract` (which assembles its arrays directly).
-
-  It carries the label and parameters that name the compiled subgame and
-  enter its fingerprint; it has no states of its own (the subgame's
-  histories are full-game histories, see ``Subgame.history_of``).
-  """
+  """Names a subgame compiled by :func:`extract` (enters its fingerprint); it has no states."""
 
   name = "subgame"
 
@@ -68,21 +57,14 @@ class Subgame:
   leaf_public: tuple  # leaf public states (full-game indices), sorted
   root_histories: np.ndarray  # [R] full-game root histories
   history_of: np.ndarray  # [H_sub] full-game history of each subgame history (-1 at the added root)
-  # [T] int32 leaf index 0..L-1 of each terminal, or -1 for a real terminal
-  terminal_leaf: np.ndarray
+  terminal_leaf: np.ndarray  # [T] int32 leaf index 0..L-1 of each terminal, -1 for a real one
   leaf_histories: np.ndarray  # [L] full-game leaf histories
   base_payoff: np.ndarray  # [T] payoffs with zeros at leaves
   chance_below_root: np.ndarray  # [T] chance reach of each terminal below its root history
   terminal_root: np.ndarray  # [T] root index of each terminal
-  # [2, R] position of each root history's information state in the concatenated root ranges of each
-  # player
-  root_aug: np.ndarray
-  # per player, [I_sub] full-game information state of each subgame information state (-1 for the
-  # added one-action node)
-  full_infostate: tuple
-  # subgame history of the added root chance node (0, or 1 below the one-action node of a player
-  # without decisions)
-  root_index: int = 0
+  root_aug: np.ndarray  # [2, R] position of each root history's infostate in the root ranges
+  full_infostate: tuple  # per player, [I_sub] full-game infostate (-1 for the added node)
+  root_index: int = 0  # the root chance node (1 below a player-without-decisions node)
   leaf_choices: int = 0  # K continuation strategies per leaf (0: single-valued)
   leaf_nodes: np.ndarray | None = None  # [L] subgame history of each leaf
 
@@ -98,21 +80,17 @@ class Subgame:
     return tuple(sum(len(self.full.infostates[p][ps]) for ps in self.root_public) for p in (0, 1))
 
   def root_weights(self, range0, range1, dtype=jnp.float64) -> jnp.ndarray:
-    """Terminal weights ``[T]`` (or ``[B, T]``) for root ranges ``[K0]``, ``[K1]`` (or ``[B, K]``).
-
-    With several root public states the ranges are concatenated in
-    ``root_public`` order and each block must sum to one.
-    """
+    """Terminal weights ``[T]`` (``[B, T]``) for root ranges ``[K0]``, ``[K1]`` (``[B, K]``),
+    concatenated in ``root_public`` order."""
     rs = [self.check_ranges(p, r) for p, r in enumerate((range0, range1))]
     if rs[0].shape[:-1] != rs[1].shape[:-1]:
       raise ValueError(f"batch shapes of the two ranges differ: {rs[0].shape} vs {rs[1].shape}")
-    hist_w = self.full.chance_reach[self.root_histories]
-    hist_w = hist_w * rs[0][..., self.root_aug[0]] * rs[1][..., self.root_aug[1]]
+    hist_w = (self.full.chance_reach[self.root_histories] * rs[0][..., self.root_aug[0]]
+              * rs[1][..., self.root_aug[1]])
     return jnp.asarray(self.chance_below_root * hist_w[..., self.terminal_root], dtype)
 
   def check_ranges(self, p: int, r) -> np.ndarray:
-    """Validates player ``p``'s root range ``[K]`` or ``[B, K]`` (concatenated over
-    ``root_public``, each block a distribution); returns it as float64."""
+    """Player ``p``'s root range ``[K]`` or ``[B, K]`` validated (each block a distribution)."""
     r = np.asarray(r, np.float64)
     K = self.range_sizes()[p]
     if r.ndim not in (1, 2) or r.shape[-1] != K:
@@ -168,18 +146,13 @@ class Subgame:
 
 def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None = None,
             leaves=None, leaf_choices: int = 0, chooser: int = 1) -> Subgame:
-  """The subgame rooted at public state(s) ``root``, cut ``depth_limit`` public levels below.
+  """The subgame rooted at public state(s) ``root`` (index, key or a sequence of them).
 
-  ``root`` is one public state (index or key) or a sequence of them;
-  ``leaves`` (an explicit set of public states) or ``depth_limit`` (public
-  states that many levels below a root become leaves; ``None`` and no
-  ``leaves`` = no cut) choose the leaves. Leaf public states whose histories
-  are all terminal stay ordinary terminals.
+  Leaves are the public states ``leaves``, or those ``depth_limit`` levels
+  below a root (neither: no cut); all-terminal leaf public states stay terminals.
 
-  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0``, at
-  every leaf history player ``chooser`` picks one of ``K`` continuation
-  strategies at its (augmented) information state there; leaf values then
-  have shape ``[L, K]``.
+  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0`` player
+  ``chooser`` picks one of ``K`` continuations at each leaf (leaf values ``[L, K]``).
   """
   K = check_nonnegative_int("leaf_choices", leaf_choices)
   if chooser not in (0, 1):
@@ -207,19 +180,14 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     if pt.terminal_public[r]:
       raise ValueError(f"root public state {r} is terminal")
     leaf_mask[r] = False
-  roots_h = []
-  for r in roots_ps:
-    hs = pt.histories[r]
-    roots_h.append(hs[~np.isin(t.parent[hs], hs)])
-  roots_h = np.concatenate(roots_h).astype(np.int32)
+  roots_h = np.concatenate([hs[~np.isin(t.parent[hs], hs)]
+                            for hs in (pt.histories[r] for r in roots_ps)]).astype(np.int32)
   if np.any(t.player[roots_h] == TERMINAL):
     raise ValueError(f"a root public state of {roots_ps} holds terminal histories")
   cr = pt.chance_reach[roots_h]
   label = f"{pt.game.name}@{','.join(map(str, roots_ps))}"
   nodes = _enumerate(t, roots_h, leaf_mask, K)
-  # The compiler needs a decision node of each player; a player without one
-  # in the subgame gets a single-action node above the root (it changes no
-  # value and no other information state).
+  # A player without decisions gets a single-action node above the root (changes no value).
   acting = set(np.unique(nodes["player"][nodes["player"] >= 0]).tolist()) | (
       {chooser} if K else set())
   dummy = next((p for p in (0, 1) if p not in acting), None)
@@ -236,23 +204,18 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   leaf_of_node = np.full(H, -1, np.int64)
   leaf_of_node[leaf_nodes] = np.arange(len(leaf_nodes))
   z = np.asarray(st.terminal_history)
-  if K:
-    is_leaf = choice[z] >= 0
-    terminal_leaf = np.where(is_leaf, leaf_of_node[st.parent[z]] * K + choice[z], -1)
-  else:
-    is_leaf = node_leaf[z]
-    terminal_leaf = np.where(is_leaf, leaf_of_node[z], -1)
-  terminal_leaf = terminal_leaf.astype(np.int32)
+  is_leaf = choice[z] >= 0 if K else node_leaf[z]
+  leaf_z = leaf_of_node[st.parent[z]] * K + choice[z] if K else leaf_of_node[z]
+  terminal_leaf = np.where(is_leaf, leaf_z, -1).astype(np.int32)
   terminal_root = _root_of(st, top, z)
   below = st.terminal_chance / (cr / cr.sum())[terminal_root]
   root_aug = np.zeros((2, len(roots_h)), np.int32)
+  full_info = []
   for p in (0, 1):
     ids = np.concatenate([pt.infostates[p][ps] for ps in roots_ps])
     pos = np.full(len(pt.aug_keys[p]), -1, np.int64)
     pos[ids] = np.arange(len(ids))
     root_aug[p] = pos[pt.aug[p][roots_h]]
-  full_info = []
-  for p in (0, 1):
     idx = pt.game.infostate_index(p)
     full_info.append(np.asarray([idx.get(k, -1) for k in sub.infostate_keys[p]], np.int32))
   return Subgame(full=pt, compiled=sub, root_public=roots_ps,
@@ -274,13 +237,9 @@ def _root_of(tree, root_index: int, nodes) -> np.ndarray:
 def _enumerate(t, roots_h, leaf_mask, K: int) -> dict:
   """Breadth-first enumeration of the subgame below its root chance node, from arrays.
 
-  Children of a node come in increasing action/outcome order; a history in a
-  leaf public state is a terminal, or (``K > 0``) a node with ``K`` choices
-  each leading to a terminal. Returns per node (root chance node excluded, in
-  subgame order): ``hist`` full-game history, ``choice`` (``-1``, or the
-  choice below a leaf), ``parent`` (``-1`` = the root chance node, else the
-  position in this enumeration), ``action``, ``player`` (subgame player) and
-  ``leaf`` (a history in a leaf public state).
+  A leaf history is a terminal, or (``K > 0``) a node with ``K`` terminal choices. Per node
+  (root excluded): ``hist``, ``choice`` (``-1`` or the choice below a leaf), ``parent`` (``-1``:
+  the root), ``action``, ``player``, ``leaf`` (in a leaf public state).
   """
   C = t.children.shape[1]
   W = max(C, K)
@@ -320,12 +279,9 @@ def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mas
                       dummy, K: int, chooser: int) -> CompiledGame:
   """The subgame's :class:`CompiledGame` from the enumerated nodes (:func:`compiler.assemble`).
 
-  Prepends the one-action node of ``dummy`` (if any) and the root chance
-  node over ``roots_h``; information states, public states and augmented
-  information states are numbered by first appearance of the keys the
-  subgame would have as a :class:`Game` (a full-game history keeps its keys,
-  a leaf choice adds ``|leaf-choice``, a leaf public state becomes
-  ``("leaf", s)`` and a chosen continuation ``("chosen", s)``).
+  Prepends ``dummy``'s one-action node (if any) and the root chance node; keys
+  are the full game's, a leaf choice adds ``|leaf-choice``, a leaf public
+  state becomes ``("leaf", s)`` and a chosen continuation ``("chosen", s)``.
   """
   game, t = pt.game, pt.game.tree
   P = pt.num_public_states
@@ -334,12 +290,10 @@ def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mas
   n = len(hist)
   choose = leaf & (K > 0)  # real histories where the chooser picks a continuation
   sub_player = np.where(choose, chooser, nodes["player"])
-  head_player = ([dummy] if top else []) + [CHANCE]
-  player = np.concatenate([head_player, sub_player]).astype(np.int32)
-  parent = np.concatenate([[-1] * top + [top - 1 if top else -1],
-                           np.where(nodes["parent"] < 0, top, nodes["parent"] + top + 1)])
-  parent[0] = -1
-  action = np.concatenate([[-1] + [0] * top, nodes["action"]])
+  player = np.concatenate([[dummy] * top + [CHANCE], sub_player]).astype(np.int32)
+  head = [-1] + [0] * top  # parent and action of the head nodes
+  parent = np.concatenate([head, np.where(nodes["parent"] < 0, top, nodes["parent"] + top + 1)])
+  action = np.concatenate([head, nodes["action"]])
   par_full = np.where(nodes["parent"] < 0, -1, hist[np.maximum(nodes["parent"], 0)])
   from_chance = (nodes["parent"] >= 0) & (ch < 0)
   from_chance &= t.player[np.maximum(par_full, 0)] == CHANCE
@@ -349,10 +303,8 @@ def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mas
   edge_prob = np.concatenate([[1.0] * (top + 1), edge])
   # Payoffs: real terminals keep theirs, leaves and chosen continuations get 0.
   real_term = (ch < 0) & ~leaf & (t.player[hist] == TERMINAL)
-  payoff = np.zeros(n)
-  payoff[real_term] = t.terminal_payoff[t.history_terminal[hist[real_term]]]
-  payoff = np.concatenate([np.zeros(top + 1), payoff])
-  # Public states.
+  payoff = np.zeros(top + 1 + n)
+  payoff[top + 1:][real_term] = t.terminal_payoff[t.history_terminal[hist[real_term]]]
   hp = t.history_public[hist].astype(np.int64)
   pub_code = np.where(ch >= 0, 2 * P + hp, np.where(choose, P + hp, hp))
   pub_code = np.concatenate([[-2] * top + [-1], pub_code])
@@ -364,24 +316,17 @@ def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mas
       return _DUMMY if code == -2 else _ROOT
     return code if code < P else (("leaf", "chosen")[code // P - 1], code % P)
   public_keys = tuple(public_key(c) for c in pub_code[first])
-  # Acting information states: a real decision keeps its full-game one; a
-  # leaf choice is keyed by the chooser's augmented information state.
   infostate = np.full(len(player), -1, np.int32)
-  infostate_keys = []
+  aug = np.full((2, len(player)), -1, np.int32)
+  infostate_keys, aug_keys = [], []
+  head, body = np.arange(top + 1), np.flatnonzero(sub_player != TERMINAL)
   for p in (0, 1):
-    K_aug = len(pt.aug_keys[p])
-    I = t.num_infostates[p]
-    real_dec = np.flatnonzero((sub_player == p) & ~choose)
-    codes = [t.infostate[hist[real_dec]].astype(np.int64)]
-    pos = [real_dec]
-    if K and p == chooser:
-      leaf_dec = np.flatnonzero(choose)
-      a = pt.aug[p][hist[leaf_dec]].astype(np.int64)
-      codes.append(I + np.where(a >= 0, a, K_aug))
-      pos.append(leaf_dec)
-    pos = np.concatenate(pos) + top + 1
-    order = np.argsort(pos, kind="stable")
-    pos, codes = pos[order], np.concatenate(codes)[order]
+    K_aug, I = len(pt.aug_keys[p]), t.num_infostates[p]
+    a = pt.aug[p][hist].astype(np.int64)
+    a = np.where(a >= 0, a, K_aug)
+    # A real decision keeps its infostate; a leaf choice is keyed by the chooser's augmented one.
+    dec = np.flatnonzero(sub_player == p)
+    pos, codes = dec + top + 1, np.where(choose, I + a, t.infostate[hist])[dec]
     if dummy == p:
       pos, codes = np.concatenate([[0], pos]), np.concatenate([[-1], codes])
     infostate[pos], first = first_seen_ids(codes)
@@ -394,18 +339,9 @@ def _assemble_subgame(pt: PublicTree, nodes: dict, roots_h, root_probs, leaf_mas
       a = code - I
       return (pt.aug_keys[p][a] if a < K_aug else "") + _LEAF_CHOICE
     infostate_keys.append([info_key(int(c)) for c in codes[first]])
-  # Augmented information states of both players at every non-terminal node.
-  aug = np.full((2, len(player)), -1, np.int32)
-  aug_keys = []
-  nonterm = np.flatnonzero(player != TERMINAL)
-  head = nonterm[nonterm <= top]
-  body = nonterm[nonterm > top]
-  for p in (0, 1):
-    K_aug = len(pt.aug_keys[p])
-    a = pt.aug[p][hist[body - top - 1]].astype(np.int64)
-    a = np.where(a >= 0, a, K_aug)
-    codes = np.concatenate([head - top - 2, np.where(choose[body - top - 1], K_aug + 1 + a, a)])
-    aug[p, np.concatenate([head, body])], first = first_seen_ids(codes)
+    # Augmented information states at every non-terminal node.
+    codes = np.concatenate([head - top - 2, np.where(choose, K_aug + 1 + a, a)[body]])
+    aug[p, np.concatenate([head, body + top + 1])], first = first_seen_ids(codes)
 
     def aug_key(code, p=p, K_aug=K_aug):
       if code < 0:

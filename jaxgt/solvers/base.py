@@ -1,41 +1,13 @@
 """The protocol every solver follows (optax's ``GradientTransformation`` and mctx's keys).
 
-A solver is a frozen dataclass made by a factory (``cfr_plus()``,
-``outcome_sampling(batch=256)``, ``OOS(delta=0.9)``...) that closes over its
-hyperparameters; its methods are pure functions of a compiled
-:class:`~jaxgt.core.compiler.GameTree` and an immutable state pytree:
-
-=========================================  =====================================
-method                                     computes
-=========================================  =====================================
-``init(tree, *, weights=None) -> state``   the initial state (``weights [T]``:
-                                           a root belief, where the solver
-                                           supports one)
-``step(tree, state, key=None) -> state``   one step (one iteration of the
-                                           CFR family; ``samples_per_step``
-                                           trajectories / simulations of a
-                                           sampled solver)
-``run(tree, state, num_steps, key=None)``  ``num_steps`` steps in one jitted
-                                           call
-``policy(tree, state) -> (s0, s1)``        the solver's output strategy
-                                           ``([I0, A], [I1, A])`` (the average
-                                           strategy for the CFR family, MCCFR,
-                                           OOS and UCT)
-=========================================  =====================================
-
-Conventions shared by all of them:
-
-* **Counters.** ``state.iteration`` (``[] int32``) counts completed steps;
-  ``solver.samples_per_step`` says how many sampled trajectories or
-  simulations one step is (``0`` for the deterministic CFR family).
-* **Keys.** Randomness enters only through the explicit ``key`` argument of
-  ``step``/``run``, never through the state. Step ``t`` (0-based, counted by
-  ``state.iteration``) uses :func:`step_key` ``(key, t)``, so ``run(n1)``
-  then ``run(n2)`` with one key equals ``run(n1 + n2)``: chunking for
-  progress reports does not change results. Deterministic solvers accept and
-  ignore ``key``; sampled solvers raise a clear error without one.
-* **Errors.** Arguments are checked on static values before anything is
-  traced (:mod:`jaxgt.core.checks`).
+A solver is a frozen dataclass made by a factory (``cfr_plus()``...); its
+methods (:class:`Solver`) are pure functions of a
+:class:`~jaxgt.core.compiler.GameTree` and an immutable state pytree.
+``state.iteration`` (``[] int32``) counts completed steps. Randomness enters
+only through ``key``: step ``t`` uses :func:`step_key` ``(key, t)``, so
+``run(n1)`` then ``run(n2)`` equals ``run(n1 + n2)``. Deterministic solvers
+ignore ``key``; sampled ones raise without one. Arguments are checked on
+static values before tracing (:mod:`jaxgt.core.checks`).
 """
 
 from __future__ import annotations
@@ -54,11 +26,7 @@ from jaxgt.core.evaluate import policy_evaluation
 
 
 class Solver(abc.ABC):
-  """Base class of every solver (see module docstring for the protocol).
-
-  Subclasses are frozen dataclasses; ``name`` is the solver's registry name
-  and ``samples_per_step`` its trajectories or simulations per step.
-  """
+  """Base class of every solver (module docstring); ``name`` is its registry name."""
 
   name: str
   samples_per_step: int = 0
@@ -72,7 +40,7 @@ class Solver(abc.ABC):
     """``num_steps`` steps inside one jitted call."""
 
   def step(self, tree, state, key=None) -> Any:
-    """One step."""
+    """One step (a CFR iteration, or ``samples_per_step`` trajectories or simulations)."""
     return self.run(tree, state, 1, key)
 
   def policy(self, tree, state) -> tuple:
@@ -91,11 +59,8 @@ class Solver(abc.ABC):
 
 
 def check_num_steps(num_steps, *, traced_ok: bool = False) -> jax.Array:
-  """``num_steps`` as an ``int32`` array; raises unless a non-negative integer.
-
-  With ``traced_ok`` a traced integer passes (agents run a traced number of
-  steps inside ``act``).
-  """
+  """``num_steps`` as an ``int32`` array; raises unless a non-negative integer (or, with
+  ``traced_ok``, traced)."""
   if isinstance(num_steps, (bool, float)) or (
       isinstance(num_steps, (int, np.integer)) and num_steps < 0) or (
       not traced_ok and not isinstance(num_steps, (int, np.integer))):
@@ -112,11 +77,8 @@ def require_key(solver_name: str, key) -> jax.Array:
 
 
 def walking_init_dtype(solver: Solver, tree, weights):
-  """The float dtype of a root-walking solver's state (MCCFR, OOS, ISMCTS, UCT).
-
-  Raises for root beliefs (``weights``), which such solvers do not support,
-  and for a tree not in breadth-first order.
-  """
+  """The float dtype of a root-walking solver's state; raises for ``weights`` (root beliefs)
+  and for a tree not in breadth-first order."""
   if weights is not None:
     raise ValueError(f"{solver.name} does not support root beliefs (weights)")
   max_depth(tree)
@@ -132,13 +94,9 @@ def exploitability_curve(solver: Solver, tree, checkpoints, key: jax.Array,
                          seeds: int = 1) -> np.ndarray:
   """``[len(checkpoints), seeds]`` exact exploitabilities of ``seeds`` vmapped runs of ``solver``.
 
-  Works for every solver through the protocol: ``seeds`` runs from
-  ``solver.init(tree)`` driven by the keys ``split(key, seeds)`` (sampled
-  solvers; deterministic ones get no key), each evaluated after
-  ``checkpoints[k]`` steps (increasing) with
-  :func:`jaxgt.core.evaluate.policy_evaluation` of ``solver.policy``; one
-  jitted call per checkpoint. Chunking does not change a run (step keys), so
-  the last column equals one run of ``checkpoints[-1]`` steps.
+  Runs are driven by ``split(key, seeds)`` and evaluated after each of the
+  increasing ``checkpoints`` (one jitted call each); the last row equals one
+  run of ``checkpoints[-1]`` steps.
   """
   seeds = check_positive_int("seeds", seeds)
   steps = [check_nonnegative_int("checkpoint", c) for c in checkpoints]
