@@ -103,11 +103,13 @@ class ConstructionResult:
     return float(np.max(self.exploitability))
 
 
-def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,)) -> ConstructionResult:
+def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,),
+             progress: Callable[[int, int, float], None] | None = None) -> ConstructionResult:
   """Constructs the policy for every seed and computes its exact exploitability.
 
   ``make_agent`` is an agent or a factory (a fresh agent per seed, for agents
-  whose memoisation should not be shared between seeds).
+  whose memoisation should not be shared between seeds). ``progress(i, seed,
+  exploitability)`` is called after the ``i``-th seed.
   """
   seeds = tuple(int(s) for s in seeds)
   if not seeds:
@@ -119,5 +121,7 @@ def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,)) -> Constructio
     pol = construct_policy(agent, jax.random.PRNGKey(s))
     expl.append(evaluate_policy(agent.game, pol).exploitability)
     pols.append(pol)
+    if progress is not None:
+      progress(len(expl) - 1, s, float(expl[-1]))
   return ConstructionResult(seeds, np.asarray(expl), tuple(pols))
 
