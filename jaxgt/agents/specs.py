@@ -125,8 +125,20 @@ class AgentSpec:
   text: str  # the spec as written
 
   def build(self, game) -> Agent:
-    """The agent of this spec for ``game`` (a :class:`~jaxgt.core.compiler.CompiledGame`)."""
-    return _REGISTRY[self.kind].build(game, **self.params)
+    """The agent of this spec for ``game`` (a :class:`~jaxgt.core.compiler.CompiledGame`).
+
+    A ``ValueError`` of the kind's builder (e.g. a policy file of another game)
+    is re-raised with the spec in front.
+    """
+    try:
+      return _REGISTRY[self.kind].build(game, **self.params)
+    except ValueError as e:
+      raise type(e)(f"agent {self.text!r}: {e}") from e
+
+  @property
+  def needs_x64(self) -> bool:
+    """Whether the agent computes in float64 (its ``dtype`` parameter), so 64-bit JAX must be on."""
+    return self.params.get("dtype") == "float64"
 
   def __str__(self) -> str:
     return self.text
@@ -240,6 +252,12 @@ def _example() -> str:
   return "oos(iterations=1000,targeting=ist)" if "oos" in _REGISTRY else "random"
 
 
+def _any_dtype(params: dict) -> dict:
+  """``params`` with ``dtype`` float32 for game-free checks: the choice is already validated, and
+  64-bit JAX is turned on only after parsing (:attr:`AgentSpec.needs_x64`)."""
+  return {**params, "dtype": "float32"}
+
+
 # ----------------------------------------------------------------- built-in kinds
 # Agent modules are imported inside the builders, so listing kinds (``--help``)
 # stays cheap; every builder receives all declared parameters.
@@ -260,14 +278,15 @@ def _policy(game, path) -> Agent:
   return PolicyAgent(game, pol.probs)
 
 
-def _oos_solver(delta, targeting, epsilon, gamma, batch):
+def _oos_solver(delta, targeting, epsilon, gamma, batch, dtype):
   from jaxgt.solvers.oos import OOS
-  return OOS(delta=delta, targeting=targeting, epsilon=epsilon, gamma=gamma, batch=batch)
+  return OOS(delta=delta, targeting=targeting, epsilon=epsilon, gamma=gamma, batch=batch,
+             dtype=dtype)
 
 
 def _check_oos(iterations, **solver):
   check_positive_int("iterations", iterations)
-  _oos_solver(**solver)
+  _oos_solver(**_any_dtype(solver))
 
 
 def _oos(game, iterations, **solver) -> Agent:
@@ -275,14 +294,15 @@ def _oos(game, iterations, **solver) -> Agent:
   return OOSAgent(game, iterations=iterations, solver=_oos_solver(**solver))
 
 
-def _ismcts_solver(selection, c, exploration, final, batch):
+def _ismcts_solver(selection, c, exploration, final, batch, dtype):
   from jaxgt.solvers.ismcts import ISMCTS
-  return ISMCTS(selection=selection, c=c, exploration=exploration, final=final, batch=batch)
+  return ISMCTS(selection=selection, c=c, exploration=exploration, final=final, batch=batch,
+                dtype=dtype)
 
 
 def _check_ismcts(simulations, **solver):
   check_positive_int("simulations", simulations)
-  _ismcts_solver(**solver)
+  _ismcts_solver(**_any_dtype(solver))
 
 
 def _ismcts(game, simulations, **solver) -> Agent:
@@ -306,7 +326,7 @@ def _uct_kind(smooth: bool):
   def check(episodes, play, **hyper):
     del play
     _check_episodes(episodes, hyper["batch"])
-    _uct_solver(smooth, **hyper)
+    _uct_solver(smooth, **_any_dtype(hyper))
 
   def build(game, episodes, play, **hyper) -> Agent:
     from jaxgt.agents.uct import UCTAgent
@@ -315,7 +335,8 @@ def _uct_kind(smooth: bool):
   return check, build
 
 
-def _check_resolving(depth_limit, iterations, alpha, chunk):
+def _check_resolving(depth_limit, iterations, alpha, chunk, dtype):
+  del dtype
   from jaxgt.search.gadget import check_alpha
   check_positive_int("depth_limit", depth_limit)
   check_nonnegative_int("iterations", iterations)
@@ -323,13 +344,21 @@ def _check_resolving(depth_limit, iterations, alpha, chunk):
   check_alpha(alpha)
 
 
-def _resolving(game, **params) -> Agent:
+def _resolving(game, dtype, **params) -> Agent:
   from jaxgt.agents.resolving import ContinualResolvingAgent
-  return ContinualResolvingAgent(game, **params)
+  from jaxgt.solvers.cfr import cfr_plus
+  return ContinualResolvingAgent(game, solver=cfr_plus(dtype=dtype), **params)
 
 
 _BATCH = "trajectories per step (parallel; 1 is the paper's sequential algorithm)"
 _PLAY = ("average", "greedy")
+_DTYPES = ("float32", "float64")
+
+
+def _dtype(default: str = "float32") -> Param:
+  return Param("dtype", str, default, "float dtype of the search (float64 turns on 64-bit JAX)",
+               choices=_DTYPES)
+
 
 register_agent("random", _random, (), "uniform over the legal actions")
 register_agent(
@@ -345,7 +374,7 @@ register_agent(
            choices=("ist", "pst")),
      Param("epsilon", float, 0.6, "exploration of the sampling policy"),
      Param("gamma", float, 0.01, "uniform mixing of explorative regret matching", minimum=0),
-     Param("batch", int, 1, _BATCH, minimum=1)),
+     Param("batch", int, 1, _BATCH, minimum=1), _dtype()),
     "Online Outcome Sampling (001, Sec. 4): tables kept between moves", check=_check_oos)
 register_agent(
     "ismcts", _ismcts,
@@ -356,7 +385,7 @@ register_agent(
      Param("exploration", float, 0.2, "uniform mixing of regret-matching selection"),
      Param("final", str, None, "move policy (none: visits for uct, mean for rm)",
            nullable=True, choices=("visits", "frequency", "mean")),
-     Param("batch", int, 1, "simulations per step", minimum=1)),
+     Param("batch", int, 1, "simulations per step", minimum=1), _dtype()),
     "Information Set MCTS (001, Sec. 5.1): fresh statistics every move", check=_check_ismcts)
 _check_uct, _build_uct = _uct_kind(False)
 register_agent(
@@ -366,7 +395,7 @@ register_agent(
            minimum=0),
      Param("play", str, "average", "play the average strategy or the greedy action",
            choices=_PLAY),
-     Param("batch", int, 1, "episodes per step", minimum=1)),
+     Param("batch", int, 1, "episodes per step", minimum=1), _dtype()),
     "extensive-form UCT self-play (002, Sec. 3.1), search continued at every move",
     check=_check_uct)
 _check_smooth, _build_smooth = _uct_kind(True)
@@ -379,7 +408,7 @@ register_agent(
      Param("d", float, 0.001, "mixing schedule decay (002: 0.001 Kuhn, 0.002 Leduc)", minimum=0),
      Param("play", str, "average", "play the average strategy or the greedy action",
            choices=_PLAY),
-     Param("batch", int, 1, "episodes per step", minimum=1)),
+     Param("batch", int, 1, "episodes per step", minimum=1), _dtype()),
     "extensive-form Smooth UCT self-play (002, Sec. 3.2)", check=_check_smooth)
 register_agent(
     "resolving", _resolving,
@@ -387,6 +416,7 @@ register_agent(
      Param("iterations", int, 1000, "CFR+ iterations per re-solve", minimum=0),
      Param("alpha", float, 0.5, "opponent-range mixing of the modified gadget (none: exact)",
            nullable=True),
-     Param("chunk", int, 1, "leaf values queried every chunk iterations", minimum=1)),
+     Param("chunk", int, 1, "leaf values queried every chunk iterations", minimum=1),
+     _dtype("float64")),
     "continual re-solving (003) with exact equilibrium leaf values; deterministic",
     check=_check_resolving)

@@ -37,6 +37,9 @@ def run(args) -> int:
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
   info = sys.stderr if args.json else sys.stdout
+  if spec.needs_x64:
+    import jax
+    jax.config.update("jax_enable_x64", True)
   g = load_game(args.game)
   from jaxgt import policy as policy_lib
   if args.export_openspiel:

@@ -25,8 +25,8 @@ def add_parser(sub) -> None:
                  help="number of matches, even: half with AGENT0 as player 0 (default 1000)")
   p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
   p.add_argument("--block", type=int, default=None,
-                 help="matches per run of the compiled match program, progress after each "
-                      "(default: all at once for searches that trace, 10 reports otherwise)")
+                 help="matches per run of the compiled match program (compiled once), progress "
+                      "after each; the matches do not depend on it (default: a tenth of --matches)")
   p.add_argument("--plot", metavar="PNG", help="plot AGENT0's running mean payoff with its 95%% interval")
   p.add_argument("--json", action="store_true",
                  help='print only {"mean", "ci95": [lo, hi], "win_rate", "matches"} (AGENT0)')
@@ -46,6 +46,9 @@ def run(args) -> int:
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
   info = sys.stderr if args.json else sys.stdout
+  if any(s.needs_x64 for s in specs):
+    import jax
+    jax.config.update("jax_enable_x64", True)
   g = load_game(args.game)
   agents = [s.build(g) for s in specs]
 
@@ -54,7 +57,7 @@ def run(args) -> int:
   from jaxgt.evaluation import referee
   n = args.matches
   traced = all([referee.traceable(a, g, jax.random.key(0)) for a in agents])
-  block = args.block or (n if traced else max(1, math.ceil(n / 10)))
+  block = args.block or max(1, math.ceil(n / 10))
   print(f"{g.name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
         f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),
         file=info, flush=True)
