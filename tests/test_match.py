@@ -79,6 +79,36 @@ def test_keys_reproducible_and_python_loop_identical():
   np.testing.assert_array_equal(r1.payoffs, rp.payoffs)
 
 
+def test_blocks_play_the_same_matches_and_report_progress():
+  g, eq, uni = _kuhn()
+  a, b = PolicyAgent(g, eq), PolicyAgent(g, uni)
+  whole = match.play(g, a, b, 50, jax.random.key(5))
+  for mode in ("auto", "python"):
+    done = []
+    r = match.play(g, a, b, 50, jax.random.key(5), mode=mode, block=20,
+                   progress=lambda k, n: done.append((k, n)))
+    assert done == [(20, 50), (40, 50), (50, 50)]
+    np.testing.assert_array_equal(r.payoffs, whole.payoffs)
+    np.testing.assert_array_equal(r.histories, whole.histories)
+  # the final histories are terminals whose payoff (agent0's view) is the reported payoff
+  tree = g.tree
+  term = np.asarray(tree.history_terminal)[whole.histories]
+  assert np.all(term >= 0)
+  u0 = np.asarray(tree.terminal_payoff)[term]
+  np.testing.assert_array_equal(whole.payoffs, np.where(whole.seats == 0, u0, -u0))
+
+
+def test_win_rate_and_running_mean():
+  r = match.MatchResult.from_payoffs([2.0, 0.0, -1.0, 1.0, 0.0], [0, 1, 0, 1, 0])
+  assert r.win_rate == pytest.approx(3 / 5)  # two wins, two draws at one half, one loss
+  s = np.array([1, 0.5, 0, 1, 0.5])
+  assert r.win_ci95 == pytest.approx(1.96 * s.std(ddof=1) / np.sqrt(5))
+  mean, ci = r.running()
+  np.testing.assert_allclose(mean, np.cumsum(r.payoffs) / np.arange(1, 6))
+  assert np.isnan(ci[0]) and ci[-1] == pytest.approx(r.ci95)
+  assert ci[2] == pytest.approx(1.96 * np.std(r.payoffs[:3], ddof=1) / np.sqrt(3))
+
+
 def test_untraceable_agent_falls_back_or_raises():
   g, _, uni = _kuhn()
   with pytest.warns(UserWarning, match="not traceable"):
