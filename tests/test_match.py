@@ -118,6 +118,26 @@ def test_untraceable_agent_falls_back_or_raises():
     match.play(g, _IntAgent(g), PolicyAgent(g, uni), 6, jax.random.key(0), mode="jit")
 
 
+@dataclasses.dataclass
+class _ObjectStateAgent(Agent):
+  """Its state is a Python object, not a pytree of arrays (like continual re-solving's)."""
+
+  game: object
+
+  def init(self, key):
+    return object()
+
+  def act(self, key, state, history):
+    return PolicyAgent(self.game, _kuhn()[2]).act(key, None, history)[0], state
+
+
+def test_agent_with_a_non_array_state_plays_in_a_python_loop():
+  g, _, uni = _kuhn()
+  with pytest.warns(UserWarning, match="not traceable"):
+    r = match.play(g, _ObjectStateAgent(g), PolicyAgent(g, uni), 4, jax.random.key(0))
+  assert not r.traced and r.num_matches == 4
+
+
 def test_invalid_arguments():
   g, _, uni = _kuhn()
   leduc = jaxgt.load("leduc_poker")

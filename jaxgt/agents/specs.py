@@ -278,36 +278,32 @@ def _policy(game, path) -> Agent:
   return PolicyAgent(game, pol.probs)
 
 
-def _oos_solver(delta, targeting, epsilon, gamma, batch, dtype):
-  from jaxgt.solvers.oos import OOS
-  return OOS(delta=delta, targeting=targeting, epsilon=epsilon, gamma=gamma, batch=batch,
-             dtype=dtype)
+def _table_search_kind(budget: str, classes: Callable[[], tuple]):
+  """``check`` and ``build`` of a search kind whose agent takes a per-move ``budget`` and a solver
+  dataclass made from the other parameters; ``classes()`` imports ``(agent class, solver class)``."""
+
+  def check(**params):
+    check_positive_int(budget, params.pop(budget))
+    classes()[1](**_any_dtype(params))
+
+  def build(game, **params) -> Agent:
+    agent_cls, solver_cls = classes()
+    n = params.pop(budget)
+    return agent_cls(game, solver=solver_cls(**params), **{budget: n})
+
+  return check, build
 
 
-def _check_oos(iterations, **solver):
-  check_positive_int("iterations", iterations)
-  _oos_solver(**_any_dtype(solver))
-
-
-def _oos(game, iterations, **solver) -> Agent:
+def _oos_classes():
   from jaxgt.agents.oos import OOSAgent
-  return OOSAgent(game, iterations=iterations, solver=_oos_solver(**solver))
+  from jaxgt.solvers.oos import OOS
+  return OOSAgent, OOS
 
 
-def _ismcts_solver(selection, c, exploration, final, batch, dtype):
-  from jaxgt.solvers.ismcts import ISMCTS
-  return ISMCTS(selection=selection, c=c, exploration=exploration, final=final, batch=batch,
-                dtype=dtype)
-
-
-def _check_ismcts(simulations, **solver):
-  check_positive_int("simulations", simulations)
-  _ismcts_solver(**_any_dtype(solver))
-
-
-def _ismcts(game, simulations, **solver) -> Agent:
+def _ismcts_classes():
   from jaxgt.agents.ismcts import ISMCTSAgent
-  return ISMCTSAgent(game, simulations=simulations, solver=_ismcts_solver(**solver))
+  from jaxgt.solvers.ismcts import ISMCTS
+  return ISMCTSAgent, ISMCTS
 
 
 def _uct_solver(smooth: bool, **hyper):
@@ -366,8 +362,9 @@ register_agent(
     (Param("path", str, None, "a policy file saved by jaxgt solve --save (.npz) for this game",
            required=True),),
     "plays a saved tabular policy", check=_check_path)
+_check_oos, _build_oos = _table_search_kind("iterations", _oos_classes)
 register_agent(
-    "oos", _oos,
+    "oos", _build_oos,
     (Param("iterations", int, 1000, "OOS iterations per move", minimum=1),
      Param("delta", float, 0.9, "targeting probability", minimum=0),
      Param("targeting", str, "ist", "information-set (ist) or public-subgame (pst) targeting",
@@ -376,8 +373,9 @@ register_agent(
      Param("gamma", float, 0.01, "uniform mixing of explorative regret matching", minimum=0),
      Param("batch", int, 1, _BATCH, minimum=1), _dtype()),
     "Online Outcome Sampling (001, Sec. 4): tables kept between moves", check=_check_oos)
+_check_ismcts, _build_ismcts = _table_search_kind("simulations", _ismcts_classes)
 register_agent(
-    "ismcts", _ismcts,
+    "ismcts", _build_ismcts,
     (Param("simulations", int, 1000, "steps of batch simulations per move", minimum=1),
      Param("selection", str, "uct", "selection rule", choices=("uct", "rm")),
      Param("c", float, None, "UCT exploration constant (none: twice the largest |payoff|)",

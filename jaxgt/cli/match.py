@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import sys
+import warnings
 
 from jaxgt.cli import agents as agents_cli
 from jaxgt.cli.common import load_game
@@ -56,7 +57,9 @@ def run(args) -> int:
   from jaxgt.evaluation import match as match_lib
   from jaxgt.evaluation import referee
   n = args.matches
-  traced = all([referee.traceable(a, g, jax.random.key(0)) for a in agents])
+  with warnings.catch_warnings():  # said below, once
+    warnings.simplefilter("ignore", UserWarning)
+    traced = all([referee.traceable(a, g, jax.random.key(0)) for a in agents])
   block = args.block or max(1, math.ceil(n / 10))
   print(f"{g.name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
         f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),

@@ -55,8 +55,11 @@ from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE, TERMINAL
 
 TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
-                jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
-"""Errors that mean an agent cannot run with a traced history."""
+                jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
+                TypeError)
+"""Errors that mean an agent cannot run with a traced history (``TypeError``: a state that is
+not a pytree of arrays, e.g. continual re-solving's; a real signature error surfaces again in
+the Python loop)."""
 
 Hook = Callable[[Any, int, jax.Array, jax.Array, Any], Any]
 """``hook(carry, agent index (static), history, probs [A], agent state) -> carry``."""
