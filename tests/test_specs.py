@@ -120,6 +120,10 @@ def test_a_new_kind_registers_with_one_call(monkeypatch, capsys):
   for kind in BUILTIN:
     assert kind in out
   assert "iterations   int   OOS iterations per move (default 1000)" in out
+  with pytest.raises(ValueError, match="identifiers"):
+    specs.register_agent("my-kind", build)
+  with pytest.raises(ValueError, match="type int, float, bool or str"):
+    specs.register_agent("listy", build, (specs.Param("xs", list, [], "a list"),))
 
 
 def test_spec_errors_come_before_the_game(capsys):

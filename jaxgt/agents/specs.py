@@ -156,8 +156,11 @@ def register_agent(name: str, build: Callable[..., Agent], params=(), descriptio
   :class:`Param`; ``check(**params)`` (optional) validates the values without
   a game and raises ``ValueError``.
   """
-  if not _SPEC_RE.match(name) or "(" in name:
+  if not isinstance(name, str) or not name.isidentifier():
     raise ValueError(f"agent kind names are identifiers, got {name!r}")
+  bad = [p.name for p in params if p.type not in (int, float, bool, str)]
+  if bad:
+    raise ValueError(f"agent kind {name!r}: parameters {bad} must have type int, float, bool or str")
   names = [p.name for p in params]
   if len(set(names)) != len(names):
     raise ValueError(f"agent kind {name!r} declares a parameter twice: {names}")
