@@ -19,6 +19,12 @@ def run(args) -> int:
   return 0
 
 
+def wrap(text: str) -> str:
+  """``text`` filled to 80 columns (descriptions under ``RawDescriptionHelpFormatter``)."""
+  import textwrap
+  return textwrap.fill(text, 80)
+
+
 def epilog() -> str:
   """The agent listing for a command's ``--help``."""
   from jaxgt.agents.specs import describe_agents

@@ -13,11 +13,12 @@ from jaxgt.cli.common import load_game
 def add_parser(sub) -> None:
   p = sub.add_parser(
       "construct", help="exact exploitability of an agent by breadth-first policy construction",
-      description="Runs AGENT's search at every information state breadth-first (each search "
-                  "continues from the searches that led to it), composes the policies the searches "
-                  "return and computes the exact exploitability of the composition; repeats over "
-                  "seeds and prints min/avg/max (Student of Games, supplement). "
-                  + agents_cli.SPEC_HELP,
+      description=agents_cli.wrap(
+          "Runs AGENT's search at every information state breadth-first (each search "
+          "continues from the searches that led to it), composes the policies the searches "
+          "return and computes the exact exploitability of the composition; repeats over "
+          "seeds and prints min/avg/max (Student of Games, supplement). "
+          + agents_cli.SPEC_HELP),
       epilog=agents_cli.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("game")
   p.add_argument("agent", help="agent spec")

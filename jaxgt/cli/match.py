@@ -15,9 +15,10 @@ from jaxgt.cli.common import load_game
 def add_parser(sub) -> None:
   p = sub.add_parser(
       "match", help="play two agents against each other",
-      description="Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's "
-                  "mean payoff and win rate (a draw counts half) with normal 95% intervals. "
-                  + agents_cli.SPEC_HELP,
+      description=agents_cli.wrap(
+          "Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's "
+          "mean payoff and win rate (a draw counts half) with normal 95% intervals. "
+          + agents_cli.SPEC_HELP),
       epilog=agents_cli.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("game")
   p.add_argument("agent0", help="agent spec; payoffs are reported from its view")
