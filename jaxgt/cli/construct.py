@@ -57,8 +57,12 @@ def run(args) -> int:
     print(f"  seed {seed}: exploitability {exploitability:.6g}"
           + (f" ({m:.3f} mbb/h)" if m is not None else ""), file=info, flush=True)
 
+  def on_state(done, total):  # about ten reports per seed, on stderr
+    if done == total or done % -(-total // 10) == 0:
+      print(f"    {done}/{total} information states", file=sys.stderr, flush=True)
+
   res = construct.evaluate(lambda: spec.build(g), seeds=range(args.seed, args.seed + args.seeds),
-                           progress=progress)
+                           progress=progress, on_state=on_state)
   if args.json:
     print(json.dumps({"exploitability": {"min": res.min, "avg": res.avg, "max": res.max},
                       "seeds": len(res.seeds)}))
