@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -11,15 +10,12 @@ from jaxgt.cli.common import load_game
 
 
 def add_parser(sub) -> None:
-  p = sub.add_parser(
-      "construct", help="exact exploitability of an agent by breadth-first policy construction",
-      description=agents_cli.wrap(
-          "Runs AGENT's search at every information state breadth-first (each search "
-          "continues from the searches that led to it), composes the policies the searches "
-          "return and computes the exact exploitability of the composition; repeats over "
-          "seeds and prints min/avg/max (Student of Games, supplement). "
-          + agents_cli.SPEC_HELP),
-      epilog=agents_cli.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+  p = agents_cli.add_agent_command(
+      sub, "construct", "exact exploitability of an agent by breadth-first policy construction",
+      "Runs AGENT's search at every information state breadth-first (each search continues from "
+      "the searches that led to it), composes the policies the searches return and computes the "
+      "exact exploitability of the composition; repeats over seeds and prints min/avg/max "
+      "(Student of Games, supplement).")
   p.add_argument("game")
   p.add_argument("agent", help="agent spec")
   p.add_argument("--seeds", type=int, default=1, help="number of seeds K (default 1)")
@@ -31,16 +27,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-  from jaxgt.agents.specs import parse_spec
-  spec = parse_spec(args.agent)
+  spec, = agents_cli.parse_agents(args.agent)
   if args.seeds < 1:
     raise ValueError(f"--seeds must be positive, got {args.seeds}")
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
   info = sys.stderr if args.json else sys.stdout
-  if spec.needs_x64:
-    import jax
-    jax.config.update("jax_enable_x64", True)
   g = load_game(args.game)
   from jaxgt import policy as policy_lib
   if args.export_openspiel:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -13,13 +12,10 @@ from jaxgt.cli.common import load_game
 
 
 def add_parser(sub) -> None:
-  p = sub.add_parser(
-      "match", help="play two agents against each other",
-      description=agents_cli.wrap(
-          "Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's "
-          "mean payoff and win rate (a draw counts half) with normal 95% intervals. "
-          + agents_cli.SPEC_HELP),
-      epilog=agents_cli.epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+  p = agents_cli.add_agent_command(
+      sub, "match", "play two agents against each other",
+      "Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's mean payoff "
+      "and win rate (a draw counts half) with normal 95% intervals.")
   p.add_argument("game")
   p.add_argument("agent0", help="agent spec; payoffs are reported from its view")
   p.add_argument("agent1", help="agent spec of the opponent")
@@ -38,8 +34,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-  from jaxgt.agents.specs import parse_spec
-  specs = (parse_spec(args.agent0), parse_spec(args.agent1))
+  specs = agents_cli.parse_agents(args.agent0, args.agent1)
   if args.matches < 2 or args.matches % 2:
     raise ValueError(f"--matches must be an even integer >= 2 (half the matches in each seat), "
                      f"got {args.matches}")
@@ -48,9 +43,6 @@ def run(args) -> int:
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
   info = sys.stderr if args.json else sys.stdout
-  if any(s.needs_x64 for s in specs):
-    import jax
-    jax.config.update("jax_enable_x64", True)
   g = load_game(args.game)
   agents = [s.build(g) for s in specs]
 
