@@ -20,7 +20,7 @@ ALLOWED = {
     "solvers": {"games", "core"},
     "search": {"games", "core", "solvers"},
     "nets": {"games", "core", "solvers", "search"},
-    "agents": {"games", "core", "solvers", "search", "nets"},
+    "agents": {"games", "core", "solvers", "search", "nets", "policy"},  # jaxgt.policy: core only
     "evaluation": {"games", "core", "solvers", "search", "nets", "agents", "policy"},
 }
 

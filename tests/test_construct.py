@@ -25,11 +25,17 @@ def _equilibrium(name, iterations=500):
 def test_policy_agent_round_trip():
   """A fixed-policy agent constructs back to its own policy and its exploitability."""
   g, tree, pol = _equilibrium("leduc_poker", 200)
-  res = cs.evaluate(PolicyAgent(g, pol), seeds=(0, 1))
+  seen, states = [], []
+  res = cs.evaluate(PolicyAgent(g, pol), seeds=(0, 1), progress=lambda *x: seen.append(x),
+                    on_state=lambda *x: states.append(x))
   for p in (0, 1):
     np.testing.assert_allclose(res.policies[0][p], np.asarray(pol[p]), atol=1e-12)
   want = float(sf.exploitability(tree, pol))
   assert res.min == pytest.approx(want, abs=1e-12) and res.max == pytest.approx(want, abs=1e-12)
+  assert [(i, s) for i, s, _ in seen] == [(0, 0), (1, 1)]
+  np.testing.assert_allclose([e for *_, e in seen], res.exploitability)
+  n = sum(g.tree.num_infostates)
+  assert states == [(k, n) for k in range(1, n + 1)] * 2
 
 
 @dataclasses.dataclass

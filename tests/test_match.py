@@ -79,6 +79,36 @@ def test_keys_reproducible_and_python_loop_identical():
   np.testing.assert_array_equal(r1.payoffs, rp.payoffs)
 
 
+def test_blocks_play_the_same_matches_and_report_progress():
+  g, eq, uni = _kuhn()
+  a, b = PolicyAgent(g, eq), PolicyAgent(g, uni)
+  whole = match.play(g, a, b, 50, jax.random.key(5))
+  for mode in ("auto", "python"):
+    done = []
+    r = match.play(g, a, b, 50, jax.random.key(5), mode=mode, block=20,
+                   progress=lambda k, n: done.append((k, n)))
+    assert done == [(20, 50), (40, 50), (50, 50)]
+    np.testing.assert_array_equal(r.payoffs, whole.payoffs)
+    np.testing.assert_array_equal(r.histories, whole.histories)
+  # the final histories are terminals whose payoff (agent0's view) is the reported payoff
+  tree = g.tree
+  term = np.asarray(tree.history_terminal)[whole.histories]
+  assert np.all(term >= 0)
+  u0 = np.asarray(tree.terminal_payoff)[term]
+  np.testing.assert_array_equal(whole.payoffs, np.where(whole.seats == 0, u0, -u0))
+
+
+def test_win_rate_and_running_mean():
+  r = match.MatchResult.from_payoffs([2.0, 0.0, -1.0, 1.0, 0.0], [0, 1, 0, 1, 0])
+  assert r.win_rate == pytest.approx(3 / 5)  # two wins, two draws at one half, one loss
+  s = np.array([1, 0.5, 0, 1, 0.5])
+  assert r.win_ci95 == pytest.approx(1.96 * s.std(ddof=1) / np.sqrt(5))
+  mean, ci = r.running()
+  np.testing.assert_allclose(mean, np.cumsum(r.payoffs) / np.arange(1, 6))
+  assert np.isnan(ci[0]) and ci[-1] == pytest.approx(r.ci95)
+  assert ci[2] == pytest.approx(1.96 * np.std(r.payoffs[:3], ddof=1) / np.sqrt(3))
+
+
 def test_untraceable_agent_falls_back_or_raises():
   g, _, uni = _kuhn()
   with pytest.warns(UserWarning, match="not traceable"):
@@ -86,6 +116,26 @@ def test_untraceable_agent_falls_back_or_raises():
   assert not r.traced and r.num_matches == 6
   with pytest.warns(UserWarning), pytest.raises(ValueError, match="traceable"):
     match.play(g, _IntAgent(g), PolicyAgent(g, uni), 6, jax.random.key(0), mode="jit")
+
+
+@dataclasses.dataclass
+class _ObjectStateAgent(Agent):
+  """Its state is a Python object, not a pytree of arrays (like continual re-solving's)."""
+
+  game: object
+
+  def init(self, key):
+    return object()
+
+  def act(self, key, state, history):
+    return PolicyAgent(self.game, _kuhn()[2]).act(key, None, history)[0], state
+
+
+def test_agent_with_a_non_array_state_plays_in_a_python_loop():
+  g, _, uni = _kuhn()
+  with pytest.warns(UserWarning, match="not traceable"):
+    r = match.play(g, _ObjectStateAgent(g), PolicyAgent(g, uni), 4, jax.random.key(0))
+  assert not r.traced and r.num_matches == 4
 
 
 def test_invalid_arguments():

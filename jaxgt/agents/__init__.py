@@ -6,8 +6,14 @@
   :mod:`jaxgt.solvers`;
 * :class:`~jaxgt.agents.resolving.ContinualResolvingAgent` re-solves with
   :mod:`jaxgt.search`.
+
+:mod:`jaxgt.agents.specs` parses agent specs (``"oos(iterations=1000)"``) and
+holds the registry of agent kinds (:func:`register_agent`).
 """
 
 from jaxgt.agents.base import Agent, PolicyAgent
+from jaxgt.agents.specs import (AgentSpec, Param, agent_kinds, describe_agents, make_agent,
+                                parse_spec, register_agent)
 
-__all__ = ["Agent", "PolicyAgent"]
+__all__ = ["Agent", "AgentSpec", "Param", "PolicyAgent", "agent_kinds", "describe_agents",
+           "make_agent", "parse_spec", "register_agent"]

@@ -5,11 +5,16 @@
   jaxgt check GAME                     conformance checks of a game
   jaxgt solve GAME [options]           solve, print exploitability as it falls
   jaxgt export POLICY --openspiel OUT  write the policy for OpenSpiel
+  jaxgt agents                         list agent kinds (AGENT specs) and parameters
+  jaxgt match GAME AGENT0 AGENT1       head-to-head matches, half in each seat
+  jaxgt construct GAME AGENT           exact exploitability of an agent (policy construction)
 
 GAME is a registered name with optional parameters in OpenSpiel's syntax,
-e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``. Each command lives in its
-own module of this package, which exposes ``add_parser(subparsers)`` and
-``run(args) -> int``; ``COMMANDS`` lists them in the order ``--help`` shows.
+e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``; AGENT a spec in the same
+syntax, e.g. ``oos(iterations=1000,targeting=pst)`` (:mod:`jaxgt.agents.specs`).
+Each command lives in its own module of this package, which exposes
+``add_parser(subparsers)`` and ``run(args) -> int``; ``COMMANDS`` lists them
+in the order ``--help`` shows.
 """
 
 from __future__ import annotations
@@ -17,13 +22,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jaxgt.cli import export, games, solve
+from jaxgt.cli import agents, construct, export, games, match, solve
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
-    "solve": solve.run, "export": export.run,
+    "solve": solve.run, "export": export.run, "agents": agents.run, "match": match.run,
+    "construct": construct.run,
 }
-_MODULES = (games, solve, export)
+_MODULES = (games, solve, export, agents, match, construct)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -40,8 +40,12 @@ from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.evaluate import evaluate as evaluate_policy
 
 
-def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL):
+def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL,
+                     on_state: Callable[[int, int], None] | None = None):
   """The composed policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy float64) of ``agent``.
+
+  ``on_state(done, total)`` is called after each information state's search
+  (progress; ``total = I0 + I1``).
 
   Raises ``ValueError`` if the agent returns probabilities of the wrong
   shape, or (:func:`jaxgt.policy.validate` within ``atol``) non-finite or
@@ -55,6 +59,7 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL):
   player = np.asarray(tree.player)
   info = np.asarray(tree.infostate)
   out = []
+  total = sum(tree.num_infostates)
   for p in (0, 1):
     pt = tree.players[p]
     n = pt.num_infostates
@@ -76,6 +81,8 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL):
         raise ValueError(f"agent returned probabilities of shape {q.shape} at "
                          f"{game.infostate_keys[p][I]!r}; this game needs ({A},)")
       sig[I] = q
+      if on_state is not None:
+        on_state(I + 1 + (tree.num_infostates[0] if p else 0), total)
     out.append(sig)
   policy_lib.validate(game, out, atol=atol)
   out = [np.where(pt.legal, np.maximum(sig, 0.0), 0.0) for pt, sig in zip(tree.players, out)]
@@ -103,11 +110,15 @@ class ConstructionResult:
     return float(np.max(self.exploitability))
 
 
-def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,)) -> ConstructionResult:
+def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,),
+             progress: Callable[[int, int, float], None] | None = None,
+             on_state: Callable[[int, int], None] | None = None) -> ConstructionResult:
   """Constructs the policy for every seed and computes its exact exploitability.
 
   ``make_agent`` is an agent or a factory (a fresh agent per seed, for agents
-  whose memoisation should not be shared between seeds).
+  whose memoisation should not be shared between seeds). ``progress(i, seed,
+  exploitability)`` is called after the ``i``-th seed, ``on_state`` as in
+  :func:`construct_policy` within each seed.
   """
   seeds = tuple(int(s) for s in seeds)
   if not seeds:
@@ -116,8 +127,10 @@ def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,)) -> Constructio
   for s in seeds:
     agent = make_agent() if callable(make_agent) and not isinstance(make_agent, Agent) \
         else make_agent
-    pol = construct_policy(agent, jax.random.PRNGKey(s))
+    pol = construct_policy(agent, jax.random.PRNGKey(s), on_state=on_state)
     expl.append(evaluate_policy(agent.game, pol).exploitability)
     pols.append(pol)
+    if progress is not None:
+      progress(len(expl) - 1, s, float(expl[-1]))
   return ConstructionResult(seeds, np.asarray(expl), tuple(pols))
 

@@ -49,21 +49,52 @@ class MatchResult:
   ci95: float  # half-width of the normal 95% confidence interval (1.96 * stderr)
   num_matches: int  # M
   traced: bool = True  # whether the matches ran as one jitted program (else a Python loop)
+  # [M] int the terminal history each match ended in (referee.action_paths gives its actions)
+  histories: np.ndarray | None = None
 
   @classmethod
-  def from_payoffs(cls, payoffs, seats, traced=True) -> "MatchResult":
+  def from_payoffs(cls, payoffs, seats, traced=True, histories=None) -> "MatchResult":
     x = np.asarray(payoffs, np.float64)
     n = len(x)
-    se = float(np.std(x, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    return cls(x, np.asarray(seats, np.int32), float(np.mean(x)), se, 1.96 * se, n, traced)
+    se = _stderr(x)
+    return cls(x, np.asarray(seats, np.int32), float(np.mean(x)), se, 1.96 * se, n, traced,
+               histories)
+
+  @property
+  def scores(self) -> np.ndarray:
+    """``[M]`` agent0's score per match: 1 for a win, 1/2 for a draw (payoff 0), 0 for a loss."""
+    return (self.payoffs > 0) + 0.5 * (self.payoffs == 0)
+
+  @property
+  def win_rate(self) -> float:
+    """Mean score: the fraction of matches agent0 won, a draw counting half."""
+    return float(np.mean(self.scores))
+
+  @property
+  def win_ci95(self) -> float:
+    """Half-width of the normal 95% confidence interval of :attr:`win_rate`."""
+    return 1.96 * _stderr(self.scores)
+
+  def running(self):
+    """``(mean [M], ci95 [M])``: the running mean payoff after each match and its 95% half-width."""
+    x = self.payoffs
+    k = np.arange(1, len(x) + 1)
+    mean = np.cumsum(x) / k
+    var = np.maximum(np.cumsum(x * x) / k - mean * mean, 0.0) * k / np.maximum(k - 1, 1)
+    return mean, np.where(k > 1, 1.96 * np.sqrt(var / k), np.nan)
 
   def __str__(self) -> str:
     return f"{self.mean:+.4f} ± {self.ci95:.4f} (95% CI, {self.num_matches} matches)"
 
 
+def _stderr(x) -> float:
+  """``std(x, ddof=1) / sqrt(n)`` (NaN for fewer than two samples)."""
+  return float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
 def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key: jax.Array,
          *, swap_seats: bool = True, mode: str = "auto", dtype=None,
-         chunk: int | None = None) -> MatchResult:
+         chunk: int | None = None, block: int | None = None, progress=None) -> MatchResult:
   """Plays ``num_matches`` matches of ``agent0`` against ``agent1``; payoffs from agent0's view.
 
   ``mode``: ``"auto"`` (jitted when both agents trace, else a Python loop),
@@ -72,7 +103,9 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   no (finite) probability on any legal action. Each call compiles its own
   program (agents are closed over). ``chunk``: how many waiting matches an
   agent serves per batched decision (default all; see
-  :mod:`jaxgt.evaluation.referee`).
+  :mod:`jaxgt.evaluation.referee`). ``block`` and ``progress(done, total)``:
+  run the matches in blocks of ``block`` (one compiled program) and report after each
+  (:func:`jaxgt.evaluation.referee.play_matches`; the matches are the same).
   """
   num_matches = referee.check_match_args(game, (("agent0", agent0), ("agent1", agent1)),
                                          num_matches)
@@ -80,7 +113,7 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   traced = _play_mode(game, (agent0, agent1), mode, key)
   chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
   return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype),
-               chunk)
+               chunk, block, progress)
 
 
 def _play_mode(game, agents, mode, key) -> bool:
@@ -96,13 +129,15 @@ def _play_mode(game, agents, mode, key) -> bool:
   return ok
 
 
-def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk) -> MatchResult:
+def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk, block=None,
+          progress=None) -> MatchResult:
   """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
-  pay, _ = referee.run_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
-                               chunk=min(chunk, num_matches))
-  return MatchResult.from_payoffs(pay, seats, traced)
+  h, _ = referee.play_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
+                              chunk=min(chunk, num_matches), block=block, progress=progress)
+  pay = referee.terminal_payoff(game.device_tree(dtype), h, seats)
+  return MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h)
 
 
 @dataclasses.dataclass(frozen=True)

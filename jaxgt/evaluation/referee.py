@@ -55,8 +55,11 @@ from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE, TERMINAL
 
 TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
-                jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
-"""Errors that mean an agent cannot run with a traced history."""
+                jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
+                TypeError)
+"""Errors that mean an agent cannot run with a traced history (``TypeError``: a state that is
+not a pytree of arrays, e.g. continual re-solving's; a real signature error surfaces again in
+the Python loop)."""
 
 Hook = Callable[[Any, int, jax.Array, jax.Array, Any], Any]
 """``hook(carry, agent index (static), history, probs [A], agent state) -> carry``."""
@@ -225,19 +228,72 @@ def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
   stacked ``[M, ...]``; raises ``ValueError`` for a match where an agent
   returned probabilities with no finite positive mass on the legal actions.
   """
+  h, carries = play_matches(game, agents, keys, seats, traced=traced, dtype=dtype, hook=hook,
+                            carry=carry, chunk=chunk)
+  tree = game.device_tree(dtype)
+  return np.asarray(terminal_payoff(tree, h, jnp.asarray(seats, jnp.int32)), np.float64), carries
+
+
+def play_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
+                 hook: Hook | None = None, carry=None, chunk: int | None = None,
+                 block: int | None = None, progress: Callable[[int, int], None] | None = None):
+  """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``: ``(histories [M], carries)``.
+
+  ``histories`` (NumPy int) is the terminal history each match ended in
+  (:func:`action_paths` gives its actions from the root; ``terminal_payoff``
+  its payoff). ``block``: matches per program run (default all ``M``); the
+  traced program is compiled once and reused for every block (the last one
+  padded), and ``progress(done, M)`` is called after each block. Blocks do
+  not change the matches: match ``m`` always draws from ``keys[m]``.
+  ``chunk``: matches each traced agent phase serves (default: the block).
+  Raises ``ValueError`` for a match where an agent returned probabilities
+  with no finite positive mass on the legal actions.
+  """
   tree = game.device_tree(dtype)
   referee = Referee(tree, tuple(agents), dtype, hook)
   seats = jnp.asarray(seats, jnp.int32)
+  M = len(keys)
+  block = M if block is None else min(check_positive_int("block", block), M)
   if traced:
-    chunk = len(keys) if chunk is None else chunk
-    h, carries = jax.jit(lambda k, s, c: referee.run(k, s, c, chunk))(keys, seats, carry)
-  else:
-    h, carries = zip(*[referee.walk(key, seat0, carry) for key, seat0 in zip(keys, seats)])
-    h = jnp.stack(h)
-    carries = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *carries) if carry is not None \
-        else None
-  bad = np.flatnonzero(np.asarray(h) < 0)
+    lanes = block if chunk is None else min(chunk, block)
+    program = jax.jit(lambda k, s, c: referee.run(k, s, c, lanes))
+  hs, carries = [], []
+  for lo in range(0, M, block):
+    n = min(block, M - lo)
+    if traced:
+      take = jnp.arange(lo, lo + block) % M if n < block else jnp.arange(lo, lo + block)
+      h, c = program(keys[take], seats[take], carry)
+      h, c = jax.tree_util.tree_map(lambda x: x[:n], (h, c))
+    else:
+      h, c = zip(*[referee.walk(keys[m], seats[m], carry) for m in range(lo, lo + n)])
+      h = jnp.stack(h)
+      c = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *c) if carry is not None else None
+    hs.append(np.asarray(h))
+    carries.append(c)
+    if progress is not None:
+      progress(lo + n, M)
+  h = np.concatenate(hs)
+  carries = carries[0] if len(carries) == 1 else jax.tree_util.tree_map(
+      lambda *xs: jnp.concatenate(xs), *carries)
+  bad = np.flatnonzero(h < 0)
   if len(bad):
     raise ValueError(f"match {int(bad[0])}: an agent returned probabilities with no finite "
                      "positive mass on the legal actions")
-  return np.asarray(terminal_payoff(tree, h, seats), np.float64), carries
+  return h, carries
+
+
+def action_paths(tree: GameTree, histories) -> list[list[int]]:
+  """Per history, the action ids from the root to it (chance outcomes included), host-side.
+
+  Action ids are the game's own (``tree.action``), OpenSpiel's numbering for
+  the games that mirror OpenSpiel and for ``openspiel:`` imports.
+  """
+  parent, action = np.asarray(tree.parent), np.asarray(tree.action)
+  out = []
+  for h in np.asarray(histories, np.int64).reshape(-1):
+    path = []
+    while h > 0:
+      path.append(int(action[h]))
+      h = parent[h]
+    out.append(path[::-1])
+  return out

@@ -1,0 +1,68 @@
+"""``jaxgt construct GAME AGENT``: exact exploitability of an agent by policy construction (003)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from jaxgt.cli import agents as agents_cli
+from jaxgt.cli.common import load_game
+
+
+def add_parser(sub) -> None:
+  p = agents_cli.add_agent_command(
+      sub, "construct", "exact exploitability of an agent by breadth-first policy construction",
+      "Runs AGENT's search at every information state breadth-first (each search continues from "
+      "the searches that led to it), composes the policies the searches return and computes the "
+      "exact exploitability of the composition; repeats over seeds and prints min/avg/max "
+      "(Student of Games, supplement).")
+  p.add_argument("game")
+  p.add_argument("agent", help="agent spec")
+  p.add_argument("--seeds", type=int, default=1, help="number of seeds K (default 1)")
+  p.add_argument("--seed", type=int, default=0, help="first seed; seeds are S..S+K-1 (default 0)")
+  p.add_argument("--export-openspiel", metavar="OUT.json",
+                 help="write the composed policy of the first seed in jaxgt export's JSON format")
+  p.add_argument("--json", action="store_true",
+                 help='print only {"exploitability": {"min", "avg", "max"}, "seeds": K}')
+
+
+def run(args) -> int:
+  spec, = agents_cli.parse_agents(args.agent)
+  if args.seeds < 1:
+    raise ValueError(f"--seeds must be positive, got {args.seeds}")
+  if args.seed < 0:
+    raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  info = sys.stderr if args.json else sys.stdout
+  g = load_game(args.game)
+  from jaxgt import policy as policy_lib
+  if args.export_openspiel:
+    policy_lib.openspiel_game_string(g)  # a game without an OpenSpiel equivalent fails here
+  spec.build(g)  # bad agent arguments (e.g. a policy of another game) fail before any search
+  print(f"{g.name}: constructing the policy of {spec} for {args.seeds} seed(s)", file=info,
+        flush=True)
+
+  from jaxgt.evaluation import construct
+  from jaxgt.solve import mbb
+
+  def progress(i, seed, exploitability):
+    m = mbb(g, exploitability)
+    print(f"  seed {seed}: exploitability {exploitability:.6g}"
+          + (f" ({m:.3f} mbb/h)" if m is not None else ""), file=info, flush=True)
+
+  def on_state(done, total):  # about ten reports per seed, on stderr
+    if done == total or done % -(-total // 10) == 0:
+      print(f"    {done}/{total} information states", file=sys.stderr, flush=True)
+
+  res = construct.evaluate(lambda: spec.build(g), seeds=range(args.seed, args.seed + args.seeds),
+                           progress=progress, on_state=on_state)
+  if args.json:
+    print(json.dumps({"exploitability": {"min": res.min, "avg": res.avg, "max": res.max},
+                      "seeds": len(res.seeds)}))
+  else:
+    print(f"exploitability over {len(res.seeds)} seed(s): min {res.min:.6g}  avg {res.avg:.6g}  "
+          f"max {res.max:.6g}")
+  if args.export_openspiel:
+    pol = policy_lib.Policy.from_arrays(g, res.policies[0])
+    policy_lib.export_openspiel(pol, g, args.export_openspiel)
+    print(f"wrote {args.export_openspiel} (the policy of seed {res.seeds[0]})", file=info)
+  return 0

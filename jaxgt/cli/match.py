@@ -1,0 +1,118 @@
+"""``jaxgt match GAME AGENT0 AGENT1``: head-to-head matches, half in each seat (001, Sec. 5)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import warnings
+
+from jaxgt.cli import agents as agents_cli
+from jaxgt.cli.common import load_game
+
+
+def add_parser(sub) -> None:
+  p = agents_cli.add_agent_command(
+      sub, "match", "play two agents against each other",
+      "Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's mean payoff "
+      "and win rate (a draw counts half) with normal 95% intervals.")
+  p.add_argument("game")
+  p.add_argument("agent0", help="agent spec; payoffs are reported from its view")
+  p.add_argument("agent1", help="agent spec of the opponent")
+  p.add_argument("--matches", type=int, default=1000,
+                 help="number of matches, even: half with AGENT0 as player 0 (default 1000)")
+  p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+  p.add_argument("--block", type=int, default=None,
+                 help="matches per run of the compiled match program (compiled once), progress "
+                      "after each; the matches do not depend on it (default: a tenth of --matches)")
+  p.add_argument("--plot", metavar="PNG", help="plot AGENT0's running mean payoff with its 95%% interval")
+  p.add_argument("--json", action="store_true",
+                 help='print only {"mean", "ci95": [lo, hi], "win_rate", "matches"} (AGENT0)')
+  p.add_argument("--log", metavar="FILE.jsonl",
+                 help="write every episode (actions from the root, chance included, OpenSpiel ids; "
+                      "returns of player 0 and 1) as JSON Lines")
+
+
+def run(args) -> int:
+  specs = agents_cli.parse_agents(args.agent0, args.agent1)
+  if args.matches < 2 or args.matches % 2:
+    raise ValueError(f"--matches must be an even integer >= 2 (half the matches in each seat), "
+                     f"got {args.matches}")
+  if args.block is not None and args.block < 1:
+    raise ValueError(f"--block must be positive, got {args.block}")
+  if args.seed < 0:
+    raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  info = sys.stderr if args.json else sys.stdout
+  g = load_game(args.game)
+  agents = [s.build(g) for s in specs]
+
+  import jax
+  from jaxgt.evaluation import match as match_lib
+  from jaxgt.evaluation import referee
+  n = args.matches
+  with warnings.catch_warnings():  # said below, once
+    warnings.simplefilter("ignore", UserWarning)
+    traced = all([referee.traceable(a, g, jax.random.key(0)) for a in agents])
+  block = args.block or max(1, math.ceil(n / 10))
+  print(f"{g.name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
+        f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),
+        file=info, flush=True)
+
+  def progress(done, total):
+    print(f"  {done}/{total} matches", file=sys.stderr, flush=True)
+
+  res = match_lib.play(g, agents[0], agents[1], n, jax.random.key(args.seed),
+                       mode="auto" if traced else "python", block=block, progress=progress)
+  lo, hi = res.mean - res.ci95, res.mean + res.ci95
+  if args.json:
+    print(json.dumps({"mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
+                      "matches": res.num_matches}))
+  else:
+    wins, draws = int((res.payoffs > 0).sum()), int((res.payoffs == 0).sum())
+    print(f"mean payoff of {specs[0]}: {res.mean:+.4f}  95% CI [{lo:+.4f}, {hi:+.4f}]")
+    print(f"win rate of {specs[0]}: {res.win_rate:.4f}  95% CI [{res.win_rate - res.win_ci95:.4f}, "
+          f"{res.win_rate + res.win_ci95:.4f}]  ({wins} wins, {draws} draws, "
+          f"{n - wins - draws} losses; a draw counts half)")
+    for seat in (0, 1):
+      x = res.payoffs[res.seats == seat]
+      se = x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan")
+      print(f"  as player {seat}: {x.mean():+.4f} ± {1.96 * se:.4f}")
+  if args.log:
+    write_log(args.log, g, res)
+    print(f"wrote {n} episodes to {args.log}", file=info)
+  if args.plot:
+    plot_running_mean(res, args.plot, f"{g.name}: {specs[0]} vs {specs[1]}")
+    print(f"saved plot to {args.plot}", file=info)
+  return 0
+
+
+def write_log(path, game, result) -> int:
+  """Writes ``result``'s episodes in the episode-log format (returns of players 0 and 1)."""
+  import numpy as np
+  from jaxgt.evaluation.episode_log import write_episodes
+  from jaxgt.evaluation.referee import action_paths
+  tree = game.tree
+  u0 = np.asarray(tree.terminal_payoff)[np.asarray(tree.history_terminal)[result.histories]]
+  return write_episodes(path, game.name, action_paths(tree, result.histories),
+                        [(float(u), -float(u)) for u in u0])
+
+
+def plot_running_mean(result, path, title: str) -> None:
+  """Saves the running mean payoff of agent0 with its 95% interval against matches played."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  import numpy as np
+  mean, ci = result.running()
+  k = np.arange(1, len(mean) + 1)
+  fig, ax = plt.subplots(figsize=(6, 4))
+  ax.plot(k, mean, label="running mean")
+  ax.fill_between(k, mean - ci, mean + ci, alpha=0.3, label="95% interval")
+  ax.axhline(0.0, color="gray", lw=0.8)
+  ax.set_xlabel("matches")
+  ax.set_ylabel("mean payoff of agent0")
+  ax.set_title(title, fontsize=9)
+  ax.legend()
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
