@@ -1,4 +1,4 @@
-"""The CFR family in sequence form: one iteration engine and four solvers.
+"""The CFR family in sequence form: one iteration engine and nine solvers.
 
 ``solver = cfr_plus()`` returns a frozen :class:`CFRSolver` following the
 solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree, *, weights=None)``,
@@ -15,7 +15,12 @@ same strategies). Player ``p``'s instantaneous counterfactual regrets ``r_t``
 (from its own payoffs and terminal weights) update its regrets and strategy
 through the solver's regret rule, and ``own reach * sigma_t`` enters its
 average through the averaging rule (:mod:`jaxgt.solvers.cfr_rules`: CFR,
-CFR+, LCFR and DCFR differ only there). A :class:`RootTransform` may change a
+CFR+, LCFR, DCFR, PCFR+, DCFR+, PDCFR+, HS-PCFR+ and HS-DCFR differ only
+there). The average is a compensated (Kahan) sum with weights rescaled by
+powers of 16 (``CFRSolver.compensated``, default), so float32 runs keep
+improving over millions of iterations (Leduc CFR+, 10^6 iterations: 1.5e-7
+where plain float32 sums gave 1.4e-4). :meth:`CFRSolver.current_policy` is
+the last iterate. A :class:`RootTransform` may change a
 player's terminal weights before its update and observe its counterfactual
 values after. The carry (:class:`Iterate`) keeps the current strategies and
 realization plans, so an iteration costs two regret matchings.
