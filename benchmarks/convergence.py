@@ -28,7 +28,6 @@ import os
 import time
 
 import jax
-import numpy as np
 
 import jaxgt
 from jaxgt.core.evaluate import policy_evaluation_jit

@@ -36,7 +36,7 @@ from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 # the full-width solvers by name: the CFR family and MMD
 SOLVERS = {**cfr_lib.SOLVERS, "mmd": mmd_lib.mmd}
 # measured best to 1e-4 in Leduc (benchmarks/convergence.py, README)
-DEFAULT_SOLVER = "pdcfr+"
+DEFAULT_SOLVER = "dcfr+"
 
 
 def make_full_width_solver(name: str, *, iterations: int | None = None, alternating=None,

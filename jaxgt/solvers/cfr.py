@@ -289,14 +289,19 @@ def predictive_cfr_plus(gamma: float = 2.0, *, alternating: bool = True, dtype="
                    **_common(alternating, dtype, compensated))
 
 
+def _discounted_plus(name, rule, alpha, gamma, common) -> CFRSolver:
+  """DCFR+ or PDCFR+: ``rule(alpha)`` with averaging weight ``t^gamma``, both checked."""
+  alpha = check_real(f"{name}: alpha", alpha, 0.0, lo_open=True)
+  gamma = check_real(f"{name}: gamma", gamma, 0.0)
+  return CFRSolver(name, rule(alpha), PowerAveraging(gamma), **common)
+
+
 def discounted_cfr_plus(alpha: float = 1.5, gamma: float = 4.0, *, alternating: bool = True,
                         dtype="float32", compensated: bool = True) -> CFRSolver:
   """DCFR+ (Xu et al., IJCAI 2024): regrets ``max(R (t-1)^alpha / ((t-1)^alpha + 1) + r, 0)``,
   averaging weight ``t^gamma`` (the paper's defaults)."""
-  alpha = check_real("dcfr+: alpha", alpha, 0.0, lo_open=True)
-  gamma = check_real("dcfr+: gamma", gamma, 0.0)
-  return CFRSolver("dcfr+", DiscountedRegretMatchingPlus(alpha), PowerAveraging(gamma),
-                   **_common(alternating, dtype, compensated))
+  return _discounted_plus("dcfr+", DiscountedRegretMatchingPlus, alpha, gamma,
+                          _common(alternating, dtype, compensated))
 
 
 def predictive_discounted_cfr_plus(alpha: float = 2.3, gamma: float = 5.0, *,
@@ -304,10 +309,8 @@ def predictive_discounted_cfr_plus(alpha: float = 2.3, gamma: float = 5.0, *,
                                    compensated: bool = True) -> CFRSolver:
   """PDCFR+ (Xu et al., IJCAI 2024): DCFR+'s discounted regrets, predictive regret
   matching+ on ``R d_{t+1} + r``, averaging weight ``t^gamma`` (the paper's defaults)."""
-  alpha = check_real("pdcfr+: alpha", alpha, 0.0, lo_open=True)
-  gamma = check_real("pdcfr+: gamma", gamma, 0.0)
-  return CFRSolver("pdcfr+", PredictiveRegretMatchingPlus(alpha), PowerAveraging(gamma),
-                   **_common(alternating, dtype, compensated))
+  return _discounted_plus("pdcfr+", PredictiveRegretMatchingPlus, alpha, gamma,
+                          _common(alternating, dtype, compensated))
 
 
 def hs_predictive_cfr_plus(planned_iterations: int = 1000, gamma0: float = 30.0, *,
