@@ -1,7 +1,8 @@
 """CFR-family speed: jaxgt vs OpenSpiel C++ in the same run.
 
 For each game prints the compile time, steady-state ms/iteration of every
-jaxgt solver (alternating updates), OpenSpiel's C++ ``CFRPlusSolver`` and
+jaxgt CFR-family solver (alternating updates; ``cfr+/plain``: CFR+ with plain
+instead of compensated average sums), OpenSpiel's C++ ``CFRPlusSolver`` and
 ``CFRSolver`` ms/iteration through ``pyspiel`` with the ratio, and batched
 throughput (game-iterations/s) of CFR+ over B root chance distributions.
 
@@ -12,6 +13,7 @@ throughput (game-iterations/s) of CFR+ over B root chance distributions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import jax
@@ -108,12 +110,14 @@ def main():
     print(f"\n== {g.name}: {s['histories']} histories, {s['terminals']} terminals, "
           f"infostates {s['infostates_p0']}/{s['infostates_p1']}; enumeration {enum_s:.2f}s")
     ours = {}
-    for solver_name in ["cfr", "cfr+", "lcfr", "dcfr"]:
-      solver = cfr_lib.make_solver(solver_name)
+    for solver_name in list(cfr_lib.SOLVERS) + ["cfr+/plain"]:
+      # cfr+/plain: CFR+ with plain float sums, the cost of the compensated averages
+      solver = (dataclasses.replace(cfr_lib.cfr_plus(), compensated=False)
+                if solver_name == "cfr+/plain" else cfr_lib.make_solver(solver_name))
       c, ms, out = _time_jaxgt(tree, solver, args.iterations, args.repeats)
       expl = float(sf.exploitability(tree, solver.average_policy(tree, out)))
       ours[solver_name] = ms
-      print(f"  jaxgt {solver_name:<5} compile {c:6.2f}s   {ms:9.4f} ms/iter   "
+      print(f"  jaxgt {solver_name:<10} compile {c:6.2f}s   {ms:9.4f} ms/iter   "
             f"exploitability after {args.iterations}: {expl:.3e}")
     os_name = g.game.openspiel_game_string()
     if os_name is None:

@@ -1,11 +1,17 @@
 """One call to solve a game with progress: ``jaxgt.solve("leduc_poker")``.
 
-Runs a CFR-family solver (or a sampling solver, ``"mccfr-os"`` /
-``"mccfr-es"``, driven by ``seed``) in jitted chunks of ``eval_every`` iterations,
-evaluating the exact exploitability of the average policy between chunks
-(one jitted call per chunk, so dispatch costs nothing), and reports each
-evaluation through ``progress`` (``True`` prints a line, a callable receives
-the :class:`Evaluation`).
+Runs a full-width solver (the CFR family of :mod:`jaxgt.solvers.cfr` or MMD,
+:mod:`jaxgt.solvers.mmd`) or a sampling solver (``"mccfr-os"`` /
+``"mccfr-es"``, driven by ``seed``) in jitted chunks of ``eval_every``
+iterations, evaluating the exact exploitability of the solver's policy (the
+average strategy; MMD's last iterate) between chunks (one jitted call per
+chunk, so dispatch costs nothing), and reports each evaluation through
+``progress`` (``True`` prints a line, a callable receives the
+:class:`Evaluation`). ``last_iterate=True`` also evaluates the current
+strategy (:meth:`current_policy`).
+
+The default solver is :data:`DEFAULT_SOLVER`, the one that reaches 1e-4 in
+Leduc first in ``benchmarks/convergence.py`` (see the README's table).
 """
 
 from __future__ import annotations
@@ -24,7 +30,33 @@ from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.compiler import CompiledGame, compile_game, load
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.solvers import mmd as mmd_lib
 from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
+
+# the full-width solvers by name: the CFR family and MMD
+SOLVERS = {**cfr_lib.SOLVERS, "mmd": mmd_lib.mmd}
+# measured best to 1e-4 in Leduc (benchmarks/convergence.py, README)
+DEFAULT_SOLVER = "dcfr+"
+
+
+def make_full_width_solver(name: str, *, iterations: int | None = None, alternating=None,
+                           **kwargs):
+  """A full-width solver by name (:data:`SOLVERS`).
+
+  ``alternating=None`` keeps the solver's own default (alternating for the CFR
+  family, simultaneous for MMD); a scheduled solver (HS-PCFR+, HS-DCFR) plans
+  for ``iterations`` unless ``planned_iterations`` is given.
+  """
+  if name not in SOLVERS:
+    raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
+  if alternating is not None:
+    kwargs["alternating"] = alternating
+  if name in cfr_lib.SCHEDULED and "planned_iterations" not in kwargs and iterations is not None:
+    kwargs["planned_iterations"] = iterations
+  try:
+    return SOLVERS[name](**kwargs)
+  except TypeError as e:  # a keyword the solver does not take
+    raise ValueError(f"solver {name!r}: {e}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +66,7 @@ class Evaluation:
   mbb_per_hand: float | None
   elapsed: float
   trajectories: int | None = None  # sampled trajectories so far (sampling solvers)
+  last_iterate: float | None = None  # exploitability of the current strategy (last_iterate=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,21 +95,32 @@ def mbb(game: CompiledGame, value: float) -> float | None:
   return None if bb is None else 1000.0 * value / bb
 
 
+def format_mbb(value: float) -> str:
+  """Milli-big-blinds readable at every scale: ``12.345``, ``0.057``, ``5.50e-05``."""
+  return f"{value:.3f}" if value == 0 or abs(value) >= 0.01 else f"{value:.2e}"
+
+
 def format_evaluation(game: CompiledGame, e: Evaluation) -> str:
-  m = f"  ({e.mbb_per_hand:.3f} mbb/h)" if e.mbb_per_hand is not None else ""
+  m = f"  ({format_mbb(e.mbb_per_hand)} mbb/h)" if e.mbb_per_hand is not None else ""
   t = f"  trajectories {e.trajectories:>10d}" if e.trajectories is not None else ""
-  return (f"iter {e.iteration:>8d}{t}  exploitability {e.exploitability:.6e}{m}  "
+  last = f"  last-iterate {e.last_iterate:.6e}" if e.last_iterate is not None else ""
+  return (f"iter {e.iteration:>8d}{t}  exploitability {e.exploitability:.6e}{m}{last}  "
           f"elapsed {e.elapsed:8.2f}s")
 
 
-def solve(game, solver="cfr+", *, iterations: int = 1000,
-          eval_every: int = 100, dtype="float32", alternating: bool = True,
+def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
+          eval_every: int = 100, dtype="float32", alternating: bool | None = None,
           progress: bool | Callable[[Evaluation], None] = False, weights=None,
-          seed: int = 0, batch: int | None = None, **solver_kwargs) -> SolveResult:
+          seed: int = 0, batch: int | None = None, last_iterate: bool = False,
+          **solver_kwargs) -> SolveResult:
   """Solves ``game`` (name, ``Game`` or ``CompiledGame``) and tracks exploitability.
 
-  ``solver`` is a CFR-family name (``cfr``, ``cfr+``, ``lcfr``, ``dcfr``) or
-  :class:`~jaxgt.solvers.cfr.CFRSolver`, or a sampling solver name
+  ``solver`` is a full-width solver name (:data:`SOLVERS`: ``cfr``, ``cfr+``,
+  ``lcfr``, ``dcfr``, ``pcfr+``, ``dcfr+``, ``pdcfr+``, ``hs-pcfr+``,
+  ``hs-dcfr``, ``mmd``; ``solver_kwargs`` are its hyperparameters, and a
+  scheduled solver plans for ``iterations``) or a
+  :class:`~jaxgt.solvers.cfr.CFRSolver` / :class:`~jaxgt.solvers.mmd.MMDSolver`,
+  or a sampling solver name
   (``mccfr-os``, ``mccfr-es``; keys from ``jax.random.key(seed)``) or
   :class:`~jaxgt.solvers.mccfr.MCCFRSolver`. For sampling solvers an
   iteration is one step of ``batch`` trajectories (default 256, even: half
@@ -84,9 +128,12 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
   contract); a given ``MCCFRSolver`` brings its own per-player batch. ``weights`` (root beliefs) applies to
   the CFR family only. ``eval_every = 0`` evaluates only at the end. Invalid
   arguments raise ``ValueError`` before anything is compiled.
+  ``alternating=None`` keeps the solver's default update order.
   """
   from jaxgt.solvers import mccfr as mccfr_lib
   check_positive_int("iterations", iterations)
+  if not isinstance(last_iterate, bool):
+    raise ValueError(f"last_iterate must be True or False, got {last_iterate!r}")
   check_nonnegative_int("eval_every", eval_every)
   dtype = resolve_dtype(dtype)
   sampling = isinstance(solver, mccfr_lib.MCCFRSolver) or (
@@ -110,11 +157,14 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
     if batch is not None:
       raise ValueError("batch applies to sampling solvers (mccfr-os, mccfr-es) only")
     if isinstance(solver, str):
-      solver = cfr_lib.make_solver(solver, alternating=alternating, dtype=dtype, **solver_kwargs)
+      solver = make_full_width_solver(solver, iterations=iterations, alternating=alternating,
+                                      dtype=dtype, **solver_kwargs)
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
   # Every solver follows jaxgt.solvers.base: init / run(..., key) / policy.
   state = solver.init(tree, weights=weights)  # solvers without root beliefs raise for weights
+  if last_iterate:
+    solver.current_policy(tree, state)  # raises for a solver without a current strategy
   key = jax.random.key(int(seed))
   per_step = solver.samples_per_step or None
   weights = None if weights is None else jax.numpy.asarray(weights, dtype)
@@ -139,8 +189,10 @@ def solve(game, solver="cfr+", *, iterations: int = 1000,
     it += n
     if eval_every > 0 or it == iterations:
       expl = float(policy_evaluation_jit(tree, solver.policy(tree, state), weights).exploitability)
+      last = float(policy_evaluation_jit(tree, solver.current_policy(tree, state),
+                                         weights).exploitability) if last_iterate else None
       e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
-                     None if per_step is None else it * per_step)
+                     None if per_step is None else it * per_step, last)
       evals.append(e)
       report(e)
   jax.block_until_ready(state)
@@ -180,7 +232,7 @@ class BatchResult:
   state: object  # the batched solver state
 
 
-def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
+def solve_batch(game, weights, solver=DEFAULT_SOLVER, *,
                 iterations: int = 1000, dtype="float32", **solver_kwargs) -> BatchResult:
   """Solves ``B`` root beliefs of one game in a single vmapped, jitted call.
 
@@ -190,10 +242,13 @@ def solve_batch(game, weights, solver: str | cfr_lib.CFRSolver = "cfr+", *,
   check_positive_int("iterations", iterations)
   dtype = resolve_dtype(dtype)
   if isinstance(solver, str):
-    solver = cfr_lib.make_solver(solver, dtype=dtype, **solver_kwargs)
+    solver = make_full_width_solver(solver, iterations=iterations, dtype=dtype, **solver_kwargs)
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
-  state = solver.init_batch(tree, weights)
+  weights = jax.numpy.asarray(weights)
+  if weights.ndim != 2:
+    raise ValueError(f"solve_batch needs weights of shape [B, T], got {weights.shape}")
+  state = solver.init(tree, weights=weights)
   state = solver.run_batch(tree, state, iterations)
   pols, vals, expl = _evaluate_batch(solver, tree, state)
   return BatchResult(pols, np.asarray(vals), np.asarray(expl), state)

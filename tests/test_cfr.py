@@ -149,7 +149,7 @@ def test_float32_default_and_float64_available():
 
 
 def test_bad_solver_arguments():
-  with pytest.raises(ValueError, match="unknown solver 'cfr\\+\\+'; choose one of cfr, cfr\\+, lcfr, dcfr"):
+  with pytest.raises(ValueError, match="unknown solver .cfr\\+\\+.; choose one of cfr, cfr\\+, lcfr, dcfr, pcfr"):
     cfr_lib.make_solver("cfr++")
   with pytest.raises(ValueError, match="dtype must be one of"):
     cfr_lib.cfr_plus(dtype="float16")

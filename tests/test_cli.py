@@ -106,3 +106,46 @@ def test_sampling_solvers_count_trajectories_and_reproduce_with_seed(solver, cap
 def test_sampling_batch_must_be_even(capsys):
   assert main(["solve", "kuhn_poker", "--solver", "mccfr-os", "--batch", "3"]) == 2
   assert "--batch must be an even integer" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("solver,flags", [("pcfr+", ["--gamma", "2"]),
+                                          ("dcfr+", ["--alpha", "1.5", "--gamma", "4"]),
+                                          ("pdcfr+", []), ("hs-pcfr+", ["--gamma0", "30"]),
+                                          ("hs-dcfr", ["--planned-iterations", "60"]),
+                                          ("mmd", ["--alpha", "0.1", "--alternating"])])
+def test_solve_new_solvers_with_their_flags(solver, flags, capsys):
+  """Every new solver runs from the command line with its flags; the figures equal a
+  direct run of the same solver (and the last iterate is printed on request)."""
+  import jax
+  import jaxgt
+  from jaxgt.core.evaluate import policy_evaluation_jit
+  from jaxgt.solve import make_full_width_solver
+  assert main(["solve", "kuhn_poker", "--solver", solver, "--iterations", "60", "--eval-every",
+               "30", "--dtype", "float64", "--last-iterate"] + flags) == 0
+  lines = [l.split() for l in capsys.readouterr().out.splitlines() if l.startswith("iter")]
+  assert [int(l[1]) for l in lines] == [30, 60] and all("last-iterate" in l for l in lines)
+  kw = {k.lstrip("-").replace("-", "_"): float(v) for k, v in zip(flags[::2], flags[1::2])
+        if k != "--alternating"}
+  kw = {k: int(v) if k == "planned_iterations" else v for k, v in kw.items()}
+  if "--alternating" in flags:
+    kw["alternating"] = True
+  direct = make_full_width_solver(solver, iterations=60, dtype="float64", **kw)
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  state = direct.run(tree, direct.init(tree), 60)
+  want = float(policy_evaluation_jit(tree, direct.policy(tree, state)).exploitability)
+  assert float(lines[-1][3]) == pytest.approx(want, rel=1e-6)
+  del jax
+
+
+def test_solve_flag_that_does_not_apply(capsys):
+  assert main(["solve", "kuhn_poker", "--solver", "pcfr+", "--alpha", "1"]) == 2
+  assert "--alpha does not apply to --solver pcfr+ (it takes: --gamma)" in capsys.readouterr().err
+  assert main(["solve", "kuhn_poker", "--solver", "mmd", "--no-compensation"]) == 2
+  assert "CFR family only" in capsys.readouterr().err
+
+
+def test_small_exploitability_prints_readably():
+  from jaxgt.solve import format_mbb
+  assert format_mbb(1.1e-07 * 1000) == "1.10e-04"
+  assert format_mbb(0.0571) == "0.057" and format_mbb(12.3456) == "12.346"
+  assert format_mbb(0.0) == "0.000"

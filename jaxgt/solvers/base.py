@@ -47,6 +47,15 @@ class Solver(abc.ABC):
     """The output strategy ``([I0, A], [I1, A])``; by default :meth:`average_policy`."""
     return self.average_policy(tree, state)
 
+  def current_policy(self, tree, state) -> tuple:
+    """The current strategy ``([I0, A], [I1, A])`` (the last iterate): by default regret
+    matching of ``state.regrets`` (MCCFR, OOS); raises for a solver without regrets."""
+    regrets = getattr(state, "regrets", None)
+    if regrets is None:
+      raise ValueError(f"{self.name} has no current strategy (no regrets in its state)")
+    return tuple(sequence_form.regret_matching(r, jnp.asarray(pt.legal))
+                 for r, pt in zip(regrets, tree.players))
+
   def average_policy(self, tree, state) -> tuple:
     """Normalised ``state.cum_policy`` (uniform where never updated): ``([I0, A], [I1, A])``."""
     return tuple(sequence_form.normalize(c, jnp.asarray(pt.legal))
