@@ -308,7 +308,7 @@ def _backward_one(tree: GameTree, v: jax.Array, edge: jax.Array) -> jax.Array:
 # ------------------------------------------------------------------------ locating episodes
 def encode_histories(histories: Sequence[Sequence[Optional[int]]], max_depth: int):
   """``[B, L]`` int32 actions (``UNOBSERVED`` for null, ``PADDING`` past the end) and
-  ``[B]`` lengths; raises ``ValueError`` for a history longer than the game's depth."""
+  ``[B]`` lengths (``L`` the longest history; callers compare it with ``max_depth``)."""
   B = len(histories)
   lengths = np.fromiter((len(h) for h in histories), np.int64, B)
   L = max(int(lengths.max(initial=0)), 1)
@@ -487,7 +487,8 @@ def episode_values(compiled: CompiledGame, table: TerminalEstimates, histories, 
                    player: int, logged=None, episodes=None) -> np.ndarray:
   """``[B]`` per-episode estimates: locate every episode, average over completions.
 
-  ``histories``: action-id sequences (``None`` = unobserved chance outcome);
+  ``histories``: action-id sequences (``None`` = unobserved chance outcome),
+  or an encoded ``[B, L]`` int array (:func:`encode_histories`, :func:`sample_episodes`);
   ``returns [B, 2]`` the logged returns (completions whose payoff differs are
   dropped; ``None``: not checked). Illegal or truncated histories, returns no
   completion matches and episodes the logging strategy could not have played
@@ -495,7 +496,11 @@ def episode_values(compiled: CompiledGame, table: TerminalEstimates, histories, 
   """
   tree = compiled.device_tree(default_dtype())
   name = (lambda b: _line(episodes[b], b)) if episodes is not None else (lambda b: f"episode {b}")
-  actions, lengths = encode_histories(histories, tree.max_depth)
+  if isinstance(histories, np.ndarray):
+    actions = np.asarray(histories, np.int32)
+    lengths = (actions != PADDING).sum(axis=1)
+  else:
+    actions, lengths = encode_histories(histories, tree.max_depth)
   if actions.shape[1] > tree.max_depth:
     b = int(np.argmax(lengths))
     raise ValueError(f"{name(b)}: history has {lengths[b]} steps, longer than any history of "
@@ -605,3 +610,62 @@ def check_log_game(compiled: CompiledGame, episodes) -> None:
     raise ValueError(f"log is for game {game!r}, which jaxgt cannot load ({e})") from None
   if other.fingerprint != compiled.fingerprint:
     raise ValueError(f"log is for game {other.name}, the policy for {compiled.name}")
+
+
+# ------------------------------------------------------------------------ producing logs
+def sample_episodes(compiled: CompiledGame, profile, num: int, key) -> tuple[np.ndarray, np.ndarray]:
+  """``num`` episodes of ``profile`` (``(sigma0, sigma1)``) through the trajectory walker.
+
+  Returns encoded histories ``[num, D]`` (:data:`PADDING` past the end) and
+  returns ``[num, 2]``; ``key`` a JAX key (explicit randomness).
+  """
+  from jaxgt.solvers.walk import walk_tables
+  tree = compiled.device_tree(default_dtype())
+  dtype = tree.terminal_payoff.dtype
+  table = infostate_rows(tuple(jnp.asarray(p, dtype) for p in profile), tree.player,
+                         tree.infostate)
+  uniforms = jax.random.uniform(key, (tree.max_depth, num), dtype)
+  traj = walk_tables(tree, table, table, uniforms)
+  actions = jnp.where(traj.history >= 0, traj.action, PADDING).T
+  u0 = traj.payoff(tree)
+  return np.asarray(actions, np.int32), np.asarray(jnp.stack([u0, -u0], axis=1))
+
+
+def partial_view(compiled: CompiledGame, actions: np.ndarray, player: int) -> np.ndarray:
+  """What ``player`` sees of encoded episodes: a chance outcome ``player`` does not
+  observe becomes :data:`UNOBSERVED` unless the payoff depends on it.
+
+  "Does not observe": every outcome of that chance node leads to the same
+  augmented information state of ``player`` (poker: the opponent's cards), and
+  the episode's payoff is the same for each of them (poker: after a fold; also a
+  showdown whose winner does not depend on the hidden card). Those are exactly
+  the conditions Bowling et al. 2008, Sec. 2.2 put on the observation map K
+  (equal ``V`` and ``pi_i`` across what it merges).
+  """
+  tree = compiled.tree
+  aug = compiled.aug[player]
+  children = np.asarray(tree.children)
+  chance = np.asarray(tree.player) == CHANCE
+  kids = np.where(children >= 0, aug[np.maximum(children, 0)], -1)
+  valid = children >= 0
+  first = np.where(valid.any(1), kids[np.arange(len(kids)), np.argmax(valid, 1)], -1)
+  unseen = chance & np.all(~valid | (kids == first[:, None]), axis=1)  # [H]
+  out = np.asarray(actions, np.int32).copy()
+  B, L = out.shape
+  h = np.zeros(B, np.int64)
+  hide = np.zeros((B, L), bool)
+  for t in range(L):
+    step = out[:, t] != PADDING
+    hide[:, t] = step & unseen[h]
+    h = np.where(step, children[h, np.maximum(out[:, t], 0)], h)
+  masked = np.where(hide, UNOBSERVED, out)
+  # keep the outcomes the payoff depends on (a showdown reveals them)
+  dtree = compiled.device_tree(default_dtype())
+  nulls = int(hide.sum(1).max(initial=0))
+  if nulls == 0:
+    return out
+  term, _, fail, _ = (np.asarray(x) for x in locate(
+      dtree, jnp.asarray(masked), completions=tree.children.shape[1] ** nulls))
+  pay = np.where(term >= 0, np.asarray(tree.terminal_payoff)[np.maximum(term, 0)], np.nan)
+  constant = np.nanmax(pay, axis=1) - np.nanmin(pay, axis=1) <= 1e-9
+  return np.where(constant[:, None], masked, out)
