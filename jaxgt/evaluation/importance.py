@@ -483,16 +483,27 @@ def _logged_zero_step(compiled: CompiledGame, history, player, logged) -> str:
   return "a step of it"
 
 
-def episode_values(compiled: CompiledGame, table: TerminalEstimates, histories, returns=None, *,
-                   player: int, logged=None, episodes=None) -> np.ndarray:
-  """``[B]`` per-episode estimates: locate every episode, average over completions.
+@dataclasses.dataclass(frozen=True)
+class Located:
+  """Logged episodes mapped onto the compiled tree (:func:`locate_episodes`)."""
+
+  terminal: np.ndarray  # [B, K] int terminal of each completion (NO_INDEX: unused slot)
+  # [B, K] chance probability of each completion's unobserved outcomes (0: unused, or ruled out
+  # by the logged returns)
+  weight: np.ndarray
+  histories: Any  # what was located (for error messages)
+  episodes: Any  # the Episode records, or None
+
+
+def locate_episodes(compiled: CompiledGame, histories, returns=None, *, episodes=None) -> Located:
+  """Maps episodes to terminals (with every completion of unobserved chance outcomes).
 
   ``histories``: action-id sequences (``None`` = unobserved chance outcome),
-  or an encoded ``[B, L]`` int array (:func:`encode_histories`, :func:`sample_episodes`);
-  ``returns [B, 2]`` the logged returns (completions whose payoff differs are
-  dropped; ``None``: not checked). Illegal or truncated histories, returns no
-  completion matches and episodes the logging strategy could not have played
-  raise ``ValueError`` naming the line (``episodes[b].line``) or the episode.
+  or an encoded ``[B, L]`` int array (:func:`encode_histories`,
+  :func:`sample_episodes`); ``returns [B, 2]`` the logged returns
+  (completions whose payoff differs are dropped; ``None``: not checked).
+  Illegal or truncated histories and returns that no completion matches raise
+  ``ValueError`` naming the line (``episodes[b].line``) or the episode.
   """
   tree = compiled.device_tree(default_dtype())
   name = (lambda b: _line(episodes[b], b)) if episodes is not None else (lambda b: f"episode {b}")
@@ -501,61 +512,80 @@ def episode_values(compiled: CompiledGame, table: TerminalEstimates, histories, 
     lengths = (actions != PADDING).sum(axis=1)
   else:
     actions, lengths = encode_histories(histories, tree.max_depth)
+  show = (lambda b: [None if a == UNOBSERVED else int(a) for a in actions[b]
+                     if a != PADDING])
   if actions.shape[1] > tree.max_depth:
     b = int(np.argmax(lengths))
     raise ValueError(f"{name(b)}: history has {lengths[b]} steps, longer than any history of "
                      f"{compiled.name} ({tree.max_depth}): a log for another game?")
-  if np.any((actions >= tree.children.shape[1])):
-    b = int(np.argwhere(actions >= tree.children.shape[1])[0, 0])
-    t, why = _failing_step(compiled, histories[b])
-    raise ValueError(f"{name(b)}: step {t}: {why} (history {list(histories[b])})")
-  nulls = (actions == UNOBSERVED).sum(axis=1)
   C = tree.children.shape[1]
+  if np.any(actions >= C):
+    b = int(np.argwhere(actions >= C)[0, 0])
+    t, why = _failing_step(compiled, show(b))
+    raise ValueError(f"{name(b)}: step {t}: {why} (history {show(b)})")
+  nulls = (actions == UNOBSERVED).sum(axis=1)
   most = int(nulls.max(initial=0))
   if C ** most > MAX_COMPLETIONS:
     b = int(np.argmax(nulls))
     raise ValueError(f"{name(b)}: {most} unobserved outcomes have up to {C ** most} "
                      f"completions, more than {MAX_COMPLETIONS}")
-  values = np.empty(len(histories))
-  groups = [(np.flatnonzero(nulls == 0), 1), (np.flatnonzero(nulls > 0), C ** most)]
-  for idx, K in groups:
+  Kmax = C ** most
+  terminal = np.full((len(actions), Kmax), NO_INDEX, np.int64)
+  weight = np.zeros((len(actions), Kmax))
+  payoff0 = np.asarray(compiled.tree.terminal_payoff, np.float64)
+  for idx, K in [(np.flatnonzero(nulls == 0), 1), (np.flatnonzero(nulls > 0), Kmax)]:
     if idx.size == 0:
       continue
-    term, weight, fail, open_ = (np.asarray(x) for x in locate(tree, jnp.asarray(actions[idx]),
-                                                               completions=K))
+    term, w, fail, open_ = (np.asarray(x) for x in locate(tree, jnp.asarray(actions[idx]),
+                                                          completions=K))
     if np.any(fail >= 0):
       b = int(idx[np.argmax(fail >= 0)])
-      t, why = _failing_step(compiled, histories[b])
-      raise ValueError(f"{name(b)}: step {t}: {why} (history {list(histories[b])})")
+      t, why = _failing_step(compiled, show(b))
+      raise ValueError(f"{name(b)}: step {t}: {why} (history {show(b)})")
     if np.any(open_):
       b = int(idx[np.argmax(open_)])
-      raise ValueError(f"{name(b)}: history {list(histories[b])} ends before the game does "
-                       f"(truncated)")
-    tz = np.maximum(term, 0)
+      raise ValueError(f"{name(b)}: history {show(b)} ends before the game does (truncated)")
     used = term >= 0
-    payoff = np.asarray(table.payoff)[tz]
     if returns is not None:
-      got = np.asarray(returns, np.float64)[idx, player][:, None]
-      match = np.abs(payoff - got) <= 1e-6 * np.maximum(1.0, np.abs(got))
+      got = np.asarray(returns, np.float64)[idx, 0][:, None]
+      match = np.abs(payoff0[np.maximum(term, 0)] - got) <= 1e-6 * np.maximum(1.0, np.abs(got))
       no_match = ~np.any(used & match, axis=1)
       if np.any(no_match):
         b = int(idx[np.argmax(no_match)])
-        raise ValueError(f"{name(b)}: logged returns {list(returns[b])} are not the payoff of "
-                         f"history {list(histories[b])} in {compiled.name}: a log for another "
-                         f"game?")
+        raise ValueError(f"{name(b)}: logged returns {list(np.asarray(returns[b]).tolist())} are "
+                         f"not the payoff of history {show(b)} in {compiled.name}: a log for "
+                         f"another game?")
       used = used & match
-    q = np.where(used, weight, 0.0)
-    reach = np.asarray(table.logged_reach)[tz]
-    zero = ~np.any(used & (reach > 0), axis=1)
-    if np.any(zero):
-      b = int(idx[np.argmax(zero)])
-      where = (_logged_zero_step(compiled, histories[b], player, logged)
-               if logged is not None else "a step of it")
-      raise ValueError(f"{name(b)}: the logging strategy gives probability 0 to {where}: this "
-                       f"episode cannot have been played by it (wrong --logged-policy?)")
-    q = np.where(reach > 0, q, 0.0)
-    values[idx] = (q * np.asarray(table.value)[tz]).sum(1) / q.sum(1)
-  return values
+    terminal[idx, :K] = np.where(used, term, NO_INDEX)
+    weight[idx, :K] = np.where(used, w, 0.0)
+  return Located(terminal=terminal, weight=weight, histories=actions, episodes=episodes)
+
+
+def episode_values(compiled: CompiledGame, table: TerminalEstimates, histories, returns=None, *,
+                   player: int, logged=None, episodes=None) -> np.ndarray:
+  """``[B]`` per-episode estimates: the table at each episode's terminal, averaged over the
+  completions of unobserved outcomes by their chance probability (partial information).
+
+  ``histories`` as :func:`locate_episodes` takes them, or a :class:`Located`
+  (locate once, estimate many). An episode the logging strategy could not have
+  played (``logged [I_i, A]`` names the step) raises ``ValueError``.
+  """
+  loc = histories if isinstance(histories, Located) else locate_episodes(
+      compiled, histories, returns, episodes=episodes)
+  name = ((lambda b: _line(loc.episodes[b], b)) if loc.episodes is not None
+          else (lambda b: f"episode {b}"))
+  tz = np.maximum(loc.terminal, 0)
+  reach = np.asarray(table.logged_reach)[tz]
+  q = np.where((loc.terminal >= 0) & (reach > 0), loc.weight, 0.0)
+  zero = ~np.any(q > 0, axis=1)
+  if np.any(zero):
+    b = int(np.argmax(zero))
+    hist = [None if a == UNOBSERVED else int(a) for a in loc.histories[b] if a != PADDING]
+    where = (_logged_zero_step(compiled, hist, player, logged) if logged is not None
+             else "a step of it")
+    raise ValueError(f"{name(b)}: the logging strategy gives probability 0 to {where}: this "
+                     f"episode cannot have been played by it (wrong --logged-policy?)")
+  return (q * np.asarray(table.value)[tz]).sum(1) / q.sum(1)
 
 
 def summarize(values: np.ndarray, estimator: str, baseline: str = "none") -> Estimate:
