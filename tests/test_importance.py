@@ -155,9 +155,9 @@ def _brute_force(compiled, estimator, target, logged, opponent, player, values=N
     if estimator == "early-folds":
       n = s_len(zp)
       return len(z) >= n and [x[2] for x in z[:n]] == [x[2] for x in zp[:n]]
-    if estimator in ("all-cards", "aivat"):
+    if estimator == "all-cards":
       return in_u_private(zp, z)
-    n = s_len(zp)  # combined: a prefix of z in Q(zp)
+    n = s_len(zp)  # combined and aivat: a prefix of z in Q(zp)
     if n == len(zp):  # S_-i(zp) is zp itself (the opponent moved last): Q(zp) = terminals ~ zp
       return in_u_private(zp, z)
     return len(z) > n and all(
