@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -98,6 +99,8 @@ PADDING = -2
 """Encoded episode step past the end of a shorter episode."""
 MAX_COMPLETIONS = 4096
 """Largest number of completions of one partially observed episode that is enumerated."""
+LOCATE_CHUNK = 1 << 16
+"""Episodes located per jitted call (longer logs go in chunks of this size)."""
 Z95 = 1.959963984540054
 """Two-sided 95% normal quantile."""
 
@@ -316,10 +319,28 @@ def encode_histories(histories: Sequence[Sequence[Optional[int]]], max_depth: in
   B = len(histories)
   lengths = np.fromiter((len(h) for h in histories), np.int64, B)
   L = max(int(lengths.max(initial=0)), 1)
+  total = int(lengths.sum())
+  flat = np.array(list(itertools.chain.from_iterable(histories)), np.float64)  # None -> nan
+  flat = np.where(np.isnan(flat), UNOBSERVED, flat).astype(np.int64)
   out = np.full((B, L), PADDING, np.int32)
-  for b, h in enumerate(histories):
-    out[b, :len(h)] = [UNOBSERVED if a is None else a for a in h]
+  starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+  out[np.repeat(np.arange(B), lengths), np.arange(total) - starts] = flat
   return out, lengths
+
+
+def _locate_chunked(tree: GameTree, actions: np.ndarray, completions: int):
+  """:func:`locate` over fixed-size chunks (one compilation per ``(L, K)``, bounded memory)."""
+  B = actions.shape[0]
+  chunk = min(LOCATE_CHUNK, max(B, 1))
+  parts = []
+  for lo in range(0, B, chunk):
+    block = actions[lo:lo + chunk]
+    pad = chunk - block.shape[0]
+    if pad:
+      block = np.concatenate([block, np.full((pad, block.shape[1]), PADDING, np.int32)])
+    out = locate(tree, jnp.asarray(block), completions=completions)
+    parts.append([np.asarray(x)[:chunk - pad] for x in out])
+  return [np.concatenate(xs) for xs in zip(*parts)]
 
 
 @functools.partial(jax.jit, static_argnames=("completions",))
@@ -339,6 +360,17 @@ def locate(tree: GameTree, actions, *, completions: int):
   hist = jnp.full((B, K), NO_INDEX, jnp.int32).at[:, 0].set(0)
   weight = jnp.zeros((B, K), tree.chance_probs.dtype).at[:, 0].set(1.0)
   fail = jnp.full((B,), NO_INDEX, jnp.int32)
+
+  def body_observed(t, loop):  # K = 1, every outcome observed: one child per step
+    hist, weight, fail = loop
+    a = actions[:, t]
+    h = jnp.maximum(hist[:, 0], 0)
+    child = jnp.where((a >= 0) & (hist[:, 0] >= 0), tree.children[h, jnp.clip(a, 0, C - 1)],
+                      NO_INDEX)
+    step = a != PADDING
+    fail = jnp.where(step & (child < 0) & (fail < 0), t, fail)
+    keep = ~step | (fail >= 0)
+    return jnp.where(keep, hist[:, 0], child)[:, None], weight, fail
 
   def body(t, loop):
     hist, weight, fail = loop
@@ -361,7 +393,8 @@ def locate(tree: GameTree, actions, *, completions: int):
     keep = (~step | (fail >= 0))[:, None]
     return jnp.where(keep, hist, new_hist), jnp.where(keep, weight, new_w), fail
 
-  hist, weight, fail = jax.lax.fori_loop(0, L, body, (hist, weight, fail))
+  hist, weight, fail = jax.lax.fori_loop(0, L, body_observed if K == 1 else body,
+                                         (hist, weight, fail))
   term = jnp.where(hist >= 0, tree.history_terminal[jnp.maximum(hist, 0)], NO_INDEX)
   open_ = jnp.any((hist >= 0) & (term < 0), axis=1) & (fail < 0)
   return term, weight, fail, open_
@@ -540,8 +573,7 @@ def locate_episodes(compiled: CompiledGame, histories, returns=None, *, episodes
   for idx, K in [(np.flatnonzero(nulls == 0), 1), (np.flatnonzero(nulls > 0), Kmax)]:
     if idx.size == 0:
       continue
-    term, w, fail, open_ = (np.asarray(x) for x in locate(tree, jnp.asarray(actions[idx]),
-                                                          completions=K))
+    term, w, fail, open_ = _locate_chunked(tree, actions[idx], K)
     if np.any(fail >= 0):
       b = int(idx[np.argmax(fail >= 0)])
       t, why = _failing_step(compiled, show(b))
