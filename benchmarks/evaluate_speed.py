@@ -39,16 +39,6 @@ from jaxgt.evaluation.episode_log import read_episodes, write_episodes  # noqa: 
 PLAYER = 0
 
 
-def _profile(compiled, seed):
-  rng = np.random.default_rng(seed)
-  out = []
-  for pt in compiled.tree.players:
-    legal = np.asarray(pt.legal)
-    x = (rng.gamma(1.0, size=legal.shape) + 0.05) * legal
-    out.append(x / x.sum(1, keepdims=True))
-  return tuple(out)
-
-
 def loop_estimates(compiled, episodes, target, logged, estimator):
   """Per-episode Basic / All Cards values, one episode at a time through pyspiel states."""
   import pyspiel
@@ -102,7 +92,7 @@ def main():
   args = ap.parse_args()
   n, n_loop = (20_000, 300) if args.quick else (args.episodes, args.loop_episodes)
   compiled = jaxgt.load("leduc_poker")
-  target, logged, opponent = (_profile(compiled, s) for s in (1, 2, 3))
+  target, logged, opponent = (importance.random_profile(compiled, s) for s in (1, 2, 3))
   actions, returns = importance.sample_episodes(compiled, (logged[0], opponent[1]), n,
                                                 jax.random.key(0))
   with tempfile.TemporaryDirectory() as d:

@@ -4,7 +4,6 @@ import json
 import re
 
 import jax
-import numpy as np
 import pytest
 
 import jaxgt
@@ -15,13 +14,7 @@ from jaxgt.policy import Policy
 
 
 def _policy(compiled, seed):
-  rng = np.random.default_rng(seed)
-  out = []
-  for pt in compiled.tree.players:
-    legal = np.asarray(pt.legal)
-    x = (rng.gamma(1.0, size=legal.shape) + 0.05) * legal
-    out.append(x / x.sum(1, keepdims=True))
-  return Policy.from_arrays(compiled, out)
+  return Policy.from_arrays(compiled, importance.random_profile(compiled, seed))
 
 
 @pytest.fixture(scope="module")

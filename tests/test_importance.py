@@ -10,7 +10,6 @@ distribution must equal it: unbiasedness, Theorem 1), and sampled logs.
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -22,15 +21,8 @@ from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.policy import Policy
 
 
-def _random_policy(compiled, seed, floor=0.05):
-  """A full-support random profile (every legal action has probability >= floor / A)."""
-  rng = np.random.default_rng(seed)
-  out = []
-  for pt in compiled.tree.players:
-    legal = np.asarray(pt.legal)
-    x = (rng.gamma(1.0, size=legal.shape) + floor) * legal
-    out.append(x / x.sum(1, keepdims=True))
-  return tuple(out)
+def _random_policy(compiled, seed):
+  return importance.random_profile(compiled, seed)
 
 
 def _pair(mine, theirs, player):
@@ -220,12 +212,12 @@ def test_every_estimator_is_unbiased_exactly(player, baseline):
 def test_on_policy_basic_is_the_monte_carlo_mean():
   leduc = jaxgt.load("leduc_poker")
   profile = _random_policy(leduc, 8)
-  actions, returns = importance.sample_episodes(leduc, profile, 500, jax.random.key(0))
+  actions, returns = importance.sample_episodes(leduc, profile, 2000, jax.random.key(0))
   for player in (0, 1):
     out = importance.estimate_episodes(leduc, [tuple(a[a >= 0]) for a in actions], profile,
                                        player=player)
     assert out.estimate == pytest.approx(returns[:, player].mean(), abs=1e-12)
-    assert out.stderr == pytest.approx(returns[:, player].std(ddof=1) / math.sqrt(500))
+    assert out.stderr == pytest.approx(returns[:, player].std(ddof=1) / math.sqrt(2000))
 
 
 def _experiment(compiled, target, logged, opponent, player, reps, hands, key, partial=False):
@@ -347,7 +339,7 @@ def test_other_game_and_zero_probability_logged_action(tmp_path):
 def test_log_round_trip_through_write_episodes(tmp_path):
   leduc = jaxgt.load("leduc_poker")
   profile = _random_policy(leduc, 41)
-  actions, returns = importance.sample_episodes(leduc, profile, 300, jax.random.key(9))
+  actions, returns = importance.sample_episodes(leduc, profile, 2000, jax.random.key(9))
   hidden = importance.partial_view(leduc, actions, 1)
   hist = [[None if a == importance.UNOBSERVED else int(a) for a in row if a != importance.PADDING]
           for row in hidden]
@@ -358,4 +350,4 @@ def test_log_round_trip_through_write_episodes(tmp_path):
   table = importance.estimator_table(leduc, profile, player=1, estimator="all-cards")
   direct = importance.episode_values(leduc, table, hidden, returns, player=1)
   assert from_file.estimate == pytest.approx(direct.mean(), abs=1e-12)
-  assert from_file.episodes == 300
+  assert from_file.episodes == 2000

@@ -331,7 +331,7 @@ def encode_histories(histories: Sequence[Sequence[Optional[int]]], max_depth: in
 def _locate_chunked(tree: GameTree, actions: np.ndarray, completions: int):
   """:func:`locate` over fixed-size chunks (one compilation per ``(L, K)``, bounded memory)."""
   B = actions.shape[0]
-  chunk = min(LOCATE_CHUNK, max(B, 1))
+  chunk = min(LOCATE_CHUNK, 1 << max(B - 1, 255).bit_length())  # power-of-two buckets
   parts = []
   for lo in range(0, B, chunk):
     block = actions[lo:lo + chunk]
@@ -695,6 +695,18 @@ def sample_episodes(compiled: CompiledGame, profile, num: int, key) -> tuple[np.
   actions = jnp.where(traj.history >= 0, traj.action, PADDING).T
   u0 = traj.payoff(tree)
   return np.asarray(actions, np.int32), np.asarray(jnp.stack([u0, -u0], axis=1))
+
+
+def random_profile(compiled: CompiledGame, seed: int, floor: float = 0.05) -> tuple:
+  """A random full-support profile ``(sigma0, sigma1)``: every legal action gets at least
+  ``floor / (A + A * floor)`` (logging strategies of experiments need full support, Theorem 1)."""
+  rng = np.random.default_rng(seed)
+  out = []
+  for pt in compiled.tree.players:
+    legal = np.asarray(pt.legal)
+    x = (rng.gamma(1.0, size=legal.shape) + floor) * legal
+    out.append(x / x.sum(1, keepdims=True))
+  return tuple(out)
 
 
 def partial_view(compiled: CompiledGame, actions: np.ndarray, player: int) -> np.ndarray:
