@@ -262,14 +262,22 @@ def test_partial_information_basic_is_unchanged_and_completions_are_consistent()
                                                 jax.random.key(5))
   hidden = importance.partial_view(leduc, actions, 0)
   assert np.any(hidden == importance.UNOBSERVED)  # folds hide the opponent's card
-  table = importance.estimator_table(leduc, target, player=0, estimator="basic")
+  # Basic keeps its value (Table 3: 0*); on-policy All Cards without a baseline too: at a fold
+  # every opponent-indistinguishable terminal pays the same, so the weights sum to one
+  for est in ("basic", "all-cards"):
+    table = importance.estimator_table(leduc, target, player=0, estimator=est)
+    full = importance.episode_values(leduc, table, actions, returns, player=0)
+    part = importance.episode_values(leduc, table, hidden, returns, player=0)
+    np.testing.assert_allclose(part, full, atol=1e-12)
+  # with a baseline the completions' control variates differ: the partial variant is biased
+  table = importance.estimator_table(leduc, target, player=0, estimator="basic", baseline="bc")
   full = importance.episode_values(leduc, table, actions, returns, player=0)
   part = importance.episode_values(leduc, table, hidden, returns, player=0)
-  np.testing.assert_allclose(part, full, atol=1e-12)  # Basic on-policy stays exact (Table 3: 0*)
-  # every fold hides the opponent's card (step 1: player 1's card); player 0's stays visible
+  assert np.max(np.abs(part - full)) > 1e-3
+  # exactly the folds hide the opponent's card (step 1: player 1's card); player 0's stays visible
   partial = (hidden == importance.UNOBSERVED).any(1)
   last = np.take_along_axis(actions, (actions != importance.PADDING).sum(1)[:, None] - 1, 1)[:, 0]
-  assert np.all(partial[last == 0]) and np.any(last == 0)
+  assert np.array_equal(partial, last == 0) and np.any(last == 0)
   assert np.all(hidden[partial, 1] == importance.UNOBSERVED)
   assert np.all(hidden[:, 0] == actions[:, 0])
 

@@ -710,15 +710,16 @@ def random_profile(compiled: CompiledGame, seed: int, floor: float = 0.05) -> tu
 
 
 def partial_view(compiled: CompiledGame, actions: np.ndarray, player: int) -> np.ndarray:
-  """What ``player`` sees of encoded episodes: a chance outcome ``player`` does not
-  observe becomes :data:`UNOBSERVED` unless the payoff depends on it.
+  """What ``player`` sees of encoded episodes: a chance outcome ``player`` does not observe
+  becomes :data:`UNOBSERVED` when the episode ends without revealing it.
 
   "Does not observe": every outcome of that chance node leads to the same
-  augmented information state of ``player`` (poker: the opponent's cards), and
-  the episode's payoff is the same for each of them (poker: after a fold; also a
-  showdown whose winner does not depend on the hidden card). Those are exactly
-  the conditions Bowling et al. 2008, Sec. 2.2 put on the observation map K
-  (equal ``V`` and ``pi_i`` across what it merges).
+  augmented information state of ``player`` (poker: the opponent's cards).
+  "Ends without revealing": every terminal of the final public state has the
+  same payoff, so nothing private decided it (poker: a fold, not a showdown).
+  The partial-information setting of Bowling et al. 2008, Sec. 2.2 and 5.2;
+  it satisfies the conditions put on the observation map there (equal ``V``
+  and ``pi_i`` across what it merges).
   """
   tree = compiled.tree
   aug = compiled.aug[player]
@@ -728,6 +729,13 @@ def partial_view(compiled: CompiledGame, actions: np.ndarray, player: int) -> np
   valid = children >= 0
   first = np.where(valid.any(1), kids[np.arange(len(kids)), np.argmax(valid, 1)], -1)
   unseen = chance & np.all(~valid | (kids == first[:, None]), axis=1)  # [H]
+  public = np.asarray(tree.history_public)[np.asarray(tree.terminal_history)]
+  payoff = np.asarray(tree.terminal_payoff, np.float64)
+  hi = np.full(tree.num_public_states, -np.inf)
+  lo = np.full(tree.num_public_states, np.inf)
+  np.maximum.at(hi, public, payoff)
+  np.minimum.at(lo, public, payoff)
+  quiet = hi[public] - lo[public] <= 1e-9  # [T] payoff fixed by the public state alone
   out = np.asarray(actions, np.int32).copy()
   B, L = out.shape
   h = np.zeros(B, np.int64)
@@ -736,14 +744,6 @@ def partial_view(compiled: CompiledGame, actions: np.ndarray, player: int) -> np
     step = out[:, t] != PADDING
     hide[:, t] = step & unseen[h]
     h = np.where(step, children[h, np.maximum(out[:, t], 0)], h)
-  masked = np.where(hide, UNOBSERVED, out)
-  # keep the outcomes the payoff depends on (a showdown reveals them)
-  dtree = compiled.device_tree(default_dtype())
-  nulls = int(hide.sum(1).max(initial=0))
-  if nulls == 0:
-    return out
-  term, _, fail, _ = (np.asarray(x) for x in locate(
-      dtree, jnp.asarray(masked), completions=tree.children.shape[1] ** nulls))
-  pay = np.where(term >= 0, np.asarray(tree.terminal_payoff)[np.maximum(term, 0)], np.nan)
-  constant = np.nanmax(pay, axis=1) - np.nanmin(pay, axis=1) <= 1e-9
-  return np.where(constant[:, None], masked, out)
+  end = np.asarray(tree.history_terminal)[h]
+  hide &= (quiet[np.maximum(end, 0)] & (end >= 0))[:, None]
+  return np.where(hide, UNOBSERVED, out)
