@@ -13,7 +13,8 @@ the standard deviation per hand and the root-mean-squared error of a
 1000-hand match are measured, not estimated. Values are in milli-big-blinds
 per hand (Leduc's ante is the big blind). ``0*`` marks a provably unbiased
 estimator (Theorem 1: the logging strategy has full support); the others
-show their empirical bias with a 95% interval.
+show their empirical bias with a 95% interval. With partial information only
+Basic, and on-policy All Cards, without a baseline keep the guarantee.
 
 Rows: Basic (importance sampling; on-policy the Monte Carlo mean), BC-DIVAT
 (Basic with the bet-call baseline), Early Folds, All Cards, AC+BC-DIVAT,
@@ -92,9 +93,11 @@ def run_record(game, played, cand, opponent, reference, matches, hands, key, par
                                          estimator=est, baseline=base, baseline_policy=reference)
       v = importance.episode_values(game, table, located, player=0, logged=cand[played][0])
       per_match = v.reshape(matches, hands).mean(1)
-      # partial information: only Basic without a baseline keeps its guarantee (every completion
-      # of a hidden outcome has the same payoff and the same pi_i)
-      unbiased = not partial or (est == "basic" and base == "none")
+      # partial information: Basic without a baseline keeps its guarantee (every completion of
+      # a hidden outcome has the same payoff and pi_i), and so does on-policy All Cards without
+      # one (at a fold the opponent-indistinguishable terminals all pay the same)
+      unbiased = not partial or (base == "none" and (
+          est == "basic" or (est == "all-cards" and name == played)))
       out.append(dict(record=played, strategy=name, on=name == played, row=label, true=true,
                       bias=v.mean() - true, ci=importance.Z95 * v.std(ddof=1) / math.sqrt(n),
                       std=v.std(ddof=1), rmse=math.sqrt(np.mean((per_match - true) ** 2)),
