@@ -87,6 +87,8 @@ from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype
 from jaxgt.core.tables import infostate_rows
 from jaxgt.games.base import CHANCE
+from jaxgt.policy import validate as validate_policy
+from jaxgt.solvers.walk import walk_tables
 
 ESTIMATORS = ("basic", "early-folds", "all-cards", "combined", "aivat")
 """Estimator names (``--estimator`` of ``jaxgt evaluate``)."""
@@ -413,8 +415,7 @@ def _strategy(compiled: CompiledGame, player: int, policy, what: str) -> np.ndar
   probs = getattr(policy, "probs", policy)
   if not isinstance(probs, (tuple, list)) or len(probs) != 2:
     raise ValueError(f"{what} must be a Policy or a pair (sigma0 [I0, A], sigma1 [I1, A])")
-  from jaxgt.policy import validate  # the one policy validator (evaluation may import jaxgt.policy)
-  validate(compiled, tuple(np.asarray(p, np.float64) for p in probs))
+  validate_policy(compiled, tuple(np.asarray(p, np.float64) for p in probs))
   return np.asarray(probs[player], np.float64)
 
 
@@ -685,7 +686,6 @@ def sample_episodes(compiled: CompiledGame, profile, num: int, key) -> tuple[np.
   Returns encoded histories ``[num, D]`` (:data:`PADDING` past the end) and
   returns ``[num, 2]``; ``key`` a JAX key (explicit randomness).
   """
-  from jaxgt.solvers.walk import walk_tables
   tree = compiled.device_tree(default_dtype())
   dtype = tree.terminal_payoff.dtype
   table = infostate_rows(tuple(jnp.asarray(p, dtype) for p in profile), tree.player,
