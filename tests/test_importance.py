@@ -175,8 +175,10 @@ def _brute_force(compiled, estimator, target, logged, opponent, player, values=N
 
 @pytest.mark.parametrize("estimator", importance.ESTIMATORS)
 @pytest.mark.parametrize("player", [0, 1])
-def test_per_terminal_values_match_eq3_by_definition(estimator, player):
-  kuhn = jaxgt.load("kuhn_poker")
+@pytest.mark.parametrize("name", ["kuhn_poker", "goofspiel(num_cards=3)", "rps_plus"])
+def test_per_terminal_values_match_eq3_by_definition(name, estimator, player):
+  """Private information includes hidden moves (II-Goofspiel bids, RPS+'s first move)."""
+  kuhn = jaxgt.load(name)
   target, logged, opponent = (_random_policy(kuhn, s) for s in (1, 2, 3))
   values = None
   baseline = None
@@ -190,11 +192,14 @@ def test_per_terminal_values_match_eq3_by_definition(estimator, player):
   np.testing.assert_allclose(np.asarray(got.value), want, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("baseline", ["none", "bc", "exact"])
+@pytest.mark.parametrize("name, baseline", [
+    ("leduc_poker", "none"), ("leduc_poker", "bc"), ("leduc_poker", "exact"),
+    pytest.param("liars_dice(numdice=1,dice_sides=3)", "exact", marks=pytest.mark.slow),
+    pytest.param("goofspiel(num_cards=4)", "bc", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("player", [0, 1])
-def test_every_estimator_is_unbiased_exactly(player, baseline):
+def test_every_estimator_is_unbiased_exactly(name, player, baseline):
   """E over the logging distribution of V_U(z) equals the exact value of the evaluated pairing."""
-  leduc = jaxgt.load("leduc_poker")
+  leduc = jaxgt.load(name)
   target, logged, opponent = (_random_policy(leduc, s) for s in (4, 5, 6))
   reference = _random_policy(leduc, 7)
   true = _true_value(leduc, _pair(target, opponent, player), player)
