@@ -289,7 +289,7 @@ def test_partial_information_basic_is_unchanged_and_completions_are_consistent()
 
 def test_value_function_may_be_a_callable():
   leduc = jaxgt.load("leduc_poker")
-  target, opponent = _random_policy(leduc, 31), _random_policy(leduc, 32)
+  target = _random_policy(leduc, 31)
   values = importance.baseline_values(leduc, "bc", 0)
   a = importance.estimator_table(leduc, target, player=0, estimator="aivat", baseline="bc")
   b = importance.estimator_table(leduc, target, player=0, estimator="aivat",
@@ -302,7 +302,16 @@ def test_value_function_may_be_a_callable():
     importance.estimator_table(leduc, target, player=0, estimator="aivat")
   with pytest.raises(ValueError, match="estimator must be one of"):
     importance.estimator_table(leduc, target, player=0, estimator="divat")
-  del opponent
+
+
+def test_bet_call_values_are_the_profiles_exact_values():
+  leduc = jaxgt.load("leduc_poker")
+  bc = importance.bet_call_profile(leduc)
+  for p in (0, 1):  # facing a bet (fold legal): call; otherwise bet
+    legal = np.asarray(leduc.tree.players[p].legal)
+    np.testing.assert_array_equal(np.argmax(bc[p], 1), np.where(legal[:, 0], 1, 2))
+  values = importance.baseline_values(leduc, "bc", 1)
+  assert float(values[0]) == pytest.approx(-evaluate(leduc, bc).value, abs=1e-12)
 
 
 # ------------------------------------------------------------------ bad input
