@@ -47,7 +47,7 @@ The sets, defined for every compiled game (not only poker):
   from any value function ``v``; summed over AIVAT's "imaginary observations"
   of player ``i``'s private information (the all-cards sets) and, beyond the
   AIVAT paper, over the game-ending alternatives too (the combined sets: on
-  Leduc this halves the standard deviation again, see
+  Leduc this cuts the standard deviation further, up to half, see
   ``examples/importance_sampling.py``). Unbiased for any ``v``: each control
   variate has mean zero under the evaluated profile.
 
@@ -65,9 +65,13 @@ the logging side did not see (the opponent's cards after a fold). The
 partial-information variant averages the full-information estimate over the
 completions consistent with the log (its actions and its returns), weighted by
 their chance probability. That is exact for ``basic`` without a baseline (every
-completion has the same ``u_i`` and ``pi_i``), but biased otherwise, as in the
-paper (Table 3): the opponent's actions depend on the unseen outcome, and the
-completion weights ignore them (the opponent's strategy is unknown).
+completion has the same ``u_i`` and ``pi_i``) and, on-policy, for
+``all-cards`` without one when the hidden outcomes do not change the payoff
+(folds). Everything else is biased, as in the paper (Table 3): control
+variates (baselines, AIVAT) and the showdown calls of ``early-folds`` depend on
+the unseen outcome, and the completion weights cannot follow the opponent's
+actions, which depend on it too (its strategy is unknown). The Leduc example
+measures these biases.
 """
 
 from __future__ import annotations
