@@ -633,8 +633,10 @@ def summarize(values: np.ndarray, estimator: str, baseline: str = "none") -> Est
   """Mean, standard error and normal 95% interval of per-episode values."""
   values = np.asarray(values, np.float64)
   n = values.size
+  if n < 2:
+    raise ValueError(f"a standard error needs at least 2 episodes, got {n}")
   mean = float(values.mean())
-  stderr = float(values.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+  stderr = float(values.std(ddof=1) / math.sqrt(n))
   return Estimate(estimate=mean, stderr=stderr, ci95=(mean - Z95 * stderr, mean + Z95 * stderr),
                   episodes=n, estimator=estimator, baseline=baseline, values=values)
 
