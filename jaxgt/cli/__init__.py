@@ -8,6 +8,7 @@
   jaxgt agents                         list agent kinds (AGENT specs) and parameters
   jaxgt match GAME AGENT0 AGENT1       head-to-head matches, half in each seat
   jaxgt construct GAME AGENT           exact exploitability of an agent (policy construction)
+  jaxgt evaluate LOG --policy P.npz    estimate a policy's value from logged episodes
 
 GAME is a registered name with optional parameters in OpenSpiel's syntax,
 e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``; AGENT a spec in the same
@@ -22,14 +23,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jaxgt.cli import agents, construct, export, games, match, solve
+from jaxgt.cli import agents, construct, evaluate, export, games, match, solve
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
     "solve": solve.run, "export": export.run, "agents": agents.run, "match": match.run,
-    "construct": construct.run,
+    "construct": construct.run, "evaluate": evaluate.run,
 }
-_MODULES = (games, solve, export, agents, match, construct)
+_MODULES = (games, solve, export, agents, match, construct, evaluate)
 
 
 def _parser() -> argparse.ArgumentParser:

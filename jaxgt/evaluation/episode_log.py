@@ -18,10 +18,15 @@ from typing import Iterable, Optional, Sequence
 
 @dataclasses.dataclass(frozen=True)
 class Episode:
-  """One logged episode: ``history`` (``None`` = unobserved chance outcome), ``returns`` (r0, r1)."""
+  """One logged episode: ``history`` (``None`` = unobserved chance outcome), ``returns`` (r0, r1).
+
+  ``line`` is its line number in the file it was read from (0: not read from a
+  file); it does not take part in comparisons.
+  """
   game: str
   history: tuple[Optional[int], ...]
   returns: tuple[float, float]
+  line: int = dataclasses.field(default=0, compare=False)
 
 
 def write_episodes(path, game: str, histories: Iterable[Sequence[Optional[int]]],
@@ -58,7 +63,7 @@ def _episode(line: str, lineno: int, path) -> Episode:
   if (not isinstance(ret, list) or len(ret) != 2
       or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in ret)):
     raise ValueError(f"{where}: 'returns' must be two finite numbers, got {ret!r}")
-  return Episode(game, tuple(history), (float(ret[0]), float(ret[1])))
+  return Episode(game, tuple(history), (float(ret[0]), float(ret[1])), lineno)
 
 
 def read_episodes(path) -> list[Episode]:
