@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxgt.cli.common import load_game
+from jaxgt.cli.common import check_writable, load_game
 
 SOLVER_CHOICES = ["cfr", "cfr+", "lcfr", "dcfr"]
 SAMPLING_CHOICES = ["mccfr-os", "mccfr-es"]
@@ -39,6 +39,7 @@ def run(args) -> int:
   if args.solver in SAMPLING_CHOICES and (args.batch < 2 or args.batch % 2):
     raise ValueError(f"--batch must be an even integer >= 2 (half the trajectories of a step "
                      f"update each player), got {args.batch}")
+  check_writable({"--save": args.save, "--plot": args.plot})
   g = load_game(args.game)
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
         f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", flush=True)
