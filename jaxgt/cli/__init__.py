@@ -5,6 +5,7 @@
   jaxgt check GAME                     conformance checks of a game
   jaxgt solve GAME [options]           solve, print exploitability as it falls
   jaxgt export POLICY --openspiel OUT  write the policy for OpenSpiel
+  jaxgt bench [--quick] [--out DIR]    run the benchmark suite (--compare A B: merge runs)
 
 GAME is a registered name with optional parameters in OpenSpiel's syntax,
 e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``. Each command lives in its
@@ -17,13 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jaxgt.cli import export, games, solve
+from jaxgt.cli import bench, export, games, solve
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
-    "solve": solve.run, "export": export.run,
+    "solve": solve.run, "export": export.run, "bench": bench.run,
 }
-_MODULES = (games, solve, export)
+_MODULES = (games, solve, export, bench)
 
 
 def _parser() -> argparse.ArgumentParser:
