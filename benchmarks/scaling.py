@@ -2,7 +2,7 @@
 
 For each game (default: Leduc, GP variants, II-GS(5..7), LD(1,1) and the
 largest Liar's Dice that enumerates here): enumeration time and the growth of
-the process's peak memory while enumerating, the compiled arrays' bytes,
+the resident memory while enumerating (sampled at every progress report), the compiled arrays' bytes,
 CFR+ compile time, time per iteration and the memory XLA plans for one
 iteration (arguments + outputs + temporaries, from ``memory_analysis``), each
 also per history, so one sees where a cost grows faster than the game. From
@@ -43,8 +43,13 @@ BENCH_QUICK = ["--games", "kuhn_poker;leduc_poker;goofspiel(num_cards=5)", "--it
                "--batches", "1,16,64", "--batch-game", "kuhn_poker", "--devices", "1,2"]
 
 
-def _peak_rss() -> int:
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+def _rss() -> int:
+  """Resident bytes of this process now (Linux); the peak so far elsewhere."""
+  try:
+    with open("/proc/self/statm") as f:
+      return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+  except OSError:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _split(text: str) -> list:
@@ -73,11 +78,14 @@ def _memory_bytes(fn, *args) -> int | None:
 
 def game_row(name: str, iterations: int, max_histories: int) -> dict:
   """Enumeration and CFR+ costs of one game (module doc)."""
-  rss0 = _peak_rss()
+  game = make_from_string(name, max_histories)
+  rss0 = _rss()
+  samples = [rss0]  # resident memory sampled by the enumeration's progress reports
   t0 = time.perf_counter()
-  g = compiler.compile_game(make_from_string(name, max_histories), max_histories=max_histories)
+  g = compiler.compile_game(game, max_histories=max_histories, progress_seconds=0.0,
+                            progress=lambda report: samples.append(report.rss_bytes))
   enum_s = time.perf_counter() - t0
-  enum_peak = max(_peak_rss() - rss0, 0)
+  enum_peak = max(max(samples + [_rss()]) - rss0, 0)
   tree = jax.device_put(g.device_tree("float32"))
   solver = cfr_lib.cfr_plus()
   state = solver.init(tree)
@@ -87,7 +95,7 @@ def game_row(name: str, iterations: int, max_histories: int) -> dict:
   t0 = time.perf_counter()
   jax.block_until_ready(solver.run(tree, state, iterations).regrets)
   ms = 1e3 * (time.perf_counter() - t0) / iterations
-  mem = _memory_bytes(lambda s: solver.run(tree, s, 1), state)
+  mem = _memory_bytes(lambda t, s: solver.run(t, s, 1), tree, state)
   return {"game": g.name, "histories": g.tree.num_histories, "terminals": g.tree.num_terminals,
           "infostates": sum(g.tree.num_infostates), "enumeration_s": enum_s,
           "enumeration_peak_bytes": enum_peak, "array_bytes": g.nbytes, "compile_s": compile_s,

@@ -147,12 +147,7 @@ def _params_text(params: dict) -> str:
 def _num(x) -> str:
   if x is None:
     return ""
-  ax = abs(x)
-  if ax >= 1000:
-    return f"{x:,.0f}"
-  if ax >= 1:
-    return f"{x:.3g}" if ax < 100 else f"{x:.1f}"
-  return f"{x:.3g}"
+  return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def markdown(results: dict) -> str:
@@ -206,7 +201,7 @@ def _plot_ratios(results: dict, path: pathlib.Path) -> str | None:
   ax.set_xlabel("same-run ratio to the peer (> 1: jaxgt ahead)")
   ax.set_title(run_label(results), fontsize=9)
   fig.tight_layout()
-  fig.savefig(path, dpi=110)
+  fig.savefig(path, dpi=110, bbox_inches="tight")
   plt.close(fig)
   return path.name
 
@@ -292,7 +287,7 @@ def compare(paths, out: str | os.PathLike) -> dict:
     ax.set_xlabel(f"relative to {labels[0]} (> 1: better)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "compare.png", dpi=110)
+    fig.savefig(out / "compare.png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     written["plots"].append(out / "compare.png")
   return written
