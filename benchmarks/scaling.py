@@ -31,16 +31,18 @@ import jax
 import numpy as np
 
 import jaxgt
-from jaxgt.bench_report import figure
+from jaxgt.bench_report import figure, missing_peer
 from jaxgt.core import compiler
 from jaxgt.games import make_from_string
 from jaxgt.solvers import cfr as cfr_lib
 
 DEFAULT_GAMES = ("leduc_poker;generic_poker(T=4,C=1,R=2,B=1);generic_poker;"
                  "goofspiel(num_cards=5);goofspiel(num_cards=6);goofspiel(num_cards=7);"
-                 "liars_dice(numdice=1);liars_dice(numdice=2,numdice2=1)")
+                 "liars_dice(numdice=1);liars_dice(numdice=2,numdice2=1,dice_sides=4);"
+                 "liars_dice(numdice=1,dice_sides=8)")
 BENCH_QUICK = ["--games", "kuhn_poker;leduc_poker;goofspiel(num_cards=5)", "--iterations", "20",
-               "--batches", "1,16,64", "--batch-game", "kuhn_poker", "--devices", "1,2"]
+               "--batches", "1,16,64", "--batch-game", "kuhn_poker", "--devices", "1,2",
+               "--peer-seconds", "0.2"]
 
 
 def _rss() -> int:
@@ -76,16 +78,45 @@ def _memory_bytes(fn, *args) -> int | None:
              - m.alias_size_in_bytes)
 
 
-def game_row(name: str, iterations: int, max_histories: int) -> dict:
-  """Enumeration and CFR+ costs of one game (module doc)."""
-  game = make_from_string(name, max_histories)
-  rss0 = _rss()
-  samples = [rss0]  # resident memory sampled by the enumeration's progress reports
-  t0 = time.perf_counter()
-  g = compiler.compile_game(game, max_histories=max_histories, progress_seconds=0.0,
+def enumeration_cost(name: str, max_histories: int) -> tuple:
+  """``(seconds, bytes)`` of enumerating ``name`` in a forked child of this process.
+
+  The child starts from this process's memory, so the growth of its resident
+  memory (sampled at every progress report and at the end) is the
+  enumeration's, not blurred by memory earlier games freed into the
+  allocator. Call it before any JAX computation (fork after JAX has started
+  threads is unsafe). Errors come back as the exception's text.
+  """
+  read, write = os.pipe()
+  pid = os.fork()
+  if pid == 0:  # child: enumerate, report, exit without cleanup
+    os.close(read)
+    try:
+      rss0 = _rss()
+      samples = [rss0]
+      t0 = time.perf_counter()
+      compiler.compile_game(make_from_string(name, max_histories), max_histories=max_histories,
+                            progress_seconds=0.0,
                             progress=lambda report: samples.append(report.rss_bytes))
-  enum_s = time.perf_counter() - t0
-  enum_peak = max(max(samples + [_rss()]) - rss0, 0)
+      msg = {"seconds": time.perf_counter() - t0,
+             "bytes": max(max(samples + [_rss()]) - rss0, 0)}
+    except Exception as e:  # reported to the parent
+      msg = {"error": f"{type(e).__name__}: {e}"}
+    os.write(write, json.dumps(msg).encode())
+    os._exit(0)
+  os.close(write)
+  with os.fdopen(read) as f:
+    msg = json.loads(f.read() or '{"error": "the enumeration child died"}')
+  os.waitpid(pid, 0)
+  if "error" in msg:
+    raise ValueError(msg["error"])
+  return msg["seconds"], msg["bytes"]
+
+
+def game_row(name: str, iterations: int, max_histories: int, enumeration: tuple) -> dict:
+  """Enumeration (``enumeration_cost``'s) and CFR+ costs of one game (module doc)."""
+  enum_s, enum_peak = enumeration
+  g = jaxgt.load(name, max_histories)
   tree = jax.device_put(g.device_tree("float32"))
   solver = cfr_lib.cfr_plus()
   state = solver.init(tree)
@@ -100,6 +131,43 @@ def game_row(name: str, iterations: int, max_histories: int) -> dict:
           "infostates": sum(g.tree.num_infostates), "enumeration_s": enum_s,
           "enumeration_peak_bytes": enum_peak, "array_bytes": g.nbytes, "compile_s": compile_s,
           "ms_per_iteration": ms, "iteration_bytes": mem}
+
+
+def _timed_loop(step, seconds: float) -> float:
+  """Milliseconds per call of ``step()``, called until ``seconds`` have passed (at least twice)."""
+  step()  # first call builds tables
+  n, t0 = 0, time.perf_counter()
+  while n < 2 or time.perf_counter() - t0 < seconds:
+    step()
+    n += 1
+  return 1e3 * (time.perf_counter() - t0) / n
+
+
+def peer_ms(peer: str, os_name: str, seconds: float) -> float:
+  """CFR+ ms/iteration of a peer on the OpenSpiel game ``os_name`` in this process.
+
+  ``OpenSpiel C++``: ``pyspiel.CFRPlusSolver``; ``LiteEFG``: its CFR+ baseline
+  graph on ``OpenSpielEnv`` (enumerated traversal). Raises ImportError when
+  the peer is not installed.
+  """
+  import pyspiel
+  game = pyspiel.load_game(os_name)
+  if peer == "OpenSpiel C++":
+    solver = pyspiel.CFRPlusSolver(game)
+    return _timed_loop(solver.evaluate_and_update_policy, seconds)
+  import contextlib
+  import io
+  import LiteEFG
+  from LiteEFG.baselines.CFRplus import graph
+  with contextlib.redirect_stdout(io.StringIO()):  # the baseline prints a banner
+    g = graph()
+  env = LiteEFG.OpenSpielEnv(game, traverse_type="Enumerate", regenerate=False)
+  env.set_graph(g)
+
+  def step():
+    g.update_graph(env)
+    env.update_strategy(g.current_strategy(), update_best=False)
+  return _timed_loop(step, seconds)
 
 
 def batch_rates(name: str, batches, iterations: int) -> list:
@@ -155,23 +223,30 @@ def main(argv=None):
   ap.add_argument("--batch-game", default="leduc_poker")
   ap.add_argument("--devices", default="1,2,4,8")
   ap.add_argument("--batch-size", type=int, default=64, help="batch of the device-count curve")
+  ap.add_argument("--peer-seconds", type=float, default=1.0,
+                  help="time budget of each peer measurement (OpenSpiel C++, LiteEFG CFR+)")
   ap.add_argument("--device-worker", metavar="GAME", help=argparse.SUPPRESS)
   args = ap.parse_args(argv)
   if args.device_worker:
     print("WORKER " + json.dumps(device_worker(args.device_worker, args.batch_size,
                                                args.iterations)), flush=True)
     return
+  enumeration = {}  # before any JAX computation: enumeration children are forked
+  for name in _split(args.games):
+    try:
+      enumeration[name] = enumeration_cost(name, args.max_histories)
+    except ValueError as e:
+      enumeration[name] = str(e)
   print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({jax.devices()[0].device_kind}); "
         "memory = XLA's planned bytes for one CFR+ iteration (arguments + outputs + temporaries)")
   print(f"{'game':<40} {'histories':>10} {'enum s':>7} {'enum MiB':>8} {'arrays MiB':>10} "
         f"{'compile s':>9} {'ms/iter':>8} {'iter MiB':>8} {'us/iter/kH':>10} {'iter B/H':>8}")
   rows = []
   for name in _split(args.games):
-    try:
-      r = game_row(name, args.iterations, args.max_histories)
-    except compiler.GameTooLargeError as e:
-      print(f"{name:<40} refused: {e}")
+    if isinstance(enumeration[name], str):
+      print(f"{name:<40} refused: {enumeration[name]}")
       continue
+    r = game_row(name, args.iterations, args.max_histories, enumeration[name])
     rows.append(r)
     H = r["histories"]
     mem = r["iteration_bytes"]
@@ -185,13 +260,27 @@ def main(argv=None):
                                    ("iteration_bytes", "bytes", False),
                                    ("array_bytes", "bytes", False),
                                    ("enumeration_peak_bytes", "bytes", False)):
-      if r[key] is not None:
+      if r[key] is not None and key != "ms_per_iteration":
         figure(key, r[key], unit, higher_is_better=better_high, game=r["game"], histories=H)
+    os_name = jaxgt.load(name, args.max_histories).game.openspiel_game_string()
+    for peer, label in (("OpenSpiel C++", "ms_per_iteration"),
+                        ("LiteEFG", "ms_per_iteration vs LiteEFG")):
+      ms = None
+      if os_name is None:
+        missing_peer(peer, "no equivalent OpenSpiel game", game=r["game"])
+      else:
+        try:
+          ms = peer_ms(peer, os_name, args.peer_seconds)
+          print(f"  {peer} CFR+ {ms:.3f} ms/iter: jaxgt {ms / r['ms_per_iteration']:.1f}x")
+        except ImportError as e:
+          missing_peer(peer, f"not installed ({e})", game=r["game"])
+      figure(label, r["ms_per_iteration"], "ms/iter", higher_is_better=False, game=r["game"],
+             histories=H, peer=peer if ms is not None else None, peer_value=ms)
   if rows:
     big = max(rows, key=lambda r: r["histories"])
     budget = args.memory_gib * 2**30
     per_h = ((big["iteration_bytes"] or big["array_bytes"]) / big["histories"],
-             max(big["enumeration_peak_bytes"], 1) / big["histories"])
+             max(big["enumeration_peak_bytes"], big["array_bytes"]) / big["histories"])
     for what, b in zip(("one CFR+ iteration", "enumeration"), per_h):
       fit = budget / b
       print(f"{args.memory_gib:g} GiB holds about {fit:,.0f} histories for {what} "

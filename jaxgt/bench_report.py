@@ -161,6 +161,8 @@ def markdown(results: dict) -> str:
            "Ratio > 1: jaxgt ahead of the peer timed in the same run.", ""]
   for b in results["benchmarks"]:
     status = "ok" if b["returncode"] == 0 else f"FAILED (exit {b['returncode']})"
+    if b.get("skipped"):
+      status = f"skipped: {b['skipped']}"
     lines += [f"## {b['name']} ({b['seconds']:.0f} s, {status})", ""]
     if b["figures"]:
       lines += ["| figure | parameters | value | unit | peer | peer value | ratio |",

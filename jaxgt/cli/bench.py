@@ -131,6 +131,13 @@ def run(args) -> int:
   t0 = time.perf_counter()
   for i, name in enumerate(names, 1):
     extra = quick_args(found[name]) if args.quick else []
+    if args.quick and not extra:
+      print(f"[{i}/{len(names)}] {name}: skipped (no BENCH_QUICK: it has not adopted the "
+            "protocol of jaxgt.bench_report)", flush=True)
+      results["benchmarks"].append({
+          "name": name, "args": None, "seconds": 0.0, "returncode": 0, "log": None,
+          "log_tail": [], "figures": [], "missing_peers": [], "skipped": "no BENCH_QUICK"})
+      continue
     print(f"[{i}/{len(names)}] {name} {' '.join(extra)}", flush=True)
     b = _run_one(name, found[name], extra, logs, args.timeout)
     results["benchmarks"].append(b)
