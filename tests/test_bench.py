@@ -30,7 +30,8 @@ GOOD = textwrap.dedent('''
     if __name__ == "__main__":
       main()
 ''')
-BAD = "import sys\nprint('about to fail')\nsys.exit(3)\n"
+BAD = "import sys\nBENCH_QUICK = ['-q']\nprint('about to fail')\nsys.exit(3)\n"
+NO_PROTOCOL = "print('a benchmark that has not adopted the protocol')\n"
 
 
 @pytest.fixture
@@ -39,6 +40,7 @@ def suite(tmp_path, monkeypatch):
   folder.mkdir(parents=True)
   (folder / "good.py").write_text(GOOD)
   (folder / "bad.py").write_text(BAD)
+  (folder / "old.py").write_text(NO_PROTOCOL)
   (folder / "_helper.py").write_text("raise SystemExit('helpers are not benchmarks')\n")
   monkeypatch.setenv("PYTHONPATH", str(ROOT))
   return folder
@@ -53,8 +55,9 @@ def test_quick_run_collects_figures_ratios_and_failures(suite, tmp_path, capsys)
     assert k in env
   assert env["device_count"] >= 1 and res["quick"] is True
   by_name = {b["name"]: b for b in res["benchmarks"]}
-  assert set(by_name) == {"good", "bad"}  # _helper.py is not a benchmark
+  assert set(by_name) == {"good", "bad", "old"}  # _helper.py is not a benchmark
   good, bad = by_name["good"], by_name["bad"]
+  assert by_name["old"]["skipped"] == "no BENCH_QUICK"  # not run with full settings
   assert good["returncode"] == 0 and good["args"] == ["--n", "3"]
   figs = {f["name"]: f for f in good["figures"]}
   assert figs["rate"]["value"] == 150.0 and figs["rate"]["ratio"] == pytest.approx(6.0)
@@ -65,6 +68,7 @@ def test_quick_run_collects_figures_ratios_and_failures(suite, tmp_path, capsys)
   md = (out / "results.md").read_text()
   assert "| rate | game=g | 150 | it/s | Peer | 25 | 6.00x |" in md
   assert "missing peer **OtherLib**" in md and "FAILED (exit 3)" in md
+  assert "old (0 s, skipped: no BENCH_QUICK)" in md
   assert (out / "ratios.png").stat().st_size > 0
   assert "\nn 3\n" in (out / "logs" / "good.log").read_text()  # the benchmark's own output
 
