@@ -1,13 +1,16 @@
 """Scaling curves: CFR+ cost against game size, batch size and device count.
 
-For each game (default: Leduc, GP variants, II-GS(5..7), LD(1,1) and the
-largest Liar's Dice that enumerates here): enumeration time and the growth of
-the resident memory while enumerating (sampled at every progress report), the compiled arrays' bytes,
-CFR+ compile time, time per iteration and the memory XLA plans for one
-iteration (arguments + outputs + temporaries, from ``memory_analysis``), each
-also per history, so one sees where a cost grows faster than the game. From
-the largest game's bytes per history it extrapolates how many histories fit
-in ``--memory-gib`` (24 by default) for the arrays plus one iteration, and
+For each game (default: Leduc, GP variants, II-GS(5..7), LD(1,1) and larger
+Liar's Dice variants; a game over ``--max-histories`` is reported as
+refused): enumeration time and the growth of resident memory while
+enumerating (in a forked child, sampled at every progress report), the
+compiled arrays' bytes, CFR+ compile time, time per iteration (with OpenSpiel
+C++ and LiteEFG CFR+ timed in the same run where the game exists in
+OpenSpiel) and the memory XLA plans for one iteration (arguments + outputs +
+temporaries, from ``memory_analysis``), each also per history, so one sees
+where a cost grows faster than the game. From the largest game's bytes per
+history it extrapolates how many histories fit in ``--memory-gib`` (24 by
+default) for one CFR+ iteration, and
 for enumeration. Then batched CFR+ throughput against batch size, and against
 device count (``jaxgt.sharding.run_batch`` in subprocesses with
 ``--xla_force_host_platform_device_count=d``: emulated devices share the host's
@@ -40,8 +43,8 @@ DEFAULT_GAMES = ("leduc_poker;generic_poker(T=4,C=1,R=2,B=1);generic_poker;"
                  "goofspiel(num_cards=5);goofspiel(num_cards=6);goofspiel(num_cards=7);"
                  "liars_dice(numdice=1);liars_dice(numdice=2,numdice2=1,dice_sides=4);"
                  "liars_dice(numdice=1,dice_sides=8)")
-BENCH_QUICK = ["--games", "kuhn_poker;leduc_poker;goofspiel(num_cards=5)", "--iterations", "20",
-               "--batches", "1,16,64", "--batch-game", "kuhn_poker", "--devices", "1,2",
+BENCH_QUICK = ["--games", "kuhn_poker;leduc_poker", "--iterations", "20",
+               "--batches", "1,64", "--batch-game", "kuhn_poker", "--devices", "1,2",
                "--peer-seconds", "0.2"]
 
 
@@ -208,7 +211,8 @@ def device_rates(name: str, devices, batch: int, iterations: int) -> list:
                        capture_output=True, text=True, env=env)
     lines = [l for l in r.stdout.splitlines() if l.startswith("WORKER ")]
     if r.returncode or not lines:
-      raise RuntimeError(f"device worker ({d} devices) failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+      raise RuntimeError(f"device worker ({d} devices) failed:\n"
+                         f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
     out.append(json.loads(lines[-1][len("WORKER "):]))
   return out
 

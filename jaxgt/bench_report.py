@@ -84,8 +84,8 @@ def _git_revision(root: pathlib.Path) -> str | None:
   try:
     rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True, timeout=10)
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, timeout=10)
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                            "--untracked-files=no"], capture_output=True, text=True, timeout=10)
   except (OSError, subprocess.SubprocessError):
     return None
   if rev.returncode:
@@ -159,11 +159,16 @@ def markdown(results: dict) -> str:
            "Peers: " + ", ".join(f"{k} {v}" if v else f"{k} MISSING"
                                  for k, v in e["peers"].items()), "",
            "Ratio > 1: jaxgt ahead of the peer timed in the same run.", ""]
+  if "seconds" in results:
+    load = results.get("load_average")
+    lines += [f"Total {results['seconds']:.0f} s wall, {results.get('cpu_seconds', 0):.0f} s CPU"
+              + (f", load average {load[0]:.1f} at the end" if load else "") + ".", ""]
   for b in results["benchmarks"]:
     status = "ok" if b["returncode"] == 0 else f"FAILED (exit {b['returncode']})"
     if b.get("skipped"):
       status = f"skipped: {b['skipped']}"
-    lines += [f"## {b['name']} ({b['seconds']:.0f} s, {status})", ""]
+    cpu = f", {b['cpu_seconds']:.0f} s CPU" if "cpu_seconds" in b else ""
+    lines += [f"## {b['name']} ({b['seconds']:.0f} s{cpu}, {status})", ""]
     if b["figures"]:
       lines += ["| figure | parameters | value | unit | peer | peer value | ratio |",
                 "|---|---|---:|---|---|---:|---:|"]

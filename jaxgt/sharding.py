@@ -31,14 +31,21 @@ collective is needed (increments of sampled solvers, gradients of a learner).
   over a batch split across devices, for a learner.
 
 Multi-host: start one process per host (or several per host on CPU) and call
-:func:`initialize` first; :func:`mesh` then spans every process's devices::
+:func:`initialize` before anything else touches JAX; :func:`mesh` then spans
+every process's devices and every function here runs unchanged (each process
+calls it with the same arguments). A script ``train.py`` that begins::
 
-    # on each of N processes (here two on one machine, CPU collectives over gloo)
-    python -c "import jaxgt.sharding as s; s.initialize('localhost:12345', 2, RANK); ..."
+    import sys
+    from jaxgt import sharding
+    sharding.initialize("host0:12345", num_processes=2, process_id=int(sys.argv[1]))
+    m = sharding.mesh()          # all devices of both processes
 
+is launched as ``python train.py 0`` on host0 and ``python train.py 1`` on
+the other host (on one machine, two shells; CPU collectives go over gloo).
 Host arrays are placed with ``jax.make_array_from_callback`` (each process
 supplies its own shards), and :func:`to_host` gathers results on every
-process. ``tests/test_sharding.py`` launches two local processes this way.
+process. ``tests/sharding_checks.py`` is such a script, and
+``tests/test_sharding.py`` launches two local processes of it.
 
 Shape letters: ``B`` batch, ``T`` terminals, ``I`` information states, ``A``
 actions, ``n`` devices on the mesh.

@@ -1,4 +1,4 @@
-"""jaxgt.sharding: sharded results equal single-device ones (8 emulated CPU devices, 2 processes)."""
+"""jaxgt.sharding: sharded results equal single-device ones (8 emulated devices, 2 processes)."""
 
 import json
 import os

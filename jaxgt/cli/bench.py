@@ -12,6 +12,7 @@ import ast
 import json
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,7 @@ def _run_one(name: str, path: pathlib.Path, args: list, logs: pathlib.Path,
   env = dict(os.environ, JAXGT_BENCH_FIGURES=figures_file, JAXGT_BENCH_NAME=name,
              PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
   log = logs / f"{name}.log"
+  cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
   t0 = time.perf_counter()
   with open(log, "w") as out:
     out.write(f"$ {sys.executable} {path} {' '.join(args)}\n")
@@ -89,6 +91,8 @@ def _run_one(name: str, path: pathlib.Path, args: list, logs: pathlib.Path,
       rc = -1
       out.write(f"\n[jaxgt bench] stopped after {timeout:.0f} s\n")
   seconds = time.perf_counter() - t0
+  cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+  cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
   records = []
   with open(figures_file) as f:
     for line in f:
@@ -96,8 +100,9 @@ def _run_one(name: str, path: pathlib.Path, args: list, logs: pathlib.Path,
         records.append(json.loads(line))
   os.unlink(figures_file)
   tail = log.read_text().splitlines()[-15:] if rc else []
-  return {"name": name, "args": args, "seconds": seconds, "returncode": rc, "log": str(log),
-          "log_tail": tail, "figures": [r for r in records if "missing_peer" not in r],
+  return {"name": name, "args": args, "seconds": seconds, "cpu_seconds": cpu, "returncode": rc,
+          "log": str(log), "log_tail": tail,
+          "figures": [r for r in records if "missing_peer" not in r],
           "missing_peers": [r for r in records if "missing_peer" in r]}
 
 
@@ -142,11 +147,14 @@ def run(args) -> int:
     b = _run_one(name, found[name], extra, logs, args.timeout)
     results["benchmarks"].append(b)
     status = "ok" if b["returncode"] == 0 else f"FAILED (exit {b['returncode']}, see {b['log']})"
-    print(f"      {b['seconds']:.1f} s, {len(b['figures'])} figures, "
+    print(f"      {b['seconds']:.1f} s ({b['cpu_seconds']:.1f} s CPU), "
+          f"{len(b['figures'])} figures, "
           f"{len(b['missing_peers'])} missing peers: {status}", flush=True)
   results["seconds"] = time.perf_counter() - t0
+  results["cpu_seconds"] = sum(b.get("cpu_seconds", 0.0) for b in results["benchmarks"])
+  results["load_average"] = os.getloadavg() if hasattr(os, "getloadavg") else None
   results["missing_peers"] = [label for label, v in env["peers"].items() if v is None]
   written = bench_report.write_results(out, results)
-  print(f"total {results['seconds']:.0f} s; wrote {written['json']}, {written['markdown']}" +
+  print(f"total {results['seconds']:.0f} s ({results['cpu_seconds']:.0f} s CPU); wrote {written['json']}, {written['markdown']}" +
         "".join(f", {p}" for p in written["plots"]))
   return 0 if all(b["returncode"] == 0 for b in results["benchmarks"]) else 1
