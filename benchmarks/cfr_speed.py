@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgt
+from jaxgt.bench_report import figure, missing_peer
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.core import sequence_form as sf
 
@@ -28,6 +29,8 @@ from jaxgt.core import sequence_form as sf
 DEFAULT_GAMES = ("kuhn_poker;leduc_poker;liars_dice(numdice=1);goofspiel(num_cards=4);"
                  "goofspiel(num_cards=5);generic_poker(T=4,C=1,R=2,B=1);generic_poker;"
                  "scotland_yard")
+BENCH_QUICK = ["--games", "leduc_poker", "--iterations", "200", "--repeats", "1",
+               "--openspiel-seconds", "0.5", "--batch-sizes", "64", "--batch-iterations", "20"]
 
 
 def _time_jaxgt(tree, solver, iterations, repeats):
@@ -85,7 +88,7 @@ def _batched(g, tree, batch_sizes, iterations):
   return rows
 
 
-def main():
+def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--games", default=DEFAULT_GAMES,
                   help="semicolon- or comma-separated game strings")
@@ -95,7 +98,7 @@ def main():
                   help="time budget for each OpenSpiel measurement")
   ap.add_argument("--batch-sizes", default="1,4,16,64,256,1024")
   ap.add_argument("--batch-iterations", type=int, default=50)
-  args = ap.parse_args()
+  args = ap.parse_args(argv)
   sep = ";" if ";" in args.games else ","
   games = [s.strip() for s in _split(args.games, sep) if s.strip()]
   batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
@@ -117,21 +120,33 @@ def main():
       c, ms, out = _time_jaxgt(tree, solver, args.iterations, args.repeats)
       expl = float(sf.exploitability(tree, solver.average_policy(tree, out)))
       ours[solver_name] = ms
+      figure("compile", c, "s", higher_is_better=False, game=g.name, solver=solver_name)
+      if solver_name not in ("cfr+", "cfr"):
+        figure("iteration", ms, "ms/iter", higher_is_better=False, game=g.name,
+               solver=solver_name)
       print(f"  jaxgt {solver_name:<10} compile {c:6.2f}s   {ms:9.4f} ms/iter   "
             f"exploitability after {args.iterations}: {expl:.3e}")
     os_name = g.game.openspiel_game_string()
     if os_name is None:
       print("  OpenSpiel: no equivalent game")
+      missing_peer("OpenSpiel C++", "no equivalent OpenSpiel game", game=g.name)
+      for ours_name in ("cfr+", "cfr"):
+        figure("iteration", ours[ours_name], "ms/iter", higher_is_better=False, game=g.name,
+               solver=ours_name)
     else:
       for ours_name, cls in [("cfr+", "CFRPlusSolver"), ("cfr", "CFRSolver")]:
         ms = time_openspiel(os_name, cls, args.openspiel_seconds)
         if ms is None:
           print("  OpenSpiel: pyspiel not installed (pip install 'jaxgt[bench]')")
+          missing_peer("OpenSpiel C++", "pyspiel not installed", game=g.name)
           break
+        figure("iteration", ours[ours_name], "ms/iter", higher_is_better=False, game=g.name,
+               solver=ours_name, peer=f"OpenSpiel C++ {cls}", peer_value=ms)
         print(f"  OpenSpiel C++ {cls:<14} {ms:9.4f} ms/iter   jaxgt {ours_name} is "
               f"{ms / ours[ours_name]:7.1f}x faster")
     print("  batched CFR+ (root chance distributions): B, game-iterations/s")
     for B, rate in _batched(g, tree, batch_sizes, args.batch_iterations):
+      figure("batched cfr+", rate, "game-iterations/s", game=g.name, batch=B)
       print(f"    B={B:<5d} {rate:12.0f} it/s   ({1e3 / rate * B:.4f} ms per batched iteration)")
 
 

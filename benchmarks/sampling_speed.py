@@ -25,10 +25,14 @@ import time
 import jax
 
 import jaxgt
+from jaxgt.bench_report import figure
 from jaxgt.solvers import mccfr
 from jaxgt.core import sequence_form as sf
 
 OS_NAMES = {"os": "OutcomeSamplingMCCFRSolver", "es": "ExternalSamplingMCCFRSolver"}
+BENCH_QUICK = ["--games", "leduc_poker", "--kinds", "os", "--batches", "16,1024",
+               "--seconds", "0.3", "--no-liars-dice", "--samples", "20000",
+               "--convergence-batches", "64"]
 
 
 def throughput(run, state, per_step: int, seconds: float, warmup_steps: int = 1):
@@ -129,11 +133,15 @@ def main(argv=None):
         c, rate = _ours(game, kind, b, args.seconds)
         best = max(best, (rate, b))
         print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {rate / ref:>8.1f}x")
+        figure(f"mccfr-{kind}", rate, "traj/s", game=game, batch=b,
+               peer=f"OpenSpiel C++ {OS_NAMES[kind]}", peer_value=ref)
       print(f"fastest: batch {best[1]}; equal samples (exploitability, seconds; larger "
             f"batches make fewer regret updates per sample):")
       conv = [int(b) for b in args.convergence_batches.split(",") if b]
       for name, n, expl, dt in _convergence(pyspiel, os_game, kind, conv, args.samples):
         print(f"  {name:<18} {n:>12,} traj  exploitability {expl:.4f}  {dt:7.2f} s")
+        figure(f"mccfr-{kind} exploitability at equal samples", expl, "NashConv/2",
+               higher_is_better=False, game=game, run=name, samples=n)
 
 
 if __name__ == "__main__":

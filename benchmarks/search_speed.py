@@ -42,6 +42,7 @@ import jax
 import numpy as np
 
 import jaxgt
+from jaxgt.bench_report import figure, missing_peer
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers.ismcts import ISMCTS
@@ -52,6 +53,8 @@ from sampling_speed import _openspiel as _openspiel_mccfr  # noqa: E402  (OS-MCC
 from sampling_speed import throughput  # noqa: E402
 
 SOLVERS = ("oos-ist", "oos-pst", "ismcts", "uct", "smooth-uct")
+BENCH_QUICK = ["--games", "kuhn_poker", "--batches", "16", "--seconds", "0.2",
+               "--peer-simulations", "200", "--no-liars-dice"]
 UNIT = {"oos-ist": "traj", "oos-pst": "traj", "ismcts": "sims", "uct": "episodes",
         "smooth-uct": "episodes"}
 
@@ -160,6 +163,11 @@ def main(argv=None):
         c, rate = _ours(game, solver, b, args.seconds)
         ratio = "n/a" if isinstance(ref, str) else f"{rate / ref:.2f}x"
         print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ratio:>{w}}", flush=True)
+        if isinstance(ref, str):
+          missing_peer(f"OpenSpiel C++ {peer}", ref, game=game, solver=solver)
+        figure(solver, rate, f"{unit}/s", game=game, batch=b,
+               peer=None if isinstance(ref, str) else f"OpenSpiel C++ {peer}",
+               peer_value=None if isinstance(ref, str) else ref)
 
 
 if __name__ == "__main__":

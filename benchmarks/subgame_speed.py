@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgt
+from jaxgt.bench_report import figure, missing_peer
 from jaxgt.search import leaf as lf
 from jaxgt.core import public_tree as ptm
 from jaxgt.search import resolving as rs
@@ -39,6 +40,9 @@ from jaxgt.core import sequence_form as sf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cfr_speed import time_openspiel  # noqa: E402  (OpenSpiel C++ ms/iteration)
+
+
+BENCH_QUICK = ["--iterations", "20", "--batches", "1,64", "--one-by-one", "2", "--openspiel"]
 
 
 def _summaries(rng, k_us, k_opp, B):
@@ -53,7 +57,7 @@ def _timed(fn):
   return time.perf_counter() - t0
 
 
-def main():
+def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--game", default="leduc_poker")
   ap.add_argument("--depth", type=int, default=3)
@@ -64,7 +68,7 @@ def main():
   ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
   ap.add_argument("--one-by-one", type=int, default=8, help="solves timed one by one")
   ap.add_argument("--openspiel", action="store_true", help="also time OpenSpiel CFR+")
-  args = ap.parse_args()
+  args = ap.parse_args(argv)
   if args.dtype == "float64":
     jax.config.update("jax_enable_x64", True)
   g = jaxgt.load(args.game)
@@ -120,21 +124,28 @@ def main():
       dt = _timed(fn)
       ours_visits.append(B * T * H / dt)
       line.append(f"B={B}: {B * T / dt:,.0f} it/s (compile+first {first:.2f}s)")
+      figure("subgame solves", B * T / dt, "iterations/s", game=args.game, public_state=ps,
+             batch=B, mode=args.mode)
     fns = single(args.one_by_one)
     _timed(fns[0])  # compile
     dt = sum(_timed(f) for f in fns)
     line.append(f"one by one: {len(fns) * T / dt:,.0f} it/s")
+    figure("subgame solves", len(fns) * T / dt, "iterations/s", game=args.game,
+           public_state=ps, batch="one by one", mode=args.mode)
     print("  " + "; ".join(line))
   print(f"ours: up to {max(ours_visits):,.0f} history visits/s (subgame histories x iterations x B)")
   if args.openspiel:
     ms = time_openspiel(g.game.openspiel_game_string(), "CFRPlusSolver", 2.0)
     if ms is None:
       print("OpenSpiel not installed: skipped")
+      missing_peer("OpenSpiel C++", "pyspiel not installed")
       return
     os_visits = g.tree.num_histories / (ms / 1e3)
     print(f"OpenSpiel C++ CFRPlusSolver on the full game ({g.tree.num_histories} histories): "
           f"{1e3 / ms:.1f} it/s = {os_visits:,.0f} history visits/s; ours "
           f"{max(ours_visits) / os_visits:,.0f}x")
+    figure("history visits", max(ours_visits), "visits/s", game=args.game,
+           peer="OpenSpiel C++ CFRPlusSolver (full game)", peer_value=os_visits)
 
 if __name__ == "__main__":
   main()

@@ -9,6 +9,7 @@
   jaxgt match GAME AGENT0 AGENT1       head-to-head matches, half in each seat
   jaxgt construct GAME AGENT           exact exploitability of an agent (policy construction)
   jaxgt evaluate LOG --policy P.npz    estimate a policy's value from logged episodes
+  jaxgt bench [--quick] [--out DIR]    run the benchmark suite (--compare A B: merge runs)
 
 GAME is a registered name with optional parameters in OpenSpiel's syntax,
 e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``; AGENT a spec in the same
@@ -23,14 +24,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jaxgt.cli import agents, construct, evaluate, export, games, match, solve
+from jaxgt.cli import agents, bench, construct, evaluate, export, games, match, solve
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
     "solve": solve.run, "export": export.run, "agents": agents.run, "match": match.run,
-    "construct": construct.run, "evaluate": evaluate.run,
+    "construct": construct.run, "evaluate": evaluate.run, "bench": bench.run,
 }
-_MODULES = (games, solve, export, agents, match, construct, evaluate)
+_MODULES = (games, solve, export, agents, match, construct, evaluate, bench)
 
 
 def _parser() -> argparse.ArgumentParser:

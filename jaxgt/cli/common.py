@@ -2,8 +2,38 @@
 
 from __future__ import annotations
 
+import os
+
 
 def load_game(text: str):
-  """The compiled game named by ``text`` (a registered name or ``openspiel:...``)."""
+  """The compiled game named by ``text`` (a registered name or ``openspiel:...``).
+
+  Enumeration prints progress to stderr when it takes more than a few
+  seconds; a game clearly over the history limit is refused before it.
+  """
   from jaxgt.core.compiler import load
-  return load(text)
+  return load(text, progress=True)
+
+
+def check_writable(paths: dict) -> None:
+  """Raises ``ValueError`` unless every file of ``{option: path}`` can be written.
+
+  Called before long work, so a bad ``--save``/``--plot`` is refused at
+  once rather than by a traceback after the work. A ``None`` path (the
+  option not given) passes.
+  """
+  for option, path in paths.items():
+    if path is not None:
+      _check_writable_file(path, option)
+
+
+def _check_writable_file(path: str, option: str) -> None:
+  if os.path.isdir(path):
+    raise ValueError(f"{option} {path}: is a directory, not a file")
+  folder = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(folder):
+    raise ValueError(f"{option} {path}: the directory {folder} does not exist")
+  if not os.access(folder, os.W_OK | os.X_OK):
+    raise ValueError(f"{option} {path}: the directory {folder} is not writable")
+  if os.path.exists(path) and not os.access(path, os.W_OK):
+    raise ValueError(f"{option} {path}: the file exists and is not writable")

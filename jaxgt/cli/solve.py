@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxgt.cli.common import load_game
+from jaxgt.cli.common import check_writable, load_game
 
 SOLVER_CHOICES = ["cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "dcfr+", "pdcfr+", "hs-pcfr+", "hs-dcfr",
                   "mmd"]
@@ -79,6 +79,7 @@ def run(args) -> int:
   if args.simultaneous and args.alternating:
     raise ValueError("--simultaneous and --alternating exclude each other")
   kw = solver_kwargs(args)
+  check_writable({"--save": args.save, "--plot": args.plot})
   g = load_game(args.game)
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
         f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", flush=True)

@@ -16,11 +16,13 @@ belief enters the solvers as per-terminal weights replacing ``terminal_chance``.
 from __future__ import annotations
 
 import array
+import collections
 import dataclasses
-import functools
 import hashlib
+import os
+import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -30,6 +32,7 @@ from flax import struct
 from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL, Game
+from jaxgt.games.size import GameTooLargeError, SizeEstimate, format_count, refuse_if_too_large
 
 NO_INDEX = -1
 """Index arrays: no parent, no action, no child, no information state, no terminal."""
@@ -146,8 +149,57 @@ class CompiledGame:
             f"{s['infostates_p1']}, {s['public_states']} public states>")
 
 
-class GameTooLargeError(ValueError):
-  pass
+def _rss_bytes() -> int:
+  """Resident memory of this process (Linux ``/proc``; else the peak from ``resource``)."""
+  try:
+    with open("/proc/self/statm") as f:
+      return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+  except (OSError, ValueError, IndexError):
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class EnumerationProgress:
+  """One progress report of :func:`compile_game`'s enumeration."""
+
+  histories: int  # histories enumerated (their game calls done)
+  discovered: int  # histories found so far (enumerated + waiting in the queue)
+  seconds: float  # since enumeration started
+  rate: float  # histories enumerated per second
+  rss_bytes: int  # resident memory of the process
+  estimate: SizeEstimate | None  # the size estimate made before enumerating, if any
+  limit: int  # max_histories
+
+  def line(self) -> str:
+    est = (f" of ~{format_count(self.estimate.log10_histories)} estimated"
+           if self.estimate is not None else "")
+    return (f"enumerating: {self.histories:,} histories{est} ({self.discovered:,} found, "
+            f"limit {self.limit:,}), {self.rate:,.0f}/s, {self.seconds:.1f}s, "
+            f"memory {self.rss_bytes / 2**20:,.0f} MiB")
+
+
+def _print_progress(report: EnumerationProgress) -> None:
+  print(report.line(), file=sys.stderr, flush=True)
+
+
+def _early_size_check(game: Game, max_histories: int) -> SizeEstimate | None:
+  """The random-path size estimate, raising :class:`GameTooLargeError` when clearly over.
+
+  A game that counted its histories already gets that count. A game whose
+  rules fail on a random path is not refused here: the
+  enumeration then reports the defect with the offending history.
+  """
+  known = getattr(game, "num_histories", None)  # counted already (e.g. imported games)
+  if isinstance(known, int) and 0 < known <= max_histories:
+    return SizeEstimate(log10_histories=float(np.log10(known)), paths=0, longest_path=0,
+                        truncated=False, seconds=0.0)
+  try:
+    return refuse_if_too_large(game, max_histories, bounds=getattr(game, "size_bounds", None))
+  except GameTooLargeError:
+    raise
+  except Exception:  # malformed rules: enumeration names the history
+    return None
 
 
 def ancestor_at_depth(parent, depth, nodes, target) -> np.ndarray:
@@ -188,7 +240,9 @@ def _path(parent, action, h: int) -> tuple:
   return tuple(reversed(acts))
 
 
-def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
+def compile_game(game: Game, *, max_histories: int = 5_000_000,
+                 progress: bool | Callable[[EnumerationProgress], Any] = False,
+                 progress_seconds: float = 2.0) -> CompiledGame:
   """Enumerates ``game`` breadth-first and builds its :class:`CompiledGame`.
 
   The enumeration (the only stage that calls ``game``) records per history
@@ -200,9 +254,19 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
   id, an empty legal set, an action id out of range, chance probabilities that
   are not positive or do not sum to one, non-zero-sum returns, imperfect
   recall (one information state reached by two different own sequences, or
-  with different legal actions), and a tree over ``max_histories``.
+  with different legal actions), and a tree over ``max_histories``. A game
+  clearly over the limit is refused before enumerating, from a random-path
+  estimate of its size (:mod:`jaxgt.games.size`; ``GameTooLargeError``, a
+  ``ValueError``, saying how far over it is).
+
+  ``progress``: ``True`` prints an :class:`EnumerationProgress` line to
+  stderr every ``progress_seconds`` (histories, rate, memory); a callable
+  receives each report instead.
   """
   t0 = time.perf_counter()
+  estimate = _early_size_check(game, max_histories)
+  report = _print_progress if progress is True else (progress or None)
+  next_report = t0 + progress_seconds
   A = int(game.num_actions)
   if A <= 0:
     raise ValueError(f"{game.name}: num_actions must be positive, got {A}")
@@ -228,6 +292,12 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000) -> CompiledGame:
       raise GameTooLargeError(
           f"{game.game_string()}: more than {max_histories} histories "
           f"(counted {len(states)} so far); pass max_histories=... to raise the limit")
+    if report is not None and h and not h % 4096 and time.perf_counter() >= next_report:
+      now = time.perf_counter()
+      next_report = now + progress_seconds
+      report(EnumerationProgress(histories=h, discovered=len(states), seconds=now - t0,
+                                 rate=h / max(now - t0, 1e-9), rss_bytes=_rss_bytes(),
+                                 estimate=estimate, limit=max_histories))
     p = game.current_player(s)
     pk = game.public_state(s)
     public_of_hist.append(public_ids.setdefault(pk, len(public_ids)))
@@ -451,7 +521,23 @@ def _fingerprint(game: Game, tree: GameTree, keys) -> str:
   return h.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=32)
-def load(text: str, max_histories: int = 5_000_000):
-  """Parses, builds and compiles a game string; returns a ``CompiledGame``."""
-  return compile_game(make_from_string(text, max_histories), max_histories=max_histories)
+_LOADED: collections.OrderedDict = collections.OrderedDict()  # (text, max_histories) -> game
+_LOADED_MAX = 32
+
+
+def load(text: str, max_histories: int = 5_000_000, *, progress=False):
+  """Parses, builds and compiles a game string; returns a ``CompiledGame``.
+
+  The 32 most recent games are cached by ``(text, max_histories)``;
+  ``progress`` is :func:`compile_game`'s (it does not enter the cache key).
+  """
+  key = (text, max_histories)
+  if key in _LOADED:
+    _LOADED.move_to_end(key)
+    return _LOADED[key]
+  game = compile_game(make_from_string(text, max_histories), max_histories=max_histories,
+                      progress=progress)
+  _LOADED[key] = game
+  while len(_LOADED) > _LOADED_MAX:
+    _LOADED.popitem(last=False)
+  return game

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxgt.games.base import CHANCE, TERMINAL, Game
+from jaxgt.games.size import openspiel_bounds, refuse_if_too_large
 
 _PREFIX = "openspiel:"
 _SIMULTANEOUS = -2   # pyspiel.PlayerId.SIMULTANEOUS
@@ -81,6 +82,8 @@ class OpenSpielGame(Game):
     self.simultaneous = gtype.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS
     self.num_actions = game.num_distinct_actions()
     self._observer = self._public_observer(pyspiel, game)
+    self.size_bounds = openspiel_bounds(game)  # refuse a game clearly over the limit fast
+    refuse_if_too_large(self, max_histories, bounds=self.size_bounds)
     self.num_histories = self._count(max_histories)
     self._ck = self._common_knowledge() if self._observer is None else None
 
