@@ -34,9 +34,11 @@ jax.config.update("jax_enable_x64", True)
 
 import jaxgt  # noqa: E402
 from jaxgt.evaluation import importance  # noqa: E402
+from jaxgt.bench_report import figure  # noqa: E402
 from jaxgt.evaluation.episode_log import read_episodes, write_episodes  # noqa: E402
 
 PLAYER = 0
+BENCH_QUICK = ["--quick"]
 
 
 def loop_estimates(compiled, episodes, target, logged, estimator):
@@ -84,12 +86,12 @@ def loop_estimates(compiled, episodes, target, logged, estimator):
   return out
 
 
-def main():
+def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--episodes", type=int, default=200_000)
   ap.add_argument("--loop-episodes", type=int, default=2000)
   ap.add_argument("--quick", action="store_true", help="20000 episodes, 300 in the loop")
-  args = ap.parse_args()
+  args = ap.parse_args(argv)
   n, n_loop = (20_000, 300) if args.quick else (args.episodes, args.loop_episodes)
   compiled = jaxgt.load("leduc_poker")
   target, logged, opponent = (importance.random_profile(compiled, s) for s in (1, 2, 3))
@@ -125,6 +127,8 @@ def main():
     loop_s = time.perf_counter() - t0
     rate, loop_rate = n / (table_s + locate_s), n_loop / loop_s
     diff = float(np.max(np.abs(ref - ours[:n_loop])))
+    figure(estimator, rate, "episodes/s", peer="Python loop over pyspiel states", peer_value=loop_rate,
+           game=compiled.name, episodes=n)
     print(f"{estimator:<10} {table_s:8.3f} {locate_s:9.3f} {rate:12,.0f} {loop_rate:10,.0f} "
           f"{rate / loop_rate:7.0f}x {diff:11.2e}")
 
