@@ -169,13 +169,13 @@ def exact_ties(regret: jax.Array, q: jax.Array) -> jax.Array:
   Where an action's value equals the information state's value in exact
   arithmetic, ``q - sum(sigma q)`` comes out as a few ulps of either sign,
   depending on how XLA fuses the sum; regret matching+ then turns such a
-  residual into a pure strategy. Anything within ``16 A eps max|q|`` of zero
+  residual into a pure strategy. Anything within ``A eps max|q|`` of zero
   is taken to be zero, so the iterates are those of exact arithmetic (and do
   not change with the XLA version or the chunking of a run).
   """
   eps = jnp.finfo(regret.dtype).eps
   scale = jnp.max(jnp.abs(q), axis=-1, keepdims=True)
-  return jnp.where(jnp.abs(regret) <= 16 * q.shape[-1] * eps * scale, 0.0, regret)
+  return jnp.where(jnp.abs(regret) <= q.shape[-1] * eps * scale, 0.0, regret)
 
 
 # ------------------------------------------------------------------ the solver
