@@ -144,7 +144,7 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
     q, _ = sequence_form.sequence_values(pt, values, tree.terminal_seq[p], sigma[p],
                                          tree.num_actions)
     value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
-    instant = jnp.where(pt.legal, q - value, 0.0)
+    instant = jnp.where(pt.legal, exact_ties(q - value, q), 0.0)
     regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
     reach = sequence_form.infostate_reach(pt, x[p])
     if solver.compensated:
@@ -161,6 +161,21 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
   state = state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
                         regret_state=tuple(extra), cum_compensation=tuple(comp))
   return Iterate(state=state, sigma=tuple(sigma), x=tuple(x), root_state=root_state)
+
+
+def exact_ties(regret: jax.Array, q: jax.Array) -> jax.Array:
+  """Instantaneous regrets ``[I, A]`` with rounding residuals of exact ties set to zero.
+
+  Where an action's value equals the information state's value in exact
+  arithmetic, ``q - sum(sigma q)`` comes out as a few ulps of either sign,
+  depending on how XLA fuses the sum; regret matching+ then turns such a
+  residual into a pure strategy. Anything within ``A eps max|q|`` of zero
+  is taken to be zero, so the iterates are those of exact arithmetic (and do
+  not change with the XLA version or the chunking of a run).
+  """
+  eps = jnp.finfo(regret.dtype).eps
+  scale = jnp.max(jnp.abs(q), axis=-1, keepdims=True)
+  return jnp.where(jnp.abs(regret) <= q.shape[-1] * eps * scale, 0.0, regret)
 
 
 # ------------------------------------------------------------------ the solver
