@@ -30,6 +30,7 @@ import time
 import jax
 
 import jaxgt
+from jaxgt.bench_report import figure, missing_peer
 from jaxgt.core.evaluate import policy_evaluation_jit
 from jaxgt.solve import SOLVERS, make_full_width_solver
 
@@ -45,6 +46,8 @@ GAMES = {
     "scotland_yard": ("glasses map", None, False),
 }
 QUICK_GAMES = ("kuhn_poker", "leduc_poker")
+BENCH_QUICK = ["--games", "leduc_poker", "--solvers", "cfr+,dcfr+,pcfr+", "--budget", "5",
+               "--peer-cap", "3000", "--out", "convergence_quick"]
 # MMD's defaults reach only its regularised equilibrium; a small temperature for the table
 SOLVER_KWARGS = {"mmd": {"alpha": 1e-3}}
 
@@ -209,7 +212,7 @@ def plot(label, curves, path):
   plt.close(fig)
 
 
-def main():
+def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--games", default=";".join(GAMES), help="';'-separated jaxgt game strings")
   ap.add_argument("--solvers", default=",".join(SOLVERS), help="','-separated jaxgt solvers")
@@ -220,7 +223,7 @@ def main():
   ap.add_argument("--no-peers", action="store_true", help="skip OpenSpiel and LiteEFG")
   ap.add_argument("--quick", action="store_true", help="Kuhn and Leduc, 10 s budgets")
   ap.add_argument("--out", default="convergence_out", help="folder for the table and plots")
-  args = ap.parse_args()
+  args = ap.parse_args(argv)
   if args.dtype == "float64":
     jax.config.update("jax_enable_x64", True)
   games = QUICK_GAMES if args.quick else tuple(g for g in args.games.split(";") if g)
@@ -251,17 +254,23 @@ def main():
         peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, budget, eps_min))
       except ImportError:
         print("  OpenSpiel C++ CFR+: missing (pyspiel not installed)")
+        missing_peer("OpenSpiel C++", "pyspiel not installed", game=label)
       try:
         for lbl, factory, conv, sargs in liteefg_solvers():
           peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, budget,
                                    eps_min))
       except ImportError:
         print("  LiteEFG: missing (pip install LiteEFG)")
+        missing_peer("LiteEFG", "not installed (pip install LiteEFG)", game=label)
       for c in peers:
         print(f"  {c.name:20s} " + "  ".join(f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
               + f"  last {c.values[-1]:.2e} at {c.iterations[-1]}", flush=True)
     report += table(label, curves + peers, set(names))
     ours = best_at(curves, 1e-4)
+    peer_best = best_at(peers, 1e-4)
+    if ours:
+      figure("seconds to 1e-4", ours[0], "s", higher_is_better=False, game=label, solver=ours[1],
+             **({"peer": peer_best[1], "peer_value": peer_best[0]} if peer_best else {}))
     for peer_name in ("OpenSpiel C++ CFR+",):
       peer = [c for c in peers if c.name == peer_name]
       r = peer[0].reach(1e-4) if peer else None
