@@ -277,7 +277,7 @@ def test_agent_exposes_average_strategy_sums_for_aggregation():
   """001 Sec. 5.2 aggregates "s_I in OOS": the agent's statistics are the match's sums."""
   from jaxgt.evaluation import aggregate
   g = jaxgt.load("kuhn_poker")
-  agent = OOSAgent(g, iterations=200, solver=OOS(batch=4, dtype="float64"))
+  agent = OOSAgent(g, iterations=100, solver=OOS(batch=2, dtype="float64"))
   tree = g.device_tree("float64")
   h = int(np.flatnonzero(np.asarray(tree.player) == 1)[0])
   _, state = agent.act(jax.random.key(0), agent.init(jax.random.key(0)), h)
