@@ -1,22 +1,29 @@
-"""Head-to-head: OOS against ISMCTS (UCT and RM) on II-Goofspiel and Liar's Dice.
+"""Head-to-head: OOS, ISMCTS-UCT, ISMCTS-RM and random in the games of Lisy, Lanctot, Bowling (2015).
 
-Reproduces the shape of the match tables of Lisy, Lanctot, Bowling (2015),
-Sec. 5.3: every row agent plays ``--matches`` matches against every column
-agent, half of them in each seat; a cell is the row agent's win rate in
-percent (draws count half) with its 95% half-width, and its mean payoff.
-Budgets are trajectories per move: OOS runs ``budget / 2`` iterations (one
-trajectory per update player each), ISMCTS ``budget`` simulations.
+Reproduces the shape of the paper's match tables (Sec. 5.5, Fig. "matches"):
+every row agent plays ``--matches`` matches against every column agent, half
+of them in each seat; a cell is the row agent's win rate in percent (draws
+count half) with its 95% half-width, and its mean payoff. Budgets are
+trajectories per move: OOS runs ``budget / 2`` iterations (one trajectory per
+update player each), ISMCTS ``budget`` simulations. The paper's budgets are
+seconds per move (0.1 s for II-GS(6), LD(1,1), GP(3,3,2,2); 1 s / 5 s for the
+larger variants); here they are sample counts, so agents meet at equal
+samples, not equal time.
 
-    python examples/oos_vs_ismcts.py                       # small default run
-    python examples/oos_vs_ismcts.py --budgets 1000,10000 --matches 400 \\
-        --rows oos,uct,rm --cols oos,uct,rm,rnd
+    python examples/oos_vs_ismcts.py --quick               # II-GS(4), LD(1,1); minutes
+    python examples/oos_vs_ismcts.py --games gs,ld,gp --budgets 1000,10000 --matches 200 \\
+        --rows oos,uct,rm,rnd --cols oos,uct,rm,rnd
+
+Games (``--games``, comma-separated keys or game strings): ``gs`` = the
+paper's II-GS(6) (``ii_goofspiel(num_cards=6)``, point cards 0..5), ``gs4`` =
+II-GS(4), ``ld`` = LD(1,1), ``gp`` = GP(3,3,2,2). Parameters (Sec. 5.1, 5.4):
+UCT ``C`` twice the largest payoff, the most visited action played; RM
+exploration 0.2, moves sampled from the mean strategy; OOS ``epsilon =
+0.6``, ``gamma = 0.01``, ``delta = --delta`` with ``--targeting``; OOS keeps
+its tables between the moves of a match, ISMCTS starts fresh every move.
 
 Matches run through :func:`jaxgt.evaluation.match.play` (all matches of a
-cell as one jitted program; each agent searches only where it acts). The default run takes about a minute
-on 2 CPU cores. At these small budgets OOS (fresh tables each match) loses to
-UCT in Liar's Dice; with ``--budgets 20000`` one run gave OOS 55 +- 16% against
-UCT and 80 +- 13% against RND (40 matches), close to the paper's 0.1 s LD(1,1)
-table (51.7% and 83.3%).
+cell as one jitted program; each agent searches only where it acts).
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ from jaxgt.agents.oos import OOSAgent
 from jaxgt.solvers.oos import OOS
 
 
+GAMES = {"gs": "ii_goofspiel(num_cards=6)", "gs4": "ii_goofspiel(num_cards=4)",
+         "ld": "liars_dice(numdice=1)", "gp": "generic_poker(T=3,C=3,R=2,B=2)"}
+
+
 def make_agent(kind: str, game: CompiledGame, budget: int, args) -> Agent:
   if kind == "oos":
     solver = OOS(delta=args.delta, targeting=args.targeting, epsilon=0.6, gamma=0.01)
@@ -52,16 +63,21 @@ def make_agent(kind: str, game: CompiledGame, budget: int, args) -> Agent:
 
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  ap.add_argument("--games", default="goofspiel,liars_dice",
-                  help="comma-separated game strings (default: II-GS(4) and LD(1,1))")
-  ap.add_argument("--budgets", default="100,1000", help="trajectories per move, comma-separated")
-  ap.add_argument("--matches", type=int, default=40, help="matches per cell (seats alternate)")
-  ap.add_argument("--rows", default="oos")
-  ap.add_argument("--cols", default="uct,rm")
+  ap.add_argument("--games", default="gs,ld,gp",
+                  help=f"comma-separated keys of {sorted(GAMES)} or game strings")
+  ap.add_argument("--budgets", default="1000", help="trajectories per move, comma-separated")
+  ap.add_argument("--matches", type=int, default=100, help="matches per cell (seats alternate)")
+  ap.add_argument("--rows", default="oos,uct,rm,rnd")
+  ap.add_argument("--cols", default="oos,uct,rm,rnd")
+  ap.add_argument("--quick", action="store_true",
+                  help="II-GS(4) and LD(1,1), budget 1000, 20 matches, OOS against the others")
   ap.add_argument("--delta", type=float, default=0.9)
   ap.add_argument("--targeting", default="ist", choices=("ist", "pst"))
   ap.add_argument("--seed", type=int, default=0)
   args = ap.parse_args(argv)
+  if args.quick:
+    args.games, args.budgets, args.matches, args.rows = "gs4,ld", "1000", 20, "oos"
+    args.cols = "uct,rm,rnd"
   budgets = [int(b) for b in args.budgets.split(",")]
   if any(b < 1 for b in budgets) or args.matches < 2:
     raise SystemExit("budgets must be positive and --matches at least 2")
@@ -70,7 +86,7 @@ def main(argv=None):
         f"(draws half) +- 95% half-width [mean payoff]")
   key = jax.random.key(args.seed)
   for game_string in args.games.split(","):
-    game = jaxgt.load(game_string)
+    game = jaxgt.load(GAMES.get(game_string, game_string))
     for budget in budgets:
       print(f"\n{game.name}, {budget} trajectories per move")
       print(f"{'':>6}" + "".join(f"{c.upper():>26}" for c in cols))

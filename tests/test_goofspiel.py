@@ -71,3 +71,20 @@ def test_points_base_and_errors():
     make("goofspiel", num_cards=0)
   with pytest.raises(ValueError, match="returns_type"):
     make("goofspiel", returns_type="total_points")
+
+
+def test_paper_preset_is_goofspiel_with_points_from_zero():
+  """001's II-GS(N) (point cards 0..N-1) is registered as ii_goofspiel: the same tree as
+  goofspiel(points_base=0), payoffs different from OpenSpiel's 1..N where the zero card decides."""
+  paper = make("ii_goofspiel", num_cards=3)
+  assert paper.game_string() == "ii_goofspiel(num_cards=3)" and paper.openspiel_game_string() is None
+  assert make("ii_goofspiel").params["num_cards"] == 6
+  a = compile_game(paper)
+  b = compile_game(make("goofspiel", num_cards=3, points_base=0, returns_type="win_loss"))
+  c = compile_game(make("goofspiel", num_cards=3))
+  assert a.infostate_keys == b.infostate_keys
+  assert (a.tree.terminal_payoff == b.tree.terminal_payoff).all()
+  assert (a.tree.terminal_payoff != c.tree.terminal_payoff).any()
+  assert jaxgt.load("ii_goofspiel(num_cards=3)").tree.num_histories == a.tree.num_histories
+  with pytest.raises(ValueError, match="points_base"):
+    make("ii_goofspiel", points_base=1)

@@ -83,7 +83,7 @@ def test_agent_act_is_traceable():
   np.testing.assert_allclose(np.asarray(probs).sum(-1), 1.0)
   compiled = ismcts._run._cache_size()
   _, s1 = agent.act(keys[1], s0, 1)  # another history: no recompilation
-  assert int(s1) == 2 and ismcts._run._cache_size() == compiled
+  assert int(s1.moves) == 2 and ismcts._run._cache_size() == compiled
 
 
 def test_bad_input_raises_before_compilation():
@@ -116,3 +116,31 @@ def test_chunked_run_equals_one_long_run():
     assert int(one.iteration) == 10
     for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
       np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("selection", ["uct", "rm"])
+def test_agent_exposes_its_search_statistics_for_aggregation(selection):
+  """001 Sec. 5.2 aggregates "visit counts in ISMCTS": the agent keeps the last search's."""
+  from jaxgt.evaluation import aggregate
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  solver = ISMCTS(selection=selection, batch=2, dtype="float64")
+  agent = ISMCTSAgent(g, simulations=100, solver=solver)
+  i = g.infostate_keys[1].index("1b")
+  h = int(np.flatnonzero((np.asarray(tree.player) == 1) & (np.asarray(tree.infostate) == i))[0])
+  key = jax.random.key(4)
+  _, state = agent.act(key, agent.init(key), h)
+  direct = solver.run(tree, solver.init(tree), 100, key, history=h)
+  expect = direct.visits if selection == "uct" else direct.cum_policy
+  for p in (0, 1):
+    np.testing.assert_array_equal(np.asarray(agent.statistics(state, p)), np.asarray(expect[p]))
+  assert float(np.asarray(state.statistics[1])[i].sum()) == pytest.approx(
+      200.0 if selection == "uct" else 200.0)  # every simulation passes I once (or sigma sums 1)
+  res = aggregate.aggregate_policy(g, agent, 8, jax.random.key(1))
+  w = np.asarray(res.weights[1])
+  # The played move is one-hot (UCT) or one row; the statistics put 200 per search at the
+  # searched information state and more below it, so rows sum well beyond the 4 matches.
+  assert w.sum(-1).max() >= 200.0
+  if selection == "uct":
+    np.testing.assert_array_equal(w, np.round(w))  # sums of visit counts
+    assert (np.count_nonzero(w, axis=-1) == 2).any()  # a mixed row: not the one-hot move

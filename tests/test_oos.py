@@ -12,6 +12,7 @@ from jaxgt.solvers import oos
 from jaxgt.core import sequence_form as sf
 from jaxgt.agents.oos import OOSAgent
 from jaxgt.solvers.oos import OOS
+from jaxgt.solvers.walk import walk
 
 
 def _nonlocality(leftmost=1.0):
@@ -54,8 +55,8 @@ def test_targets_and_weighting_factor():
     expect[np.asarray(tree.parent) == 5] = expect[np.asarray(tree.parent) == 6] = True
     np.testing.assert_array_equal(np.asarray(on), expect)
     assert player[1] == 0 and not np.asarray(on)[1]
-    # Uniform mean profile: pi_bar(I) = 1/2, so 1 / w_T = 0.5 + 0.5 / 0.5.
-    np.testing.assert_allclose(float(w), 1 / 1.5)
+    # Uniform mean profile: pi_bar(I) = 1/2, so w_T = 0.5 + 0.5 / 0.5 (Sec. 4.3's s_m / s_0).
+    np.testing.assert_allclose(float(w), 1.5)
   on, w = solver.targets(tree, solver.init(tree), jnp.asarray(-1))
   assert np.asarray(on).all() and float(w) == 1.0
 
@@ -76,7 +77,7 @@ def test_targeted_regret_estimates_are_unbiased(targeting, delta):
   solver = OOS(delta=delta, targeting=targeting, gamma=0.0, batch=B, dtype="float64")
   state = solver.init(tree, prefill=True)
   _, w = solver.targets(tree, state, jnp.asarray(h))
-  assert 0.0 < float(w) < 1.0
+  assert float(w) > 1.0
   state = solver.run(tree, state, 1, jax.random.key(0), history=h)
   np.testing.assert_allclose(np.asarray(state.regrets[0]) / B / float(w), exact, atol=0.04)
 
@@ -171,12 +172,120 @@ def test_bad_input_raises_before_compilation():
 
 
 def test_chunked_run_equals_one_long_run():
-  """Step t draws from step_key(key, t): run(2) then run(3) is run(5), bit for bit."""
+  """Step t draws from step_key(key, t): run(2) then run(3) is run(5).
+
+  Bit for bit without a match history; with one, each ``run`` is a search
+  whose w_T is read off the mean profile when it starts. Here both of player
+  0's actions lead into I, so w_T (pi_bar(I) = 1/2 under any profile) moves
+  only by rounding between the chunks.
+  """
   g, (h, _) = _nonlocality()
   tree = g.device_tree("float64")
   solver = OOS(batch=4, dtype="float64")
   key = jax.random.key(9)
-  one = solver.run(tree, solver.init(tree), 5, key, history=h)
-  two = solver.run(tree, solver.run(tree, solver.init(tree), 2, key, history=h), 3, key, history=h)
-  for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  for pos, rtol in ((None, 0.0), (h, 1e-13)):
+    one = solver.run(tree, solver.init(tree), 5, key, history=pos)
+    two = solver.run(tree, solver.run(tree, solver.init(tree), 2, key, history=pos), 3, key,
+                     history=pos)
+    for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
+      np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("targeting,reach", [(None, 1 / 6), ("ist", 0.1 / 6 + 0.9),
+                                             ("pst", 0.1 / 6 + 0.9 / 3)])
+def test_targeted_and_untargeted_samples_weigh_the_same_at_I(targeting, reach):
+  """Sec. 4.3: with w_T a sample reaching I(m) weighs what it did without targeting.
+
+  Kuhn, player 1 holding the king facing a bet ("2b"), uniform tables. The
+  update-0 half-step adds sigma(I) pi_{-0}(h) w_T / s(h) to player 1's
+  average at I for each sample through I: 1 / pi_0(h) = 2 (player 0 bet
+  with probability 1/2), targeted or not. Samples reach I with probability
+  1/6 untargeted, (1 - delta) / 6 + delta (IST) or (1 - delta) / 6 + delta / 3
+  (PST: the public state "b" has reach 1/2), so the mean total at I over B
+  trajectories is 2 B reach. Upside-down weighting gives 2 / w_T^2 per sample.
+  """
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  i = g.infostate_keys[1].index("2b")
+  h = int(np.flatnonzero((np.asarray(tree.player) == 1) & (np.asarray(tree.infostate) == i))[0])
+  B = 20000
+  solver = OOS(delta=0.9, targeting=targeting or "ist", gamma=0.0, batch=B, dtype="float64")
+  state = solver.run(tree, solver.init(tree, prefill=True), 1, jax.random.key(0),
+                     history=h if targeting else None)
+  per_sample = float(np.asarray(state.cum_policy[1])[i].sum()) / (B * reach)
+  assert per_sample == pytest.approx(2.0, rel=0.04)
+
+
+def test_in_match_targeting_moves_the_strategy_at_I():
+  """Sec. 4.3's point: after a root search, targeted iterations at m move the played strategy
+  at I(m) (untargeted ones of the same number barely do). Leduc, delta = 0.9, IST, float32:
+  with the upside-down weighting the strategy at these deep information states did not move
+  at all (float32 accumulators absorbed the increments)."""
+  g = jaxgt.load("leduc_poker")
+  tree = g.device_tree("float32")
+  solver = OOS(delta=0.9, targeting="ist", batch=16)
+  root = solver.run(tree, solver.init(tree), 500, jax.random.key(0))
+  info = np.asarray(tree.infostate)
+  for key in ("[Observer: 1][Private: 4][Round 2][Player: 1][Pot: 22][Money: 87 91][Public: 3]"
+              "[Round1: 1 2 2 1][Round2: 1 2 2]",
+              "[Observer: 1][Private: 5][Round 2][Player: 1][Pot: 14][Money: 91 95][Public: 2]"
+              "[Round1: 1 2 2 1][Round2: 2]"):
+    i = g.infostate_keys[1].index(key)
+    h = int(np.flatnonzero((np.asarray(tree.player) == 1) & (info == i))[0])
+    before = np.asarray(solver.average_policy(tree, root)[1][i])
+    moved = {}
+    for pos in (h, None):
+      st = solver.run(tree, root, 500, jax.random.key(1), history=pos)
+      moved[pos] = np.abs(np.asarray(solver.average_policy(tree, st)[1][i]) - before).sum()
+    assert moved[h] > 0.5 and moved[None] < 0.5 * moved[h], (key, moved)
+
+
+def test_playout_below_the_tree_is_uniform_and_untargeted():
+  """Sec. 4: outside memory "an action is sampled uniformly", Playout(ha, (delta s1 + (1 - delta)
+  s2) / |A(I)|): targeted trajectories follow the target only inside memory.
+
+  Kuhn, memory empty, target I(m) = player 1 holding the king facing a bet.
+  The deal (chance, above memory) is targeted: player 1 gets the king. Every
+  decision is at or below the first state outside memory, so it is uniform
+  in both scenarios and half of the targeted trajectories check instead of
+  reaching I(m) (a targeted playout would bet every time).
+  """
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  i = g.infostate_keys[1].index("2b")
+  player, info = np.asarray(tree.player), np.asarray(tree.infostate)
+  h = int(np.flatnonzero((player == 1) & (info == i))[0])
+  solver = OOS(delta=0.9, targeting="ist", dtype="float64")
+  state = solver.init(tree)
+  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(oos.target_members(tree, "ist")),
+                                 jnp.asarray(h))
+  B = 4000
+  uni = jax.random.uniform(jax.random.key(0), (tree.max_depth, B), jnp.float64)
+  traj, _ = walk(tree, oos.oos_node_policy(solver, tree, state, 0, (members, anc, True)), uni,
+                 carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=jnp.ones(B, bool))
+  pl, hist = np.asarray(traj.player), np.asarray(traj.history)
+  dec = (pl == 0) | (pl == 1)
+  np.testing.assert_allclose(np.asarray(traj.targeted_prob)[dec], 0.5)  # two actions, uniform
+  np.testing.assert_allclose(np.asarray(traj.sample_prob)[dec], 0.5)
+  through = np.isin(hist, np.flatnonzero((player == 1) & (info == i))).any(axis=0)
+  assert 0.45 < through.mean() < 0.55  # every deal gives player 1 the king; then a fair coin
+  kings = [k for k in g.infostate_keys[1] if k.startswith("2")]
+  assert set(np.asarray(g.infostate_keys[1], object)[info[hist[pl == 1]]]) <= set(kings)
+
+
+def test_agent_exposes_average_strategy_sums_for_aggregation():
+  """001 Sec. 5.2 aggregates "s_I in OOS": the agent's statistics are the match's sums."""
+  from jaxgt.evaluation import aggregate
+  g = jaxgt.load("kuhn_poker")
+  agent = OOSAgent(g, iterations=100, solver=OOS(batch=2, dtype="float64"))
+  tree = g.device_tree("float64")
+  h = int(np.flatnonzero(np.asarray(tree.player) == 1)[0])
+  _, state = agent.act(jax.random.key(0), agent.init(jax.random.key(0)), h)
+  for p in (0, 1):
+    np.testing.assert_array_equal(np.asarray(agent.statistics(state, p)),
+                                  np.asarray(state.cum_policy[p]))
+  res = aggregate.aggregate_policy(g, agent, 8, jax.random.key(1))
+  uniform = float(sf.exploitability(tree, sf.uniform_policy(tree, jnp.float64)))
+  # Successors of the reached states get information too: all of player 0's states in Kuhn.
+  assert res.coverage[0] == 1.0 and res.exploitability < uniform
+  assert not np.all(np.isin(np.asarray(res.policy[0]), (0.0, 1.0)))  # not the one-hot moves

@@ -213,3 +213,38 @@ def test_chunked_run_equals_one_long_run_and_curve_ends_there():
   first = solver.run(tree, solver.init(tree), 8, jax.random.split(key, 2)[0])
   np.testing.assert_allclose(curve[-1, 0], float(sf.exploitability(tree, solver.policy(tree, first))),
                              rtol=1e-9)
+
+
+def _example(name):
+  import importlib.util
+  import pathlib
+  path = pathlib.Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+  spec = importlib.util.spec_from_file_location(name, path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_kuhn_mse_to_the_closest_equilibrium():
+  """002 Sec. 4.1's measure: zero on every member of Kuhn's equilibrium family, positive off it,
+  and the closest member is found (checked against a grid over alpha)."""
+  example = _example("smooth_uct_kuhn")
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  keys = g.infostate_keys
+
+  def family(alpha):
+    bet = {**example.KUHN_FIXED, **{k: example.KUHN_OFFSET[k] + example.KUHN_ALPHA[k] * alpha
+                                    for k in example.KUHN_ALPHA}}
+    return tuple(np.stack([[1 - bet[k], bet[k]] for k in keys[p]]) for p in (0, 1))
+
+  for alpha in (0.0, 0.1, 1 / 3):
+    pol = family(alpha)
+    assert float(sf.exploitability(tree, tuple(jnp.asarray(x) for x in pol))) < 1e-12
+    assert example.kuhn_mse(pol, keys) < 1e-20
+  uniform = tuple(np.asarray(x) for x in sf.uniform_policy(tree, jnp.float64))
+  grid = min(np.mean([(a[i, 1] - b[i, 1]) ** 2 for p in (0, 1) for a, b in
+                      [(uniform[p], family(t)[p])] for i in range(len(keys[p]))])
+             for t in np.linspace(0, 1 / 3, 3001))
+  assert example.kuhn_mse(uniform, keys) == pytest.approx(grid, rel=1e-6)
+  assert example.kuhn_mse(uniform, keys) > 0.05

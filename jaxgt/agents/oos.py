@@ -19,7 +19,8 @@ class OOSAgent(TableSearchAgent):
   The agent state is the :class:`OOSState` of the match (memory persists
   between moves, as in the paper); ``act`` searches ``iterations`` iterations
   targeted at ``history`` and plays the average strategy ``s_I`` at the
-  information state there. ``act`` is traceable: ``history`` may be a traced
+  information state there. :meth:`statistics` exposes the sums ``s_I``
+  for the aggregate method. ``act`` is traceable: ``history`` may be a traced
   ``int32`` scalar and ``state`` is a fixed-shape pytree, so matches can be
   ``jit``-ed and ``vmap``-ed.
   """
@@ -40,3 +41,8 @@ class OOSAgent(TableSearchAgent):
     state = self.solver.run(tree, state, self.iterations, key, history=history,
                             members=self._members)
     return acting_row(tree, self.solver.policy(tree, state), history), state
+
+  def statistics(self, state: OOSState, player: int):
+    """``player``'s average-strategy sums ``s_I`` ``[I_player, A]`` (001's aggregate method,
+    Sec. 5.2: "s_I in OOS"), accumulated over the match's searches so far."""
+    return state.cum_policy[player]

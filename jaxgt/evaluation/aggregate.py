@@ -6,9 +6,12 @@ exploitability by aggregation: keep a global accumulating strategy
 ``G_p [I_p, A]`` per player; play ``num_matches`` matches of the agent
 against a uniform random opponent (half of them as each player); at every
 information state ``I`` the agent reaches, add the information its search
-computed (``agent.statistics(state, p)``: visit counts for
-:class:`~jaxgt.solvers.uct.UCTAgent`; ``OOSAgent`` and ``ISMCTSAgent`` do not
-expose theirs yet) at ``I`` *and at every successor information
+computed (``agent.statistics(state, p)``: 001's "visit counts in ISMCTS,
+``s_I`` in OOS": the last search's visit counts for
+:class:`~jaxgt.agents.ismcts.ISMCTSAgent` (mean-strategy sums for its RM
+variant), the match's average-strategy sums ``s_I`` for
+:class:`~jaxgt.agents.oos.OOSAgent`, visit counts for
+:class:`~jaxgt.agents.uct.UCTAgent`) at ``I`` *and at every successor information
 state of ``I``* in ``p``'s tree, raw, so each successor weighs in
 proportionally to its visits. Information states never added get a fixed
 random action (``unvisited="random_action"``, 001's choice) or the uniform

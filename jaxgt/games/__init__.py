@@ -14,7 +14,7 @@ from typing import Any, Callable
 from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
 from jaxgt.games.conformance import check
 from jaxgt.games.generic_poker import GenericPoker
-from jaxgt.games.goofspiel import Goofspiel
+from jaxgt.games.goofspiel import Goofspiel, IIGoofspiel
 from jaxgt.games.kuhn import KuhnPoker
 from jaxgt.games.leduc import LeducPoker
 from jaxgt.games.liars_dice import LiarsDice
@@ -109,6 +109,8 @@ register("liars_dice", LiarsDice, LiarsDice.param_defaults,
          "Liar's Dice LD(D1,D2) of Lisy et al. 2015 (OpenSpiel liars_dice for equal counts)")
 register("goofspiel", Goofspiel, Goofspiel.param_defaults,
          "II-Goofspiel II-GS(N) of Lisy et al. 2015, ascending point cards, turn-based bids")
+register("ii_goofspiel", IIGoofspiel, IIGoofspiel.param_defaults,
+         "II-GS(N) with the paper's point cards 0..N-1 (goofspiel(points_base=0)); N=6 default")
 register("generic_poker", GenericPoker, GenericPoker.param_defaults,
          "Generic Poker GP(T,C,R,B) of Lisy et al. 2015 (Leduc is GP(3,2,1,1))")
 register("scotland_yard", ScotlandYard, ScotlandYard.param_defaults,

@@ -16,7 +16,10 @@ strings are identical to that game's.
 
 Point card ``k`` is worth ``k + points_base``; the paper lists the stack as
 ``0..N-1``, OpenSpiel's values are ``1..N`` (``points_base=1``, the default;
-only then is there an OpenSpiel equivalent). ``returns_type`` follows
+only then is there an OpenSpiel equivalent). **The paper's game** is
+registered as ``ii_goofspiel`` (:class:`IIGoofspiel`: ``goofspiel`` with
+``points_base=0``, default ``num_cards=6``, II-GS(6)); ``goofspiel`` is
+OpenSpiel's. ``returns_type`` follows
 OpenSpiel: ``"win_loss"`` (default) pays +1/-1 to the player with more
 points (0 on a draw), ``"point_difference"`` pays each player its points
 minus the mean, i.e. ``(pts0 - pts1) / 2`` to player 0. Public state: the
@@ -43,7 +46,12 @@ class Goofspiel(Game):
   param_defaults = PARAMS
 
   def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
+    params = check_params(self.name, params, self.param_defaults)
+    self._setup(params, params["points_base"])
+
+  def _setup(self, params, points_base: int):
+    """Checks ``params`` and builds the card tables; point card ``k`` is worth ``k + points_base``."""
+    self.points_base = points_base
     if params["num_cards"] < 1:
       raise ValueError(f"goofspiel: num_cards must be positive, got {params['num_cards']}")
     if params["returns_type"] not in _RETURNS:
@@ -81,7 +89,7 @@ class Goofspiel(Game):
     while True:
       hands = (hands[0] & ~(1 << b0), hands[1] & ~(1 << b1))
       seqs = (f"{seqs[0]}{b0} ", f"{seqs[1]}{b1} ")
-      value = len(wins) + self.params["points_base"]
+      value = len(wins) + self.points_base
       if b0 > b1:
         winner, points = 0, (points[0] + value, points[1])
       elif b1 > b0:
@@ -124,7 +132,19 @@ class Goofspiel(Game):
     return f"Bid: {a + 1}"
 
   def openspiel_game_string(self):
-    if self.params["points_base"] != 1:
+    if self.points_base != 1:
       return None
     return ("turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards="
             f"{self.num_cards},points_order=ascending,returns_type={self.params['returns_type']}))")
+
+
+class IIGoofspiel(Goofspiel):
+  """II-GS(N) exactly as Lisy, Lanctot, Bowling (2015, Sec. 5.3) define it: point cards worth
+  ``0..N-1`` (:class:`Goofspiel` with ``points_base=0``); II-GS(6) by default."""
+
+  name = "ii_goofspiel"
+  param_defaults = {"num_cards": 6, "returns_type": "win_loss"}
+
+  def __init__(self, **params):
+    params = check_params(self.name, params, self.param_defaults)
+    self._setup(params, 0)

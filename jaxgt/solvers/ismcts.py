@@ -188,10 +188,11 @@ def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, weights, 
   A = tree.num_actions
   B = cfg.batch
   dtype = state.visits[0].dtype
-  kd, ks = jax.random.split(key)
-  uni = jax.random.uniform(ks, (tree.max_depth, B), dtype)
+  # One draw per step: the walk's uniforms (rows 0..D-1) and the determinization's (row D).
+  uni = jax.random.uniform(key, (tree.max_depth + 1, B), dtype)
   # Determinization: a history of the information state, by chance reach.
-  k = sample_index(weights, jax.random.uniform(kd, (B,), weights.dtype))
+  k = sample_index(weights, uni[-1].astype(weights.dtype))
+  uni = uni[:-1]
   h0 = jnp.maximum(row[k], 0).astype(jnp.int32)  # the root when there is no match history
   traj, _ = walk(tree, ismcts_node_policy(cfg, c_uct, state), uni, start=h0,
                  carry=jnp.ones(B, bool))
@@ -227,9 +228,10 @@ def _run(cfg: ISMCTS, tree: GameTree, state: ISMCTSState, num_steps, key, histor
   weights = jnp.where(row >= 0, reach, 0.0)
   weights = jnp.where(jnp.sum(weights) > 0, weights, 1.0)  # the root: any slot
 
+  c_uct = cfg.exploration_constant(tree)  # once per run, not per step
+
   def body(_, s):
-    s = _step(cfg, cfg.exploration_constant(tree), tree, s, row, weights,
-              step_key(key, s.iteration))
+    s = _step(cfg, c_uct, tree, s, row, weights, step_key(key, s.iteration))
     return s.replace(iteration=s.iteration + 1)
 
   return lax.fori_loop(0, num_steps, body, state)

@@ -33,15 +33,29 @@ delta) s_2``. Regrets at the update player's in-memory states get ``W (x(ha)
 played strategies and chance, ``pi_{-i}`` chance and opponent reach); the
 opponent's average strategy gets ``pi_{-i}(h) sigma(I) / (delta s_1(h) + (1 -
 delta) s_2(h))`` (Algorithm 1, lines 20-29). Both are multiplied by the
-weighting factor ``w_T`` (Sec. 4.3), constant within one search: the
-probability of reaching ``I(m)`` without targeting over that with the current
-targeting, under the mean profile ``pi_bar`` and chance. Untargeted it is
-``pi_bar(I)``, targeted ``(1 - delta) pi_bar(I) + delta pi_bar(I) / pi_bar(sub)``
-(``pi_bar(sub)``: reach of the targeted set, ``I(m)`` for IST, the histories of
-its public state for PST), so ``1 / w_T = (1 - delta) + delta / pi_bar(sub)``.
-(The paper's printed formula has ``pi_bar(I) / pi_bar(Z_sub)`` in place of
-``1 / pi_bar(sub)``, which would make ``w_T = 1`` under IST; we follow the
-text.) Strategies are explorative regret matching ``gamma / |A| + (1 - gamma)
+weighting factor ``w_T`` (Sec. 4.3), constant within one search, which makes a
+targeted sample weigh at ``I(m)`` what an untargeted one did: the paper's
+example, ``w_T = s_m / s_0``, the probability of reaching ``I(m)`` with the
+current targeting over that without, under the mean profile ``pi_bar`` and
+chance. Untargeted it is ``pi_bar(I)``, targeted ``(1 - delta) pi_bar(I) +
+delta pi_bar(I) / pi_bar(sub)`` (``pi_bar(sub)``: reach of the targeted set,
+``I(m)`` for IST, the histories of its public state for PST), so ``w_T = (1 -
+delta) + delta / pi_bar(sub) >= 1``; the iteration starts with ``s_1 = s_2 =
+1 / w_T`` as in Algorithm 1's initial call and the authors' implementation.
+(The paper's definition in words, reach without targeting over reach with
+it, and its displayed formula are the reciprocal: they would shrink the
+targeted updates, against its own example; the displayed formula also has
+``pi_bar(I) / pi_bar(Z_sub)`` in place of ``1 / pi_bar(sub)``, which would
+give ``w_T = 1`` under IST. We follow the text's example.)
+
+**Playout** (Sec. 4, Algorithm 1 line 13): at the first information state
+outside memory the action is drawn uniformly, and so is every decision below
+it; chance below it draws from its own probabilities. Neither is restricted
+to ``Z_sub``: both scenarios sample the tail alike, so the leaf is drawn with
+``l = (delta s_1 + (1 - delta) s_2) x`` the playout's probability, as in
+``Playout(ha, (delta s_1 + (1 - delta) s_2) / |A(I)|)``.
+
+Strategies are explorative regret matching ``gamma / |A| + (1 - gamma)
 RM`` (Sec. 4.3, ``gamma = 0.01``).
 
 Memory is a fixed-capacity table over the compiled information states
@@ -266,14 +280,14 @@ class OOS(Solver):
 
 
 def _targets(cfg: OOS, tree: GameTree, state: OOSState, members, history):
-  """Masks ``[H]`` of the targeted set and of it with its ancestors, and ``w_T`` (Sec. 4.3)."""
+  """Masks ``[H]`` of the targeted set and of it with its ancestors, and ``w_T >= 1`` (Sec. 4.3)."""
   row = member_row(tree, cfg.targeting, members, history)
   chain = ancestor_chains(tree, tree.max_depth, row)
   legal = tuple(pt.legal for pt in tree.players)
   reach = chain_reach(tree, chain, functools.partial(table_prob, state.cum_policy, legal))
   mass = jnp.sum(jnp.where(row >= 0, reach, 0.0))
-  inv_w = (1.0 - cfg.delta) + cfg.delta / jnp.maximum(mass, jnp.finfo(reach.dtype).tiny)
-  w_t = jnp.where(history >= 0, 1.0 / inv_w, 1.0).astype(reach.dtype)
+  w_t = (1.0 - cfg.delta) + cfg.delta / jnp.maximum(mass, jnp.finfo(reach.dtype).tiny)
+  w_t = jnp.where(history >= 0, w_t, 1.0).astype(reach.dtype)
   return ancestor_mask(tree, row), ancestor_mask(tree, chain), w_t
 
 
@@ -285,9 +299,10 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
   explorative regret matching ``sigma`` and the sampling policy ``Phi`` its
   ``epsilon``-mix at ``i``'s states; at the first state outside memory and
   in the playout both are uniform. ``target = (members [H], anc [H], has
-  [])``: a child is in ``Z_sub`` when it is an ancestor of (or in) the
-  targeted set or the trajectory has passed it. Records ``(sigma [B, A],
-  legal [B, A], tree_node [B], new_node [B])``.
+  [])``: inside memory a child is in ``Z_sub`` when it is an ancestor of (or
+  in) the targeted set or the trajectory has passed it; from the first state
+  outside memory on, every child is (the playout is not targeted, Sec. 4).
+  Records ``(sigma [B, A], legal [B, A], tree_node [B], new_node [B])``.
   """
   members, anc, has = target
 
@@ -305,7 +320,8 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
     phi = jnp.where((tree_node & (node.player == i))[:, None],
                     mix_uniform(sig, node.legal, cfg.epsilon), sig)
     ch = tree.children[node.history]
-    on = (ch >= 0) & (anc[jnp.maximum(ch, 0)] | below[:, None] | ~has)
+    free = below | ~has | ~head | new_node  # past Z_sub's entry, no target, or the playout
+    on = (ch >= 0) & (anc[jnp.maximum(ch, 0)] | free[:, None])
     draw = Draw(sample=phi, target=sig, record=(sig, node.legal, tree_node, new_node),
                 on_target=on)
     return draw, (head & ~new_node, below)
@@ -357,7 +373,7 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
   pol, f1, f2 = traj.target_prob, traj.targeted_prob, traj.sample_prob
   u = traj.payoff(tree) * (1.0 if i == 0 else -1.0)  # [B]
   plt = traj.player  # [D, B]
-  inv_w = 1.0 / w_t
+  inv_w = 1.0 / w_t  # Algorithm 1's initial s_1 = s_2 = 1 / w_T
   s_pre = inv_w * (cfg.delta * _exclusive_cumprod(f1) + (1.0 - cfg.delta) * _exclusive_cumprod(f2))
   l = inv_w * (cfg.delta * jnp.prod(f1, axis=0) + (1.0 - cfg.delta) * jnp.prod(f2, axis=0))
   pi_o = _exclusive_cumprod(jnp.where(plt != i, pol, 1.0))  # chance and opponent reach

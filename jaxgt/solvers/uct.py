@@ -29,7 +29,11 @@ methods is the normalised visit counts (Sec. 3.2), uniform where unvisited.
 Batches: one *step* runs ``batch`` episodes in parallel (``vmap``-style array
 code); they all read the statistics at the start of the step and their
 updates are summed (a new node added by several of them is added once). At
-``batch=1`` a step is exactly one episode of Algorithm 1.
+``batch=1`` a step is exactly one episode of Algorithm 1 (tested against a
+sequential reference). With ``batch > 1`` the episodes of a step read
+statistics that are stale within the step, so it is *not* Algorithm 1: a
+faster approximation. The reproduction of the paper's figures
+(``examples/smooth_uct_kuhn.py``) runs at ``batch=1``.
 
 Paper constants (Sec. 4.1-4.2), also in :data:`PAPER_CONSTANTS`:
 
