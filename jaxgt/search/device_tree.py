@@ -391,8 +391,11 @@ def grow_branch(source: Source, tree: DeviceTree, path) -> tuple[DeviceTree, jax
   return tree, last
 
 
-def expand_all(source: Source, tree: DeviceTree) -> DeviceTree:
-  """Expands nodes in creation order until none can be expanded or the capacity is full."""
+def expand_all(source: Source, tree: DeviceTree, depth_limit=None) -> DeviceTree:
+  """Expands nodes in creation order until none can be expanded or the capacity is full;
+  with ``depth_limit`` only nodes less than that many public levels below the root (a
+  depth-limited tree whose leaves are the public states ``depth_limit`` levels down)."""
   def body(i, tree):
-    return expand(source, tree, i)
+    ok = True if depth_limit is None else tree.depth[i] < depth_limit
+    return lax.cond(ok, lambda t: expand(source, t, i), lambda t: t, tree)
   return lax.fori_loop(0, tree.capacity, body, tree)
