@@ -25,7 +25,7 @@ def test_expanded_tree_is_the_public_tree(name):
   public states and parents, each node's histories, parent links between history
   slots, child slots, information states and legal actions."""
   g, pt, src, tree = _full_tree(name)
-  P, M, K = pt.num_public_states, src.num_histories, src.num_infostates
+  P, M = pt.num_public_states, src.num_histories
   t = g.tree
   assert int(tree.num_nodes) == P
   pub, par = tree.public, tree.parent

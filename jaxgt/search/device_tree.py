@@ -44,7 +44,7 @@ from jax import lax
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import NO_INDEX, NO_PLAYER, CompiledGame
 from jaxgt.core.public_tree import build_public_tree
-from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.base import CHANCE
 
 UNEXPANDED = NO_INDEX
 """``DeviceTree.children`` entry of a child public state not (yet) in the tree."""

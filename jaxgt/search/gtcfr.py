@@ -45,7 +45,7 @@ from jax import lax
 from jaxgt.core.checks import (check_distribution, check_key, check_positive_int, check_real)
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.core.sampling import sample_index
-from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree as dt
 from jaxgt.search import history_cfr as hc
 from jaxgt.search.gadget import Gadget, check_alpha
@@ -97,7 +97,6 @@ def exact(source: dt.Source, solver=None, iterations: int = 1) -> Evaluator:
   gtree = source.game.device_tree(source.tables.chance.dtype)
   H = gtree.num_histories
   legal = tuple(jnp.asarray(pt.legal) for pt in gtree.players)
-  depth = source.max_depth + 1
   dtype = source.tables.chance.dtype
 
   def init():
@@ -112,20 +111,21 @@ def exact(source: dt.Source, solver=None, iterations: int = 1) -> Evaluator:
     own = jnp.zeros((2, H), dtype).at[:, target].set(leaves.reach.reshape(2, -1), mode="drop")
     chance = jnp.zeros(H, dtype).at[target].set(leaves.chance.reshape(-1), mode="drop")
     parent = jnp.asarray(g.parent)
-    below = lax.fori_loop(0, depth, lambda _, b: is_root | (b[jnp.maximum(parent, 0)] & (parent >= 0)),
-                          is_root)
-    forest = hc.game_forest(g, is_root, below, depth)
-    zero = jnp.zeros((2, H), dtype)
+    below = is_root
+    for lo, hi in g.depth_levels[1:]:  # below a leaf: a leaf, or a parent below one
+      below = below.at[lo:hi].set(below[lo:hi] | below[jnp.maximum(parent[lo:hi], 0)])
+    forest = hc.game_forest(g, is_root, below)
+    zero = jnp.zeros((1, H), dtype)
 
     def one(_, st):
       sigma = hc.strategy(solver, legal, st)
       fw = hc.forward(forest, sigma, own, chance)
-      v = hc.values(forest, fw, zero[:1])
+      v = hc.values(forest, fw.edge, zero)
       return hc.update(solver, forest, legal, st, sigma, fw, jnp.concatenate([v, v]))[0]
 
     st = lax.fori_loop(0, iterations, one, st)
     sigma = hc.strategy(solver, legal, st)
-    v = hc.values(forest, hc.forward(forest, sigma, own, chance), zero[:1])[0]
+    v = hc.values(forest, hc.edge_total(forest, hc.edges(forest, sigma)), zero)[0]
     vals = jnp.where(leaf, v[jnp.maximum(hist, 0)], 0.0).reshape(leaves.leaf.shape)
     info = leaves.tree.acting_info
     prior = jnp.stack([jnp.where((info[p] >= 0)[..., None], sigma[p][jnp.maximum(info[p], 0)], 0.0)
@@ -222,6 +222,7 @@ class SearchState:
   gadget: Any  # GadgetState, or () without re-solving
   evaluator: Any  # the evaluator's state
   num_queries: Any  # [] int32 leaf histories valued by the evaluator
+  history_visits: Any  # [] int32 live tree histories summed over the CFR iterations
   focus: Any  # [] int32 node under which simulations start
 
 
@@ -312,7 +313,7 @@ class _Program:
     (leaf_values, prior), es = self.evaluator.apply(st.evaluator, leaves)
     leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
                                    (2, N * M))
-    v = hc.values(forest, fw, leaf_values)
+    v = hc.values(forest, fw.edge, leaf_values)
     cfr, qs = hc.update(solver, forest, legal, st.cfr, sigma, fw, v)
     # Root counterfactual values of this iterate, per root information-state slot.
     root_info = tree.info.reshape(2, -1)
@@ -336,7 +337,8 @@ class _Program:
         joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
         root_values=averaging.accumulate(st.root_values, rv, t),
         value_weight=averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t),
-        num_queries=st.num_queries + jnp.sum(forest.leaf, dtype=jnp.int32))
+        num_queries=st.num_queries + jnp.sum(forest.leaf, dtype=jnp.int32),
+        history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
 
   # ---------------------------------------------------------------- the expansion phase
   def simulate(self, st: SearchState, key) -> SearchState:
@@ -420,7 +422,8 @@ class _Program:
         tree=tree, cfr=hc.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
         root_values=jnp.zeros((2, K), dtype), value_weight=jnp.zeros((), dtype), gadget=gs,
-        evaluator=self.evaluator.init(), num_queries=jnp.zeros((), jnp.int32), focus=focus)
+        evaluator=self.evaluator.init(), num_queries=jnp.zeros((), jnp.int32),
+        history_visits=jnp.zeros((), jnp.int32), focus=focus)
 
   def state_for(self, tree, ranges) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""

@@ -46,6 +46,10 @@ class Forest:
   leaf: Any  # [S] bool live and valued from outside (its subtree is cut)
   # static: passes needed (longest parent chain among live slots, plus one)
   depth: int = struct.field(pytree_node=False)
+  # static ((lo, hi), ...) or None: slots lo:hi form level k and have their parents in level k - 1
+  # (breadth-first order, as the compiled game's depth_levels): one pass per level instead of
+  # ``depth`` passes over every slot
+  levels: tuple | None = struct.field(pytree_node=False, default=None)
 
 
 @struct.dataclass
@@ -114,27 +118,47 @@ def forward(forest: Forest, sigma, root_own, root_chance=None) -> Forward:
   start = jnp.concatenate([root_own, (forest.chance if root_chance is None else root_chance)[None]])
   start = jnp.where(root[None] & forest.live[None], start, 0.0)
   par = jnp.maximum(forest.parent, 0)
+  if forest.levels is not None:
+    x = start
+    for lo, hi in forest.levels[1:]:
+      lvl = jnp.where(root[lo:hi][None], start[:, lo:hi], x[:, par[lo:hi]] * e[:, lo:hi])
+      x = x.at[:, lo:hi].set(lvl * forest.live[lo:hi][None])
+  else:
+    def step(_, x):
+      return jnp.where(root[None], start, x[:, par] * e) * forest.live[None]
+    x = lax.fori_loop(0, forest.depth, step, start)
+  return Forward(own=x[:2], chance=x[2], edge=edge_total(forest, e))
 
-  def step(_, x):
-    return jnp.where(root[None], start, x[:, par] * e) * forest.live[None]
 
-  x = lax.fori_loop(0, forest.depth, step, start)
-  edge = jnp.prod(e, axis=0) * forest.live
-  return Forward(own=x[:2], chance=x[2], edge=edge)
+def edge_total(forest: Forest, e) -> jax.Array:
+  """``[S]`` probability of the edge into each live slot (product of :func:`edges`' rows)."""
+  return jnp.prod(e, axis=0) * forest.live
 
 
-def values(forest: Forest, fw: Forward, leaf_values) -> jax.Array:
-  """``[R, S]`` player 0's value below each slot under the forward's strategies, with
-  ``leaf_values [R, S]`` at leaves and payoffs at terminals."""
+def values(forest: Forest, edge, leaf_values) -> jax.Array:
+  """``[R, S]`` player 0's value below each slot when ``edge [S]`` are the probabilities of
+  the edges (:func:`edge_total`, :attr:`Forward.edge`), with ``leaf_values [R, S]`` at
+  leaves and payoffs at terminals."""
   S = forest.parent.shape[0]
   term = forest.live & (forest.player == TERMINAL)
+  cut = forest.leaf | term
   base = jnp.where(forest.leaf[None], leaf_values, jnp.where(term[None], forest.payoff[None], 0.0))
   send = forest.live & (forest.parent >= 0)
+  if forest.levels is not None:
+    levels = forest.levels
+    v = base
+    for d in range(len(levels) - 1, 0, -1):
+      lo, hi = levels[d]
+      plo, phi = levels[d - 1]
+      ids = jnp.where(send[lo:hi], forest.parent[lo:hi] - plo, phi - plo)
+      up = sequence_form.segment_sum((edge[lo:hi] * v[:, lo:hi]).T, ids, phi - plo + 1)[:-1].T
+      v = v.at[:, plo:phi].add(jnp.where(cut[plo:phi][None], 0.0, up))
+    return v
   ids = jnp.where(send, forest.parent, S)
 
   def step(_, v):
-    up = sequence_form.segment_sum((fw.edge * v).T, ids, S + 1)[:S].T
-    return base + jnp.where(forest.leaf[None] | term[None], 0.0, up)
+    up = sequence_form.segment_sum((edge * v).T, ids, S + 1)[:S].T
+    return base + jnp.where(cut[None], 0.0, up)
 
   return lax.fori_loop(0, forest.depth, step, base)
 
@@ -192,7 +216,7 @@ def root_values(forest: Forest, fw: Forward, v, player: int):
   return jnp.where(root, sign * fw.chance * fw.own[1 - player] * v, 0.0)
 
 
-def game_forest(tree, roots, live, depth: int) -> Forest:
+def game_forest(tree, roots, live) -> Forest:
   """The :class:`Forest` of a compiled game's histories (``tree``: device
   :class:`~jaxgt.core.compiler.GameTree`), re-rooted at histories ``roots [H]``
   (bool) and restricted to ``live [H]``; rows are sequence-form information states."""
@@ -207,4 +231,5 @@ def game_forest(tree, roots, live, depth: int) -> Forest:
   return Forest(parent=jnp.where(roots, NO_INDEX, jnp.asarray(tree.parent)), player=player,
                 action=jnp.asarray(tree.action), chance=chance.astype(payoff.dtype),
                 info=jnp.stack([jnp.where(player == p, info, NO_INDEX) for p in (0, 1)]),
-                payoff=payoff, live=live, leaf=jnp.zeros(H, bool), depth=depth)
+                payoff=payoff, live=live, leaf=jnp.zeros(H, bool), depth=len(tree.depth_levels),
+                levels=tuple(tree.depth_levels))
