@@ -36,7 +36,7 @@ from jaxgt.search import resolving as rs
 from jaxgt.search import subgame as sgm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cfr_speed import time_openspiel  # noqa: E402  (OpenSpiel C++ ms/iteration)
+from subgame_speed import report_openspiel  # noqa: E402  (OpenSpiel C++ CFR+ history visits/s)
 
 
 def _timed(fn):
@@ -104,14 +104,7 @@ def main():
           f"extraction and compilation per subgame): {args.baseline / el:.3f} searches/s")
   print(f"ours: up to {best:,.0f} tree history visits/s")
   if args.openspiel:
-    ms = time_openspiel(g.game.openspiel_game_string(), "CFRPlusSolver", 2.0)
-    if ms is None:
-      print("OpenSpiel not installed: skipped")
-      return
-    os_visits = g.tree.num_histories / (ms / 1e3)
-    print(f"OpenSpiel C++ CFRPlusSolver on the full game ({g.tree.num_histories} histories): "
-          f"{os_visits:,.0f} history visits/s; ours {best / os_visits:.2f}x")
-
+    report_openspiel(g, best)
 
 if __name__ == "__main__":
   main()

@@ -219,3 +219,21 @@ def test_agent_policy_table_is_policy_construction_and_improves():
     means.append(np.mean([evaluate(g, a.policy_table(jax.random.PRNGKey(k), batch=8))
                           .exploitability for k in range(3)]))
   assert means[1] < 0.5 * means[0]
+
+
+def test_agent_is_traceable():
+  """``act`` traces with a traced history (jitted matches)."""
+  from jaxgt.evaluation import referee
+  g = jaxgt.load("kuhn_poker")
+  assert referee.traceable(GTCFRAgent(g, simulations=4), g, jax.random.PRNGKey(0))
+
+
+@pytest.mark.slow
+def test_agent_plays_jitted_matches():
+  from jaxgt.agents.base import PolicyAgent
+  from jaxgt.core import sequence_form as sf
+  from jaxgt.evaluation.match import play
+  g = jaxgt.load("kuhn_poker")
+  uniform = PolicyAgent(g, sf.uniform_policy(g.device_tree("float64"), jnp.float64))
+  res = play(g, GTCFRAgent(g, simulations=20), uniform, 64, jax.random.PRNGKey(0), mode="jit")
+  assert np.isfinite(res.mean)
