@@ -9,6 +9,8 @@ import pytest
 import jaxgt
 from jaxgt.agents.gtcfr import GTCFRAgent
 from jaxgt.core.evaluate import evaluate
+from jaxgt.core import public_tree as ptm
+from jaxgt.core import sequence_form as sf
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.evaluation import construct as cs
 from jaxgt.search import device_tree as dt
@@ -170,9 +172,21 @@ def test_search_grows_the_tree_and_counts_queries(s, c):
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
   if True:
-    cfg = gt.make_config(src, simulations=s, expansions_per_update=c, capacity=11)
+    cfg = gt.make_config(src, simulations=s, expansions_per_update=c, capacity=11,
+                         log_queries=64)
     res = gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0), jax.random.PRNGKey(0))
     st = res.state
+    # The query log: at iteration 1 (uniform strategies) each queried public belief state is
+    # the uniform policy's (core.public_tree), in tree order.
+    log = jax.tree_util.tree_map(np.asarray, st.queries)
+    pt = build_public_tree(g)
+    uniform = sf.uniform_policy(g.device_tree("float64"), jnp.float64)
+    first = np.flatnonzero(log.iteration == 1)
+    assert len(first) > 0 and 0 < int(log.count) <= 64
+    for i in first:
+      want = ptm.public_belief_state(pt, int(log.public[i]), uniform)
+      for p in (0, 1):
+        np.testing.assert_allclose(log.ranges[i, p, :len(want[p])], want[p], atol=1e-12)
     assert int(st.cfr.iteration) == cfg.num_phases * cfg.updates_per_phase
     assert cfg.num_phases == -(-s // cfg.sims_per_phase)
     assert int(st.num_queries) > 0
@@ -231,7 +245,6 @@ def test_agent_is_traceable():
 @pytest.mark.slow
 def test_agent_plays_jitted_matches():
   from jaxgt.agents.base import PolicyAgent
-  from jaxgt.core import sequence_form as sf
   from jaxgt.evaluation.match import play
   g = jaxgt.load("kuhn_poker")
   uniform = PolicyAgent(g, sf.uniform_policy(g.device_tree("float64"), jnp.float64))

@@ -42,7 +42,8 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.checks import (check_distribution, check_key, check_positive_int, check_real)
+from jaxgt.core.checks import (check_distribution, check_key, check_nonnegative_int,
+                               check_positive_int, check_real)
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
@@ -169,6 +170,7 @@ class GTCFRConfig:
   prior_temperature: float = 1.0
   virtual_loss: float = 1.0
   solver: Any = None  # the CFR rules (default simultaneous CFR+)
+  log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
 
   @property
   def sims_per_phase(self) -> int:
@@ -187,7 +189,7 @@ class GTCFRConfig:
 def make_config(source: dt.Source, *, simulations: int, expansions_per_update: float = 1.0,
                 capacity: int | None = None, puct_constant: float = 1.0,
                 prior_temperature: float = 1.0, virtual_loss: float = 1.0, solver=None,
-                dtype="float64") -> GTCFRConfig:
+                log_queries: int = 0, dtype="float64") -> GTCFRConfig:
   """A checked :class:`GTCFRConfig`; ``capacity`` defaults to what ``simulations`` can add
   (capped at the source's public states)."""
   simulations = check_positive_int("simulations", simulations)
@@ -203,7 +205,8 @@ def make_config(source: dt.Source, *, simulations: int, expansions_per_update: f
                      puct_constant=check_real("puct_constant", puct_constant, 0),
                      prior_temperature=check_real("prior_temperature", prior_temperature, 0,
                                                   lo_open=True),
-                     virtual_loss=check_real("virtual_loss", virtual_loss, 0), solver=solver)
+                     virtual_loss=check_real("virtual_loss", virtual_loss, 0), solver=solver,
+                     log_queries=check_nonnegative_int("log_queries", log_queries))
 
 
 @struct.dataclass
@@ -224,6 +227,18 @@ class SearchState:
   num_queries: Any  # [] int32 leaf histories valued by the evaluator
   history_visits: Any  # [] int32 live tree histories summed over the CFR iterations
   focus: Any  # [] int32 node under which simulations start
+  queries: Any  # QueryLog of the leaf public belief states queried (capacity config.log_queries)
+
+
+@struct.dataclass
+class QueryLog:
+  """The public belief states the evaluator was queried at (``003``, Algorithm 1: inputs for
+  training), in query order; ``L = config.log_queries``."""
+
+  public: Any  # [L] int32 public state of each query (NO_INDEX: unused)
+  ranges: Any  # [L, 2, K] both players' normalised ranges over the public state's slots
+  iteration: Any  # [L] int32 CFR iteration of the query
+  count: Any  # [] int32 queries made (may exceed L; those past L are not kept)
 
 
 @struct.dataclass
@@ -334,11 +349,36 @@ class _Program:
     prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
     return st.replace(
         cfr=cfr, q=q, prior=prior_out, evaluator=es, gadget=gs,
+        queries=self._log(st.queries, tree, forest, fw, t),
         joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
         root_values=averaging.accumulate(st.root_values, rv, t),
         value_weight=averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t),
         num_queries=st.num_queries + jnp.sum(forest.leaf, dtype=jnp.int32),
         history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
+
+  def _log(self, log, tree, forest, fw, t):
+    """``log`` with this iteration's leaf public belief states appended."""
+    L = self.config.log_queries
+    N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
+    queried = jnp.any(forest.leaf.reshape(N, M), axis=1)
+    count = log.count + jnp.sum(queried, dtype=jnp.int32)
+    if not L:
+      return log.replace(count=count)
+    node = jnp.arange(N * M) // M
+    ranges = []
+    for p in (0, 1):
+      info = tree.info[p].reshape(-1)
+      ok = forest.leaf & (info >= 0)
+      r = jax.ops.segment_max(jnp.where(ok, fw.own[p], 0.0), jnp.where(ok, node * K + info, N * K),
+                              N * K + 1)[:-1].reshape(N, K)
+      r = jnp.maximum(r, 0.0)
+      tot = r.sum(-1, keepdims=True)
+      ranges.append(jnp.where(tot > 0, r / jnp.where(tot > 0, tot, 1.0), 0.0))
+    pos = jnp.where(queried, log.count + jnp.cumsum(queried) - 1, L)
+    pos = jnp.where(pos < L, pos, L)
+    return QueryLog(public=log.public.at[pos].set(tree.public, mode="drop"),
+                    ranges=log.ranges.at[pos].set(jnp.stack(ranges, 1), mode="drop"),
+                    iteration=log.iteration.at[pos].set(t, mode="drop"), count=count)
 
   # ---------------------------------------------------------------- the expansion phase
   def simulate(self, st: SearchState, key) -> SearchState:
@@ -423,7 +463,11 @@ class _Program:
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
         root_values=jnp.zeros((2, K), dtype), value_weight=jnp.zeros((), dtype), gadget=gs,
         evaluator=self.evaluator.init(), num_queries=jnp.zeros((), jnp.int32),
-        history_visits=jnp.zeros((), jnp.int32), focus=focus)
+        history_visits=jnp.zeros((), jnp.int32), focus=focus,
+        queries=QueryLog(public=jnp.full(cfg.log_queries, NO_INDEX, jnp.int32),
+                         ranges=jnp.zeros((cfg.log_queries, 2, K), dtype),
+                         iteration=jnp.zeros(cfg.log_queries, jnp.int32),
+                         count=jnp.zeros((), jnp.int32)))
 
   def state_for(self, tree, ranges) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""
@@ -456,8 +500,8 @@ class _Program:
     return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st))
 
 
-def _check_ranges(source: dt.Source, root: int, ranges):
-  """``[2, K]`` padded root ranges (host check when ``root`` is concrete)."""
+def _check_ranges(source: dt.Source, ranges):
+  """``[..., 2, K]`` padded root ranges, checked."""
   ranges = np.asarray(ranges, np.float64)
   K = source.num_infostates
   if ranges.shape[-2:] != (2, K):
@@ -530,7 +574,7 @@ def search(source: dt.Source, config: GTCFRConfig, evaluator: Evaluator, root, r
 
 def _check_resolving(source, ranges, player, opp_values, alpha):
   ranges = jnp.asarray(ranges)
-  _check_ranges(source, 0, np.asarray(ranges))
+  _check_ranges(source, np.asarray(ranges))
   alpha = check_alpha(alpha)
   if player is not None and player not in (0, 1):
     raise ValueError(f"player must be 0, 1 or None, got {player!r}")
