@@ -1,37 +1,62 @@
 """The Growing-Tree CFR agent, ``SoG(s, c)`` (``003``, "Search via Growing-Tree CFR").
 
 At a decision in public state ``s`` the agent searches with GT-CFR
-(:func:`jaxgt.search.gtcfr.search`) from the game's root public state with
-its known root beliefs; the tree starts as the single branch from the root
-to ``s`` with every off-branch child a leaf and ``s``'s children added
-(``003``, "Modified Continual Re-solving": the initial tree; growth is
-constrained below ``s``), and the simulations start at ``s``. It plays the
-search's average policy at its information state. The search depends on
-public information only (the public state and the agent's key), so every
-information state of ``s`` reads the same search.
+(:func:`jaxgt.search.gtcfr.search`) on a tree that starts as the single
+branch from the search's root to ``s`` with every off-branch child a leaf and
+``s``'s children added; growth is constrained below ``s`` (simulations start
+there) and it plays the search's average policy at its information state
+(``003``, "Modified Continual Re-solving"). The search's root:
 
-The agent is traceable (``act`` is a pure function of the key, state and a
-traced history; jitted matches): its state is the key it was initialised
-with, and the search at ``s`` uses ``fold_in(key, s)``.
-:meth:`GTCFRAgent.policy_table` runs the searches of every decision public
-state in batched (vmapped) calls and returns the policy
-:func:`jaxgt.evaluation.construct.construct_policy` would assemble, for
-policy-construction curves.
+* ``resolve=False`` (or the player's first decision): the game's root public
+  state with its known beliefs;
+* ``resolve=True``, later decisions: continual re-solving. The root is
+  ``s_prev``, the deepest public state on the way to ``s`` that the previous
+  search's tree holds (below the previous decision); the search runs the
+  (``alpha``-modified) safe re-solving gadget with the previous search's
+  summary there: our range and the opponent's range under its average
+  policy, and the opponent's average self-play counterfactual values
+  (``003``, "Self-play Values as Re-solving Constraints").
+
+The search depends on public information only (public states and the key),
+so every information state of ``s`` reads the same search. The agent is
+traceable (jitted matches): its state is a fixed-shape pytree (the key and
+the previous search's per-node summaries); on concrete arguments it runs
+one search per (previous state, public state) and memoises it, which is what
+:func:`jaxgt.evaluation.construct.construct_policy` needs.
+:meth:`GTCFRAgent.policy_table` runs the root-anchored searches
+(``resolve=False``) of every decision public state in batched calls.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
+from jax import lax
 
 from jaxgt.agents.base import Agent
-from jaxgt.core.checks import check_positive_int
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.checks import check_positive_int, concrete_int
+from jaxgt.core.compiler import NO_INDEX, CompiledGame
 from jaxgt.search import device_tree as dt
 from jaxgt.search import gtcfr as gt
+from jaxgt.search.gadget import check_alpha
+from jaxgt.search.resolving import DEFAULT_ALPHA
+
+
+@struct.dataclass
+class GTCFRAgentState:
+  """What the agent carries between its decisions of one match (fixed shapes)."""
+
+  key: Any  # the key of init; the search at public state s uses fold_in(key, s)
+  started: Any  # [] bool a decision has been searched
+  public: Any  # [] int32 public state of the previous decision
+  tree_public: Any  # [N] int32 public state of each node of the previous search's tree
+  reach: Any  # [2, N * K] own reaches under its average policy (GTCFR SearchResult.node_reach)
+  values: Any  # [2, N * K] its average self-play counterfactual values (node_values)
 
 
 class GTCFRAgent(Agent):
@@ -50,7 +75,8 @@ class GTCFRAgent(Agent):
   def __init__(self, game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
                evaluator: str | Callable | gt.Evaluator = "exact", capacity: int | None = None,
                puct_constant: float = 1.0, prior_temperature: float = 1.0,
-               virtual_loss: float = 1.0, dtype="float64"):
+               virtual_loss: float = 1.0, resolve: bool = True,
+               alpha: float | None = DEFAULT_ALPHA, cache_size: int = 4096, dtype="float64"):
     if not isinstance(game, CompiledGame):
       raise ValueError(f"GTCFRAgent needs a CompiledGame (jaxgt.load(...)), got "
                        f"{type(game).__name__}")
@@ -69,8 +95,13 @@ class GTCFRAgent(Agent):
     else:
       raise ValueError(f"evaluator must be 'exact', an Evaluator or a callable, got {evaluator!r}")
     self.ranges = jnp.asarray(gt.root_ranges(self.source, 0), self.config.solver.dtype)
+    self.resolve = bool(resolve)
+    self.alpha = check_alpha(alpha)
     self._public = jnp.asarray(game.tree.history_public)
     self._player = jnp.asarray(game.tree.player)
+    self._memo: OrderedDict = OrderedDict()
+    self._cache_size = check_positive_int("cache_size", cache_size)
+    self.num_searches = 0
 
   @property
   def name(self) -> str:
@@ -78,18 +109,102 @@ class GTCFRAgent(Agent):
     return f"SoG({c.simulations}, {c.expansions_per_update:g})"
 
   def init(self, key):
-    return jnp.asarray(key)
+    N, K = self.config.capacity, self.source.num_infostates
+    zeros = jnp.zeros((2, N * K), self.config.solver.dtype)
+    return GTCFRAgentState(key=jnp.asarray(key), started=jnp.zeros((), bool),
+                           public=jnp.asarray(NO_INDEX, jnp.int32),
+                           tree_public=jnp.full(N, NO_INDEX, jnp.int32), reach=zeros,
+                           values=zeros)
 
   def _search(self, key, public):
+    """The root-anchored search at ``public`` (no re-solving)."""
     path = dt.public_path(self.source, public)
     return gt.search(self.source, self.config, self.evaluator, jnp.zeros((), jnp.int32),
                      self.ranges, jax.random.fold_in(key, public), path=path)
 
+  def _resolve_args(self, state, public, player: int):
+    """``(root, ranges [2, K], opp_values [K], path)`` of the re-solve at ``public`` from the
+    previous search's summary at ``s_prev`` (module docstring)."""
+    src = self.source
+    K = src.num_infostates
+    path = dt.public_path(src, public)
+    depth = src.public_depth
+    in_prev = jax.vmap(lambda u: jnp.any(state.tree_public == u))(path)
+    below = depth[jnp.maximum(path, 0)] > depth[jnp.maximum(state.public, 0)]
+    ok = in_prev & below & (path >= 0)
+    j = path.shape[0] - 1 - jnp.argmax(ok[::-1])  # the deepest such public state
+    root = path[j]
+    node = jnp.argmax(state.tree_public == root)
+    rows = node * K + jnp.arange(K)
+    valid = src.tables.info_id[root] >= 0  # [2, K]
+    o = 1 - player
+    ours, opp, vals = state.reach[player, rows], state.reach[o, rows], state.values[o, rows]
+    z = jnp.sum(ours)
+    uniform = valid / jnp.maximum(valid.sum(-1, keepdims=True), 1)
+    our_range = jnp.where(z > 0, ours / jnp.where(z > 0, z, 1.0), uniform[player])
+    zo = jnp.sum(opp)
+    opp_range = jnp.where(zo > 0, opp / jnp.where(zo > 0, zo, 1.0), uniform[o])
+    ranges = jnp.zeros((2, K), ours.dtype).at[player].set(our_range).at[o].set(opp_range)
+    opp_values = jnp.where(z > 0, vals / jnp.where(z > 0, z, 1.0), 0.0)
+    shifted = jnp.where(jnp.arange(path.shape[0]) + j < path.shape[0], jnp.roll(path, -j),
+                        NO_INDEX)
+    return root, ranges, opp_values, shifted
+
+  def _resolve_search(self, state, public, player: int):
+    root, ranges, opp_values, path = self._resolve_args(state, public, player)
+    return gt.search(self.source, self.config, self.evaluator, root, ranges,
+                     jax.random.fold_in(state.key, public), player=player, opp_values=opp_values,
+                     alpha=self.alpha, path=path)
+
+  def _after(self, state, res, public):
+    return state.replace(started=jnp.ones((), bool), public=jnp.asarray(public, jnp.int32),
+                         tree_public=res.state.tree.public, reach=res.node_reach,
+                         values=res.node_values)
+
   def act(self, key, state, history):
     del key
     h = jnp.asarray(history, jnp.int32)
-    res = self._search(state, self._public[h])
-    return self._read(res, h), state
+    public = self._public[h]
+    hc, started = concrete_int(history), concrete_int(state.started)
+    if hc is not None and started is not None and not isinstance(state.key, jax.core.Tracer):
+      return self._act_concrete(state, hc, bool(started))
+    player = self._player[h]
+
+    def first(state):
+      res = self._search(state.key, public)
+      return self._read(res, h), self._after(state, res, public)
+
+    def later(state):
+      def for_player(p):
+        def run(state):
+          res = self._resolve_search(state, public, p)
+          return self._read(res, h), self._after(state, res, public)
+        return run
+      return lax.cond(player == 0, for_player(0), for_player(1), state)
+
+    if not self.resolve:
+      return first(state)
+    return lax.cond(state.started, later, first, state)
+
+  def _act_concrete(self, state, h: int, started: bool):
+    """``act`` on concrete arguments: one memoised search per (state, public state)."""
+    public = int(self.game.tree.history_public[h])
+    player = int(self.game.tree.player[h])
+    key = (id(state), public)
+    hit = self._memo.get(key)
+    if hit is None or hit[0] is not state:
+      if started and self.resolve:
+        res = self._resolve_search(state, public, player)
+      else:
+        res = self._search(state.key, public)
+      self.num_searches += 1
+      hit = (state, res, self._after(state, res, public))
+      self._memo[key] = hit
+      if len(self._memo) > self._cache_size:
+        self._memo.popitem(last=False)
+    else:
+      self._memo.move_to_end(key)
+    return self._read(hit[1], jnp.asarray(h, jnp.int32)), hit[2]
 
   def _read(self, res, h):
     K, A = self.source.num_infostates, self.game.tree.num_actions
@@ -101,8 +216,11 @@ class GTCFRAgent(Agent):
   def policy_table(self, key, batch: int = 64) -> tuple:
     """``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy): every information state's searched policy,
     with :func:`jaxgt.evaluation.construct.construct_policy`'s keys, searches batched ``batch`` at
-    a time (one compiled program)."""
+    a time (one compiled program). Root-anchored searches only (``resolve=False``)."""
     batch = check_positive_int("batch", batch)
+    if self.resolve:
+      raise ValueError("policy_table batches independent root-anchored searches; construct a "
+                       "re-solving agent's policy with jaxgt.evaluation.construct")
     tree = self.game.tree
     out = []
     for p in (0, 1):

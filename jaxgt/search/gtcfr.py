@@ -221,7 +221,10 @@ class SearchState:
   prior: Any  # [2, N * K, A] PUCT prior (evaluator's policy at temperature T_prior)
   joint_reach: Any  # [N, M] chance times both reaches of each slot under the last iterate
   root_values: Any  # [2, K] averaging-weighted sum of root counterfactual values
-  value_weight: Any  # [] sum of the averaging weights of root_values
+  # [2, N * K] averaging-weighted sum of every node's counterfactual values (entry histories;
+  # player p's utility, chance and the other player's reach included): 003's self-play values
+  node_values: Any
+  value_weight: Any  # [] sum of the averaging weights of root_values and node_values
   gadget: Any  # GadgetState, or () without re-solving
   evaluator: Any  # the evaluator's state
   num_queries: Any  # [] int32 leaf histories valued by the evaluator
@@ -248,6 +251,12 @@ class SearchResult:
   state: SearchState
   policy: tuple  # ([N * K, A], [N * K, A]) average policy at every node's information states
   root_values: Any  # [2, K] average counterfactual values at the root (player p's utility)
+  # [2, N * K] average self-play counterfactual values of every node's information states
+  # (entry histories; re-solving constraints of a later search, 003)
+  node_values: Any = None
+  # [2, N * K] each player's own reach of every node's information states under the average
+  # policy (root ranges included; the opponent's average gadget range when re-solving)
+  node_reach: Any = None
 
 
 # ------------------------------------------------------------------ the regret phase
@@ -337,6 +346,8 @@ class _Program:
       contrib = hc.root_values(forest, fw, v[p], p)
       rv.append(jax.ops.segment_sum(contrib, jnp.where(root_info[p] >= 0, root_info[p], K), K + 1)[:K])
     rv = jnp.stack(rv)
+    node_v = jnp.stack([self._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
+                                         * fw.own[1 - p] * v[p], p) for p in (0, 1)])
     if self.player is not None:
       o = 1 - self.player
       gs = gadget.update(gs, o, rv[o], jnp.ones(K, rv.dtype), t)
@@ -352,9 +363,19 @@ class _Program:
         queries=self._log(st.queries, tree, forest, fw, t),
         joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
         root_values=averaging.accumulate(st.root_values, rv, t),
+        node_values=averaging.accumulate(st.node_values, node_v, t),
         value_weight=averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t),
         num_queries=st.num_queries + jnp.sum(forest.leaf, dtype=jnp.int32),
         history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
+
+  def _entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
+    """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
+    ``player``'s information-state slot."""
+    N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
+    node = jnp.arange(N * M) // M
+    info = tree.info[player].reshape(-1)
+    ok = forest.live & tree.entry.reshape(-1) & (info >= 0)
+    return reduce(jnp.where(ok, x, 0.0), jnp.where(ok, node * K + info, N * K), N * K + 1)[:-1]
 
   def _log(self, log, tree, forest, fw, t):
     """``log`` with this iteration's leaf public belief states appended."""
@@ -461,7 +482,8 @@ class _Program:
     return SearchState(
         tree=tree, cfr=hc.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
-        root_values=jnp.zeros((2, K), dtype), value_weight=jnp.zeros((), dtype), gadget=gs,
+        root_values=jnp.zeros((2, K), dtype), node_values=jnp.zeros((2, N * K), dtype),
+        value_weight=jnp.zeros((), dtype), gadget=gs,
         evaluator=self.evaluator.init(), num_queries=jnp.zeros((), jnp.int32),
         history_visits=jnp.zeros((), jnp.int32), focus=focus,
         queries=QueryLog(public=jnp.full(cfg.log_queries, NO_INDEX, jnp.int32),
@@ -474,16 +496,29 @@ class _Program:
     st = self.init(tree.public[0], ranges)
     return st.replace(tree=tree)
 
-  def finish(self, st: SearchState) -> SearchResult:
-    pol = hc.average_policy(_legal(st.tree), st.cfr)
-    rv = jnp.where(st.value_weight > 0, st.root_values / jnp.where(st.value_weight > 0,
-                                                                      st.value_weight, 1.0), 0.0)
-    return SearchResult(state=st, policy=pol, root_values=rv)
+  def finish(self, st: SearchState, ranges) -> SearchResult:
+    tree = st.tree
+    pol = hc.average_policy(_legal(tree), st.cfr)
+    w = jnp.where(st.value_weight > 0, st.value_weight, 1.0)
+    rv = jnp.where(st.value_weight > 0, st.root_values / w, 0.0)
+    nv = jnp.where(st.value_weight > 0, st.node_values / w, 0.0)
+    if self.player is not None:  # the opponent's average gadget range
+      o = 1 - self.player
+      K = self.source.num_infostates
+      gadget = Gadget(self.config.solver, o, jnp.arange(K), jnp.zeros(K, ranges.dtype),
+                      ranges[o], None if self.alpha is None else self.alpha,
+                      tree.info_id[o, 0] >= 0)
+      ranges = ranges.at[o].set(gadget.average_range(st.gadget))
+    forest = tree_forest(self.source, tree)
+    fw = hc.forward(forest, pol, _root_own(tree, ranges, self.source.num_infostates))
+    reach = jnp.stack([jnp.maximum(self._entry_rows(tree, forest, fw.own[p], p,
+                                                    jax.ops.segment_max), 0.0) for p in (0, 1)])
+    return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
 
   def solve(self, tree, ranges, opp_values, iterations) -> SearchResult:
     st = lax.fori_loop(0, iterations, lambda _, s: self.regret_update(s, ranges, opp_values),
                        self.state_for(tree, ranges))
-    return self.finish(st)
+    return self.finish(st, ranges)
 
   def run(self, root, ranges, opp_values, key, path=None) -> SearchResult:
     cfg = self.config
@@ -497,11 +532,16 @@ class _Program:
                          lambda j, s: self.simulate(s, jax.random.fold_in(kp, j)), st)
       return st.replace(virtual=jnp.zeros_like(st.virtual))
 
-    return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st))
+    return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges)
 
 
 def _check_ranges(source: dt.Source, ranges):
-  """``[..., 2, K]`` padded root ranges, checked."""
+  """``[..., 2, K]`` padded root ranges, checked (traced ranges: their shape only)."""
+  if isinstance(ranges, jax.core.Tracer):
+    if ranges.shape[-2:] != (2, source.num_infostates):
+      raise ValueError(f"root ranges must have shape [..., 2, {source.num_infostates}], got "
+                       f"{ranges.shape}")
+    return ranges
   ranges = np.asarray(ranges, np.float64)
   K = source.num_infostates
   if ranges.shape[-2:] != (2, K):
@@ -573,8 +613,8 @@ def search(source: dt.Source, config: GTCFRConfig, evaluator: Evaluator, root, r
 
 
 def _check_resolving(source, ranges, player, opp_values, alpha):
+  _check_ranges(source, ranges)
   ranges = jnp.asarray(ranges)
-  _check_ranges(source, np.asarray(ranges))
   alpha = check_alpha(alpha)
   if player is not None and player not in (0, 1):
     raise ValueError(f"player must be 0, 1 or None, got {player!r}")
