@@ -290,7 +290,7 @@ def _root_own(tree, ranges, K):
   return jnp.stack([ranges[p][jnp.clip(info[p], 0, K - 1)] for p in (0, 1)])
 
 
-def _prior(tree, prior, temperature, K):
+def _prior(tree, prior, temperature):
   """Evaluator prior at temperature ``temperature``, uniform where absent."""
   legal = jnp.stack(_legal(tree)).astype(tree.chance.dtype)
   uniform = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1.0)
@@ -355,7 +355,7 @@ class _Program:
     q = jnp.stack([jnp.where((qs[p][1] > 0)[:, None], qs[p][0] / jnp.where(qs[p][1] > 0,
                                                                              qs[p][1], 1.0)[:, None],
                              0.0) for p in (0, 1)])
-    new_prior = _prior(tree, prior, self.config.prior_temperature, K)
+    new_prior = _prior(tree, prior, self.config.prior_temperature)
     frontier = jnp.repeat(~tree.expanded, K)
     prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
     return st.replace(
