@@ -100,6 +100,11 @@ class GTCFRAgent(Agent):
     self._public = jnp.asarray(game.tree.history_public)
     self._player = jnp.asarray(game.tree.player)
     self._memo: OrderedDict = OrderedDict()
+    # Host-side acts call small jitted helpers (eager ops would be re-traced per search).
+    self._path_fn = jax.jit(lambda public: dt.public_path(self.source, public))
+    self._args_fns = tuple(jax.jit(lambda state, public, p=p: self._resolve_args(state, public, p))
+                           for p in (0, 1))
+    self._read_fn = jax.jit(self._read)
     self._cache_size = check_positive_int("cache_size", cache_size)
     self.num_searches = 0
 
@@ -193,10 +198,14 @@ class GTCFRAgent(Agent):
     key = (id(state), public)
     hit = self._memo.get(key)
     if hit is None or hit[0] is not state:
+      key_s = jax.random.fold_in(state.key, public)
       if started and self.resolve:
-        res = self._resolve_search(state, public, player)
+        root, ranges, opp_values, path = self._args_fns[player](state, public)
+        res = gt.search(self.source, self.config, self.evaluator, root, ranges, key_s,
+                        player=player, opp_values=opp_values, alpha=self.alpha, path=path)
       else:
-        res = self._search(state.key, public)
+        res = gt.search(self.source, self.config, self.evaluator, 0, self.ranges, key_s,
+                        path=self._path_fn(public))
       self.num_searches += 1
       hit = (state, res, self._after(state, res, public))
       self._memo[key] = hit
@@ -204,7 +213,7 @@ class GTCFRAgent(Agent):
         self._memo.popitem(last=False)
     else:
       self._memo.move_to_end(key)
-    return self._read(hit[1], jnp.asarray(h, jnp.int32)), hit[2]
+    return self._read_fn(hit[1], jnp.asarray(h, jnp.int32)), hit[2]
 
   def _read(self, res, h):
     K, A = self.source.num_infostates, self.game.tree.num_actions
