@@ -70,25 +70,26 @@ def test_expansion_order_capacity_and_noops():
   pt = build_public_tree(g)
   src = dt.source_from_game(g)
   expand = jax.jit(lambda t, n: dt.expand(src, t, n))
-  tree = dt.init_tree(src, 1 + src.num_children, 0)
+  init = jax.jit(lambda r: dt.init_tree(src, 4, r))
+  tree = init(0)
   assert int(tree.num_nodes) == 1 and not bool(tree.expanded[0])
   assert np.all(np.asarray(tree.children) == dt.UNEXPANDED)
   tree = expand(tree, 0)
   k = len(pt.children[0])
   assert int(tree.num_nodes) == 1 + k and bool(tree.expanded[0])
   np.testing.assert_array_equal(np.asarray(tree.public)[1:1 + k], pt.children[0])
-  again = expand(tree, 0)  # already expanded: no-op
-  assert int(again.num_nodes) == 1 + k
-  # Fill up to capacity: expanding a node whose children do not fit is a no-op.
-  small = dt.init_tree(src, 2, 0) if 2 >= 1 + src.num_children else None
-  if small is not None:
-    assert int(expand(expand(small, 0), 1).num_nodes) <= 2
-  full = jax.jit(lambda r: dt.expand_all(src, dt.init_tree(src, 4, r)))(0)
-  assert int(full.num_nodes) <= 4
+  assert int(expand(tree, 0).num_nodes) == 1 + k  # already expanded: no-op
+  tree = expand(tree, 1)  # node 1's children are node 1 + k onwards
+  kids = pt.children[int(tree.public[1])]
+  np.testing.assert_array_equal(np.asarray(tree.public)[1 + k:1 + k + len(kids)], kids)
+  assert int(tree.num_nodes) == 1 + k + len(kids) <= 4
+  n = int(tree.num_nodes)
+  grown = expand(tree, n - 1)  # its children do not fit in the capacity: no-op
+  assert int(grown.num_nodes) == n and not bool(grown.expanded[n - 1])
   terminal = [ps for ps in range(pt.num_public_states) if pt.terminal_public[ps]][0]
-  big = jax.jit(lambda r: dt.init_tree(src, pt.num_public_states, r))(terminal)
-  assert not bool(dt.can_expand(big, 0))
-  assert int(expand(big, 0).num_nodes) == 1
+  leaf = init(terminal)
+  assert not bool(dt.can_expand(leaf, 0))
+  assert int(expand(leaf, 0).num_nodes) == 1
 
 
 def test_public_path_and_branch():

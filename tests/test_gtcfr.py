@@ -178,7 +178,8 @@ def test_batched_searches_equal_single_searches():
       np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
 
 
-@pytest.mark.parametrize("s, c", [(5, 2.0), pytest.param(4, 1.0, marks=pytest.mark.slow),
+@pytest.mark.parametrize("s, c", [pytest.param(5, 2.0, marks=pytest.mark.slow),
+                                  pytest.param(4, 1.0, marks=pytest.mark.slow),
                                   pytest.param(2, 0.5, marks=pytest.mark.slow)])
 def test_search_grows_the_tree_and_counts_queries(s, c):
   """SoG(s, c): s simulations grow the tree (k = infinity: all children at once, never more
