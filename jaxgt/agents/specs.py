@@ -354,6 +354,11 @@ _PLAY = ("average", "greedy")
 _DTYPES = ("float32", "float64")
 
 
+def _gtcfr(game, **params) -> Agent:
+  from jaxgt.agents.gtcfr import gtcfr
+  return gtcfr(game, **params)
+
+
 def _dtype(default: str = "float32") -> Param:
   return Param("dtype", str, default, "float dtype of the search (float64 turns on 64-bit JAX)",
                choices=_DTYPES)
@@ -421,3 +426,12 @@ register_agent(
      _dtype("float64")),
     "continual re-solving (003) with exact equilibrium leaf values; deterministic",
     check=_check_resolving)
+register_agent(
+    "gtcfr", _gtcfr,
+    (Param("simulations", int, 100, "expansion simulations per search, s in SoG(s, c)", minimum=1),
+     Param("expansions_per_update", float, 1.0, "c: simulations per regret update (may be fractional)"),
+     Param("evaluator", str, "exact", "leaf values: the remaining game solved exactly", choices=("exact",)),
+     Param("puct_constant", float, 1.0, "PUCT exploration constant", minimum=0),
+     Param("resolve", bool, True, "continual re-solving from the previous search (false: root-anchored)"),
+     _dtype("float64")),
+    "Growing-Tree CFR (003, Algorithm 1) on the fixed-capacity device public tree")

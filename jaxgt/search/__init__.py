@@ -6,6 +6,13 @@
   queries them (depth-limited solving, ``004``).
 * :mod:`jaxgt.search.resolving`: the safe re-solving gadget and the
   summaries continual re-solving carries between searches (``003``).
+* :mod:`jaxgt.search.device_tree`: a fixed-capacity public tree on the
+  device, grown by expansions (nodes are public states).
+* :mod:`jaxgt.search.history_cfr`: public-tree CFR in history form over a
+  (partial) tree, with the CFR engine's regret and averaging rules.
+* :mod:`jaxgt.search.gtcfr`: Growing-Tree CFR (``003``, Algorithm 1) on the
+  device tree: regret and expansion phases, exact and callable evaluators,
+  the gadget at the root, batched searches.
 
 ``search`` builds on :mod:`jaxgt.core` and :mod:`jaxgt.solvers`; agents that
 use it live in :mod:`jaxgt.agents`.

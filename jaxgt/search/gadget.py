@@ -55,6 +55,8 @@ class Gadget:
   terminate_values: Any
   previous_range: Any  # [K_o] the opponent's previous range r_prev
   alpha: Any = None  # [] the modified gadget's mixing weight, or None (exact gadget)
+  # [K_o] bool real entries of a padded opponent range (None: all); padding never follows
+  mask: Any = None
 
   def init(self) -> GadgetState:
     zeros = jnp.zeros(self.previous_range.shape + (2,), self.previous_range.dtype)
@@ -65,7 +67,8 @@ class Gadget:
   def follow(self, gs: GadgetState) -> jax.Array:
     """``[K_o]`` follow probabilities of the gadget's current strategy."""
     legal = jnp.ones(gs.regrets.shape, bool)
-    return self.solver.regret_rule.strategy(gs.regrets, legal, gs.regret_state)[:, 0]
+    f = self.solver.regret_rule.strategy(gs.regrets, legal, gs.regret_state)[:, 0]
+    return f if self.mask is None else jnp.where(self.mask, f, 0.0)
 
   def opponent_range(self, gs: GadgetState) -> jax.Array:
     """``[K_o]`` the opponent's root range of the current iteration."""

@@ -1,0 +1,273 @@
+"""The Growing-Tree CFR agent, ``SoG(s, c)`` (``003``, "Search via Growing-Tree CFR").
+
+At a decision in public state ``s`` the agent searches with GT-CFR
+(:func:`jaxgt.search.gtcfr.search`) on a tree that starts as the single
+branch from the search's root to ``s`` with every off-branch child a leaf and
+``s``'s children added; growth is constrained below ``s`` (simulations start
+there) and it plays the search's average policy at its information state
+(``003``, "Modified Continual Re-solving"). The search's root:
+
+* ``resolve=False`` (or the player's first decision): the game's root public
+  state with its known beliefs;
+* ``resolve=True``, later decisions: continual re-solving. The root is
+  ``s_prev``, the deepest public state on the way to ``s`` that the previous
+  search's tree holds (below the previous decision); the search runs the
+  (``alpha``-modified) safe re-solving gadget with the previous search's
+  summary there: our range and the opponent's range under its average
+  policy, and the opponent's average self-play counterfactual values
+  (``003``, "Self-play Values as Re-solving Constraints").
+
+The search depends on public information only (public states and the key),
+so every information state of ``s`` reads the same search. The agent is
+traceable (jitted matches): its state is a fixed-shape pytree (the key and
+the previous search's per-node summaries); on concrete arguments it runs
+one search per (previous state, public state) and memoises it, which is what
+:func:`jaxgt.evaluation.construct.construct_policy` needs.
+:meth:`GTCFRAgent.policy_table` runs the root-anchored searches
+(``resolve=False``) of every decision public state in batched calls.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from jax import lax
+
+from jaxgt.agents.base import Agent
+from jaxgt.core.checks import check_positive_int, concrete_int
+from jaxgt.core.compiler import NO_INDEX, CompiledGame
+from jaxgt.search import device_tree as dt
+from jaxgt.search import gtcfr as gt
+from jaxgt.search.gadget import check_alpha
+from jaxgt.search.resolving import DEFAULT_ALPHA
+
+
+@struct.dataclass
+class GTCFRAgentState:
+  """What the agent carries between its decisions of one match (fixed shapes)."""
+
+  key: Any  # the key of init; the search at public state s uses fold_in(key, s)
+  started: Any  # [] bool a decision has been searched
+  public: Any  # [] int32 public state of the previous decision
+  tree_public: Any  # [N] int32 public state of each node of the previous search's tree
+  reach: Any  # [2, N * K] own reaches under its average policy (GTCFR SearchResult.node_reach)
+  values: Any  # [2, N * K] its average self-play counterfactual values (node_values)
+
+
+class GTCFRAgent(Agent):
+  """``SoG(simulations, expansions_per_update)`` with a leaf evaluator.
+
+  Args:
+    game: a :class:`CompiledGame`.
+    simulations: ``s``, expansion simulations per search.
+    expansions_per_update: ``c`` (fractional: ``ceil(1/c)`` CFR updates per simulation).
+    evaluator: ``"exact"`` (the remaining game solved for the current ranges), a
+      :class:`jaxgt.search.gtcfr.Evaluator`, or a callable ``(LeafInput) -> values``.
+    capacity: nodes of the search tree (default: what ``simulations`` can add).
+    puct_constant, prior_temperature, virtual_loss: see :class:`jaxgt.search.gtcfr.GTCFRConfig`.
+  """
+
+  def __init__(self, game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
+               evaluator: str | Callable | gt.Evaluator = "exact", capacity: int | None = None,
+               puct_constant: float = 1.0, prior_temperature: float = 1.0,
+               virtual_loss: float = 1.0, resolve: bool = True,
+               alpha: float | None = DEFAULT_ALPHA, cache_size: int = 4096, dtype="float64"):
+    if not isinstance(game, CompiledGame):
+      raise ValueError(f"GTCFRAgent needs a CompiledGame (jaxgt.load(...)), got "
+                       f"{type(game).__name__}")
+    self.game = game
+    self.source = dt.source_from_game(game, dtype)
+    self.config = gt.make_config(self.source, simulations=simulations,
+                                 expansions_per_update=expansions_per_update, capacity=capacity,
+                                 puct_constant=puct_constant, prior_temperature=prior_temperature,
+                                 virtual_loss=virtual_loss, dtype=dtype)
+    if isinstance(evaluator, gt.Evaluator):
+      self.evaluator = evaluator
+    elif evaluator == "exact":
+      self.evaluator = gt.exact(self.source)
+    elif callable(evaluator):
+      self.evaluator = gt.from_callable(evaluator)
+    else:
+      raise ValueError(f"evaluator must be 'exact', an Evaluator or a callable, got {evaluator!r}")
+    self.ranges = jnp.asarray(gt.root_ranges(self.source, 0), self.config.solver.dtype)
+    self.resolve = bool(resolve)
+    self.alpha = check_alpha(alpha)
+    self._public = jnp.asarray(game.tree.history_public)
+    self._player = jnp.asarray(game.tree.player)
+    self._memo: OrderedDict = OrderedDict()
+    # Host-side acts call small jitted helpers (eager ops would be re-traced per search).
+    self._path_fn = jax.jit(lambda public: dt.public_path(self.source, public))
+    self._args_fns = tuple(jax.jit(lambda state, public, p=p: self._resolve_args(state, public, p))
+                           for p in (0, 1))
+    self._read_fn = jax.jit(self._read)
+    self._cache_size = check_positive_int("cache_size", cache_size)
+    self.num_searches = 0
+
+  @property
+  def name(self) -> str:
+    c = self.config
+    return f"SoG({c.simulations}, {c.expansions_per_update:g})"
+
+  def init(self, key):
+    N, K = self.config.capacity, self.source.num_infostates
+    zeros = jnp.zeros((2, N * K), self.config.solver.dtype)
+    return GTCFRAgentState(key=jnp.asarray(key), started=jnp.zeros((), bool),
+                           public=jnp.asarray(NO_INDEX, jnp.int32),
+                           tree_public=jnp.full(N, NO_INDEX, jnp.int32), reach=zeros,
+                           values=zeros)
+
+  def _search(self, key, public):
+    """The root-anchored search at ``public`` (no re-solving)."""
+    path = dt.public_path(self.source, public)
+    return gt.search(self.source, self.config, self.evaluator, jnp.zeros((), jnp.int32),
+                     self.ranges, jax.random.fold_in(key, public), path=path)
+
+  def _resolve_args(self, state, public, player: int):
+    """``(root, ranges [2, K], opp_values [K], path)`` of the re-solve at ``public`` from the
+    previous search's summary at ``s_prev`` (module docstring)."""
+    src = self.source
+    K = src.num_infostates
+    path = dt.public_path(src, public)
+    depth = src.public_depth
+    in_prev = jax.vmap(lambda u: jnp.any(state.tree_public == u))(path)
+    below = depth[jnp.maximum(path, 0)] > depth[jnp.maximum(state.public, 0)]
+    ok = in_prev & below & (path >= 0)
+    j = path.shape[0] - 1 - jnp.argmax(ok[::-1])  # the deepest such public state
+    root = path[j]
+    node = jnp.argmax(state.tree_public == root)
+    rows = node * K + jnp.arange(K)
+    valid = src.tables.info_id[root] >= 0  # [2, K]
+    o = 1 - player
+    ours, opp, vals = state.reach[player, rows], state.reach[o, rows], state.values[o, rows]
+    z = jnp.sum(ours)
+    uniform = valid / jnp.maximum(valid.sum(-1, keepdims=True), 1)
+    our_range = jnp.where(z > 0, ours / jnp.where(z > 0, z, 1.0), uniform[player])
+    zo = jnp.sum(opp)
+    opp_range = jnp.where(zo > 0, opp / jnp.where(zo > 0, zo, 1.0), uniform[o])
+    ranges = jnp.zeros((2, K), ours.dtype).at[player].set(our_range).at[o].set(opp_range)
+    opp_values = jnp.where(z > 0, vals / jnp.where(z > 0, z, 1.0), 0.0)
+    shifted = jnp.where(jnp.arange(path.shape[0]) + j < path.shape[0], jnp.roll(path, -j),
+                        NO_INDEX)
+    return root, ranges, opp_values, shifted
+
+  def _resolve_search(self, state, public, player: int):
+    root, ranges, opp_values, path = self._resolve_args(state, public, player)
+    return gt.search(self.source, self.config, self.evaluator, root, ranges,
+                     jax.random.fold_in(state.key, public), player=player, opp_values=opp_values,
+                     alpha=self.alpha, path=path)
+
+  def _after(self, state, res, public):
+    return state.replace(started=jnp.ones((), bool), public=jnp.asarray(public, jnp.int32),
+                         tree_public=res.state.tree.public, reach=res.node_reach,
+                         values=res.node_values)
+
+  def act(self, key, state, history):
+    del key
+    h = jnp.asarray(history, jnp.int32)
+    public = self._public[h]
+    hc, started = concrete_int(history), concrete_int(state.started)
+    if hc is not None and started is not None and not isinstance(state.key, jax.core.Tracer):
+      return self._act_concrete(state, hc, bool(started))
+    player = self._player[h]
+
+    def first(state):
+      res = self._search(state.key, public)
+      return self._read(res, h), self._after(state, res, public)
+
+    def later(state):
+      def for_player(p):
+        def run(state):
+          res = self._resolve_search(state, public, p)
+          return self._read(res, h), self._after(state, res, public)
+        return run
+      return lax.cond(player == 0, for_player(0), for_player(1), state)
+
+    if not self.resolve:
+      return first(state)
+    return lax.cond(state.started, later, first, state)
+
+  def _act_concrete(self, state, h: int, started: bool):
+    """``act`` on concrete arguments: one memoised search per (state, public state)."""
+    public = int(self.game.tree.history_public[h])
+    player = int(self.game.tree.player[h])
+    key = (id(state), public)
+    hit = self._memo.get(key)
+    if hit is None or hit[0] is not state:
+      key_s = jax.random.fold_in(state.key, public)
+      if started and self.resolve:
+        root, ranges, opp_values, path = self._args_fns[player](state, public)
+        res = gt.search(self.source, self.config, self.evaluator, root, ranges, key_s,
+                        player=player, opp_values=opp_values, alpha=self.alpha, path=path)
+      else:
+        res = gt.search(self.source, self.config, self.evaluator, 0, self.ranges, key_s,
+                        path=self._path_fn(public))
+      self.num_searches += 1
+      hit = (state, res, self._after(state, res, public))
+      self._memo[key] = hit
+      if len(self._memo) > self._cache_size:
+        self._memo.popitem(last=False)
+    else:
+      self._memo.move_to_end(key)
+    return self._read_fn(hit[1], jnp.asarray(h, jnp.int32)), hit[2]
+
+  def _read(self, res, h):
+    K, A = self.source.num_infostates, self.game.tree.num_actions
+    p = self._player[h]
+    k = jnp.where(p == 0, self.source.history_info[0, h], self.source.history_info[1, h])
+    row = res.state.focus * K + k
+    return jnp.where(p == 0, res.policy[0][row], res.policy[1][row])[..., :A]
+
+  def policy_table(self, key, batch: int = 64) -> tuple:
+    """``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy): every information state's searched policy,
+    with :func:`jaxgt.evaluation.construct.construct_policy`'s keys, searches batched ``batch`` at
+    a time (one compiled program). Root-anchored searches only (``resolve=False``)."""
+    batch = check_positive_int("batch", batch)
+    if self.resolve:
+      raise ValueError("policy_table batches independent root-anchored searches; construct a "
+                       "re-solving agent's policy with jaxgt.evaluation.construct")
+    tree = self.game.tree
+    out = []
+    for p in (0, 1):
+      n = tree.players[p].num_infostates
+      kinit = jax.random.fold_in(jax.random.fold_in(key, p), n)
+      hs = np.flatnonzero(np.asarray(tree.player) == p)
+      info = np.asarray(tree.infostate)[hs]
+      ids, first = np.unique(info, return_index=True)
+      reps = hs[first]  # one history per information state
+      publics = np.asarray(tree.history_public)[reps]
+      uniq, inv = np.unique(publics, return_inverse=True)
+      sig = np.zeros((n, tree.num_actions))
+      for lo in range(0, len(uniq), batch):
+        chunk = uniq[lo:lo + batch]
+        pad = np.concatenate([chunk, np.full(batch - len(chunk), chunk[-1])])
+        res = self._batched(kinit, jnp.asarray(pad, jnp.int32))
+        sel = np.flatnonzero((inv >= lo) & (inv < lo + len(chunk)))
+        rows = self._read_batch(res, jnp.asarray(inv[sel] - lo), jnp.asarray(reps[sel]))
+        sig[ids[sel]] = np.asarray(rows)
+      out.append(sig)
+    return tuple(out)
+
+  def _batched(self, kinit, publics):
+    paths = jax.vmap(lambda s: dt.public_path(self.source, s))(publics)
+    keys = jax.vmap(lambda s: jax.random.fold_in(kinit, s))(publics)
+    B = publics.shape[0]
+    return gt.search(self.source, self.config, self.evaluator, jnp.zeros(B, jnp.int32),
+                     jnp.broadcast_to(self.ranges, (B,) + self.ranges.shape), keys, path=paths)
+
+  def _read_batch(self, res, which, hists):
+    def one(i, h):
+      sub = jax.tree_util.tree_map(lambda x: x[i], res)
+      return self._read(sub, h)
+    return jax.vmap(one)(which, hists)
+
+
+def gtcfr(game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
+          evaluator: Any = "exact", **kwargs) -> GTCFRAgent:
+  """The agent-spec factory ``gtcfr(simulations=S, expansions_per_update=c, evaluator=exact)``."""
+  return GTCFRAgent(game, simulations=simulations, expansions_per_update=expansions_per_update,
+                    evaluator=evaluator, **kwargs)

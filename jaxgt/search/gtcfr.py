@@ -1,0 +1,651 @@
+"""Growing-Tree CFR on the fixed-capacity device public tree (``003``, Algorithm 1).
+
+GT-CFR (``003``, "Search via Growing-Tree CFR" and supplement Algorithm 1)
+alternates two phases on a public tree that starts as the root public state
+and its children (:mod:`jaxgt.search.device_tree`):
+
+* **regret update**: ``ceil(1/c)`` iterations of public-tree CFR over the
+  current tree with simultaneous updates, regret matching+ and linear
+  averaging (the engine's rules, :mod:`jaxgt.search.history_cfr`); every
+  frontier leaf is valued by the evaluator in one batched call per
+  iteration, terminals exactly;
+* **expansion**: ``ceil(c)`` simulations, each sampling a world state of the
+  focus public state from the current beliefs and descending with
+  ``pi_select = 1/2 pi_PUCT + 1/2 pi_CFR(average)`` until it reaches a frontier
+  node, whose child public states are then all added (``k = infinity``);
+  visit counts per information state accumulate over the search and
+  virtual losses separate the simulations of one phase.
+
+``SoG(s, c)``: ``s`` simulations in total, so ``s / ceil(c)`` GT-CFR
+iterations. One compiled program per (source, capacity, evaluator,
+:class:`GTCFRConfig`) serves every root public state, root range and tree
+shape; ``jax.vmap`` runs a batch of searches.
+
+Re-solving (``003``, "Modified Continual Re-solving"): with opponent
+counterfactual values the root carries the safe re-solving gadget
+(:class:`jaxgt.search.gadget.Gadget`), optionally the ``alpha``-modified one.
+
+Shape letters: those of :mod:`jaxgt.search.device_tree` (``N``, ``M``, ``K``,
+``A``), ``B`` a batch of searches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from jax import lax
+
+from jaxgt.core.checks import (check_distribution, check_key, check_nonnegative_int,
+                               check_positive_int, check_real)
+from jaxgt.core.compiler import NO_INDEX
+from jaxgt.core.sampling import sample_index
+from jaxgt.games.base import CHANCE
+from jaxgt.search import device_tree as dt
+from jaxgt.search import history_cfr as hc
+from jaxgt.search.gadget import Gadget, check_alpha
+from jaxgt.solvers import cfr as cfr_lib
+
+
+# ------------------------------------------------------------------ evaluators
+@struct.dataclass
+class LeafInput:
+  """Beliefs at the frontier of a device tree (one batched evaluator call)."""
+
+  tree: dt.DeviceTree  # the current tree (public states and histories of every node)
+  leaf: Any  # [N, M] bool slots valued by the evaluator (entry histories of frontier nodes)
+  reach: Any  # [2, N, M] each player's own reach of each slot (root ranges included)
+  chance: Any  # [N, M] chance reach of each slot (from the game's root)
+  root_ranges: Any  # [2, K] the root ranges of the search (the opponent's of this iteration)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Evaluator:
+  """``init() -> state`` and ``apply(state, LeafInput) -> ((values, prior), state)``.
+
+  ``values`` is ``[2, N, M]`` (row ``p``: player 0's value of each leaf slot used
+  in player ``p``'s update) or ``[N, M]``; ``prior`` is ``[2, N, K, A]`` (a policy
+  prior for PUCT at the leaves' information states) or ``None`` (uniform).
+  """
+
+  init: Callable[[], Any]
+  apply: Callable[[Any, LeafInput], tuple]
+  name: str = "evaluator"
+
+
+def exact(source: dt.Source, solver=None, iterations: int = 1) -> Evaluator:
+  """Exact leaf values: the remaining game below the leaves solved for the current ranges.
+
+  All leaf histories root one continuation (the compiled game's histories
+  below them); each query runs ``iterations`` CFR iterations of ``solver``
+  (default simultaneous CFR+) on it with counterfactual weights, warm-started
+  from the previous query, and values the leaves under its current
+  strategies (:func:`jaxgt.search.leaf.equilibrium`'s decomposition, ``003``
+  Sec. 3, with exact continuation solving in place of a network). Its current
+  strategy at the leaves' information states is the PUCT prior.
+  """
+  if source.game is None:
+    raise ValueError("the exact evaluator needs a source read from a compiled game")
+  solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False,
+                                                              dtype=str(source.tables.chance.dtype))
+  iterations = check_positive_int("iterations", iterations)
+  gtree = source.game.device_tree(source.tables.chance.dtype)
+  H = gtree.num_histories
+  legal = tuple(jnp.asarray(pt.legal) for pt in gtree.players)
+  dtype = source.tables.chance.dtype
+
+  def init():
+    return (hc.init_tables(solver, gtree.num_infostates, gtree.num_actions, dtype), gtree)
+
+  def apply(state, leaves: LeafInput):
+    st, g = state
+    hist = leaves.tree.history.reshape(-1)
+    leaf = leaves.leaf.reshape(-1)
+    target = jnp.where(leaf, hist, H)
+    is_root = jnp.zeros(H, bool).at[target].set(True, mode="drop")
+    own = jnp.zeros((2, H), dtype).at[:, target].set(leaves.reach.reshape(2, -1), mode="drop")
+    chance = jnp.zeros(H, dtype).at[target].set(leaves.chance.reshape(-1), mode="drop")
+    parent = jnp.asarray(g.parent)
+    below = is_root
+    for lo, hi in g.depth_levels[1:]:  # below a leaf: a leaf, or a parent below one
+      below = below.at[lo:hi].set(below[lo:hi] | below[jnp.maximum(parent[lo:hi], 0)])
+    forest = hc.game_forest(g, is_root, below)
+    zero = jnp.zeros((1, H), dtype)
+
+    def one(_, st):
+      sigma = hc.strategy(solver, legal, st)
+      fw = hc.forward(forest, sigma, own, chance)
+      v = hc.values(forest, fw.edge, zero)
+      return hc.update(solver, forest, legal, st, sigma, fw, jnp.concatenate([v, v]))[0]
+
+    st = lax.fori_loop(0, iterations, one, st)
+    sigma = hc.strategy(solver, legal, st)
+    v = hc.values(forest, hc.edge_total(forest, hc.edges(forest, sigma)), zero)[0]
+    vals = jnp.where(leaf, v[jnp.maximum(hist, 0)], 0.0).reshape(leaves.leaf.shape)
+    info = leaves.tree.acting_info
+    prior = jnp.stack([jnp.where((info[p] >= 0)[..., None], sigma[p][jnp.maximum(info[p], 0)], 0.0)
+                       for p in (0, 1)])
+    return (vals, prior), (st, g)
+
+  return Evaluator(init=init, apply=apply, name="exact")
+
+
+def from_callable(fn: Callable[[LeafInput], Any]) -> Evaluator:
+  """Any function ``fn(LeafInput) -> values`` (``[N, M]`` or ``[2, N, M]``, player 0's value of
+  each leaf slot) or ``-> (values, prior [2, N, K, A])``: one batched call for all leaves."""
+  def apply(state, leaves):
+    out = fn(leaves)
+    values, prior = out if isinstance(out, tuple) else (out, None)
+    shape = tuple(getattr(values, "shape", ()))
+    if shape not in (leaves.leaf.shape, (2,) + leaves.leaf.shape):
+      raise ValueError(f"leaf evaluator returned shape {shape}; expected {leaves.leaf.shape} or "
+                       f"{(2,) + leaves.leaf.shape} (player 0's value of each history slot)")
+    return (jnp.asarray(values, leaves.chance.dtype), prior), state
+
+  return Evaluator(init=lambda: (), apply=apply, name="callable")
+
+
+# ------------------------------------------------------------------ configuration and state
+@dataclasses.dataclass(frozen=True)
+class GTCFRConfig:
+  """Static configuration of a GT-CFR search (``SoG(simulations, expansions_per_update)``).
+
+  ``puct_constant`` (``c`` of PUCT, not given in ``003``; default 1, in
+  units of the game's largest payoff), ``prior_temperature`` (``T_prior``
+  of ``003`` Table S2), ``virtual_loss`` (each visit of the current phase
+  counts as a loss of ``virtual_loss * value_scale``), ``chance`` (how a
+  simulation crosses chance: ``"sample"`` by the chance probabilities).
+  """
+
+  capacity: int
+  simulations: int = 100
+  expansions_per_update: float = 1.0
+  puct_constant: float = 1.0
+  prior_temperature: float = 1.0
+  virtual_loss: float = 1.0
+  solver: Any = None  # the CFR rules (default simultaneous CFR+)
+  log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
+
+  @property
+  def sims_per_phase(self) -> int:
+    return int(math.ceil(self.expansions_per_update))
+
+  @property
+  def updates_per_phase(self) -> int:
+    return int(math.ceil(1.0 / self.expansions_per_update))
+
+  @property
+  def num_phases(self) -> int:
+    """GT-CFR iterations: ``s / ceil(c)`` (rounded up)."""
+    return int(math.ceil(self.simulations / self.sims_per_phase))
+
+
+def make_config(source: dt.Source, *, simulations: int, expansions_per_update: float = 1.0,
+                capacity: int | None = None, puct_constant: float = 1.0,
+                prior_temperature: float = 1.0, virtual_loss: float = 1.0, solver=None,
+                log_queries: int = 0, dtype="float64") -> GTCFRConfig:
+  """A checked :class:`GTCFRConfig`; ``capacity`` defaults to what ``simulations`` can add
+  (capped at the source's public states)."""
+  simulations = check_positive_int("simulations", simulations)
+  c = check_real("expansions_per_update", expansions_per_update, 0, math.inf, lo_open=True)
+  if capacity is None:
+    capacity = min(1 + source.num_children * (simulations + 1 + source.max_public_depth),
+                   max(source.num_public_states, 1 + source.num_children))
+  capacity = dt.check_capacity(source, capacity)
+  solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False, dtype=dtype)
+  if solver.alternating:
+    raise ValueError("GT-CFR runs simultaneous updates (003); pass a solver with alternating=False")
+  return GTCFRConfig(capacity=capacity, simulations=simulations, expansions_per_update=c,
+                     puct_constant=check_real("puct_constant", puct_constant, 0),
+                     prior_temperature=check_real("prior_temperature", prior_temperature, 0,
+                                                  lo_open=True),
+                     virtual_loss=check_real("virtual_loss", virtual_loss, 0), solver=solver,
+                     log_queries=check_nonnegative_int("log_queries", log_queries))
+
+
+@struct.dataclass
+class SearchState:
+  """State of one GT-CFR search (add ``B`` in front when batched)."""
+
+  tree: dt.DeviceTree
+  cfr: hc.TableState  # tables of rows N * K (node n's slot k is row n * K + k)
+  visits: Any  # [2, N * K, A] simulation visits per information state and action
+  virtual: Any  # [2, N * K, A] visits of the current expansion phase (virtual losses)
+  q: Any  # [2, N * K, A] last counterfactual action values normalised by opponent reach
+  prior: Any  # [2, N * K, A] PUCT prior (evaluator's policy at temperature T_prior)
+  joint_reach: Any  # [N, M] chance times both reaches of each slot under the last iterate
+  root_values: Any  # [2, K] averaging-weighted sum of root counterfactual values
+  # [2, N * K] averaging-weighted sum of every node's counterfactual values (entry histories;
+  # player p's utility, chance and the other player's reach included): 003's self-play values
+  node_values: Any
+  value_weight: Any  # [] sum of the averaging weights of root_values and node_values
+  gadget: Any  # GadgetState, or () without re-solving
+  evaluator: Any  # the evaluator's state
+  num_queries: Any  # [] int32 leaf histories valued by the evaluator
+  history_visits: Any  # [] int32 live tree histories summed over the CFR iterations
+  focus: Any  # [] int32 node under which simulations start
+  queries: Any  # QueryLog of the leaf public belief states queried (capacity config.log_queries)
+
+
+@struct.dataclass
+class QueryLog:
+  """The public belief states the evaluator was queried at (``003``, Algorithm 1: inputs for
+  training), in query order; ``L = config.log_queries``."""
+
+  public: Any  # [L] int32 public state of each query (NO_INDEX: unused)
+  ranges: Any  # [L, 2, K] both players' normalised ranges over the public state's slots
+  iteration: Any  # [L] int32 CFR iteration of the query
+  count: Any  # [] int32 queries made (may exceed L; those past L are not kept)
+
+
+@struct.dataclass
+class SearchResult:
+  """What a search returns (``003``, Algorithm 1: values, policy, queries)."""
+
+  state: SearchState
+  policy: tuple  # ([N * K, A], [N * K, A]) average policy at every node's information states
+  root_values: Any  # [2, K] average counterfactual values at the root (player p's utility)
+  # [2, N * K] average self-play counterfactual values of every node's information states
+  # (entry histories; re-solving constraints of a later search, 003)
+  node_values: Any = None
+  # [2, N * K] each player's own reach of every node's information states under the average
+  # policy (root ranges included; the opponent's average gadget range when re-solving)
+  node_reach: Any = None
+
+
+# ------------------------------------------------------------------ the regret phase
+def tree_forest(source: dt.Source, tree: dt.DeviceTree) -> hc.Forest:
+  """The history-form view of ``tree``: live slots are the histories of expanded nodes
+  and the entry histories of frontier nodes (leaves unless terminal)."""
+  N, M, K = tree.capacity, source.num_histories, source.num_infostates
+  node = jnp.arange(N * M) // M
+  player = tree.player.reshape(-1)
+  valid = tree.history.reshape(-1) >= 0
+  expanded = tree.expanded[node]
+  live = valid & (expanded | tree.entry.reshape(-1))
+  nonterminal = (player == 0) | (player == 1) | (player == CHANCE)
+  parent = tree.parent_slot.reshape(-1)
+  info = tree.info.reshape(2, -1)
+  rows = jnp.stack([jnp.where((player == p) & (info[p] >= 0), node * K + info[p], NO_INDEX)
+                    for p in (0, 1)])
+  chance = jnp.where(parent >= 0, tree.chance.reshape(-1), tree.chance_reach.reshape(-1))
+  return hc.Forest(parent=parent, player=player, action=tree.action.reshape(-1), chance=chance,
+                   info=rows, payoff=tree.payoff.reshape(-1), live=live,
+                   leaf=live & ~expanded & nonterminal, depth=source.max_depth + 1)
+
+
+def _legal(tree):
+  return tuple(tree.legal[p].reshape(-1, tree.legal.shape[-1]) for p in (0, 1))
+
+
+def _root_own(tree, ranges, K):
+  """``[2, N * M]`` root ranges at the root node's entry slots."""
+  info = tree.info.reshape(2, -1)
+  return jnp.stack([ranges[p][jnp.clip(info[p], 0, K - 1)] for p in (0, 1)])
+
+
+def _prior(tree, prior, temperature):
+  """Evaluator prior at temperature ``temperature``, uniform where absent."""
+  legal = jnp.stack(_legal(tree)).astype(tree.chance.dtype)
+  uniform = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1.0)
+  if prior is None:
+    return uniform
+  p = jnp.asarray(prior, tree.chance.dtype).reshape(legal.shape) * legal
+  p = p ** (1.0 / temperature)
+  tot = p.sum(-1, keepdims=True)
+  return jnp.where(tot > 0, p / jnp.where(tot > 0, tot, 1.0), uniform)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Program:
+  """The traced pieces of one (source, config, evaluator, re-solving mode)."""
+
+  source: dt.Source
+  config: GTCFRConfig
+  evaluator: Evaluator
+  player: int | None  # re-solving player (None: fixed ranges for both)
+  alpha: float | None
+
+  def regret_update(self, st: SearchState, ranges, opp_values) -> SearchState:
+    """One public-tree CFR iteration over the current tree (simultaneous, evaluator once)."""
+    src, solver = self.source, self.config.solver
+    tree = st.tree
+    K = src.num_infostates
+    N, M = tree.capacity, src.num_histories
+    forest = tree_forest(src, tree)
+    legal = _legal(tree)
+    sigma = hc.strategy(solver, legal, st.cfr)
+    t = st.cfr.iteration + 1
+    gs = st.gadget
+    ranges_t = ranges
+    if self.player is not None:
+      o = 1 - self.player
+      gadget = Gadget(solver, o, jnp.arange(K), opp_values, ranges[o],
+                      None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
+                      tree.info_id[o, 0] >= 0)
+      r_o, gs = gadget.weights(gs, self.player, jnp.ones(K, ranges.dtype), t)
+      ranges_t = ranges.at[o].set(r_o)
+    fw = hc.forward(forest, sigma, _root_own(tree, ranges_t, K))
+    leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
+                       chance=fw.chance.reshape(N, M), root_ranges=ranges_t)
+    (leaf_values, prior), es = self.evaluator.apply(st.evaluator, leaves)
+    leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
+                                   (2, N * M))
+    v = hc.values(forest, fw.edge, leaf_values)
+    cfr, qs = hc.update(solver, forest, legal, st.cfr, sigma, fw, v)
+    # Root counterfactual values of this iterate, per root information-state slot.
+    root_info = tree.info.reshape(2, -1)
+    rv = []
+    for p in (0, 1):
+      contrib = hc.root_values(forest, fw, v[p], p)
+      rv.append(jax.ops.segment_sum(contrib, jnp.where(root_info[p] >= 0, root_info[p], K), K + 1)[:K])
+    rv = jnp.stack(rv)
+    node_v = jnp.stack([self._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
+                                         * fw.own[1 - p] * v[p], p) for p in (0, 1)])
+    if self.player is not None:
+      o = 1 - self.player
+      gs = gadget.update(gs, o, rv[o], jnp.ones(K, rv.dtype), t)
+    averaging = solver.averaging
+    q = jnp.stack([jnp.where((qs[p][1] > 0)[:, None], qs[p][0] / jnp.where(qs[p][1] > 0,
+                                                                             qs[p][1], 1.0)[:, None],
+                             0.0) for p in (0, 1)])
+    new_prior = _prior(tree, prior, self.config.prior_temperature)
+    frontier = jnp.repeat(~tree.expanded, K)
+    prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
+    return st.replace(
+        cfr=cfr, q=q, prior=prior_out, evaluator=es, gadget=gs,
+        queries=self._log(st.queries, tree, forest, fw, t),
+        joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
+        root_values=averaging.accumulate(st.root_values, rv, t),
+        node_values=averaging.accumulate(st.node_values, node_v, t),
+        value_weight=averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t),
+        num_queries=st.num_queries + jnp.sum(forest.leaf, dtype=jnp.int32),
+        history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
+
+  def _entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
+    """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
+    ``player``'s information-state slot."""
+    N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
+    node = jnp.arange(N * M) // M
+    info = tree.info[player].reshape(-1)
+    ok = forest.live & tree.entry.reshape(-1) & (info >= 0)
+    return reduce(jnp.where(ok, x, 0.0), jnp.where(ok, node * K + info, N * K), N * K + 1)[:-1]
+
+  def _log(self, log, tree, forest, fw, t):
+    """``log`` with this iteration's leaf public belief states appended."""
+    L = self.config.log_queries
+    N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
+    queried = jnp.any(forest.leaf.reshape(N, M), axis=1)
+    count = log.count + jnp.sum(queried, dtype=jnp.int32)
+    if not L:
+      return log.replace(count=count)
+    node = jnp.arange(N * M) // M
+    ranges = []
+    for p in (0, 1):
+      info = tree.info[p].reshape(-1)
+      ok = forest.leaf & (info >= 0)
+      r = jax.ops.segment_max(jnp.where(ok, fw.own[p], 0.0), jnp.where(ok, node * K + info, N * K),
+                              N * K + 1)[:-1].reshape(N, K)
+      r = jnp.maximum(r, 0.0)
+      tot = r.sum(-1, keepdims=True)
+      ranges.append(jnp.where(tot > 0, r / jnp.where(tot > 0, tot, 1.0), 0.0))
+    pos = jnp.where(queried, log.count + jnp.cumsum(queried) - 1, L)
+    pos = jnp.where(pos < L, pos, L)
+    return QueryLog(public=log.public.at[pos].set(tree.public, mode="drop"),
+                    ranges=log.ranges.at[pos].set(jnp.stack(ranges, 1), mode="drop"),
+                    iteration=log.iteration.at[pos].set(t, mode="drop"), count=count)
+
+  # ---------------------------------------------------------------- the expansion phase
+  def simulate(self, st: SearchState, key) -> SearchState:
+    """One expansion simulation from the focus node (``003``, "Search via Growing-Tree CFR")."""
+    src, cfg = self.source, self.config
+    tree = st.tree
+    N, M, K, A = tree.capacity, src.num_histories, src.num_infostates, src.num_actions
+    dtype = tree.chance.dtype
+    keys = jax.random.split(key, src.max_depth + 3)
+    focus = st.focus
+    w = jnp.where(tree.entry[focus] & (tree.history[focus] >= 0), st.joint_reach[focus], 0.0)
+    w = jnp.where(jnp.sum(w) > 0, w, (tree.entry[focus] & (tree.history[focus] >= 0)).astype(dtype))
+    start = focus * M + sample_index(w, jax.random.uniform(keys[0], dtype=dtype))
+    avg = hc.average_policy(_legal(tree), st.cfr)
+    legal = _legal(tree)
+    player_flat = tree.player.reshape(-1)
+    info_flat = tree.info.reshape(2, -1)
+    chance_flat = tree.chance.reshape(-1)
+    kids_flat = tree.slot_children.reshape(N * M, -1)
+    scale = jnp.asarray(src.value_scale, dtype)
+
+    def step(i, carry):
+      slot, done, expand_node, visits, virtual = carry
+      n = slot // M
+      pl = player_flat[slot]
+      nonterminal = (pl == 0) | (pl == 1) | (pl == CHANCE)
+      at_frontier = ~done & ~tree.expanded[n] & nonterminal
+      expand_node = jnp.where(at_frontier, n, expand_node)
+      done = done | at_frontier | ~nonterminal
+      kids = kids_flat[slot]
+      # chance: sample by the chance probabilities
+      cw = jnp.where(kids >= 0, chance_flat[jnp.maximum(kids, 0)], 0.0)
+      a_chance = sample_index(cw, jax.random.uniform(keys[i + 1], dtype=dtype))
+      # decision: pi_select = 1/2 PUCT (argmax) + 1/2 average CFR policy
+      p = jnp.clip(pl, 0, 1)
+      row = n * K + jnp.maximum(info_flat[p, slot], 0)
+      lg = jnp.where(p == 0, legal[0][row], legal[1][row])
+      nv = visits[p, row]
+      vv = virtual[p, row]
+      pr = st.prior[p, row]
+      pr = jnp.where(jnp.sum(pr) > 0, pr, lg / jnp.maximum(jnp.sum(lg), 1))
+      qv = st.q[p, row] - cfg.virtual_loss * scale * vv / (nv + 1.0)
+      u = cfg.puct_constant * scale * pr * jnp.sqrt(jnp.sum(nv)) / (1.0 + nv)
+      score = jnp.where(lg, qv + u, -jnp.inf)
+      puct = jax.nn.one_hot(jnp.argmax(score), A, dtype=dtype)
+      pcfr = jnp.where(p == 0, avg[0][row], avg[1][row])
+      a_dec = sample_index(jnp.where(lg, 0.5 * puct + 0.5 * pcfr, 0.0),
+                           jax.random.uniform(jax.random.fold_in(keys[i + 1], 1), dtype=dtype))
+      is_dec = ~done & ((pl == 0) | (pl == 1))
+      a = jnp.where(pl == CHANCE, a_chance, a_dec)
+      bump = jnp.where(is_dec, 1.0, 0.0)
+      visits = visits.at[p, row, a].add(bump)
+      virtual = virtual.at[p, row, a].add(bump)
+      nxt = kids[a]
+      slot = jnp.where(done | (nxt < 0), slot, nxt)
+      done = done | (nxt < 0)
+      return slot, done, expand_node, visits, virtual
+
+    init = (start, jnp.zeros((), bool), jnp.asarray(NO_INDEX, jnp.int32), st.visits, st.virtual)
+    _, _, node, visits, virtual = lax.fori_loop(0, src.max_depth + 1, step, init)
+    return st.replace(tree=dt.expand(src, tree, node), visits=visits, virtual=virtual)
+
+  # ---------------------------------------------------------------- the search
+  def init(self, root, ranges, path=None) -> SearchState:
+    src, cfg = self.source, self.config
+    tree = dt.init_tree(src, cfg.capacity, root)
+    if path is None:
+      tree = dt.expand(src, tree, 0)
+      focus = jnp.zeros((), jnp.int32)
+    else:
+      tree, focus = dt.grow_branch(src, tree, path)
+    N, K, A = cfg.capacity, src.num_infostates, src.num_actions
+    dtype = ranges.dtype
+    zeros = jnp.zeros((2, N * K, A), dtype)
+    gs = ()
+    if self.player is not None:
+      o = 1 - self.player
+      g = Gadget(cfg.solver, o, jnp.arange(K), jnp.zeros(K, dtype), ranges[o], None)
+      gs = g.init()
+    return SearchState(
+        tree=tree, cfr=hc.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
+        virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
+        root_values=jnp.zeros((2, K), dtype), node_values=jnp.zeros((2, N * K), dtype),
+        value_weight=jnp.zeros((), dtype), gadget=gs,
+        evaluator=self.evaluator.init(), num_queries=jnp.zeros((), jnp.int32),
+        history_visits=jnp.zeros((), jnp.int32), focus=focus,
+        queries=QueryLog(public=jnp.full(cfg.log_queries, NO_INDEX, jnp.int32),
+                         ranges=jnp.zeros((cfg.log_queries, 2, K), dtype),
+                         iteration=jnp.zeros(cfg.log_queries, jnp.int32),
+                         count=jnp.zeros((), jnp.int32)))
+
+  def state_for(self, tree, ranges) -> SearchState:
+    """A fresh search state over a given ``tree`` (no expansion)."""
+    st = self.init(tree.public[0], ranges)
+    return st.replace(tree=tree)
+
+  def finish(self, st: SearchState, ranges) -> SearchResult:
+    tree = st.tree
+    pol = hc.average_policy(_legal(tree), st.cfr)
+    w = jnp.where(st.value_weight > 0, st.value_weight, 1.0)
+    rv = jnp.where(st.value_weight > 0, st.root_values / w, 0.0)
+    nv = jnp.where(st.value_weight > 0, st.node_values / w, 0.0)
+    if self.player is not None:  # the opponent's average gadget range
+      o = 1 - self.player
+      K = self.source.num_infostates
+      gadget = Gadget(self.config.solver, o, jnp.arange(K), jnp.zeros(K, ranges.dtype),
+                      ranges[o], None if self.alpha is None else self.alpha,
+                      tree.info_id[o, 0] >= 0)
+      ranges = ranges.at[o].set(gadget.average_range(st.gadget))
+    forest = tree_forest(self.source, tree)
+    fw = hc.forward(forest, pol, _root_own(tree, ranges, self.source.num_infostates))
+    reach = jnp.stack([jnp.maximum(self._entry_rows(tree, forest, fw.own[p], p,
+                                                    jax.ops.segment_max), 0.0) for p in (0, 1)])
+    return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
+
+  def solve(self, tree, ranges, opp_values, iterations) -> SearchResult:
+    st = lax.fori_loop(0, iterations, lambda _, s: self.regret_update(s, ranges, opp_values),
+                       self.state_for(tree, ranges))
+    return self.finish(st, ranges)
+
+  def run(self, root, ranges, opp_values, key, path=None) -> SearchResult:
+    cfg = self.config
+    st = self.init(root, ranges, path)
+
+    def phase(i, st):
+      st = lax.fori_loop(0, cfg.updates_per_phase,
+                         lambda _, s: self.regret_update(s, ranges, opp_values), st)
+      kp = jax.random.fold_in(key, i)
+      st = lax.fori_loop(0, cfg.sims_per_phase,
+                         lambda j, s: self.simulate(s, jax.random.fold_in(kp, j)), st)
+      return st.replace(virtual=jnp.zeros_like(st.virtual))
+
+    return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges)
+
+
+def _check_ranges(source: dt.Source, ranges):
+  """``[..., 2, K]`` padded root ranges, checked (traced ranges: their shape only)."""
+  if isinstance(ranges, jax.core.Tracer):
+    if ranges.shape[-2:] != (2, source.num_infostates):
+      raise ValueError(f"root ranges must have shape [..., 2, {source.num_infostates}], got "
+                       f"{ranges.shape}")
+    return ranges
+  ranges = np.asarray(ranges, np.float64)
+  K = source.num_infostates
+  if ranges.shape[-2:] != (2, K):
+    raise ValueError(f"root ranges must have shape [..., 2, {K}] (padded information-state "
+                     f"slots of the root public state), got {ranges.shape}")
+  for p in (0, 1):
+    check_distribution(f"root range of player {p}", ranges[..., p, :], K)
+  return ranges
+
+
+def root_ranges(source: dt.Source, public: int, ranges=None) -> np.ndarray:
+  """``[2, K]`` padded ranges at root public state ``public`` (``ranges``: per player the
+  unpadded ``[K_p]`` range; default the chance-only beliefs of the game's root)."""
+  K = source.num_infostates
+  info = np.asarray(source.tables.info_id)[public]  # [2, K]
+  out = np.zeros((2, K))
+  for p in (0, 1):
+    k = int(np.sum(info[p] >= 0))
+    if ranges is None:
+      out[p, :k] = 1.0 / max(k, 1)
+    else:
+      r = np.asarray(ranges[p], np.float64)
+      if r.shape != (k,):
+        raise ValueError(f"range of player {p} at public state {public} must have shape ({k},), "
+                         f"got {r.shape}")
+      out[p, :k] = check_distribution(f"range of player {p} at public state {public}", r, k)
+  return out
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(program: _Program, batched: bool, with_path: bool):
+  def one(root, ranges, opp_values, key, path):
+    return program.run(root, ranges, opp_values, key, path if with_path else None)
+  if batched:
+    return jax.jit(jax.vmap(one))
+  return jax.jit(one)
+
+
+def search(source: dt.Source, config: GTCFRConfig, evaluator: Evaluator, root, ranges, key, *,
+           player: int | None = None, opp_values=None, alpha: float | None = None,
+           path=None) -> SearchResult:
+  """GT-CFR search at public state ``root`` with padded root ``ranges [2, K]``.
+
+  Args:
+    source, config, evaluator: static (one compilation per combination).
+    root: root public state (``int32``; ``[B]`` with batched arguments).
+    ranges: ``[2, K]`` (or ``[B, 2, K]``) root ranges (:func:`root_ranges`).
+    key: a ``jax.random`` key (``[B]`` keys when batched).
+    player: re-solve for this player with the gadget: ``opp_values [K]`` are the
+      opponent's terminate values, ``alpha`` the modified gadget's mixing
+      (``None``: exact gadget); ``None`` searches with both ranges fixed.
+    path: ``[D + 1]`` public states from ``root`` to the public state of the
+      decision (:func:`jaxgt.search.device_tree.public_path`): the tree starts
+      as that single branch and simulations start there.
+  """
+  ranges = jnp.asarray(ranges, config.solver.dtype)
+  batched = ranges.ndim == 3
+  opp, alpha = _check_resolving(source, ranges, player, opp_values, alpha)
+  shape = ranges.shape[:-2]
+  key = check_key(key) if not batched else jnp.asarray(key)
+  root = jnp.asarray(root, jnp.int32)
+  if path is None:
+    path_arr = jnp.full(shape + (source.max_public_depth + 1,), NO_INDEX, jnp.int32)
+  else:
+    path_arr = jnp.asarray(path, jnp.int32)
+  program = _Program(source, config, evaluator, player, alpha)
+  fn = _compiled(program, batched, path is not None)
+  return fn(root, ranges, opp, key, path_arr)
+
+
+def _check_resolving(source, ranges, player, opp_values, alpha):
+  _check_ranges(source, ranges)
+  ranges = jnp.asarray(ranges)
+  alpha = check_alpha(alpha)
+  if player is not None and player not in (0, 1):
+    raise ValueError(f"player must be 0, 1 or None, got {player!r}")
+  if player is not None and opp_values is None:
+    raise ValueError("re-solving needs the opponent's counterfactual values (opp_values)")
+  K = source.num_infostates
+  shape = ranges.shape[:-2]
+  opp = jnp.zeros(shape + (K,), ranges.dtype) if opp_values is None else \
+      jnp.asarray(opp_values, ranges.dtype)
+  if opp.shape != shape + (K,):
+    raise ValueError(f"opp_values must have shape {shape + (K,)}, got {opp.shape}")
+  return opp, alpha
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_solve(program: _Program):
+  return jax.jit(program.solve)
+
+
+def solve_tree(source: dt.Source, config: GTCFRConfig, evaluator: Evaluator,
+               tree: dt.DeviceTree, ranges, iterations, *, player: int | None = None,
+               opp_values=None, alpha: float | None = None) -> SearchResult:
+  """``iterations`` public-tree CFR iterations on a given (not growing) ``tree``: depth-limited
+  solving and re-solving on the device tree (the regret phase of GT-CFR alone).
+
+  ``iterations`` may be traced; arguments as in :func:`search`.
+  """
+  ranges = jnp.asarray(ranges, config.solver.dtype)
+  opp, alpha = _check_resolving(source, ranges, player, opp_values, alpha)
+  if tree.capacity != config.capacity:
+    raise ValueError(f"tree capacity {tree.capacity} differs from config.capacity "
+                     f"{config.capacity}")
+  program = _Program(source, config, evaluator, player, alpha)
+  return _compiled_solve(program)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32))

@@ -1,0 +1,235 @@
+"""CFR in history form over a forest of history slots (a partial public tree).
+
+The CFR engine (:mod:`jaxgt.solvers.cfr`) runs on the sequence form of a
+compiled game, whose level structure is static. A growing tree
+(:mod:`jaxgt.search.device_tree`) changes shape at run time, so public-tree
+CFR on it (``003``, "Search via Growing-Tree CFR": simultaneous updates,
+regret matching+, linear averaging) walks its histories instead: each slot
+knows its parent slot, so reaches flow down and values flow up in a fixed
+number of array passes (the static depth bound), whatever the tree's shape.
+The regret and averaging rules are the engine's (:mod:`jaxgt.solvers.cfr_rules`,
+taken from the :class:`~jaxgt.solvers.cfr.CFRSolver`), so CFR+ here is the
+engine's CFR+.
+
+A :class:`Forest` is the flat view (``S`` slots) both users build: the GT-CFR
+search (slots of the device tree) and the exact leaf evaluator (the compiled
+game's histories below the current leaves). Shape letters: ``S`` slots,
+``I`` rows of a player's table (information states), ``A`` actions, ``R`` value
+rows (one per player's update).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from jax import lax
+
+from jaxgt.core import sequence_form
+from jaxgt.core.compiler import NO_INDEX
+from jaxgt.games.base import CHANCE, TERMINAL
+
+
+@struct.dataclass
+class Forest:
+  """History slots of a partial game tree (flat ``[S]``)."""
+
+  parent: Any  # [S] int32 parent slot (NO_INDEX at roots and padding)
+  player: Any  # [S] int32 acting player, CHANCE, TERMINAL (anything else: padding)
+  action: Any  # [S] int32 action/outcome from the parent
+  chance: Any  # [S] float chance probability of the edge into the slot (1 after a decision)
+  info: Any  # [2, S] int32 row of each player's table where that player acts (NO_INDEX elsewhere)
+  payoff: Any  # [S] float player 0's terminal utility
+  live: Any  # [S] bool the slot takes part (parents of live slots are live)
+  leaf: Any  # [S] bool live and valued from outside (its subtree is cut)
+  # static: passes needed (longest parent chain among live slots, plus one)
+  depth: int = struct.field(pytree_node=False)
+  # static ((lo, hi), ...) or None: slots lo:hi form level k and have their parents in level k - 1
+  # (breadth-first order, as the compiled game's depth_levels): one pass per level instead of
+  # ``depth`` passes over every slot
+  levels: tuple | None = struct.field(pytree_node=False, default=None)
+
+
+@struct.dataclass
+class TableState:
+  """Cumulative CFR tables of one player pair (rows ``I_p``)."""
+
+  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets
+  cum_policy: tuple  # ([I0, A], [I1, A]) averaging-weighted strategy sums
+  regret_state: tuple  # the regret rule's extra state per player
+  iteration: Any  # [] int32 completed iterations
+
+
+@struct.dataclass
+class Forward:
+  """Reaches of one iteration's strategies."""
+
+  own: Any  # [2, S] each player's own reach (root ranges included)
+  chance: Any  # [S] chance reach (root weights included)
+  edge: Any  # [S] probability of the edge into each live slot (all players and chance)
+
+
+def init_tables(solver, sizes, num_actions: int, dtype) -> TableState:
+  """Zero tables of ``sizes = (I0, I1)`` rows."""
+  zeros = tuple(jnp.zeros((n, num_actions), dtype) for n in sizes)
+  return TableState(regrets=zeros, cum_policy=zeros,
+                    regret_state=tuple(solver.regret_rule.init(z) for z in zeros),
+                    iteration=jnp.zeros((), jnp.int32))
+
+
+def strategy(solver, legal, st: TableState) -> tuple:
+  """Current strategies ``([I0, A], [I1, A])`` of the regret rule."""
+  return tuple(solver.regret_rule.strategy(st.regrets[p], legal[p], st.regret_state[p])
+               for p in (0, 1))
+
+
+def average_policy(legal, st: TableState) -> tuple:
+  """Average strategies ``([I0, A], [I1, A])`` (uniform where never reached)."""
+  return tuple(sequence_form.normalize(st.cum_policy[p], legal[p]) for p in (0, 1))
+
+
+def _rows(table, info):
+  """``table[info]`` with NO_INDEX rows read as zeros."""
+  return jnp.where((info >= 0)[..., None], table[jnp.maximum(info, 0)], 0.0)
+
+
+def edges(forest: Forest, sigma) -> jax.Array:
+  """``[3, S]`` probability of the edge into each slot: player 0's, player 1's, chance's part."""
+  par = jnp.maximum(forest.parent, 0)
+  pp = forest.player[par]
+  act = jnp.maximum(forest.action, 0)
+  out = []
+  for p in (0, 1):
+    row = _rows(sigma[p], forest.info[p][par])
+    prob = jnp.take_along_axis(row, act[:, None], axis=1)[:, 0]
+    out.append(jnp.where(pp == p, prob, 1.0))
+  out.append(jnp.where(pp == CHANCE, forest.chance, 1.0))
+  has_parent = forest.parent >= 0
+  return jnp.where(has_parent[None], jnp.stack(out), 1.0)
+
+
+def forward(forest: Forest, sigma, root_own, root_chance=None) -> Forward:
+  """Reaches under ``sigma``; roots start from ``root_own [2, S]`` and ``root_chance [S]``
+  (default ``forest.chance``). Dead slots get zero."""
+  e = edges(forest, sigma)
+  root = forest.parent < 0
+  start = jnp.concatenate([root_own, (forest.chance if root_chance is None else root_chance)[None]])
+  start = jnp.where(root[None] & forest.live[None], start, 0.0)
+  par = jnp.maximum(forest.parent, 0)
+  if forest.levels is not None:
+    x = start
+    for lo, hi in forest.levels[1:]:
+      lvl = jnp.where(root[lo:hi][None], start[:, lo:hi], x[:, par[lo:hi]] * e[:, lo:hi])
+      x = x.at[:, lo:hi].set(lvl * forest.live[lo:hi][None])
+  else:
+    def step(_, x):
+      return jnp.where(root[None], start, x[:, par] * e) * forest.live[None]
+    x = lax.fori_loop(0, forest.depth, step, start)
+  return Forward(own=x[:2], chance=x[2], edge=edge_total(forest, e))
+
+
+def edge_total(forest: Forest, e) -> jax.Array:
+  """``[S]`` probability of the edge into each live slot (product of :func:`edges`' rows)."""
+  return jnp.prod(e, axis=0) * forest.live
+
+
+def values(forest: Forest, edge, leaf_values) -> jax.Array:
+  """``[R, S]`` player 0's value below each slot when ``edge [S]`` are the probabilities of
+  the edges (:func:`edge_total`, :attr:`Forward.edge`), with ``leaf_values [R, S]`` at
+  leaves and payoffs at terminals."""
+  S = forest.parent.shape[0]
+  term = forest.live & (forest.player == TERMINAL)
+  cut = forest.leaf | term
+  base = jnp.where(forest.leaf[None], leaf_values, jnp.where(term[None], forest.payoff[None], 0.0))
+  send = forest.live & (forest.parent >= 0)
+  if forest.levels is not None:
+    levels = forest.levels
+    v = base
+    for d in range(len(levels) - 1, 0, -1):
+      lo, hi = levels[d]
+      plo, phi = levels[d - 1]
+      ids = jnp.where(send[lo:hi], forest.parent[lo:hi] - plo, phi - plo)
+      up = sequence_form.segment_sum((edge[lo:hi] * v[:, lo:hi]).T, ids, phi - plo + 1)[:-1].T
+      v = v.at[:, plo:phi].add(jnp.where(cut[plo:phi][None], 0.0, up))
+    return v
+  ids = jnp.where(send, forest.parent, S)
+
+  def step(_, v):
+    up = sequence_form.segment_sum((edge * v).T, ids, S + 1)[:S].T
+    return base + jnp.where(cut[None], 0.0, up)
+
+  return lax.fori_loop(0, forest.depth, step, base)
+
+
+def action_values(forest: Forest, fw: Forward, v, player: int, num_rows: int, num_actions: int):
+  """Counterfactual action values ``[I, A]`` of ``player`` (``v [S]``: player 0's values for
+  its update) and the opponent-and-chance reach ``[I]`` of each row (``003``: the
+  normaliser of PUCT's values)."""
+  par = jnp.maximum(forest.parent, 0)
+  o = 1 - player
+  sign = 1.0 if player == 0 else -1.0
+  cfw = fw.chance * fw.own[o]
+  acting = forest.live & (forest.parent >= 0) & (forest.player[par] == player)
+  row = forest.info[player][par]
+  ok = acting & (row >= 0)
+  ids = jnp.where(ok, row * num_actions + jnp.maximum(forest.action, 0), num_rows * num_actions)
+  q = sequence_form.segment_sum(sign * cfw[par] * v, ids, num_rows * num_actions + 1)
+  dec = forest.live & (forest.player == player) & (forest.info[player] >= 0)
+  norm = sequence_form.segment_sum(cfw, jnp.where(dec, forest.info[player], num_rows),
+                                   num_rows + 1)
+  return q[:-1].reshape(num_rows, num_actions), norm[:-1]
+
+
+def own_reach(forest: Forest, fw: Forward, player: int, num_rows: int):
+  """``[I]`` own reach of each row of ``player``'s table (equal on its slots: perfect recall)."""
+  dec = forest.live & (forest.player == player) & (forest.info[player] >= 0)
+  ids = jnp.where(dec, forest.info[player], num_rows)
+  return jax.ops.segment_max(jnp.where(dec, fw.own[player], 0.0), ids, num_rows + 1)[:-1]
+
+
+def update(solver, forest: Forest, legal, st: TableState, sigma, fw: Forward, v):
+  """One simultaneous CFR update of both players from values ``v [2, S]`` (row ``p`` for
+  player ``p``'s update); returns ``(TableState, q)`` with ``q`` the pair of
+  ``(action values [I, A], normaliser [I])``."""
+  t = st.iteration + 1
+  regrets, extra, cum, qs = list(st.regrets), list(st.regret_state), list(st.cum_policy), []
+  for p in (0, 1):
+    n, A = sigma[p].shape
+    q, norm = action_values(forest, fw, v[p], p, n, A)
+    value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
+    instant = jnp.where(legal[p], q - value, 0.0)
+    regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
+    reach = jnp.maximum(own_reach(forest, fw, p, n), 0.0)
+    cum[p] = solver.averaging.accumulate(cum[p], reach[:, None] * sigma[p], t)
+    qs.append((q, norm))
+  return TableState(regrets=tuple(regrets), cum_policy=tuple(cum), regret_state=tuple(extra),
+                    iteration=t), tuple(qs)
+
+
+def root_values(forest: Forest, fw: Forward, v, player: int):
+  """``[S]`` counterfactual value contribution of each root slot for ``player``:
+  chance times the opponent's root reach times ``player``'s utility below."""
+  sign = 1.0 if player == 0 else -1.0
+  root = forest.live & (forest.parent < 0)
+  return jnp.where(root, sign * fw.chance * fw.own[1 - player] * v, 0.0)
+
+
+def game_forest(tree, roots, live) -> Forest:
+  """The :class:`Forest` of a compiled game's histories (``tree``: device
+  :class:`~jaxgt.core.compiler.GameTree`), re-rooted at histories ``roots [H]``
+  (bool) and restricted to ``live [H]``; rows are sequence-form information states."""
+  player = jnp.asarray(tree.player)
+  info = jnp.asarray(tree.infostate)
+  H = player.shape[0]
+  payoff = jnp.zeros(H, tree.terminal_payoff.dtype).at[jnp.asarray(tree.terminal_history)].set(
+      tree.terminal_payoff)
+  par = jnp.maximum(jnp.asarray(tree.parent), 0)
+  act = jnp.maximum(jnp.asarray(tree.action), 0)
+  chance = jnp.where(player[par] == CHANCE, jnp.asarray(tree.chance_probs)[par, act], 1.0)
+  return Forest(parent=jnp.where(roots, NO_INDEX, jnp.asarray(tree.parent)), player=player,
+                action=jnp.asarray(tree.action), chance=chance.astype(payoff.dtype),
+                info=jnp.stack([jnp.where(player == p, info, NO_INDEX) for p in (0, 1)]),
+                payoff=payoff, live=live, leaf=jnp.zeros(H, bool), depth=len(tree.depth_levels),
+                levels=tuple(tree.depth_levels))

@@ -1,0 +1,276 @@
+"""Growing-Tree CFR on the device tree, against the CFR engine, depth-limited solving,
+the re-solving gadget and policy construction."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.agents.gtcfr import GTCFRAgent
+from jaxgt.core.evaluate import evaluate
+from jaxgt.core import public_tree as ptm
+from jaxgt.core import sequence_form as sf
+from jaxgt.core.public_tree import build_public_tree
+from jaxgt.evaluation import construct as cs
+from jaxgt.search import device_tree as dt
+from jaxgt.search import gtcfr as gt
+from jaxgt.search import leaf as lf
+from jaxgt.search import resolving as rs
+from jaxgt.search import subgame as sgm
+
+
+def _counting(evaluator):
+  """``evaluator`` with a count of how often it is traced (once per compilation)."""
+  count = [0]
+
+  def apply(state, leaves):
+    count[0] += 1
+    return evaluator.apply(state, leaves)
+  return gt.Evaluator(init=evaluator.init, apply=apply, name="counting"), count
+
+
+def _grow(src, capacity, root, depth_limit=None):
+  return jax.jit(lambda r: dt.expand_all(src, dt.init_tree(src, capacity, r), depth_limit))(root)
+
+
+def _tree_policy(tree, policy, p, rows_of):
+  """``(mine, reference)``: the search's average policy at every acting slot of expanded
+  nodes, and ``rows_of(source infostate)`` of the reference."""
+  K = tree.acting_info.shape[-1]
+  ai = np.asarray(tree.acting_info[p]).reshape(-1)
+  m = (ai >= 0) & np.repeat(np.asarray(tree.expanded), K)
+  return np.asarray(policy[p])[m], rows_of(ai[m])
+
+
+def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
+  g = jaxgt.load(name)
+  pt = build_public_tree(g)
+  src = dt.source_from_game(g)
+  cap = pt.num_public_states
+  ev, count = _counting(gt.exact(src))
+  cfg = gt.make_config(src, simulations=1, capacity=cap)
+  ranges = gt.root_ranges(src, 0)
+  # A fully expanded tree: simultaneous CFR+ on the whole game (the engine).
+  full = _grow(src, cap, 0)
+  res = gt.solve_tree(src, cfg, ev, full, ranges, iterations)
+  solver = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  gtree = g.device_tree("float64")
+  avg = solver.average_policy(gtree, solver.run(gtree, solver.init(gtree), iterations))
+  for p in (0, 1):
+    mine, ref = _tree_policy(full, res.policy, p, lambda ids: np.asarray(avg[p])[ids])
+    assert len(mine) == g.tree.num_infostates[p]
+    np.testing.assert_allclose(mine, ref, atol=1e-9)
+  # A depth-limited tree with exact leaves: search.leaf's depth-limited solve.
+  cut = _grow(src, cap, 0, depth_limit)
+  assert int(cut.num_nodes) < cap
+  res = gt.solve_tree(src, cfg, ev, cut, ranges, iterations)
+  sub = sgm.extract(g, 0, depth_limit=depth_limit)
+  st = lf.solve(sub, solver, sub.root_weights(np.ones(1), np.ones(1)),
+                lf.equilibrium(sub, solver, 1), iterations)
+  sub_avg = solver.average_policy(sub.compiled.device_tree("float64"), st.cfr)
+  for p in (0, 1):
+    pos = {int(f): k for k, f in enumerate(sub.full_infostate[p]) if f >= 0}
+    mine, ref = _tree_policy(cut, res.policy, p,
+                             lambda ids: np.asarray(sub_avg[p])[[pos[int(i)] for i in ids]])
+    assert len(mine) > 0
+    np.testing.assert_allclose(mine, ref[:, :mine.shape[1]], atol=1e-9)
+  # Another root public state, other ranges and another tree shape: no recompilation.
+  deep = int(np.flatnonzero((pt.depth == 3) & ~pt.terminal_public)[0])
+  other = gt.root_ranges(src, deep, [np.arange(1.0, len(pt.infostates[p][deep]) + 1)
+                                     / np.arange(1.0, len(pt.infostates[p][deep]) + 1).sum()
+                                     for p in (0, 1)])
+  res = gt.solve_tree(src, cfg, ev, _grow(src, cap, deep, 2), other, iterations // 2)
+  assert np.isfinite(np.asarray(res.root_values)).all()
+  assert count[0] == 1
+
+
+def test_kuhn_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
+  """Fully expanded: the engine's simultaneous CFR+; depth-limited with exact leaves:
+  ``search.leaf.solve`` with equilibrium leaves; one compilation for every tree, root
+  and range."""
+  _check_against_engine_and_depth_limited("kuhn_poker", 4, 200)
+
+
+@pytest.mark.slow
+def test_leduc_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
+  _check_against_engine_and_depth_limited("leduc_poker", 5, 100)
+
+
+def _kuhn_summary():
+  g = jaxgt.load("kuhn_poker")
+  pt = build_public_tree(g)
+  tree = g.device_tree("float64")
+  solver = jaxgt.cfr_plus(dtype="float64")
+  bp = solver.average_policy(tree, solver.run(tree, solver.init(tree), 30))
+  player = np.asarray(g.tree.player)
+  ps = [s for s in range(pt.num_public_states)
+        if not pt.terminal_public[s] and set(player[pt.histories[s]]) & {0, 1}][1]
+  p = int([x for x in player[pt.histories[ps]] if x in (0, 1)][0])
+  return g, pt, ps, p, rs.summary_from_policy(pt, ps, p, bp)
+
+
+@pytest.mark.parametrize("alpha", [None, pytest.param(0.5, marks=pytest.mark.slow)])
+def test_gadget_on_device_tree_equals_resolve(alpha):
+  """Re-solving with the (alpha-modified) safe gadget on a fully expanded device tree gives
+  ``search.resolving.resolve``'s policy (simultaneous CFR+)."""
+  g, pt, ps, p, summ = _kuhn_summary()
+  o = 1 - p
+  src = dt.source_from_game(g)
+  K = src.num_infostates
+  cap = pt.num_public_states
+  cfg = gt.make_config(src, simulations=1, capacity=cap)
+  tree = _grow(src, cap, ps)
+  sub = sgm.extract(pt, ps)
+  sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  ref = rs.resolve(sub, sim, p, summ.our_range, summ.opp_values, summ.opp_range, iterations=100,
+                   alpha=alpha)
+  ranges = gt.root_ranges(src, ps, [summ.our_range, summ.opp_range][::1 if p == 0 else -1])
+  ov = np.zeros(K)
+  ov[:len(summ.opp_values)] = summ.opp_values
+  res = gt.solve_tree(src, cfg, gt.exact(src), tree, ranges, 100, player=p, opp_values=ov,
+                      alpha=alpha)
+  pos = {int(f): k for k, f in enumerate(sub.full_infostate[p]) if f >= 0}
+  mine, want = _tree_policy(tree, res.policy, p,
+                            lambda ids: np.asarray(ref.policy[p])[[pos[int(i)] for i in ids]])
+  assert len(mine) > 0
+  np.testing.assert_allclose(mine, want[:, :mine.shape[1]], atol=1e-9)
+  k = len(summ.opp_range)
+  np.testing.assert_allclose(np.asarray(res.state.gadget.range_sum)[k:], 0.0)
+  # Per-node summaries (the next re-solve's constraints) equal resolving.child_summaries:
+  # ranges under the average policy, average self-play counterfactual values.
+  targets = [c for c in pt.children[ps] if not pt.terminal_public[c]]
+  want = rs.child_summaries(sub, p, ref, targets)
+  pub = np.asarray(tree.public)
+  for c in targets:
+    n = int(np.flatnonzero(pub == c)[0])
+    rows = slice(n * K, n * K + K)
+    ki, ko = len(pt.infostates[p][c]), len(pt.infostates[o][c])
+    ours = np.asarray(res.node_reach[p, rows])[:ki]
+    np.testing.assert_allclose(ours / ours.sum(), want[c].our_range, atol=1e-9)
+    opp = np.asarray(res.node_reach[o, rows])[:ko]
+    np.testing.assert_allclose(opp / opp.sum(), want[c].opp_range, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(res.node_values[o, rows])[:ko] / ours.sum(),
+                               want[c].opp_values, atol=1e-9)
+
+
+def test_batched_searches_equal_single_searches():
+  """B GT-CFR searches with different roots, ranges and keys in one vmapped call equal the
+  B searches run one by one (trees, policies, root values)."""
+  g = jaxgt.load("kuhn_poker")
+  pt = build_public_tree(g)
+  src = dt.source_from_game(g)
+  cfg = gt.make_config(src, simulations=6, capacity=pt.num_public_states)
+  ev = gt.exact(src)
+  roots = [0] + [int(s) for s in np.flatnonzero(~pt.terminal_public & (pt.depth == 2))[:2]]
+  rng = np.random.default_rng(0)
+  ranges = []
+  for s in roots:
+    r = [rng.random(len(pt.infostates[p][s])) + 0.1 for p in (0, 1)]
+    ranges.append(gt.root_ranges(src, s, [x / x.sum() for x in r]))
+  keys = jax.random.split(jax.random.PRNGKey(3), len(roots))
+  batch = gt.search(src, cfg, ev, np.asarray(roots), np.stack(ranges), keys)
+  for b, s in enumerate(roots):
+    one = gt.search(src, cfg, ev, s, ranges[b], keys[b])
+    assert int(one.state.tree.num_nodes) > 1 + len(pt.children[s]) or s != 0
+    for x, y in zip(jax.tree_util.tree_leaves(one),
+                    jax.tree_util.tree_leaves(jax.tree_util.tree_map(lambda z: z[b], batch))):
+      np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
+
+
+@pytest.mark.parametrize("s, c", [pytest.param(5, 2.0, marks=pytest.mark.slow),
+                                  pytest.param(4, 1.0, marks=pytest.mark.slow),
+                                  pytest.param(2, 0.5, marks=pytest.mark.slow)])
+def test_search_grows_the_tree_and_counts_queries(s, c):
+  """SoG(s, c): s simulations grow the tree (k = infinity: all children at once, never more
+  than the capacity), ceil(1/c) CFR updates per phase, every update queries the leaves."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  if True:
+    cfg = gt.make_config(src, simulations=s, expansions_per_update=c, capacity=11,
+                         log_queries=64)
+    res = gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0), jax.random.PRNGKey(0))
+    st = res.state
+    # The query log: at iteration 1 (uniform strategies) each queried public belief state is
+    # the uniform policy's (core.public_tree), in tree order.
+    log = jax.tree_util.tree_map(np.asarray, st.queries)
+    pt = build_public_tree(g)
+    uniform = sf.uniform_policy(g.device_tree("float64"), jnp.float64)
+    first = np.flatnonzero(log.iteration == 1)
+    assert len(first) > 0 and 0 < int(log.count) <= 64
+    for i in first:
+      want = ptm.public_belief_state(pt, int(log.public[i]), uniform)
+      for p in (0, 1):
+        np.testing.assert_allclose(log.ranges[i, p, :len(want[p])], want[p], atol=1e-12)
+    assert int(st.cfr.iteration) == cfg.num_phases * cfg.updates_per_phase
+    assert cfg.num_phases == -(-s // cfg.sims_per_phase)
+    assert int(st.num_queries) > 0
+    if s >= 4:  # the first two expansions cross Kuhn's chance-only public states
+      assert float(jnp.sum(st.visits)) > 0
+    assert 1 + src.num_children <= int(st.tree.num_nodes) <= 11
+
+
+def test_arguments_checked():
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  with pytest.raises(ValueError, match="simulations"):
+    gt.make_config(src, simulations=0)
+  with pytest.raises(ValueError, match="expansions_per_update"):
+    gt.make_config(src, simulations=5, expansions_per_update=0)
+  with pytest.raises(ValueError, match="simultaneous"):
+    gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
+  cfg = gt.make_config(src, simulations=5)
+  with pytest.raises(ValueError, match="root ranges"):
+    gt.search(src, cfg, gt.exact(src), 0, np.ones(3), jax.random.PRNGKey(0))
+  with pytest.raises(ValueError, match="opp_values"):
+    gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0), jax.random.PRNGKey(0),
+              player=0)
+  with pytest.raises(ValueError, match="range of player 0"):
+    gt.root_ranges(src, 0, [np.array([0.5]), np.array([1.0])])
+  with pytest.raises(ValueError, match="evaluator"):
+    GTCFRAgent(g, simulations=5, evaluator="bogus")
+
+
+@pytest.mark.slow
+def test_agent_policy_table_is_policy_construction():
+  """The batched policy table equals policy construction through ``act`` (single searches)."""
+  g = jaxgt.load("kuhn_poker")
+  agent = GTCFRAgent(g, simulations=10, resolve=False)
+  key = jax.random.PRNGKey(0)
+  table = agent.policy_table(key, batch=8)
+  built = cs.construct_policy(agent, key)
+  for p in (0, 1):
+    np.testing.assert_allclose(table[p], built[p], atol=1e-12)
+
+
+@pytest.mark.slow
+def test_continual_resolving_agent_improves_with_simulations():
+  """Policy construction of SoG(s, 1) with continual re-solving on Kuhn (exact leaves): the
+  exploitability falls as s grows and ends below the root-anchored searches' composition."""
+  g = jaxgt.load("kuhn_poker")
+  expl = {}
+  for s in (10, 1000):
+    agent = GTCFRAgent(g, simulations=s)
+    expl[s] = np.mean([evaluate(g, cs.construct_policy(agent, jax.random.PRNGKey(k)))
+                       .exploitability for k in range(2)])
+  anchored = GTCFRAgent(g, simulations=1000, resolve=False)
+  root_only = evaluate(g, anchored.policy_table(jax.random.PRNGKey(0), batch=8)).exploitability
+  assert expl[1000] < 0.2 * expl[10]
+  assert expl[1000] < 0.6 * root_only
+
+
+def test_agent_is_traceable():
+  """``act`` traces with a traced history (jitted matches)."""
+  from jaxgt.evaluation import referee
+  g = jaxgt.load("kuhn_poker")
+  assert referee.traceable(GTCFRAgent(g, simulations=4), g, jax.random.PRNGKey(0))
+
+
+@pytest.mark.slow
+def test_agent_plays_jitted_matches():
+  from jaxgt.agents.base import PolicyAgent
+  from jaxgt.evaluation.match import play
+  g = jaxgt.load("kuhn_poker")
+  uniform = PolicyAgent(g, sf.uniform_policy(g.device_tree("float64"), jnp.float64))
+  res = play(g, GTCFRAgent(g, simulations=20), uniform, 64, jax.random.PRNGKey(0), mode="jit")
+  assert np.isfinite(res.mean)
