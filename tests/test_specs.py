@@ -140,3 +140,13 @@ def test_match_help_lists_the_agents(capsys):
   out = capsys.readouterr().out
   assert "oos(iterations=1000,delta=0.9,targeting=ist|pst,epsilon=0.6" in out
   assert "resolving(depth_limit=2,iterations=1000" in out
+
+
+def test_gtcfr_spec_builds_the_growing_tree_agent():
+  from jaxgt.agents.gtcfr import GTCFRAgent
+  spec = specs.parse_spec("gtcfr(simulations=12,expansions_per_update=0.5,resolve=false)")
+  agent = spec.build(jaxgt.load("kuhn_poker"))
+  assert isinstance(agent, GTCFRAgent) and not agent.resolve
+  assert agent.config.simulations == 12 and agent.config.expansions_per_update == 0.5
+  with pytest.raises(ValueError, match="evaluator"):
+    specs.parse_spec("gtcfr(evaluator=network)")
