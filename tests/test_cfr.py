@@ -7,6 +7,7 @@ import pytest
 
 import jaxgt
 from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.solvers import base as solver_base
 from jaxgt.solvers import cfr_rules
 from jaxgt.core import sequence_form as sf
 
@@ -135,9 +136,9 @@ def test_second_call_does_not_recompile():
   tree = jaxgt.load("kuhn_poker").device_tree("float32")
   solver = cfr_lib.cfr_plus()
   state = solver.run(tree, solver.init(tree), 10)
-  size = cfr_lib._run._cache_size()
+  size = solver_base._run_loop._cache_size()
   state = solver.run(tree, state, 25)
-  assert cfr_lib._run._cache_size() == size
+  assert solver_base._run_loop._cache_size() == size
   assert int(state.iteration) == 35
 
 

@@ -13,6 +13,7 @@ static values before tracing (:mod:`jaxgt.core.checks`).
 from __future__ import annotations
 
 import abc
+import functools
 from typing import Any
 
 import jax
@@ -65,6 +66,41 @@ class Solver(abc.ABC):
   def sampled(self) -> bool:
     """Whether the solver consumes a key."""
     return self.samples_per_step > 0
+
+
+class FullWidthSolver(Solver):
+  """A deterministic solver whose ``loop(tree, state, n)`` runs ``n`` traced steps.
+
+  ``run`` jits that loop (the step count traced: one compilation serves every
+  chunk size); ``run_batch`` vmaps it over the leading batch axis of a state
+  from ``init_batch``. ``key`` is ignored.
+  """
+
+  @abc.abstractmethod
+  def loop(self, tree, state, num_steps) -> Any:
+    """``num_steps`` steps from ``state`` (traceable)."""
+
+  def run(self, tree, state, num_steps, key=None) -> Any:
+    """``num_steps`` steps inside one jitted call (``key`` is ignored)."""
+    del key
+    if state.iteration.ndim != 0:
+      raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
+    return _run_loop(self, tree, state, check_num_steps(num_steps, traced_ok=True))
+
+  def run_batch(self, tree, state, num_steps, key=None) -> Any:
+    """``run`` vmapped over the leading batch axis of ``state``."""
+    del key
+    return _run_loop_batch(self, tree, state, check_num_steps(num_steps))
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run_loop(solver: FullWidthSolver, tree, state, num_steps):
+  return solver.loop(tree, state, num_steps)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _run_loop_batch(solver: FullWidthSolver, tree, state, num_steps):
+  return jax.vmap(lambda s: solver.loop(tree, s, num_steps))(state)
 
 
 def check_num_steps(num_steps, *, traced_ok: bool = False) -> jax.Array:

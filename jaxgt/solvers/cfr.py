@@ -29,7 +29,6 @@ realization plans, so an iteration costs two regret matchings.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Protocol
 
 import jax
@@ -40,7 +39,7 @@ from jax import lax
 from jaxgt.core import sequence_form
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype
-from jaxgt.solvers.base import Solver, check_num_steps
+from jaxgt.solvers.base import FullWidthSolver
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.solvers.cfr_rules import (DiscountedRegretMatching, DiscountedRegretMatchingPlus,
                                      PowerAveraging, PredictiveRegretMatchingPlus, RegretMatching,
@@ -180,7 +179,7 @@ def exact_ties(regret: jax.Array, q: jax.Array) -> jax.Array:
 
 # ------------------------------------------------------------------ the solver
 @dataclasses.dataclass(frozen=True)
-class CFRSolver(Solver):
+class CFRSolver(FullWidthSolver):
   """A CFR variant: its rules and update order; methods are pure functions."""
 
   name: str  # "cfr" | "cfr+" | "lcfr" | "dcfr" (or a user variant's name)
@@ -221,37 +220,14 @@ class CFRSolver(Solver):
       raise ValueError(f"init_batch needs weights of shape [B, T], got {weights.shape}")
     return self.init(tree, weights=weights)
 
-  def run(self, tree: GameTree, state: CFRState, num_steps: int, key=None) -> CFRState:
-    """``num_steps`` iterations inside one jitted call (``key`` is ignored)."""
-    del key
-    if state.iteration.ndim != 0:
-      raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
-    return _run(self, tree, state, check_num_steps(num_steps, traced_ok=True))
-
-  def run_batch(self, tree: GameTree, state: CFRState, num_steps: int, key=None) -> CFRState:
-    """``run`` vmapped over the leading batch axis of ``state``."""
-    del key
-    return _run_batch(self, tree, state, check_num_steps(num_steps))
-
-
-
-def _loop(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) -> CFRState:
-  tree = cast_tree(tree, state.weights.dtype)
-  carry = lax.fori_loop(0, num_steps, lambda _, c: iteration(solver, tree, c),
-                        start(solver, tree, state))
-  return carry.state
-
-
-# The iteration count is traced: one compilation serves every chunk size, and
-# ``run(tree, state, 0)`` compiles without computing.
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) -> CFRState:
-  return _loop(solver, tree, state, num_steps)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run_batch(solver: CFRSolver, tree: GameTree, state: CFRState, num_steps) -> CFRState:
-  return jax.vmap(lambda s: _loop(solver, tree, s, num_steps))(state)
+  def loop(self, tree: GameTree, state: CFRState, num_steps) -> CFRState:
+    """``num_steps`` iterations (traceable; ``run`` jits it with the count traced, so one
+    compilation serves every chunk size and ``run(tree, state, 0)`` compiles without
+    computing)."""
+    tree = cast_tree(tree, state.weights.dtype)
+    carry = lax.fori_loop(0, num_steps, lambda _, c: iteration(self, tree, c),
+                          start(self, tree, state))
+    return carry.state
 
 
 # ------------------------------------------------------------------ the variants

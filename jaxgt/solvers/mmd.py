@@ -28,7 +28,6 @@ lets player 1 answer player 0's new strategy.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +39,7 @@ from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_real
 from jaxgt.core.compiler import GameTree, PlayerTree
 from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype
-from jaxgt.solvers.base import Solver, check_num_steps
+from jaxgt.solvers.base import FullWidthSolver
 
 
 @struct.dataclass
@@ -110,7 +109,7 @@ def _reach_times_sigma(pt: PlayerTree, sigma: jax.Array) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class MMDSolver(Solver):
+class MMDSolver(FullWidthSolver):
   """Dilated-entropy MMD (module docstring); methods are pure functions."""
 
   name: str = "mmd"
@@ -139,17 +138,10 @@ class MMDSolver(Solver):
     return MMDState(sigma=sigma, cum_policy=cum, iteration=jnp.zeros(batch, jnp.int32),
                     weights=weights, stepsize=jnp.asarray(eta, dtype))
 
-  def run(self, tree: GameTree, state: MMDState, num_steps: int, key=None) -> MMDState:
-    """``num_steps`` MMD steps inside one jitted call (``key`` is ignored)."""
-    del key
-    if state.iteration.ndim != 0:
-      raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
-    return _run(self, tree, state, check_num_steps(num_steps, traced_ok=True))
-
-  def run_batch(self, tree: GameTree, state: MMDState, num_steps: int, key=None) -> MMDState:
-    """``run`` vmapped over the leading batch axis of ``state``."""
-    del key
-    return _run_batch(self, tree, state, check_num_steps(num_steps))
+  def loop(self, tree: GameTree, state: MMDState, num_steps) -> MMDState:
+    """``num_steps`` MMD steps (traceable; ``run``/``run_batch`` jit it)."""
+    tree = cast_tree(tree, state.weights.dtype)
+    return lax.fori_loop(0, num_steps, lambda _, s: step(self, tree, s), state)
 
   def policy(self, tree, state) -> tuple:
     """The last iterate (MMD's output)."""
@@ -175,20 +167,6 @@ def step(solver: MMDSolver, tree: GameTree, state: MMDState) -> MMDState:
   cum = [c + _reach_times_sigma(pt, s) for c, pt, s in zip(state.cum_policy, tree.players, sigma)]
   return state.replace(sigma=tuple(sigma), cum_policy=tuple(cum), iteration=state.iteration + 1)
 
-
-def _loop(solver, tree, state, num_steps):
-  tree = cast_tree(tree, state.weights.dtype)
-  return lax.fori_loop(0, num_steps, lambda _, s: step(solver, tree, s), state)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run(solver, tree, state, num_steps):
-  return _loop(solver, tree, state, num_steps)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run_batch(solver, tree, state, num_steps):
-  return jax.vmap(lambda s: _loop(solver, tree, s, num_steps))(state)
 
 
 def mmd(alpha: float = 0.05, stepsize: float | None = None, *, alternating: bool = False,
