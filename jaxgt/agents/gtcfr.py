@@ -41,8 +41,8 @@ from jax import lax
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_positive_int, concrete_int
 from jaxgt.core.compiler import NO_INDEX, CompiledGame
-from jaxgt.search import device_tree as dt
-from jaxgt.search import gtcfr as gt
+from jaxgt.search import device_tree
+from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.search.gadget import check_alpha
 from jaxgt.search.resolving import DEFAULT_ALPHA
 
@@ -73,7 +73,8 @@ class GTCFRAgent(Agent):
   """
 
   def __init__(self, game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
-               evaluator: str | Callable | gt.Evaluator = "exact", capacity: int | None = None,
+               evaluator: str | Callable | gtcfr_search.Evaluator = "exact",
+               capacity: int | None = None,
                puct_constant: float = 1.0, prior_temperature: float = 1.0,
                virtual_loss: float = 1.0, resolve: bool = True,
                alpha: float | None = DEFAULT_ALPHA, cache_size: int = 4096, dtype="float64"):
@@ -81,27 +82,27 @@ class GTCFRAgent(Agent):
       raise ValueError(f"GTCFRAgent needs a CompiledGame (jaxgt.load(...)), got "
                        f"{type(game).__name__}")
     self.game = game
-    self.source = dt.source_from_game(game, dtype)
-    self.config = gt.make_config(self.source, simulations=simulations,
+    self.source = device_tree.source_from_game(game, dtype)
+    self.config = gtcfr_search.make_config(self.source, simulations=simulations,
                                  expansions_per_update=expansions_per_update, capacity=capacity,
                                  puct_constant=puct_constant, prior_temperature=prior_temperature,
                                  virtual_loss=virtual_loss, dtype=dtype)
-    if isinstance(evaluator, gt.Evaluator):
+    if isinstance(evaluator, gtcfr_search.Evaluator):
       self.evaluator = evaluator
     elif evaluator == "exact":
-      self.evaluator = gt.exact(self.source)
+      self.evaluator = gtcfr_search.exact(self.source)
     elif callable(evaluator):
-      self.evaluator = gt.from_callable(evaluator)
+      self.evaluator = gtcfr_search.from_callable(evaluator)
     else:
       raise ValueError(f"evaluator must be 'exact', an Evaluator or a callable, got {evaluator!r}")
-    self.ranges = jnp.asarray(gt.root_ranges(self.source, 0), self.config.solver.dtype)
+    self.ranges = jnp.asarray(gtcfr_search.root_ranges(self.source, 0), self.config.solver.dtype)
     self.resolve = bool(resolve)
     self.alpha = check_alpha(alpha)
     self._public = jnp.asarray(game.tree.history_public)
     self._player = jnp.asarray(game.tree.player)
     self._memo: OrderedDict = OrderedDict()
     # Host-side acts call small jitted helpers (eager ops would be re-traced per search).
-    self._path_fn = jax.jit(lambda public: dt.public_path(self.source, public))
+    self._path_fn = jax.jit(lambda public: device_tree.public_path(self.source, public))
     self._args_fns = tuple(jax.jit(lambda state, public, p=p: self._resolve_args(state, public, p))
                            for p in (0, 1))
     self._read_fn = jax.jit(self._read)
@@ -123,8 +124,8 @@ class GTCFRAgent(Agent):
 
   def _search(self, key, public):
     """The root-anchored search at ``public`` (no re-solving)."""
-    path = dt.public_path(self.source, public)
-    return gt.search(self.source, self.config, self.evaluator, jnp.zeros((), jnp.int32),
+    path = device_tree.public_path(self.source, public)
+    return gtcfr_search.search(self.source, self.config, self.evaluator, jnp.zeros((), jnp.int32),
                      self.ranges, jax.random.fold_in(key, public), path=path)
 
   def _resolve_args(self, state, public, player: int):
@@ -132,7 +133,7 @@ class GTCFRAgent(Agent):
     previous search's summary at ``s_prev`` (module docstring)."""
     src = self.source
     K = src.num_infostates
-    path = dt.public_path(src, public)
+    path = device_tree.public_path(src, public)
     depth = src.public_depth
     in_prev = jax.vmap(lambda u: jnp.any(state.tree_public == u))(path)
     below = depth[jnp.maximum(path, 0)] > depth[jnp.maximum(state.public, 0)]
@@ -157,7 +158,7 @@ class GTCFRAgent(Agent):
 
   def _resolve_search(self, state, public, player: int):
     root, ranges, opp_values, path = self._resolve_args(state, public, player)
-    return gt.search(self.source, self.config, self.evaluator, root, ranges,
+    return gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges,
                      jax.random.fold_in(state.key, public), player=player, opp_values=opp_values,
                      alpha=self.alpha, path=path)
 
@@ -201,10 +202,10 @@ class GTCFRAgent(Agent):
       key_s = jax.random.fold_in(state.key, public)
       if started and self.resolve:
         root, ranges, opp_values, path = self._args_fns[player](state, public)
-        res = gt.search(self.source, self.config, self.evaluator, root, ranges, key_s,
+        res = gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges, key_s,
                         player=player, opp_values=opp_values, alpha=self.alpha, path=path)
       else:
-        res = gt.search(self.source, self.config, self.evaluator, 0, self.ranges, key_s,
+        res = gtcfr_search.search(self.source, self.config, self.evaluator, 0, self.ranges, key_s,
                         path=self._path_fn(public))
       self.num_searches += 1
       hit = (state, res, self._after(state, res, public))
@@ -253,10 +254,10 @@ class GTCFRAgent(Agent):
     return tuple(out)
 
   def _batched(self, kinit, publics):
-    paths = jax.vmap(lambda s: dt.public_path(self.source, s))(publics)
+    paths = jax.vmap(lambda s: device_tree.public_path(self.source, s))(publics)
     keys = jax.vmap(lambda s: jax.random.fold_in(kinit, s))(publics)
     B = publics.shape[0]
-    return gt.search(self.source, self.config, self.evaluator, jnp.zeros(B, jnp.int32),
+    return gtcfr_search.search(self.source, self.config, self.evaluator, jnp.zeros(B, jnp.int32),
                      jnp.broadcast_to(self.ranges, (B,) + self.ranges.shape), keys, path=paths)
 
   def _read_batch(self, res, which, hists):

@@ -47,8 +47,8 @@ from jaxgt.core.checks import (check_distribution, check_key, check_nonnegative_
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
-from jaxgt.search import device_tree as dt
-from jaxgt.search import history_cfr as hc
+from jaxgt.search import device_tree
+from jaxgt.search import history_cfr
 from jaxgt.search.gadget import Gadget, check_alpha
 from jaxgt.solvers import cfr as cfr_lib
 
@@ -58,7 +58,7 @@ from jaxgt.solvers import cfr as cfr_lib
 class LeafInput:
   """Beliefs at the frontier of a device tree (one batched evaluator call)."""
 
-  tree: dt.DeviceTree  # the current tree (public states and histories of every node)
+  tree: device_tree.DeviceTree  # the current tree (public states and histories of every node)
   leaf: Any  # [N, M] bool slots valued by the evaluator (entry histories of frontier nodes)
   reach: Any  # [2, N, M] each player's own reach of each slot (root ranges included)
   chance: Any  # [N, M] chance reach of each slot (from the game's root)
@@ -79,7 +79,7 @@ class Evaluator:
   name: str = "evaluator"
 
 
-def exact(source: dt.Source, solver=None, iterations: int = 1) -> Evaluator:
+def exact(source: device_tree.Source, solver=None, iterations: int = 1) -> Evaluator:
   """Exact leaf values: the remaining game below the leaves solved for the current ranges.
 
   All leaf histories root one continuation (the compiled game's histories
@@ -101,7 +101,7 @@ def exact(source: dt.Source, solver=None, iterations: int = 1) -> Evaluator:
   dtype = source.tables.chance.dtype
 
   def init():
-    return (hc.init_tables(solver, gtree.num_infostates, gtree.num_actions, dtype), gtree)
+    return (history_cfr.init_tables(solver, gtree.num_infostates, gtree.num_actions, dtype), gtree)
 
   def apply(state, leaves: LeafInput):
     st, g = state
@@ -115,18 +115,19 @@ def exact(source: dt.Source, solver=None, iterations: int = 1) -> Evaluator:
     below = is_root
     for lo, hi in g.depth_levels[1:]:  # below a leaf: a leaf, or a parent below one
       below = below.at[lo:hi].set(below[lo:hi] | below[jnp.maximum(parent[lo:hi], 0)])
-    forest = hc.game_forest(g, is_root, below)
+    forest = history_cfr.game_forest(g, is_root, below)
     zero = jnp.zeros((1, H), dtype)
 
     def one(_, st):
-      sigma = hc.strategy(solver, legal, st)
-      fw = hc.forward(forest, sigma, own, chance)
-      v = hc.values(forest, fw.edge, zero)
-      return hc.update(solver, forest, legal, st, sigma, fw, jnp.concatenate([v, v]))[0]
+      sigma = history_cfr.strategy(solver, legal, st)
+      fw = history_cfr.forward(forest, sigma, own, chance)
+      v = history_cfr.values(forest, fw.edge, zero)
+      return history_cfr.update(solver, forest, legal, st, sigma, fw, jnp.concatenate([v, v]))[0]
 
     st = lax.fori_loop(0, iterations, one, st)
-    sigma = hc.strategy(solver, legal, st)
-    v = hc.values(forest, hc.edge_total(forest, hc.edges(forest, sigma)), zero)[0]
+    sigma = history_cfr.strategy(solver, legal, st)
+    edge = history_cfr.edge_total(forest, history_cfr.edges(forest, sigma))
+    v = history_cfr.values(forest, edge, zero)[0]
     vals = jnp.where(leaf, v[jnp.maximum(hist, 0)], 0.0).reshape(leaves.leaf.shape)
     info = leaves.tree.acting_info
     prior = jnp.stack([jnp.where((info[p] >= 0)[..., None], sigma[p][jnp.maximum(info[p], 0)], 0.0)
@@ -186,7 +187,7 @@ class GTCFRConfig:
     return int(math.ceil(self.simulations / self.sims_per_phase))
 
 
-def make_config(source: dt.Source, *, simulations: int, expansions_per_update: float = 1.0,
+def make_config(source: device_tree.Source, *, simulations: int, expansions_per_update: float = 1.0,
                 capacity: int | None = None, puct_constant: float = 1.0,
                 prior_temperature: float = 1.0, virtual_loss: float = 1.0, solver=None,
                 log_queries: int = 0, dtype="float64") -> GTCFRConfig:
@@ -197,7 +198,7 @@ def make_config(source: dt.Source, *, simulations: int, expansions_per_update: f
   if capacity is None:
     capacity = min(1 + source.num_children * (simulations + 1 + source.max_public_depth),
                    max(source.num_public_states, 1 + source.num_children))
-  capacity = dt.check_capacity(source, capacity)
+  capacity = device_tree.check_capacity(source, capacity)
   solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False, dtype=dtype)
   if solver.alternating:
     raise ValueError("GT-CFR runs simultaneous updates (003); pass a solver with alternating=False")
@@ -213,8 +214,8 @@ def make_config(source: dt.Source, *, simulations: int, expansions_per_update: f
 class SearchState:
   """State of one GT-CFR search (add ``B`` in front when batched)."""
 
-  tree: dt.DeviceTree
-  cfr: hc.TableState  # tables of rows N * K (node n's slot k is row n * K + k)
+  tree: device_tree.DeviceTree
+  cfr: history_cfr.TableState  # tables of rows N * K (node n's slot k is row n * K + k)
   visits: Any  # [2, N * K, A] simulation visits per information state and action
   virtual: Any  # [2, N * K, A] visits of the current expansion phase (virtual losses)
   q: Any  # [2, N * K, A] last counterfactual action values normalised by opponent reach
@@ -260,7 +261,7 @@ class SearchResult:
 
 
 # ------------------------------------------------------------------ the regret phase
-def tree_forest(source: dt.Source, tree: dt.DeviceTree) -> hc.Forest:
+def tree_forest(source: device_tree.Source, tree: device_tree.DeviceTree) -> history_cfr.Forest:
   """The history-form view of ``tree``: live slots are the histories of expanded nodes
   and the entry histories of frontier nodes (leaves unless terminal)."""
   N, M, K = tree.capacity, source.num_histories, source.num_infostates
@@ -275,9 +276,9 @@ def tree_forest(source: dt.Source, tree: dt.DeviceTree) -> hc.Forest:
   rows = jnp.stack([jnp.where((player == p) & (info[p] >= 0), node * K + info[p], NO_INDEX)
                     for p in (0, 1)])
   chance = jnp.where(parent >= 0, tree.chance.reshape(-1), tree.chance_reach.reshape(-1))
-  return hc.Forest(parent=parent, player=player, action=tree.action.reshape(-1), chance=chance,
-                   info=rows, payoff=tree.payoff.reshape(-1), live=live,
-                   leaf=live & ~expanded & nonterminal, depth=source.max_depth + 1)
+  return history_cfr.Forest(parent=parent, player=player, action=tree.action.reshape(-1),
+                            chance=chance, info=rows, payoff=tree.payoff.reshape(-1), live=live,
+                            leaf=live & ~expanded & nonterminal, depth=source.max_depth + 1)
 
 
 def _legal(tree):
@@ -306,7 +307,7 @@ def _prior(tree, prior, temperature):
 class _Program:
   """The traced pieces of one (source, config, evaluator, re-solving mode)."""
 
-  source: dt.Source
+  source: device_tree.Source
   config: GTCFRConfig
   evaluator: Evaluator
   player: int | None  # re-solving player (None: fixed ranges for both)
@@ -320,7 +321,7 @@ class _Program:
     N, M = tree.capacity, src.num_histories
     forest = tree_forest(src, tree)
     legal = _legal(tree)
-    sigma = hc.strategy(solver, legal, st.cfr)
+    sigma = history_cfr.strategy(solver, legal, st.cfr)
     t = st.cfr.iteration + 1
     gs = st.gadget
     ranges_t = ranges
@@ -331,19 +332,19 @@ class _Program:
                       tree.info_id[o, 0] >= 0)
       r_o, gs = gadget.weights(gs, self.player, jnp.ones(K, ranges.dtype), t)
       ranges_t = ranges.at[o].set(r_o)
-    fw = hc.forward(forest, sigma, _root_own(tree, ranges_t, K))
+    fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
     leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
                        chance=fw.chance.reshape(N, M), root_ranges=ranges_t)
     (leaf_values, prior), es = self.evaluator.apply(st.evaluator, leaves)
     leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
                                    (2, N * M))
-    v = hc.values(forest, fw.edge, leaf_values)
-    cfr, qs = hc.update(solver, forest, legal, st.cfr, sigma, fw, v)
+    v = history_cfr.values(forest, fw.edge, leaf_values)
+    cfr, qs = history_cfr.update(solver, forest, legal, st.cfr, sigma, fw, v)
     # Root counterfactual values of this iterate, per root information-state slot.
     root_info = tree.info.reshape(2, -1)
     rv = []
     for p in (0, 1):
-      contrib = hc.root_values(forest, fw, v[p], p)
+      contrib = history_cfr.root_values(forest, fw, v[p], p)
       rv.append(jax.ops.segment_sum(contrib, jnp.where(root_info[p] >= 0, root_info[p], K), K + 1)[:K])
     rv = jnp.stack(rv)
     node_v = jnp.stack([self._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
@@ -410,10 +411,11 @@ class _Program:
     dtype = tree.chance.dtype
     keys = jax.random.split(key, src.max_depth + 3)
     focus = st.focus
-    w = jnp.where(tree.entry[focus] & (tree.history[focus] >= 0), st.joint_reach[focus], 0.0)
-    w = jnp.where(jnp.sum(w) > 0, w, (tree.entry[focus] & (tree.history[focus] >= 0)).astype(dtype))
+    in_focus = tree.entry[focus] & (tree.history[focus] >= 0)
+    w = jnp.where(in_focus, st.joint_reach[focus], 0.0)
+    w = jnp.where(jnp.sum(w) > 0, w, in_focus.astype(dtype))
     start = focus * M + sample_index(w, jax.random.uniform(keys[0], dtype=dtype))
-    avg = hc.average_policy(_legal(tree), st.cfr)
+    avg = history_cfr.average_policy(_legal(tree), st.cfr)
     legal = _legal(tree)
     player_flat = tree.player.reshape(-1)
     info_flat = tree.info.reshape(2, -1)
@@ -460,17 +462,17 @@ class _Program:
 
     init = (start, jnp.zeros((), bool), jnp.asarray(NO_INDEX, jnp.int32), st.visits, st.virtual)
     _, _, node, visits, virtual = lax.fori_loop(0, src.max_depth + 1, step, init)
-    return st.replace(tree=dt.expand(src, tree, node), visits=visits, virtual=virtual)
+    return st.replace(tree=device_tree.expand(src, tree, node), visits=visits, virtual=virtual)
 
   # ---------------------------------------------------------------- the search
   def init(self, root, ranges, path=None) -> SearchState:
     src, cfg = self.source, self.config
-    tree = dt.init_tree(src, cfg.capacity, root)
+    tree = device_tree.init_tree(src, cfg.capacity, root)
     if path is None:
-      tree = dt.expand(src, tree, 0)
+      tree = device_tree.expand(src, tree, 0)
       focus = jnp.zeros((), jnp.int32)
     else:
-      tree, focus = dt.grow_branch(src, tree, path)
+      tree, focus = device_tree.grow_branch(src, tree, path)
     N, K, A = cfg.capacity, src.num_infostates, src.num_actions
     dtype = ranges.dtype
     zeros = jnp.zeros((2, N * K, A), dtype)
@@ -480,7 +482,7 @@ class _Program:
       g = Gadget(cfg.solver, o, jnp.arange(K), jnp.zeros(K, dtype), ranges[o], None)
       gs = g.init()
     return SearchState(
-        tree=tree, cfr=hc.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
+        tree=tree, cfr=history_cfr.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
         root_values=jnp.zeros((2, K), dtype), node_values=jnp.zeros((2, N * K), dtype),
         value_weight=jnp.zeros((), dtype), gadget=gs,
@@ -498,7 +500,7 @@ class _Program:
 
   def finish(self, st: SearchState, ranges) -> SearchResult:
     tree = st.tree
-    pol = hc.average_policy(_legal(tree), st.cfr)
+    pol = history_cfr.average_policy(_legal(tree), st.cfr)
     w = jnp.where(st.value_weight > 0, st.value_weight, 1.0)
     rv = jnp.where(st.value_weight > 0, st.root_values / w, 0.0)
     nv = jnp.where(st.value_weight > 0, st.node_values / w, 0.0)
@@ -510,7 +512,7 @@ class _Program:
                       tree.info_id[o, 0] >= 0)
       ranges = ranges.at[o].set(gadget.average_range(st.gadget))
     forest = tree_forest(self.source, tree)
-    fw = hc.forward(forest, pol, _root_own(tree, ranges, self.source.num_infostates))
+    fw = history_cfr.forward(forest, pol, _root_own(tree, ranges, self.source.num_infostates))
     reach = jnp.stack([jnp.maximum(self._entry_rows(tree, forest, fw.own[p], p,
                                                     jax.ops.segment_max), 0.0) for p in (0, 1)])
     return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
@@ -535,7 +537,7 @@ class _Program:
     return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges)
 
 
-def _check_ranges(source: dt.Source, ranges):
+def _check_ranges(source: device_tree.Source, ranges):
   """``[..., 2, K]`` padded root ranges, checked (traced ranges: their shape only)."""
   if isinstance(ranges, jax.core.Tracer):
     if ranges.shape[-2:] != (2, source.num_infostates):
@@ -552,7 +554,7 @@ def _check_ranges(source: dt.Source, ranges):
   return ranges
 
 
-def root_ranges(source: dt.Source, public: int, ranges=None) -> np.ndarray:
+def root_ranges(source: device_tree.Source, public: int, ranges=None) -> np.ndarray:
   """``[2, K]`` padded ranges at root public state ``public`` (``ranges``: per player the
   unpadded ``[K_p]`` range; default the chance-only beliefs of the game's root)."""
   K = source.num_infostates
@@ -580,8 +582,8 @@ def _compiled(program: _Program, batched: bool, with_path: bool):
   return jax.jit(one)
 
 
-def search(source: dt.Source, config: GTCFRConfig, evaluator: Evaluator, root, ranges, key, *,
-           player: int | None = None, opp_values=None, alpha: float | None = None,
+def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator, root, ranges,
+           key, *, player: int | None = None, opp_values=None, alpha: float | None = None,
            path=None) -> SearchResult:
   """GT-CFR search at public state ``root`` with padded root ``ranges [2, K]``.
 
@@ -634,8 +636,8 @@ def _compiled_solve(program: _Program):
   return jax.jit(program.solve)
 
 
-def solve_tree(source: dt.Source, config: GTCFRConfig, evaluator: Evaluator,
-               tree: dt.DeviceTree, ranges, iterations, *, player: int | None = None,
+def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator,
+               tree: device_tree.DeviceTree, ranges, iterations, *, player: int | None = None,
                opp_values=None, alpha: float | None = None) -> SearchResult:
   """``iterations`` public-tree CFR iterations on a given (not growing) ``tree``: depth-limited
   solving and re-solving on the device tree (the regret phase of GT-CFR alone).
