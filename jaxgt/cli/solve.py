@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from jaxgt.cli.common import check_writable, load_game
+from jaxgt.solve import DEFAULT_SOLVER, SOLVERS
+from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
 
-SOLVER_CHOICES = ["cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "dcfr+", "pdcfr+", "hs-pcfr+", "hs-dcfr",
-                  "mmd"]
-SAMPLING_CHOICES = ["mccfr-os", "mccfr-es"]
+SOLVER_CHOICES = list(SOLVERS)  # the registries, so a new solver is a choice without an edit here
+SAMPLING_CHOICES = list(SAMPLING_SOLVERS)
 # the hyperparameter flags each full-width solver takes (unset flags keep the solver's defaults)
 SOLVER_FLAGS = {"dcfr": ("alpha", "beta", "gamma"), "pcfr+": ("gamma",), "dcfr+": ("alpha", "gamma"),
                 "pdcfr+": ("alpha", "gamma"), "hs-pcfr+": ("gamma0", "planned_iterations"),
@@ -15,7 +16,6 @@ HYPERPARAMETERS = ("alpha", "beta", "gamma", "gamma0", "planned_iterations", "st
 
 
 def add_parser(sub) -> None:
-  from jaxgt.solve import DEFAULT_SOLVER
   p = sub.add_parser("solve", help="solve a game")
   p.add_argument("game")
   p.add_argument("--solver", default=DEFAULT_SOLVER, choices=SOLVER_CHOICES + SAMPLING_CHOICES,
