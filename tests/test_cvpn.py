@@ -184,6 +184,7 @@ def test_network_as_leaf_evaluator():
     lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), bad, 2)
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_fit_kuhn_exact_targets():
   """Values of a fixed continuation profile at PBSs from random policies; held-out
   loss far below the initial one and the per-slot mean predictor; the policy head

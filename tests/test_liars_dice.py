@@ -65,6 +65,7 @@ def test_cfr_plus_exploitability_equals_openspiel_and_decreases():
   assert e200 < 0.02 < e5
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_unequal_dice():
   g = compile_game(make("liars_dice", numdice1=2, numdice2=1, dice_sides=2))
   assert g.game.openspiel_game_string() is None

@@ -201,6 +201,7 @@ def test_aggregate_policy_agent_gives_back_its_policy():
   assert res.exploitability == pytest.approx(nash_conv / 2, abs=1e-12)
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_aggregate_online_agent():
   g, _, _ = _kuhn()
   agent = UCTAgent(g, uct_lib.smooth_uct(batch=8), episodes=400)

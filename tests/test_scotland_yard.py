@@ -109,6 +109,7 @@ def test_value_matches_reference(params):
   assert float(sf.expected_value(tree, pol)) == pytest.approx(want, abs=2e-3)
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_hidden_position_gives_mixed_value():
   # Neither side can force a win (reference searches), so the value is strictly inside;
   # were Mr X visible, the detectives would win.
@@ -193,6 +194,7 @@ def test_public_states_hide_mr_x():
       assert len(xs) == 1 and pub[6] == ("X", next(iter(xs)))
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_cfr_plus_reduces_exploitability():
   g = make("scotland_yard", rounds=4)
   cg, tree, pol = solve(g, 300)

@@ -34,6 +34,7 @@ def _result(proc, timeout=600):
   return json.loads(lines[-1][len("RESULT "):])
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_eight_emulated_devices_give_the_single_device_results():
   r = _result(_run_checks(devices=8))
   assert r["devices"] == 8
