@@ -178,6 +178,34 @@ def test_batched_searches_equal_single_searches():
       np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
 
 
+def test_evaluator_state_is_data_not_a_recompilation():
+  """An evaluator's state passed as data (network parameters that change between searches):
+  one compilation serves every state, and the state reaches the leaves (values scaled by it
+  equal the exact evaluator's values scaled likewise)."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  cfg = gt.make_config(src, simulations=2)
+  exact = gt.exact(src)
+
+  def apply(state, leaves):
+    scale, inner = state
+    (values, prior), inner = exact.apply(inner, leaves)
+    return (scale * values, prior), (scale, inner)
+
+  scaled, count = _counting(gt.Evaluator(init=lambda: (1.0, exact.init()), apply=apply))
+  r = gt.root_ranges(src, 0)
+  key = jax.random.PRNGKey(0)
+  out = {}
+  for scale in (1.0, 0.0, 2.0):
+    state = (jnp.asarray(scale), exact.init())
+    out[scale] = gt.search(src, cfg, scaled, 0, r, key, evaluator_state=state)
+  assert count[0] == 1
+  ref = gt.search(src, cfg, exact, 0, r, key)
+  np.testing.assert_allclose(np.asarray(out[1.0].root_values), np.asarray(ref.root_values),
+                             atol=1e-12)
+  assert float(jnp.abs(out[0.0].root_values - ref.root_values).max()) > 1e-3
+
+
 @pytest.mark.parametrize("s, c", [pytest.param(5, 2.0, marks=pytest.mark.slow),
                                   pytest.param(4, 1.0, marks=pytest.mark.slow),
                                   pytest.param(2, 0.5, marks=pytest.mark.slow)])

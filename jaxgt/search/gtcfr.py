@@ -465,8 +465,10 @@ class _Program:
     return st.replace(tree=device_tree.expand(src, tree, node), visits=visits, virtual=virtual)
 
   # ---------------------------------------------------------------- the search
-  def init(self, root, ranges, path=None) -> SearchState:
+  def init(self, root, ranges, path=None, evaluator_state=None) -> SearchState:
     src, cfg = self.source, self.config
+    if evaluator_state is None:
+      evaluator_state = self.evaluator.init()
     tree = device_tree.init_tree(src, cfg.capacity, root)
     if path is None:
       tree = device_tree.expand(src, tree, 0)
@@ -486,16 +488,16 @@ class _Program:
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
         root_values=jnp.zeros((2, K), dtype), node_values=jnp.zeros((2, N * K), dtype),
         value_weight=jnp.zeros((), dtype), gadget=gs,
-        evaluator=self.evaluator.init(), num_queries=jnp.zeros((), jnp.int32),
+        evaluator=evaluator_state, num_queries=jnp.zeros((), jnp.int32),
         history_visits=jnp.zeros((), jnp.int32), focus=focus,
         queries=QueryLog(public=jnp.full(cfg.log_queries, NO_INDEX, jnp.int32),
                          ranges=jnp.zeros((cfg.log_queries, 2, K), dtype),
                          iteration=jnp.zeros(cfg.log_queries, jnp.int32),
                          count=jnp.zeros((), jnp.int32)))
 
-  def state_for(self, tree, ranges) -> SearchState:
+  def state_for(self, tree, ranges, evaluator_state=None) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""
-    st = self.init(tree.public[0], ranges)
+    st = self.init(tree.public[0], ranges, evaluator_state=evaluator_state)
     return st.replace(tree=tree)
 
   def finish(self, st: SearchState, ranges) -> SearchResult:
@@ -517,14 +519,14 @@ class _Program:
                                                     jax.ops.segment_max), 0.0) for p in (0, 1)])
     return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
 
-  def solve(self, tree, ranges, opp_values, iterations) -> SearchResult:
+  def solve(self, tree, ranges, opp_values, iterations, evaluator_state=None) -> SearchResult:
     st = lax.fori_loop(0, iterations, lambda _, s: self.regret_update(s, ranges, opp_values),
-                       self.state_for(tree, ranges))
+                       self.state_for(tree, ranges, evaluator_state))
     return self.finish(st, ranges)
 
-  def run(self, root, ranges, opp_values, key, path=None) -> SearchResult:
+  def run(self, root, ranges, opp_values, key, path=None, evaluator_state=None) -> SearchResult:
     cfg = self.config
-    st = self.init(root, ranges, path)
+    st = self.init(root, ranges, path, evaluator_state)
 
     def phase(i, st):
       st = lax.fori_loop(0, cfg.updates_per_phase,
@@ -575,16 +577,17 @@ def root_ranges(source: device_tree.Source, public: int, ranges=None) -> np.ndar
 
 @functools.lru_cache(maxsize=64)
 def _compiled(program: _Program, batched: bool, with_path: bool):
-  def one(root, ranges, opp_values, key, path):
-    return program.run(root, ranges, opp_values, key, path if with_path else None)
-  if batched:
-    return jax.jit(jax.vmap(one))
+  def one(root, ranges, opp_values, key, path, evaluator_state):
+    return program.run(root, ranges, opp_values, key, path if with_path else None,
+                       evaluator_state)
+  if batched:  # the evaluator's state (e.g. network parameters) is shared by the batch
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, 0, 0, None)))
   return jax.jit(one)
 
 
 def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator, root, ranges,
            key, *, player: int | None = None, opp_values=None, alpha: float | None = None,
-           path=None) -> SearchResult:
+           path=None, evaluator_state=None) -> SearchResult:
   """GT-CFR search at public state ``root`` with padded root ``ranges [2, K]``.
 
   Args:
@@ -611,7 +614,8 @@ def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator
     path_arr = jnp.asarray(path, jnp.int32)
   program = _Program(source, config, evaluator, player, alpha)
   fn = _compiled(program, batched, path is not None)
-  return fn(root, ranges, opp, key, path_arr)
+  es = evaluator.init() if evaluator_state is None else evaluator_state
+  return fn(root, ranges, opp, key, path_arr, es)
 
 
 def _check_resolving(source, ranges, player, opp_values, alpha):
@@ -638,11 +642,11 @@ def _compiled_solve(program: _Program):
 
 def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator,
                tree: device_tree.DeviceTree, ranges, iterations, *, player: int | None = None,
-               opp_values=None, alpha: float | None = None) -> SearchResult:
+               opp_values=None, alpha: float | None = None, evaluator_state=None) -> SearchResult:
   """``iterations`` public-tree CFR iterations on a given (not growing) ``tree``: depth-limited
   solving and re-solving on the device tree (the regret phase of GT-CFR alone).
 
-  ``iterations`` may be traced; arguments as in :func:`search`.
+  ``iterations`` may be traced; arguments (``evaluator_state`` included) as in :func:`search`.
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
   opp, alpha = _check_resolving(source, ranges, player, opp_values, alpha)
@@ -650,4 +654,5 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
     raise ValueError(f"tree capacity {tree.capacity} differs from config.capacity "
                      f"{config.capacity}")
   program = _Program(source, config, evaluator, player, alpha)
-  return _compiled_solve(program)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32))
+  es = evaluator.init() if evaluator_state is None else evaluator_state
+  return _compiled_solve(program)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32), es)
