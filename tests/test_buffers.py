@@ -62,10 +62,11 @@ def test_ring_writes_keep_the_latest_valid_examples():
 def test_replay_sampling_is_uniform_over_eligible_slots_with_bounded_uses():
   buf = buffers.replay_buffer(_enc(), 6)
   buf = buffers.add_replay(buf, _examples([0, 1, 2, 3]), jnp.ones(4, bool))
-  buf = buf.replace(uses=buf.uses.at[1].set(2))  # slot 1 used up (max_updates=2)
+  bound = 10 ** 6
+  buf = buf.replace(uses=buf.uses.at[1].set(bound))  # slot 1 used up
   n = 30000
   sample = jax.jit(buffers.sample_replay, static_argnums=(2, 3))
-  out, ex, valid = sample(buf, jax.random.PRNGKey(0), n, 2)
+  out, ex, valid = sample(buf, jax.random.PRNGKey(0), n, bound)
   assert bool(valid.all())
   drawn = np.asarray(ex.pbs.ranges[:, 0, 0]).astype(int)
   counts = np.bincount(drawn, minlength=6)
@@ -74,6 +75,12 @@ def test_replay_sampling_is_uniform_over_eligible_slots_with_bounded_uses():
   assert stat < _CHI2_999[2], (counts, stat)
   # Use counts grew by the draws.
   np.testing.assert_array_equal(np.asarray(out.uses)[[0, 2, 3]], counts[[0, 2, 3]])
+  # Repeated draws within one sample respect the bound: at most 2 valid draws per slot.
+  out, ex, valid = sample(buf.replace(uses=buf.uses.at[1].set(2)), jax.random.PRNGKey(1), 40, 2)
+  per = np.bincount(np.asarray(ex.pbs.ranges[:, 0, 0]).astype(int)[np.asarray(valid)],
+                    minlength=6)
+  np.testing.assert_array_equal(per, [2, 0, 2, 2, 0, 0])
+  np.testing.assert_array_equal(np.asarray(out.uses)[:4], [2, 2, 2, 2])
   # With max_updates=1, a slot drawn once is never drawn again; nothing eligible -> invalid.
   b = buf
   seen = []

@@ -15,10 +15,12 @@ kept.
 * :func:`sample_replay` draws ``n`` examples *with replacement*, each uniformly among the
   eligible slots (filled, and used fewer than ``max_updates`` times): each draw picks a
   given eligible slot with probability ``1 / E`` (``E`` eligible slots), independently.
-  Each drawn slot's use count grows by the times it was drawn, which bounds the gradient
-  updates per example (Table S2's "max grad updates per example"; a fractional bound
-  ``b`` admits an example while ``uses < b``, so ``b <= 1`` means at most once). With
-  ``E = 0`` every returned entry is invalid.
+  Each drawn slot's use count grows by the times it was validly drawn, which bounds the
+  gradient updates per example (Table S2's "max grad updates per example"; a fractional
+  bound ``b`` admits an example while ``uses < b``, so ``b <= 1`` means at most once): a
+  repeated draw of a slot in one sample that would exceed the bound is returned invalid
+  (so the valid draws are a uniform draw conditioned on the bound). With ``E = 0`` every
+  returned entry is invalid.
 * :func:`sample_queries` takes ``m = min(n, V)`` of the ``V`` filled slots *without
   replacement*, uniformly (every ``m``-subset equally likely, so each filled slot is taken
   with probability ``m / V``) and removes them from the buffer: each query is solved once.
@@ -169,10 +171,22 @@ def sample_replay(buffer: ReplayBuffer, key, n: int, max_updates: float | None =
   E = jnp.sum(ok)
   p = jnp.where(E > 0, ok / jnp.maximum(E, 1), 1.0 / buffer.capacity)
   idx = jax.random.choice(key, buffer.capacity, (n,), replace=True, p=p)
-  valid = jnp.broadcast_to(E > 0, (n,))
+  # Draws past an example's remaining budget within this sample are invalid.
+  valid = (E > 0) & (buffer.uses[idx] + _repeat_rank(idx) < max_updates)
   examples = jax.tree_util.tree_map(lambda x: x[idx], buffer.data)
   uses = buffer.uses.at[idx].add(valid.astype(jnp.int32))
   return buffer.replace(uses=uses), examples, valid
+
+
+def _repeat_rank(idx):
+  """``[n]`` int32: how many earlier entries of ``idx [n]`` equal each entry."""
+  n = idx.shape[0]
+  order = jnp.argsort(idx, stable=True)
+  srt = idx[order]
+  pos = jnp.arange(n, dtype=jnp.int32)
+  start = jnp.concatenate([jnp.ones(1, bool), srt[1:] != srt[:-1]])
+  first = jax.lax.cummax(jnp.where(start, pos, 0))
+  return jnp.zeros(n, jnp.int32).at[order].set(pos - first)
 
 
 def sample_queries(buffer: QueryBuffer, key, n: int):
