@@ -34,6 +34,9 @@ def _timed(fn):
   return time.perf_counter() - t0, out
 
 
+BENCH_QUICK = ["--game", "kuhn_poker", "--batches", "1,8", "--simulations", "10", "--hidden", "64"]
+
+
 def _search_rate(src, cfg, ev, roots, ranges, keys, state):
   fn = lambda: gt.search(src, cfg, ev, roots, ranges, keys, evaluator_state=state)  # noqa: E731
   first, _ = _timed(fn)
