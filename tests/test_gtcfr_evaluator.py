@@ -85,15 +85,15 @@ def test_network_evaluator_shapes_masks_and_params_as_data():
   model = cvpn.CVPN(enc, hidden=(16,))
   ev = ge.cvpn_evaluator(src, model)
   params = ev.init()
-  cap = 40
-  tree = _grow(src, cap, 0, 5)
+  cap = 14
+  tree = _grow(src, cap, 0, 4)  # 10 nodes: 4 padded ones
   cfg = gt.make_config(src, simulations=1, capacity=cap)
   forest = gt.tree_forest(src, tree)
   N, M = cap, src.num_histories
   fw_own = jnp.ones((2, N * M))
   leaves = gt.LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw_own.reshape(2, N, M),
                         chance=jnp.asarray(tree.chance_reach), root_ranges=jnp.zeros((2, enc.k_max)))
-  (values, prior), state = ev.apply(params, leaves)
+  (values, prior), state = jax.jit(ev.apply)(params, leaves)
   assert values.shape == (2, N, M) and prior.shape == (2, N, src.num_infostates, src.num_actions)
   leaf = np.asarray(leaves.leaf)
   assert np.all(np.asarray(values)[:, ~leaf] == 0) and np.any(np.asarray(values)[:, leaf] != 0)
@@ -140,6 +140,7 @@ def test_query_pbs_are_the_leaf_beliefs():
   enc_lib.make_pbs(enc, ids, got)  # valid PBSs
 
 
+@pytest.mark.slow
 def test_search_targets_are_network_scale_values():
   """One iteration (uniform CFR+ iterate): root targets equal the exact network-scale
   CFVs of the uniform policy at the root PBS (encoding.exact_cfvs)."""

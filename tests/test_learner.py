@@ -118,7 +118,7 @@ def test_learning_rate_schedule_and_config_checks():
       lr.LearnerConfig(**bad)
 
 
-@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+@pytest.mark.parametrize("optimizer", ["adam", pytest.param("sgd", marks=pytest.mark.slow)])
 def test_tiny_run_lowers_the_loss_with_bounded_updates(optimizer):
   g, enc, model = _setup()
   rng = np.random.default_rng(1)
