@@ -176,3 +176,24 @@ def test_search_targets_are_network_scale_values():
   # Default ranges: the root reach of the result.
   pbs2, _, _ = ge.search_targets(enc, src, res)
   np.testing.assert_allclose(np.asarray(pbs2.ranges), np.asarray(pbs.ranges), atol=1e-12)
+
+
+def test_slot_maps_permute_both_ways():
+  """A non-identity slot order (device slot k = encoding slot K_s - 1 - k) maps values,
+  ranges and policies there and back (the registered games' orders coincide)."""
+  _, enc, src = _game("kuhn_poker")
+  smap = ge.slot_map(src, enc)
+  np.testing.assert_array_equal(smap.to_encoding[enc.mask], smap.to_device[enc.mask])
+  P, _, K = smap.to_encoding.shape
+  rev = np.where(enc.mask, enc.mask.sum(-1, keepdims=True) - 1 - np.arange(K), -1).astype(np.int32)
+  fake = ge.SlotMap(source=src, encoding=enc, to_encoding=rev, to_device=rev,
+                    leaf_ok=smap.leaf_ok)
+  rng = np.random.default_rng(0)
+  public = jnp.asarray([3, 5, 3])
+  x = jnp.asarray(rng.random((3, 2, K, 4))) * enc.mask[np.asarray(public)][..., None]
+  y = ge.to_encoding_order(fake, public, x)
+  for b, s in enumerate(np.asarray(public)):
+    for p in (0, 1):
+      n = int(enc.mask[s, p].sum())
+      np.testing.assert_array_equal(np.asarray(y)[b, p, :n], np.asarray(x)[b, p, :n][::-1])
+  np.testing.assert_array_equal(np.asarray(ge.to_device_order(fake, public, y)), np.asarray(x))

@@ -109,22 +109,24 @@ def slot_map(source: device_tree.Source, encoding: PBSEncoding) -> SlotMap:
                  leaf_ok=leaf_ok)
 
 
-def _to_encoding_order(smap: SlotMap, public, x):
+def _permute(table, public, x):
+  """``x [..., 2, K, ...]`` re-ordered along ``K`` by ``table [P, 2, K]`` (source slot of each
+  target slot at the public states ``public [...]``; zero where ``NO_INDEX``)."""
+  idx = jnp.asarray(table)[jnp.maximum(public, 0)]  # [..., 2, K]
+  axis = idx.ndim - 1
+  idx = idx.reshape(idx.shape + (1,) * (x.ndim - idx.ndim))
+  got = jnp.take_along_axis(x, jnp.maximum(idx, 0), axis=axis)
+  return jnp.where(idx >= 0, got, 0.0)
+
+
+def to_encoding_order(smap: SlotMap, public, x):
   """``x [..., 2, K, ...]`` in device slot order -> encoding slot order (zero on padding)."""
-  idx = jnp.asarray(smap.to_device)[jnp.maximum(public, 0)]  # [..., 2, K]
-  extra = x.ndim - idx.ndim
-  idx_e = idx.reshape(idx.shape + (1,) * extra)
-  got = jnp.take_along_axis(x, jnp.maximum(idx_e, 0), axis=idx.ndim - 1)
-  return jnp.where(idx_e >= 0, got, 0.0)
+  return _permute(smap.to_device, public, x)
 
 
-def _to_device_order(smap: SlotMap, public, x):
+def to_device_order(smap: SlotMap, public, x):
   """``x [..., 2, K, ...]`` in encoding slot order -> device slot order (zero on padding)."""
-  idx = jnp.asarray(smap.to_encoding)[jnp.maximum(public, 0)]
-  extra = x.ndim - idx.ndim
-  idx_e = idx.reshape(idx.shape + (1,) * extra)
-  got = jnp.take_along_axis(x, jnp.maximum(idx_e, 0), axis=idx.ndim - 1)
-  return jnp.where(idx_e >= 0, got, 0.0)
+  return _permute(smap.to_encoding, public, x)
 
 
 def _normalise(smap: SlotMap, public, ranges):
@@ -157,7 +159,7 @@ def node_pbs(smap: SlotMap, leaves: gtcfr.LeafInput) -> PBS:
     rows.append(jnp.maximum(r[:-1], 0.0).reshape(N, K))
   dev = jnp.stack(rows, axis=1)  # [N, 2, K] device order
   public = jnp.maximum(tree.public, 0)
-  return PBS(public=public, ranges=_normalise(smap, public, _to_encoding_order(smap, public, dev)))
+  return PBS(public=public, ranges=_normalise(smap, public, to_encoding_order(smap, public, dev)))
 
 
 def leaf_values(smap: SlotMap, leaves: gtcfr.LeafInput, pbs: PBS, cfvs) -> jax.Array:
@@ -178,7 +180,7 @@ def leaf_values(smap: SlotMap, leaves: gtcfr.LeafInput, pbs: PBS, cfvs) -> jax.A
                 jnp.asarray(enc.mask)[public], jnp.asarray(pbs.ranges, dtype))
   cfvs = cfvs.astype(dtype)
   ratio = jnp.where(c > 0, cfvs / jnp.where(c > 0, c, 1.0), 0.0)  # [N, 2, K] encoding order
-  ratio = _to_device_order(smap, public, ratio)
+  ratio = to_device_order(smap, public, ratio)
   out = []
   for p in (0, 1):
     info = tree.info[p]  # [N, M]
@@ -201,7 +203,7 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
     values = leaf_values(smap, leaves, pbs, cfvs)
     prior = None
     if policy is not None:
-      dev = _to_device_order(smap, pbs.public, jnp.asarray(policy, leaves.chance.dtype))
+      dev = to_device_order(smap, pbs.public, jnp.asarray(policy, leaves.chance.dtype))
       prior = jnp.moveaxis(dev, 1, 0)  # [2, N, K, A]
     return (values, prior), state
 
@@ -229,7 +231,7 @@ def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: gtcfr.
   public = jnp.asarray(queries.public)
   valid = public >= 0
   pub = jnp.maximum(public, 0)
-  ranges = _normalise(smap, pub, _to_encoding_order(smap, pub, jnp.asarray(queries.ranges)))
+  ranges = _normalise(smap, pub, to_encoding_order(smap, pub, jnp.asarray(queries.ranges)))
   return PBS(public=pub, ranges=ranges), valid
 
 
@@ -250,13 +252,13 @@ def search_targets(encoding: PBSEncoding, source: device_tree.Source,
   public = jnp.maximum(result.state.tree.public[..., 0], 0)
   if ranges is None:
     ranges = result.node_reach[..., :K]
-  ranges = _to_encoding_order(smap, public, jnp.asarray(ranges))
+  ranges = to_encoding_order(smap, public, jnp.asarray(ranges))
   pbs = PBS(public=public, ranges=_normalise(smap, public, ranges))
   mass = jnp.asarray(encoding.chance_mass)[public]
   rv = jnp.asarray(result.root_values)
-  values = _to_encoding_order(smap, public, rv / mass[..., None, None].astype(rv.dtype))
+  values = to_encoding_order(smap, public, rv / mass[..., None, None].astype(rv.dtype))
   policy = jnp.stack([result.policy[p][..., :K, :] for p in (0, 1)], axis=-3)
-  policy = _to_encoding_order(smap, public, policy)
+  policy = to_encoding_order(smap, public, policy)
   legal = jnp.asarray(encoding.legal)[public]
   policy = jnp.where(legal, policy, 0.0)
   return pbs, values, policy
