@@ -8,7 +8,7 @@ solved for the current ranges), the peer. Also the network alone: PBSs valued pe
 by one batched call. Compile and steady-state times are separate.
 
   python benchmarks/gtcfr_evaluator_speed.py --quick      # small, for a loaded machine
-  python benchmarks/gtcfr_evaluator_speed.py --batches 1,16,64 --hidden 256,256
+  python benchmarks/gtcfr_evaluator_speed.py --batches 1,16,64 --hidden 256,256 --chunk 32
 """
 
 import argparse
@@ -51,6 +51,8 @@ def main(argv=None):
   ap.add_argument("--expansions-per-update", type=float, default=1.0)
   ap.add_argument("--batches", default="1,16,64")
   ap.add_argument("--hidden", default="256,256")
+  ap.add_argument("--chunk", type=int, default=0,
+                  help="also time the evaluator that values only leaf nodes, this many per call")
   ap.add_argument("--no-exact", action="store_true", help="skip the exact-evaluator peer")
   ap.add_argument("--quick", action="store_true", help="B = 1, 8 and s = 20 (loaded machines)")
   args = ap.parse_args(argv)
@@ -99,6 +101,14 @@ def main(argv=None):
       peer = pq / psec
       print(f"  B={B:4d} exact evaluator: {B / psec:8.2f} searches/s, {pq / psec:11,.0f} leaf "
             f"queries/s (compile+first {pf:.1f}s)")
+    if args.chunk:
+      ch = ge.cvpn_evaluator(src, model, chunk=args.chunk)
+      cf, csec, cq = _search_rate(src, cfg, ch, rs_, ranges, keys, params)
+      figure("network leaf queries, chunked", cq / csec, "queries/s", game=args.game,
+             simulations=cfg.simulations, batch=B, hidden=list(hidden), chunk=args.chunk,
+             peer="all nodes per call", peer_value=q / sec)
+      print(f"  B={B:4d} CVPN, chunk {args.chunk}: {B / csec:8.2f} searches/s, {cq / csec:11,.0f} "
+            f"leaf queries/s (compile+first {cf:.1f}s)")
     figure("network leaf queries", q / sec, "queries/s", game=args.game,
            simulations=cfg.simulations, batch=B, hidden=list(hidden),
            peer=None if peer is None else "jaxgt exact evaluator", peer_value=peer)

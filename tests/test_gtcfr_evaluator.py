@@ -39,10 +39,11 @@ def _grow(src, capacity, root, depth_limit=None):
   return jax.jit(lambda r: dt.expand_all(src, dt.init_tree(src, capacity, r), depth_limit))(root)
 
 
-def _oracle(enc, src, policy):
+def _oracle(enc, src, policy, chunk=None):
   """The evaluator fed by exact continuation CFVs of ``policy`` (no prior)."""
   fn = cvpn.continuation_cfvs(enc, policy)
-  return ge.pbs_evaluator(src, enc, lambda state, pbs: (fn(pbs), None), name="oracle")
+  return ge.pbs_evaluator(src, enc, lambda state, pbs: (fn(pbs), None), name="oracle",
+                          chunk=chunk)
 
 
 @pytest.mark.parametrize("name,depth", [("kuhn_poker", 4),
@@ -75,6 +76,12 @@ def test_exact_cfvs_through_adapter_equal_leaf_continuation(name, depth):
     np.testing.assert_allclose(mine, ref[:, :mine.shape[1]], atol=1e-9)
     checked += len(mine)
   assert checked > 0
+  # Valuing only the nodes with leaves, two at a time, gives the same search.
+  chunked = gt.solve_tree(src, cfg, _oracle(enc, src, pol, chunk=2), tree, gt.root_ranges(src, 0),
+                          iterations)
+  for p in (0, 1):
+    np.testing.assert_allclose(np.asarray(chunked.policy[p]), np.asarray(res.policy[p]),
+                               atol=1e-12)
   # The policy is not uniform: the leaf values mattered.
   assert float(np.max(np.abs(np.asarray(res.policy[0])[np.asarray(tree.acting_info[0]).reshape(-1)
                                                         >= 0] - 0.5))) > 1e-3

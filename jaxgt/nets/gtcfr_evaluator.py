@@ -43,7 +43,9 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
+from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.games.base import TERMINAL
 from jaxgt.nets.cvpn import CVPN, init as cvpn_init
@@ -189,17 +191,54 @@ def leaf_values(smap: SlotMap, leaves: gtcfr.LeafInput, pbs: PBS, cfvs) -> jax.A
   return jnp.stack(out)
 
 
+def _chunked_call(fn, state, pbs: PBS, need, chunk: int):
+  """``fn(state, ·)`` on the nodes with ``need [N]`` only, ``chunk`` at a time: needed nodes
+  are moved to the front and a ``while_loop`` runs ``ceil(#needed / chunk)`` calls (under
+  ``vmap``, the most any batch member needs). Other nodes get zeros."""
+  N = pbs.public.shape[0]
+  padded = -(-N // chunk) * chunk
+  order = jnp.argsort(~need, stable=True)
+  count = jnp.sum(need, dtype=jnp.int32)
+  src = jax.tree_util.tree_map(
+      lambda x: jnp.concatenate([x[order], jnp.zeros((padded - N,) + x.shape[1:], x.dtype)]), pbs)
+  part0 = jax.tree_util.tree_map(lambda x: x[:chunk], src)
+  shapes = jax.eval_shape(lambda p: fn(state, p), part0)
+  out0 = jax.tree_util.tree_map(lambda s: jnp.zeros((padded,) + s.shape[1:], s.dtype), shapes)
+
+  def body(carry):
+    i, out = carry
+    part = jax.tree_util.tree_map(lambda x: lax.dynamic_slice_in_dim(x, i * chunk, chunk), src)
+    res = fn(state, part)
+    out = jax.tree_util.tree_map(
+        lambda o, r: lax.dynamic_update_slice_in_dim(o, r.astype(o.dtype), i * chunk, 0), out, res)
+    return i + 1, out
+
+  _, out = lax.while_loop(lambda c: c[0] * chunk < count, body, (jnp.zeros((), jnp.int32), out0))
+  return jax.tree_util.tree_map(lambda o: jnp.zeros((N,) + o.shape[1:], o.dtype).at[order].set(
+      o[:N]), out)
+
+
 def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
                   fn: Callable[[Any, PBS], tuple], init: Callable[[], Any] = lambda: (),
-                  name: str = "pbs") -> gtcfr.Evaluator:
+                  name: str = "pbs", chunk: int | None = None) -> gtcfr.Evaluator:
   """A GT-CFR evaluator from ``fn(state, PBS [N]) -> (cfvs [N, 2, K], policy [N, 2, K, A] or
-  None)`` in the encoding's layout: one call per CFR iteration for every node of the tree
-  (:func:`node_pbs`, :func:`leaf_values`); ``state`` is the evaluator state (unchanged)."""
+  None)`` in the encoding's layout (:func:`node_pbs`, :func:`leaf_values`); ``state`` is the
+  evaluator state (unchanged).
+
+  ``chunk=None``: one call per CFR iteration on all ``N`` nodes. ``chunk=c``: only the nodes
+  with leaf slots are valued, ``c`` per call, as many calls as they need (a tree that is
+  still small costs little; ``003``'s leaf queries are exactly these nodes).
+  """
   smap = slot_map(source, encoding)
+  if chunk is not None:
+    chunk = check_positive_int("chunk", chunk)
 
   def apply(state, leaves: gtcfr.LeafInput):
     pbs = node_pbs(smap, leaves)
-    cfvs, policy = fn(state, pbs)
+    if chunk is None:
+      cfvs, policy = fn(state, pbs)
+    else:
+      cfvs, policy = _chunked_call(fn, state, pbs, jnp.any(leaves.leaf, axis=1), chunk)
     values = leaf_values(smap, leaves, pbs, cfvs)
     prior = None
     if policy is not None:
@@ -210,10 +249,12 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
   return gtcfr.Evaluator(init=init, apply=apply, name=name)
 
 
-def cvpn_evaluator(source: device_tree.Source, model: CVPN, key=None) -> gtcfr.Evaluator:
+def cvpn_evaluator(source: device_tree.Source, model: CVPN, key=None,
+                   chunk: int | None = None) -> gtcfr.Evaluator:
   """GT-CFR's leaf evaluator from ``model`` (``003``, "Search via Growing-Tree CFR"): the
   state is the flax parameters (``init()`` gives fresh ones from ``key``, default
-  ``PRNGKey(0)``); values from the value head, the PUCT prior from the policy head."""
+  ``PRNGKey(0)``); values from the value head, the PUCT prior from the policy head;
+  ``chunk`` as :func:`pbs_evaluator`."""
   key = jax.random.PRNGKey(0) if key is None else key
 
   def fn(params, pbs):
@@ -221,7 +262,7 @@ def cvpn_evaluator(source: device_tree.Source, model: CVPN, key=None) -> gtcfr.E
     return out.values, out.policy
 
   return pbs_evaluator(source, model.encoding, fn, init=lambda: cvpn_init(model, key),
-                       name="cvpn")
+                       name="cvpn", chunk=chunk)
 
 
 def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: gtcfr.QueryLog):
