@@ -37,6 +37,12 @@ def _timed(fn):
 BENCH_QUICK = ["--game", "kuhn_poker", "--batches", "1,8", "--simulations", "10", "--hidden", "64"]
 
 
+def _random_ranges(enc, ids, rng):
+  """``[B, 2, K]`` random normalised ranges (encoding order) at public states ``ids [B]``."""
+  r = rng.random((len(ids), 2, enc.k_max)) * enc.mask[ids]
+  return jnp.asarray(r / np.maximum(r.sum(-1, keepdims=True), 1e-9), jnp.float32)
+
+
 def _search_rate(src, cfg, ev, roots, ranges, keys, state):
   fn = lambda: gt.search(src, cfg, ev, roots, ranges, keys, evaluator_state=state)  # noqa: E731
   first, _ = _timed(fn)
@@ -69,18 +75,14 @@ def main(argv=None):
   model = cvpn.CVPN(enc, hidden=hidden)
   net = ge.cvpn_evaluator(src, model)
   params = net.init()
-  player = np.asarray(g.tree.player)
-  roots = [s for s in range(pt.num_public_states)
-           if not pt.terminal_public[s] and set(player[pt.histories[s]].tolist()) & {0, 1}]
+  roots = np.flatnonzero(enc.actor[:, 0] + enc.actor[:, 1] > 0)  # decision public states
   rng = np.random.default_rng(0)
   print(f"{args.game}: SoG({cfg.simulations}, {cfg.expansions_per_update:g}), capacity "
         f"{cfg.capacity} nodes, CVPN hidden={hidden}, {dtype}, device "
         f"{jax.devices()[0].platform}")
   # The network alone: one batched call on N = capacity PBSs.
   ids = rng.choice(np.flatnonzero(~pt.terminal_public), size=cfg.capacity)
-  r = rng.random((cfg.capacity, 2, enc.k_max)) * enc.mask[ids]
-  pbs = PBS(public=jnp.asarray(ids, jnp.int32),
-            ranges=jnp.asarray(r / np.maximum(r.sum(-1, keepdims=True), 1e-9), jnp.float32))
+  pbs = PBS(public=jnp.asarray(ids, jnp.int32), ranges=_random_ranges(enc, ids, rng))
   call = jax.jit(model.apply)
   _timed(lambda: call(params, pbs))
   reps = 50
@@ -89,9 +91,9 @@ def main(argv=None):
          hidden=list(hidden), batch=cfg.capacity)
   print(f"  network alone: {reps * cfg.capacity / sec:,.0f} PBS/s (batches of {cfg.capacity})")
   for B in [int(b) for b in args.batches.split(",")]:
-    rs_ = np.asarray([roots[i % len(roots)] for i in range(B)])
-    ranges = np.stack([gt.root_ranges(src, s, [rng.dirichlet(np.ones(len(pt.infostates[p][s])))
-                                               for p in (0, 1)]) for s in rs_])
+    rs_ = roots[np.arange(B) % len(roots)]
+    smap = ge.slot_map(src, enc)
+    ranges = ge.to_device_order(smap, rs_, _random_ranges(enc, rs_, rng))
     keys = jax.random.split(jax.random.PRNGKey(B), B)
     first, sec, q = _search_rate(src, cfg, net, rs_, ranges, keys, params)
     peer = None
