@@ -204,3 +204,29 @@ def test_slot_maps_permute_both_ways():
       n = int(enc.mask[s, p].sum())
       np.testing.assert_array_equal(np.asarray(y)[b, p, :n], np.asarray(x)[b, p, :n][::-1])
   np.testing.assert_array_equal(np.asarray(ge.to_device_order(fake, public, y)), np.asarray(x))
+
+
+@pytest.mark.slow  # compiling a vmapped search takes about a minute on the loaded machine
+def test_batched_network_search_gives_valid_queries_and_targets():
+  """The contract path of self-play: a vmapped GT-CFR search valued by the network, its
+  logged queries and root targets, all valid PBSs in the network's layout."""
+  g, enc, src = _game("kuhn_poker")
+  model = cvpn.CVPN(enc, hidden=(8,))
+  ev = ge.cvpn_evaluator(src, model)
+  cfg = gt.make_config(src, simulations=4, log_queries=8)
+  roots = np.array([3, 3, 4])
+  rng = np.random.default_rng(1)
+  ranges = np.stack([gt.root_ranges(src, int(s), [rng.dirichlet(np.ones(len(enc.pt.infostates[p][s])))
+                                                  for p in (0, 1)]) for s in roots])
+  res = gt.search(src, cfg, ev, roots, ranges, jax.random.split(jax.random.PRNGKey(0), 3),
+                  evaluator_state=ev.init())
+  pbs, values, policy = ge.search_targets(enc, src, res, ranges)
+  assert values.shape == (3, 2, enc.k_max) and policy.shape == (3, 2, enc.k_max, enc.num_actions)
+  np.testing.assert_array_equal(np.asarray(pbs.public), roots)
+  enc_lib.make_pbs(enc, np.asarray(pbs.public), np.asarray(pbs.ranges))
+  assert np.all(np.asarray(values)[~enc.mask[roots]] == 0)
+  q, valid = ge.query_pbs(enc, src, res.state.queries)
+  v = np.asarray(valid)
+  assert q.ranges.shape == (3, 8, 2, enc.k_max) and v.any()
+  np.testing.assert_array_equal(v.sum(1), np.minimum(np.asarray(res.state.queries.count), 8))
+  enc_lib.make_pbs(enc, np.asarray(q.public)[v], np.asarray(q.ranges)[v])
