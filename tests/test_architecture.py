@@ -22,6 +22,8 @@ ALLOWED = {
     "nets": {"games", "core", "solvers", "search"},
     "agents": {"games", "core", "solvers", "search", "nets", "policy"},  # jaxgt.policy: core only
     "evaluation": {"games", "core", "solvers", "search", "nets", "agents", "policy"},
+    # the training process (003, Algorithm 2); only jaxgt.cli imports it
+    "training": {"games", "core", "solvers", "search", "nets", "agents", "evaluation", "policy"},
 }
 
 
@@ -69,6 +71,16 @@ def test_games_import_nothing_else_of_jaxgt():
 def test_solvers_never_import_agents_evaluation_search_or_nets():
   bad = [v for v in _violations("solvers")
          if any(f"jaxgt.{x}" in v for x in ("agents", "evaluation", "search", "nets"))]
+  assert bad == []
+
+
+def test_only_the_cli_imports_training():
+  bad = []
+  for path in sorted(PACKAGE.rglob("*.py")):
+    rel = path.relative_to(PACKAGE)
+    if rel.parts[0] in ("training", "cli"):
+      continue
+    bad += [f"{rel}:{n} imports {t}" for n, t in _imports(path) if _layer(t) == "training"]
   assert bad == []
 
 

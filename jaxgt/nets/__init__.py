@@ -1,5 +1,6 @@
 """Networks over public belief states: fixed-size encodings (:mod:`jaxgt.nets.encoding`) and the
-counterfactual value-and-policy network with its fit and leaf adapter (:mod:`jaxgt.nets.cvpn`)."""
+counterfactual value-and-policy network with its fit and leaf adapter (:mod:`jaxgt.nets.cvpn`),
+and the network as GT-CFR's evaluator (:mod:`jaxgt.nets.gtcfr_evaluator`)."""
 
 from jaxgt.nets.cvpn import (CVPN, CVPNOutput, CVPNTargets, LeafLayout, continuation_cfvs, fit,
                              init, leaf_evaluator, leaf_layout, leaf_pbs, leaf_values, losses,
@@ -7,3 +8,5 @@ from jaxgt.nets.cvpn import (CVPN, CVPNOutput, CVPNTargets, LeafLayout, continua
 from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, exact_cfvs, features,
                                  gather_ranges, history_utilities, make_pbs, masks, pad_ranges,
                                  scatter, scatter_policy, to_game_scale)
+from jaxgt.nets.gtcfr_evaluator import (SlotMap, cvpn_evaluator, pbs_evaluator, query_pbs,
+                                        search_targets, slot_map)

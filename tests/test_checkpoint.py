@@ -1,0 +1,101 @@
+"""Orbax checkpoints: exact round trip (network, optimiser, buffers, counters, keys),
+refusal of another game or architecture, and clear errors for missing or corrupt ones."""
+
+import functools
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.nets import cvpn
+from jaxgt.nets.encoding import build_encoding
+from jaxgt.training import buffers
+from jaxgt.training import checkpoint as ck
+from jaxgt.training import learner as lr
+
+
+@functools.lru_cache(maxsize=None)
+def _model(name="kuhn_poker", hidden=(16,)):
+  return cvpn.CVPN(build_encoding(jaxgt.load(name)), hidden=hidden)
+
+
+def _state(seed):
+  model = _model()
+  cfg = lr.LearnerConfig(batch_size=4)
+  ls = lr.init_learner(model, jax.random.PRNGKey(seed), cfg)
+  ls = ls.replace(step=jnp.asarray(17 + seed, jnp.int32))
+  rb = buffers.replay_buffer(model.encoding, 8)
+  rb = rb.replace(uses=rb.uses.at[3].set(2), next=jnp.asarray(5, jnp.int32),
+                  data=rb.data.replace(values=jax.random.normal(jax.random.PRNGKey(seed),
+                                                                rb.data.values.shape)))
+  return {"learner": ls, "replay": rb, "typed_key": jax.random.key(100 + seed),
+          "raw_key": jax.random.PRNGKey(200 + seed),
+          "counters": {"searches": jnp.asarray(12345, jnp.int64), "steps": jnp.asarray(9)}}
+
+
+def _assert_same(a, b):
+  la, ta = jax.tree_util.tree_flatten(a)
+  lb, tb = jax.tree_util.tree_flatten(b)
+  assert ta == tb
+  for x, y in zip(la, lb):
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+      assert jnp.issubdtype(y.dtype, jax.dtypes.prng_key)
+      np.testing.assert_array_equal(jax.random.key_data(x), jax.random.key_data(y))
+    else:
+      assert x.dtype == y.dtype
+      np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_round_trip_is_exact_and_latest_step(tmp_path):
+  d = tmp_path / "run"
+  meta = ck.network_metadata(_model()) | {"config": {"batch_size": 4}}
+  assert ck.latest_step(d) is None
+  s3, s5 = _state(0), _state(1)
+  ck.save(d, 3, s3, meta)
+  ck.save(d, 5, s5, meta)
+  assert ck.latest_step(d) == 5
+  template = _state(7)
+  got = ck.restore(d, template, meta)
+  _assert_same(got, s5)
+  _assert_same(ck.restore(d, template, meta, step=3), s3)
+  # Keys continue the same stream after a restore.
+  np.testing.assert_array_equal(jax.random.uniform(jax.random.fold_in(got["typed_key"], 1), 3),
+                                jax.random.uniform(jax.random.fold_in(s5["typed_key"], 1), 3))
+  assert ck.read_metadata(d)["hidden"] == [16]
+  with pytest.raises(ck.CheckpointError, match="already exists"):
+    ck.save(d, 5, s5, meta)
+
+
+def test_other_game_or_architecture_is_refused(tmp_path):
+  d = tmp_path / "run"
+  ck.save(d, 1, _state(0), ck.network_metadata(_model()))
+  with pytest.raises(ck.CheckpointError, match="another game: game = 'kuhn_poker'"):
+    ck.restore(d, _state(0), ck.network_metadata(_model("leduc_poker")))
+  with pytest.raises(ck.CheckpointError, match="hidden = \\[16\\] in the checkpoint, \\[32\\]"):
+    ck.restore(d, _state(0), ck.network_metadata(_model(hidden=(32,))))
+  with pytest.raises(ValueError, match="JSON"):
+    ck.save(d, 2, _state(0), {"x": object()})
+
+
+def test_missing_corrupt_or_other_structure_gives_clear_errors(tmp_path):
+  meta = ck.network_metadata(_model())
+  with pytest.raises(ck.CheckpointError, match="no checkpoint directory"):
+    ck.restore(tmp_path / "nothing", _state(0), meta)
+  (tmp_path / "empty").mkdir()
+  with pytest.raises(ck.CheckpointError, match="no checkpoint in"):
+    ck.restore(tmp_path / "empty", _state(0), meta)
+  d = tmp_path / "run"
+  ck.save(d, 1, _state(0), meta)
+  with pytest.raises(ck.CheckpointError, match="no checkpoint step 4"):
+    ck.restore(d, _state(0), meta, step=4)
+  with pytest.raises(ck.CheckpointError, match="another structure|arrays"):
+    ck.restore(d, {"only": jnp.zeros(3)}, meta)
+  # Corrupt: the stored arrays are damaged.
+  for f in pathlib.Path(d, "1", "state").rglob("*"):
+    if f.is_file() and f.stat().st_size > 0:
+      f.write_bytes(b"garbage")
+  with pytest.raises(ck.CheckpointError, match="corrupt"):
+    ck.restore(d, _state(0), meta)

@@ -1,0 +1,151 @@
+"""The learner: loss against a NumPy hand computation, the learning-rate schedule, a tiny
+run that lowers the loss, bounded updates per example, masks."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.core import sequence_form as sf
+from jaxgt.nets import cvpn
+from jaxgt.nets.encoding import PBS, build_encoding
+from jaxgt.training import buffers
+from jaxgt.training import learner as lr
+
+
+@functools.lru_cache(maxsize=None)
+def _setup(name="leduc_poker"):
+  g = jaxgt.load(name)
+  enc = build_encoding(g)
+  return g, enc, cvpn.CVPN(enc, hidden=(32, 32))
+
+
+def _random_pbs(enc, rng, n):
+  ids = rng.choice(np.flatnonzero(~enc.pt.terminal_public), size=n)
+  r = rng.random((n, 2, enc.k_max)) * enc.mask[ids]
+  tot = r.sum(-1, keepdims=True)
+  r = np.where(tot > 0, r / np.where(tot > 0, tot, 1), 0.0)
+  return PBS(public=jnp.asarray(ids, jnp.int32), ranges=jnp.asarray(r, jnp.float32))
+
+
+def _examples(enc, rng, n, policy):
+  """Exact continuation targets of ``policy`` at random PBSs; policy targets ``policy``."""
+  pbs = _random_pbs(enc, rng, n)
+  values = cvpn.continuation_cfvs(enc, policy)(pbs)
+  ids = np.asarray(pbs.public)
+  pol = np.zeros((n, 2, enc.k_max, enc.num_actions))
+  info = enc.policy_infostate[ids]  # [n, 2, K]
+  for p in (0, 1):
+    ok = info[:, p] >= 0
+    pol[:, p][ok] = np.asarray(policy[p])[info[:, p][ok]]
+  return buffers.ReplayExample(pbs=pbs, values=jnp.asarray(values, jnp.float32),
+                               policy=jnp.asarray(pol, jnp.float32),
+                               value_mask=jnp.ones(n, bool),
+                               policy_mask=jnp.asarray(rng.random(n) < 0.7))
+
+
+def _huber(x, d):
+  a = np.abs(x)
+  return np.where(a <= d, 0.5 * x * x, d * (a - 0.5 * d))
+
+
+def test_loss_equals_hand_computation():
+  g, enc, model = _setup()
+  rng = np.random.default_rng(0)
+  params = cvpn.init(model, jax.random.PRNGKey(3))
+  pol = sf.uniform_policy(g.device_tree("float64"), jnp.float64)
+  ex = _examples(enc, rng, 6, pol)
+  # Garbage on padded slots and illegal actions must not count.
+  ids = np.asarray(ex.pbs.public)
+  K, A = enc.k_max, enc.num_actions
+  vals = np.asarray(ex.values).copy()
+  vals[~enc.mask[ids]] = 50.0
+  tp = rng.dirichlet(np.ones(A), size=(6, 2, K)) * enc.legal[ids]
+  tp = np.where(tp.sum(-1, keepdims=True) > 0, tp / np.maximum(tp.sum(-1, keepdims=True), 1e-30),
+                0.0)
+  tp_bad = tp + 7.0 * ~enc.legal[ids]
+  ex = ex.replace(values=jnp.asarray(vals, jnp.float32), policy=jnp.asarray(tp_bad, jnp.float32),
+                  value_mask=jnp.asarray([True, True, False, True, True, True]),
+                  policy_mask=jnp.asarray([True, False, True, True, True, True]))
+  valid = np.array([True, True, True, True, True, False])
+  cfg = lr.LearnerConfig(huber_delta=0.3, value_weight=0.7, policy_weight=0.05)
+  total, (vl, pl) = lr.loss(model, params, ex, cfg, jnp.asarray(valid))
+  out = model.apply(params, ex.pbs)
+  v, logits = np.asarray(out.values, np.float64), np.asarray(out.logits, np.float64)
+  value_terms, n_value, kl_sum, n_pol = 0.0, 0, 0.0, 0
+  legal = enc.legal[ids]
+  for b in range(6):
+    if not valid[b]:
+      continue
+    if np.asarray(ex.value_mask)[b]:
+      for p in (0, 1):
+        for k in range(K):
+          if enc.mask[ids[b], p, k]:
+            value_terms += _huber(v[b, p, k] - vals[b, p, k], 0.3)
+            n_value += 1
+    if np.asarray(ex.policy_mask)[b]:
+      n_pol += 1
+      for p in (0, 1):
+        for k in range(K):
+          lg = legal[b, p, k]
+          if not lg.any():
+            continue
+          z = logits[b, p, k][lg]
+          logq = z - np.log(np.exp(z - z.max()).sum()) - z.max()
+          t = tp[b, p, k][lg]
+          nz = t > 0
+          kl_sum += np.sum(t[nz] * (np.log(t[nz]) - logq[nz]))
+  want_v = value_terms / n_value
+  want_p = kl_sum / n_pol
+  assert float(vl) == pytest.approx(want_v, rel=1e-5)
+  assert float(pl) == pytest.approx(want_p, rel=1e-5)
+  assert float(total) == pytest.approx(0.7 * want_v + 0.05 * want_p, rel=1e-5)
+  assert want_p > 0.01 and want_v > 1e-4
+
+
+def test_learning_rate_schedule_and_config_checks():
+  cfg = lr.LearnerConfig(alpha_init=0.1, decay=0.5, decay_steps=1000)
+  sched = lr.learning_rate(cfg)
+  for t in (0, 1, 500, 1000, 2500):
+    assert float(sched(t)) == pytest.approx(0.1 * 0.5 ** (t / 1000), rel=1e-6)
+  assert lr.SCOTLAND_YARD_TABLE_S2.batch_size == 1024
+  for bad in (dict(batch_size=0), dict(decay=1.5), dict(optimizer="rmsprop"),
+              dict(huber_delta=0.0), dict(max_updates=0)):
+    with pytest.raises(ValueError):
+      lr.LearnerConfig(**bad)
+
+
+@pytest.mark.parametrize("optimizer", ["adam", pytest.param("sgd", marks=pytest.mark.slow)])
+def test_tiny_run_lowers_the_loss_with_bounded_updates(optimizer):
+  g, enc, model = _setup()
+  rng = np.random.default_rng(1)
+  tree = g.device_tree("float64")
+  legal = [np.asarray(tree.players[p].legal) for p in (0, 1)]
+  pol = tuple(jnp.asarray(x / x.sum(-1, keepdims=True))
+              for x in (rng.dirichlet(np.ones(tree.num_actions), l.shape[0]) * l for l in legal))
+  ex = _examples(enc, rng, 256, pol)
+  replay = buffers.add_replay(buffers.replay_buffer(enc, 512), ex, jnp.ones(256, bool))
+  cfg = lr.LearnerConfig(batch_size=64, alpha_init=3e-3 if optimizer == "adam" else 0.3,
+                         optimizer=optimizer, max_updates=40, momentum=0.9 if optimizer == "sgd"
+                         else 0.0)
+  state = lr.init_learner(model, jax.random.PRNGKey(0), cfg)
+  before = float(lr.loss(model, state.params, ex, cfg)[0])
+  drawn = 0
+  for t in range(120):
+    state, replay, m = lr.learner_step(model, cfg, state, replay, jax.random.fold_in(
+        jax.random.PRNGKey(5), t))
+    drawn += int(m["examples"])
+  after = float(lr.loss(model, state.params, ex, cfg)[0])
+  assert after < (0.5 if optimizer == "adam" else 0.7) * before, (before, after)
+  assert int(state.step) == 120
+  uses = np.asarray(replay.uses)
+  assert uses.sum() == drawn > 0.9 * 120 * 64 and uses.max() <= 40
+  # Bounded updates: a used-up buffer leaves the state unchanged.
+  replay = replay.replace(uses=jnp.full_like(replay.uses, 40))
+  st2, _, m = lr.learner_step(model, cfg, state, replay, jax.random.PRNGKey(0))
+  assert int(m["examples"]) == 0 and int(st2.step) == int(state.step)
+  for a, b in zip(jax.tree_util.tree_leaves(st2.params), jax.tree_util.tree_leaves(state.params)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
