@@ -47,6 +47,19 @@ def _time_jaxgt(tree, solver, iterations, repeats):
   return compile_s, 1e3 * best / iterations, out
 
 
+def _time_paired(tree, solvers, iterations, repeats):
+  """Best ms/iteration of each (compiled) solver, their runs interleaved ``repeats`` times so
+  that a change of machine load hits them alike."""
+  states = [s.init(tree) for s in solvers]
+  best = [float("inf")] * len(solvers)
+  for _ in range(repeats):
+    for i, (solver, state) in enumerate(zip(solvers, states)):
+      t0 = time.perf_counter()
+      jax.block_until_ready(solver.run(tree, state, iterations).regrets)
+      best[i] = min(best[i], time.perf_counter() - t0)
+  return [1e3 * b / iterations for b in best]
+
+
 def time_openspiel(game_string, cls_name, budget_s):
   try:
     import pyspiel
@@ -126,6 +139,12 @@ def main(argv=None):
                solver=solver_name)
       print(f"  jaxgt {solver_name:<10} compile {c:6.2f}s   {ms:9.4f} ms/iter   "
             f"exploitability after {args.iterations}: {expl:.3e}")
+    # the cost of compensation, measured with the two runs interleaved (4x the repeats)
+    comp_ms, plain_ms = _time_paired(tree, [cfr_lib.cfr_plus(), dataclasses.replace(
+        cfr_lib.cfr_plus(), compensated=False)], args.iterations, 4 * args.repeats)
+    figure("compensation cost", comp_ms / plain_ms, "x", higher_is_better=False, game=g.name)
+    print(f"  interleaved: cfr+ {comp_ms:.4f} ms/iter compensated, {plain_ms:.4f} plain "
+          f"({comp_ms / plain_ms:.2f}x)")
     os_name = g.game.openspiel_game_string()
     if os_name is None:
       print("  OpenSpiel: no equivalent game")
