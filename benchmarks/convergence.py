@@ -231,6 +231,8 @@ def main(argv=None):
   ap.add_argument("--budget", type=float, default=60.0, help="solve seconds per solver and game")
   ap.add_argument("--cap", type=int, default=200000, help="iteration cap per jaxgt solver")
   ap.add_argument("--peer-cap", type=int, default=20000, help="iteration cap for OpenSpiel/LiteEFG")
+  ap.add_argument("--peer-budget", type=float, default=None,
+                  help="solve seconds per peer solver and game (default: --budget)")
   ap.add_argument("--no-peers", action="store_true", help="skip OpenSpiel and LiteEFG")
   ap.add_argument("--grid", type=float, default=1.1,
                   help="growth factor of the checkpoint grid (the time to a target overshoots by "
@@ -244,6 +246,7 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)
   games = QUICK_GAMES if args.quick else tuple(g for g in args.games.split(";") if g)
   budget = 10.0 if args.quick else args.budget
+  peer_budget = budget if args.peer_budget is None else args.peer_budget
   names = [s for s in args.solvers.split(",") if s]
   for s in names:
     if s not in SOLVERS:
@@ -267,13 +270,13 @@ def main(argv=None):
     peers = []
     if not args.no_peers and spec[1] is not None:
       try:
-        peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, budget, eps_min, args.grid))
+        peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, peer_budget, eps_min, args.grid))
       except ImportError:
         print("  OpenSpiel C++ CFR+: missing (pyspiel not installed)")
         missing_peer("OpenSpiel C++", "pyspiel not installed", game=label)
       try:
         for lbl, factory, conv, sargs in liteefg_solvers():
-          peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, budget,
+          peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, peer_budget,
                                    eps_min, args.grid))
       except ImportError:
         print("  LiteEFG: missing (pip install LiteEFG)")
@@ -295,6 +298,12 @@ def main(argv=None):
       elif ours and peer:
         line = (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {peer_name} did not reach it in "
                 f"{peer[0].seconds[-1]:.3g}s (>= {peer[0].seconds[-1] / ours[0]:.0f}x)")
+        same = [c for c in curves if c.name == "cfr+" and c.reach(1e-4)]
+        if same:  # OpenSpiel's CFR+ iterates are jaxgt cfr+'s (tests/test_cfr.py)
+          est = same[0].reach(1e-4)[1] * peer[0].ms_per_iteration() / 1e3
+          line += (f"; estimated from jaxgt cfr+'s {same[0].reach(1e-4)[1]} iterations (the same "
+                   f"iterates) at its {peer[0].ms_per_iteration():.3g} ms/iteration: {est:.3g}s, "
+                   f"{est / ours[0]:.0f}x")
       else:
         line = None
       if line:
