@@ -2,7 +2,8 @@
 
 For each game prints the compile time, steady-state ms/iteration of every
 jaxgt CFR-family solver (alternating updates; ``cfr+/plain``: CFR+ with plain
-instead of compensated average sums), OpenSpiel's C++ ``CFRPlusSolver`` and
+instead of compensated average sums; the pair is timed again interleaved,
+best of ``4 x --repeats``, so a change of load cannot favour either), OpenSpiel's C++ ``CFRPlusSolver`` and
 ``CFRSolver`` ms/iteration through ``pyspiel`` with the ratio, and batched
 throughput (game-iterations/s) of CFR+ over B root chance distributions.
 
