@@ -2,7 +2,8 @@
 
 For each game prints the compile time, steady-state ms/iteration of every
 jaxgt CFR-family solver (alternating updates; ``cfr+/plain``: CFR+ with plain
-instead of compensated average sums), OpenSpiel's C++ ``CFRPlusSolver`` and
+instead of compensated average sums; the pair is timed again interleaved,
+best of ``4 x --repeats``, so a change of load cannot favour either), OpenSpiel's C++ ``CFRPlusSolver`` and
 ``CFRSolver`` ms/iteration through ``pyspiel`` with the ratio, and batched
 throughput (game-iterations/s) of CFR+ over B root chance distributions.
 
@@ -45,6 +46,19 @@ def _time_jaxgt(tree, solver, iterations, repeats):
     jax.block_until_ready(out.regrets)
     best = min(best, time.perf_counter() - t0)
   return compile_s, 1e3 * best / iterations, out
+
+
+def _time_paired(tree, solvers, iterations, repeats):
+  """Best ms/iteration of each (compiled) solver, their runs interleaved ``repeats`` times so
+  that a change of machine load hits them alike."""
+  states = [s.init(tree) for s in solvers]
+  best = [float("inf")] * len(solvers)
+  for _ in range(repeats):
+    for i, (solver, state) in enumerate(zip(solvers, states)):
+      t0 = time.perf_counter()
+      jax.block_until_ready(solver.run(tree, state, iterations).regrets)
+      best[i] = min(best[i], time.perf_counter() - t0)
+  return [1e3 * b / iterations for b in best]
 
 
 def time_openspiel(game_string, cls_name, budget_s):
@@ -126,6 +140,12 @@ def main(argv=None):
                solver=solver_name)
       print(f"  jaxgt {solver_name:<10} compile {c:6.2f}s   {ms:9.4f} ms/iter   "
             f"exploitability after {args.iterations}: {expl:.3e}")
+    # the cost of compensation, measured with the two runs interleaved (4x the repeats)
+    comp_ms, plain_ms = _time_paired(tree, [cfr_lib.cfr_plus(), dataclasses.replace(
+        cfr_lib.cfr_plus(), compensated=False)], args.iterations, 4 * args.repeats)
+    figure("compensation cost", comp_ms / plain_ms, "x", higher_is_better=False, game=g.name)
+    print(f"  interleaved: cfr+ {comp_ms:.4f} ms/iter compensated, {plain_ms:.4f} plain "
+          f"({comp_ms / plain_ms:.2f}x)")
     os_name = g.game.openspiel_game_string()
     if os_name is None:
       print("  OpenSpiel: no equivalent game")

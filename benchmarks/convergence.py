@@ -1,12 +1,14 @@
 """Time to epsilon: every jaxgt full-width solver against OpenSpiel C++ CFR+ and LiteEFG.
 
 For each game, each solver runs in jitted chunks on a geometric grid of
-iteration counts (x1.25) until it reaches the smallest target, its iteration
+iteration counts (x1.1 by default, ``--grid``) until it reaches the smallest target, its iteration
 cap or its time budget; exploitability (NashConv / 2, game units) is
 evaluated exactly between chunks and not timed. A jaxgt solver's time to a
 target is then that of one fresh jitted call of the iterations that reached
 it (what ``solve(iterations=n)`` pays), compilation (``run(.., 0)``) reported
-separately. The same run times OpenSpiel's C++ ``CFRPlusSolver``
+separately, with the milliseconds per iteration of that call (time = iterations
+x ms/iteration: where the seconds go). HS-PCFR+ and HS-DCFR plan for
+``--planned`` iterations (default: their factories' 1000). The same run times OpenSpiel's C++ ``CFRPlusSolver``
 (``pyspiel``; ``evaluate_and_update_policy`` timed, ``exploitability`` not) and
 LiteEFG's CFR+, PCFR+ (linear averaging) and DCFR (``LiteEFG.OpenSpielEnv``,
 enumerated traversal; its evaluation untimed), where the game exists in
@@ -46,18 +48,21 @@ GAMES = {
     "scotland_yard": ("glasses map", None, False),
 }
 QUICK_GAMES = ("kuhn_poker", "leduc_poker")
+# games where OpenSpiel C++ CFR+'s iterates equal jaxgt cfr+'s (tests/test_cfr.py): its time to a
+# target the budget did not reach is estimated from jaxgt's iterations there
+SAME_ITERATES = ("kuhn_poker", "leduc_poker")
 BENCH_QUICK = ["--games", "leduc_poker", "--solvers", "cfr+,dcfr+,pcfr+", "--budget", "5",
                "--peer-cap", "3000", "--out", "convergence_quick"]
 # MMD's defaults reach only its regularised equilibrium; a small temperature for the table
 SOLVER_KWARGS = {"mmd": {"alpha": 1e-3}}
 
 
-def grid(cap: int):
-  """Checkpoints 1, 2, ... growing by 1.25 up to ``cap``."""
+def grid(cap: int, factor: float = 1.1):
+  """Checkpoints 1, 2, ... growing by ``factor`` up to ``cap``."""
   out, n = [], 1
   while n < cap:
     out.append(n)
-    n = max(n + 1, int(n * 1.25))
+    n = max(n + 1, int(n * factor))
   return out + [cap]
 
 
@@ -82,14 +87,22 @@ class Curve:
         return self.single_call.get(it, sec), it
     return None
 
+  def ms_per_iteration(self):
+    """Milliseconds per iteration: of the longest single call (jaxgt), else of the whole run."""
+    if self.single_call:
+      it = max(self.single_call)
+      return 1e3 * self.single_call[it] / it
+    return 1e3 * self.seconds[-1] / self.iterations[-1] if self.values else math.nan
+
   def done(self, eps_min, budget, cap):
     return bool(self.values) and (self.values[-1] <= eps_min or self.seconds[-1] > budget or
                                   self.iterations[-1] >= cap)
 
 
-def run_jaxgt(game, name, dtype, cap, budget, eps_min):
+def run_jaxgt(game, name, dtype, cap, budget, eps_min, factor=1.1, planned=None):
   tree = game.device_tree(dtype)
-  solver = make_full_width_solver(name, iterations=cap, dtype=dtype, **SOLVER_KWARGS.get(name, {}))
+  solver = make_full_width_solver(name, iterations=planned, dtype=dtype,
+                                  **SOLVER_KWARGS.get(name, {}))
   curve = Curve(name)
   state = solver.init(tree)
   t0 = time.perf_counter()
@@ -97,7 +110,7 @@ def run_jaxgt(game, name, dtype, cap, budget, eps_min):
   policy_evaluation_jit(tree, solver.policy(tree, state)).exploitability.block_until_ready()
   curve.compile_s = time.perf_counter() - t0
   done, sec = 0, 0.0
-  for c in grid(cap):
+  for c in grid(cap, factor):
     t0 = time.perf_counter()
     state = jax.block_until_ready(solver.run(tree, state, c - done))
     sec += time.perf_counter() - t0
@@ -106,12 +119,12 @@ def run_jaxgt(game, name, dtype, cap, budget, eps_min):
     if curve.done(eps_min, budget, cap):
       break
   # the chunked run above pays a dispatch and an evaluation per checkpoint: time what a
-  # user pays, one call of the iterations that reach each target (best of 3 when short)
+  # user pays, one call of the iterations that reach each target (best of 5 when short)
   for eps in TARGETS:
     r = curve.reach(eps)
     if r is not None and r[1] not in curve.single_call:
       best, fresh = math.inf, jax.block_until_ready(solver.init(tree))
-      for _ in range(3 if r[0] < 1.0 else 1):
+      for _ in range(5 if r[0] < 1.0 else 1):
         t0 = time.perf_counter()
         jax.block_until_ready(solver.run(tree, fresh, r[1]))
         best = min(best, time.perf_counter() - t0)
@@ -125,12 +138,12 @@ def load_openspiel(spec):
   return pyspiel.convert_to_turn_based(game) if spec[2] else game
 
 
-def run_openspiel_cfr_plus(spec, cap, budget, eps_min):
+def run_openspiel_cfr_plus(spec, cap, budget, eps_min, factor=1.1):
   import pyspiel
   game = load_openspiel(spec)
   solver = pyspiel.CFRPlusSolver(game)
   curve, done, sec = Curve("OpenSpiel C++ CFR+"), 0, 0.0
-  for c in grid(cap):
+  for c in grid(cap, factor):
     t0 = time.perf_counter()
     for _ in range(c - done):
       solver.evaluate_and_update_policy()
@@ -150,14 +163,15 @@ def liteefg_solvers():
           ("LiteEFG DCFR", DCFR.graph, "last-iterate", ("average-iterate",))]
 
 
-def run_liteefg(spec, label, factory, convergence, strategy_args, cap, budget, eps_min):
+def run_liteefg(spec, label, factory, convergence, strategy_args, cap, budget, eps_min,
+                factor=1.1):
   import LiteEFG
   game = load_openspiel(spec)
   graph = factory()
   env = LiteEFG.OpenSpielEnv(game, traverse_type="Enumerate", regenerate=False)
   env.set_graph(graph)
   curve, done, sec = Curve(label), 0, 0.0
-  for c in grid(cap):
+  for c in grid(cap, factor):
     t0 = time.perf_counter()
     for _ in range(c - done):
       graph.update_graph(env)
@@ -178,12 +192,12 @@ def fmt_reach(r):
 
 def table(label, curves, ours):
   lines = [f"### {label}", "",
-           "| solver | compile s | " + " | ".join(f"to {e:g} (s/iter)" for e in TARGETS) + " |",
-           "|---|---|" + "---|" * len(TARGETS)]
+           "| solver | compile s | ms/iter | " + " | ".join(f"to {e:g} (s/iter)" for e in TARGETS)
+           + " |", "|---|---|---|" + "---|" * len(TARGETS)]
   for c in curves:
     comp = f"{c.compile_s:.2f}" if c.name in ours else "-"
-    lines.append(f"| {c.name} | {comp} | " + " | ".join(fmt_reach(c.reach(e)) for e in TARGETS)
-                 + " |")
+    lines.append(f"| {c.name} | {comp} | {c.ms_per_iteration():.4g} | "
+                 + " | ".join(fmt_reach(c.reach(e)) for e in TARGETS) + " |")
   return lines
 
 
@@ -220,7 +234,14 @@ def main(argv=None):
   ap.add_argument("--budget", type=float, default=60.0, help="solve seconds per solver and game")
   ap.add_argument("--cap", type=int, default=200000, help="iteration cap per jaxgt solver")
   ap.add_argument("--peer-cap", type=int, default=20000, help="iteration cap for OpenSpiel/LiteEFG")
+  ap.add_argument("--peer-budget", type=float, default=None,
+                  help="solve seconds per peer solver and game (default: --budget)")
   ap.add_argument("--no-peers", action="store_true", help="skip OpenSpiel and LiteEFG")
+  ap.add_argument("--grid", type=float, default=1.1,
+                  help="growth factor of the checkpoint grid (the time to a target overshoots by "
+                       "at most this factor)")
+  ap.add_argument("--planned", type=int, default=None,
+                  help="iterations HS-PCFR+ / HS-DCFR plan for (default: their factories')")
   ap.add_argument("--quick", action="store_true", help="Kuhn and Leduc, 10 s budgets")
   ap.add_argument("--out", default="convergence_out", help="folder for the table and plots")
   args = ap.parse_args(argv)
@@ -228,6 +249,7 @@ def main(argv=None):
     jax.config.update("jax_enable_x64", True)
   games = QUICK_GAMES if args.quick else tuple(g for g in args.games.split(";") if g)
   budget = 10.0 if args.quick else args.budget
+  peer_budget = budget if args.peer_budget is None else args.peer_budget
   names = [s for s in args.solvers.split(",") if s]
   for s in names:
     if s not in SOLVERS:
@@ -243,27 +265,27 @@ def main(argv=None):
     print(f"== {label} ({gs}): {game.tree.num_histories} histories", flush=True)
     curves = []
     for s in names:
-      c = run_jaxgt(game, s, args.dtype, args.cap, budget, eps_min)
+      c = run_jaxgt(game, s, args.dtype, args.cap, budget, eps_min, args.grid, args.planned)
       curves.append(c)
-      print(f"  {s:10s} compile {c.compile_s:6.2f}s  " + "  ".join(
+      print(f"  {s:10s} compile {c.compile_s:6.2f}s  {c.ms_per_iteration():.4f} ms/it  " + "  ".join(
           f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
           + f"  last {c.values[-1]:.2e} at {c.iterations[-1]}", flush=True)
     peers = []
     if not args.no_peers and spec[1] is not None:
       try:
-        peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, budget, eps_min))
+        peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, peer_budget, eps_min, args.grid))
       except ImportError:
         print("  OpenSpiel C++ CFR+: missing (pyspiel not installed)")
         missing_peer("OpenSpiel C++", "pyspiel not installed", game=label)
       try:
         for lbl, factory, conv, sargs in liteefg_solvers():
-          peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, budget,
-                                   eps_min))
+          peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, peer_budget,
+                                   eps_min, args.grid))
       except ImportError:
         print("  LiteEFG: missing (pip install LiteEFG)")
         missing_peer("LiteEFG", "not installed (pip install LiteEFG)", game=label)
       for c in peers:
-        print(f"  {c.name:20s} " + "  ".join(f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
+        print(f"  {c.name:20s} {c.ms_per_iteration():.4f} ms/it  " + "  ".join(f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
               + f"  last {c.values[-1]:.2e} at {c.iterations[-1]}", flush=True)
     report += table(label, curves + peers, set(names))
     ours = best_at(curves, 1e-4)
@@ -279,6 +301,12 @@ def main(argv=None):
       elif ours and peer:
         line = (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {peer_name} did not reach it in "
                 f"{peer[0].seconds[-1]:.3g}s (>= {peer[0].seconds[-1] / ours[0]:.0f}x)")
+        same = [c for c in curves if c.name == "cfr+" and c.reach(1e-4)]
+        if same and gs in SAME_ITERATES:
+          est = same[0].reach(1e-4)[1] * peer[0].ms_per_iteration() / 1e3
+          line += (f"; estimated from jaxgt cfr+'s {same[0].reach(1e-4)[1]} iterations (the same "
+                   f"iterates) at its {peer[0].ms_per_iteration():.3g} ms/iteration: {est:.3g}s, "
+                   f"{est / ours[0]:.0f}x")
       else:
         line = None
       if line:

@@ -8,7 +8,9 @@ average strategy; MMD's last iterate) between chunks (one jitted call per
 chunk, so dispatch costs nothing), and reports each evaluation through
 ``progress`` (``True`` prints a line, a callable receives the
 :class:`Evaluation`). ``last_iterate=True`` also evaluates the current
-strategy (:meth:`current_policy`).
+strategy (:meth:`current_policy`). ``target=eps`` stops at the first
+evaluation at or below ``eps``, evaluating on a geometric grid (``eval_every``
+then x :data:`TARGET_GROWTH`), so checks cost a few percent of the run.
 
 The default solver is :data:`DEFAULT_SOLVER`, the one that reaches 1e-4 in
 Leduc first in ``benchmarks/convergence.py`` (see the README's table).
@@ -25,7 +27,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from jaxgt.core.checks import check_nonnegative_int, check_positive_int
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int, check_real
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.compiler import CompiledGame, compile_game, load
 from jaxgt.policy import Policy
@@ -37,6 +39,9 @@ from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 SOLVERS = {**cfr_lib.SOLVERS, "mmd": mmd_lib.mmd}
 # measured best to 1e-4 in Leduc (benchmarks/convergence.py, README)
 DEFAULT_SOLVER = "dcfr+"
+# with a target, each evaluation comes this factor of iterations after the previous one: an
+# exact evaluation costs ~15 CFR iterations in Leduc, so ~x1.25 balances checks and overshoot
+TARGET_GROWTH = 1.25
 
 
 def make_full_width_solver(name: str, *, iterations: int | None = None, alternating=None,
@@ -81,6 +86,7 @@ class SolveResult:
   state: object            # the solver state (CFRState or MCCFRState)
   compile_seconds: float
   solve_seconds: float
+  iterations: int          # iterations run (fewer than asked when a target was reached)
 
 
 def _as_compiled(game) -> CompiledGame:
@@ -112,7 +118,7 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
           eval_every: int = 100, dtype="float32", alternating: bool | None = None,
           progress: bool | Callable[[Evaluation], None] = False, weights=None,
           seed: int = 0, batch: int | None = None, last_iterate: bool = False,
-          **solver_kwargs) -> SolveResult:
+          target: float | None = None, **solver_kwargs) -> SolveResult:
   """Solves ``game`` (name, ``Game`` or ``CompiledGame``) and tracks exploitability.
 
   ``solver`` is a full-width solver name (:data:`SOLVERS`: ``cfr``, ``cfr+``,
@@ -128,13 +134,20 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   contract); a given ``MCCFRSolver`` brings its own per-player batch. ``weights`` (root beliefs) applies to
   the CFR family only. ``eval_every = 0`` evaluates only at the end. Invalid
   arguments raise ``ValueError`` before anything is compiled.
-  ``alternating=None`` keeps the solver's default update order.
+  ``alternating=None`` keeps the solver's default update order. ``target``
+  (game units) stops at the first evaluation at or below it; evaluations then
+  come at ``eval_every`` iterations and each :data:`TARGET_GROWTH` times the
+  previous count (at most ``iterations`` in all).
   """
   from jaxgt.solvers import mccfr as mccfr_lib
   check_positive_int("iterations", iterations)
   if not isinstance(last_iterate, bool):
     raise ValueError(f"last_iterate must be True or False, got {last_iterate!r}")
   check_nonnegative_int("eval_every", eval_every)
+  if target is not None:
+    target = check_real("target", target, 0.0, lo_open=True)
+    if eval_every == 0:
+      raise ValueError("target needs eval_every > 0 (the first evaluation)")
   dtype = resolve_dtype(dtype)
   sampling = isinstance(solver, mccfr_lib.MCCFRSolver) or (
       isinstance(solver, str) and solver in mccfr_lib.SAMPLING_SOLVERS)
@@ -177,31 +190,42 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   # Compile outside the timed loop: the iteration count is traced, so a
   # zero-iteration call compiles the loop without running it.
   jax.block_until_ready(solver.run(tree, state, 0, key))
-  jax.block_until_ready(policy_evaluation_jit(tree, solver.policy(tree, state), weights))
+  for current in ((False, True) if last_iterate else (False,)):
+    jax.block_until_ready(_exploitability(solver, tree, state, weights, current))
   compile_seconds = time.perf_counter() - t0
 
   evals = []
   start = time.perf_counter()
-  it = 0
+  it, next_eval = 0, chunk
   while it < iterations:
-    n = min(chunk, iterations - it)
+    n = min(next_eval, iterations) - it
     state = solver.run(tree, state, n, key)
     it += n
+    next_eval = it + chunk if target is None else max(it + 1, int(it * TARGET_GROWTH))
     if eval_every > 0 or it == iterations:
-      expl = float(policy_evaluation_jit(tree, solver.policy(tree, state), weights).exploitability)
-      last = float(policy_evaluation_jit(tree, solver.current_policy(tree, state),
-                                         weights).exploitability) if last_iterate else None
+      expl = float(_exploitability(solver, tree, state, weights, False))
+      last = float(_exploitability(solver, tree, state, weights, True)) if last_iterate else None
       e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
                      None if per_step is None else it * per_step, last)
       evals.append(e)
       report(e)
+      if target is not None and expl <= target:
+        break
   jax.block_until_ready(state)
   solve_seconds = time.perf_counter() - start
   pol = solver.policy(tree, state)
   final = policy_evaluation_jit(tree, pol, weights)
   policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol], atol=1e-4)
   return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
-                     state, compile_seconds, solve_seconds)
+                     state, compile_seconds, solve_seconds, it)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _exploitability(solver, tree, state, weights, current: bool):
+  """The exploitability of ``solver``'s policy (``current``: its current strategy) in ``state``,
+  in one jitted call (the policy computed eagerly would cost three times the evaluation)."""
+  pol = solver.current_policy(tree, state) if current else solver.policy(tree, state)
+  return policy_evaluation(tree, pol, weights).exploitability
 
 
 def plot_curve(evaluations, path: str, title: str = "") -> None:

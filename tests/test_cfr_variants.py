@@ -153,6 +153,30 @@ def test_power_averaging_rescales_exactly():
   assert np.isfinite(float(total)) and float(total) > 0
 
 
+def test_blocked_average_equals_a_compensated_addition_every_iteration():
+  """CFRSolver.loop's blocks (plain sums inside, one compensated addition per block) give the
+  average of plain float64 sums and of a compensated addition every iteration, for power
+  (PDCFR+: rescaling at t = 16) and scheduled averaging (HS-DCFR: the blocks' decays), in runs
+  whose chunks cut blocks (remainder blocks, an empty run)."""
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  for solver in (cfr_lib.predictive_discounted_cfr_plus(dtype="float64"),
+                 cfr_lib.hs_discounted_cfr(planned_iterations=60, dtype="float64")):
+    blocked = dataclasses.replace(solver, average_block=7)
+    state = blocked.init(tree)
+    for n in (30, 0, 45, 25):
+      state = blocked.run(tree, state, n)
+    assert int(state.iteration) == 100
+    got = blocked.policy(tree, state)
+    for other in (dataclasses.replace(solver, average_block=1),
+                  dataclasses.replace(solver, compensated=False)):
+      want = other.policy(tree, other.run(tree, other.init(tree), 100))
+      for p in (0, 1):
+        np.testing.assert_allclose(np.asarray(got[p]), np.asarray(want[p]), rtol=1e-12,
+                                   atol=1e-14)
+    np.testing.assert_array_equal(np.asarray(state.regrets[0]), np.asarray(
+        solver.run(tree, solver.init(tree), 100).regrets[0]))
+
+
 def test_last_iterate_policy():
   """current_policy is the strategy the next iteration plays: for PCFR+ regret matching of
   R + m; PCFR+'s last iterate in Kuhn is close to equilibrium, CFR's is not."""
@@ -217,6 +241,8 @@ def test_bad_variant_arguments():
     cfr_lib.hs_discounted_cfr(gamma0=2.0)
   with pytest.raises(ValueError, match="alternating"):
     cfr_lib.predictive_cfr_plus(alternating="yes")
+  with pytest.raises(ValueError, match="average_block"):
+    dataclasses.replace(cfr_lib.cfr_plus(), average_block=0)
   with pytest.raises(ValueError, match="mmd: alpha"):
     mmd_lib.mmd(alpha=0.0)
   with pytest.raises(ValueError, match="mmd: stepsize"):

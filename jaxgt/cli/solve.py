@@ -39,6 +39,9 @@ def add_parser(sub) -> None:
   p.add_argument("--stepsize", type=float, help="mmd: stepsize (alpha / max|A|^2)")
   p.add_argument("--no-compensation", action="store_true",
                  help="CFR family: plain average sums instead of compensated rescaled ones")
+  p.add_argument("--target", type=float,
+                 help="stop at the first evaluation with exploitability at or below this (game "
+                      "units); evaluations then come at --eval-every and every x1.25 iterations")
   p.add_argument("--last-iterate", action="store_true",
                  help="also print the exploitability of the current strategy")
   p.add_argument("--seed", type=int, default=0, help="random seed (sampling solvers)")
@@ -87,16 +90,16 @@ def run(args) -> int:
   if args.solver in SAMPLING_CHOICES:
     res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
                 seed=args.seed, batch=args.batch, dtype=args.dtype, progress=True,
-                last_iterate=args.last_iterate)
+                last_iterate=args.last_iterate, target=args.target)
   else:
     alternating = False if args.simultaneous else (True if args.alternating else None)
     res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
                 dtype=args.dtype, alternating=alternating, progress=True,
-                last_iterate=args.last_iterate, **kw)
+                last_iterate=args.last_iterate, target=args.target, **kw)
   from jaxgt.solve import format_mbb, mbb
   m = mbb(g, res.exploitability)
   mtxt = f" ({format_mbb(m)} mbb/h)" if m is not None else ""
-  print(f"final: iterations {args.iterations}  exploitability {res.exploitability:.6e}{mtxt}  "
+  print(f"final: iterations {res.iterations}  exploitability {res.exploitability:.6e}{mtxt}  "
         f"value(p0) {res.value:.6f}  compile {res.compile_seconds:.2f}s  solve {res.solve_seconds:.2f}s")
   if args.save:
     res.policy.save(args.save)

@@ -17,9 +17,12 @@ IJCAI 2024, Sec. 4): :class:`DiscountedRegretMatchingPlus` and
 :class:`PredictiveRegretMatchingPlus` with a discount ``alpha``, averaging
 weight ``t^gamma``.
 
-The engine accumulates with compensated (Kahan) sums where the averaging rule
-asks for it (:meth:`PowerAveraging.add`), so float32 averages keep the
-increments of late iterations (see :mod:`jaxgt.solvers.cfr`).
+Every averaging rule is a scale-free linear recurrence
+(:meth:`PowerAveraging.coefficients`); the engine accumulates it with
+compensated (Kahan) sums, per iteration (:meth:`PowerAveraging.add`) or per
+block of iterations (:class:`PartialSum`, :meth:`PowerAveraging.merge`), so
+float32 averages keep the increments of late iterations (see
+:mod:`jaxgt.solvers.cfr`).
 """
 
 from __future__ import annotations
@@ -177,12 +180,18 @@ def compensated_add(total: jax.Array, compensation: jax.Array, increment) -> tup
 
 @dataclasses.dataclass(frozen=True)
 class PowerAveraging:
-  """Average-strategy weight ``t ** exponent`` (0: uniform, 1: linear)."""
+  """Average-strategy weight ``t ** exponent`` (0: uniform, 1: linear).
+
+  Every averaging rule is a linear recurrence ``total_t = a_t total_{t-1} + b_t
+  increment_t`` (:meth:`coefficients`); :meth:`accumulate` is the plain sum,
+  :meth:`add` the compensated one and :meth:`add_partial` / :meth:`merge` the
+  blocked one the engine's loop uses (:mod:`jaxgt.solvers.cfr`).
+  """
 
   exponent: float = 0.0
 
   def accumulate(self, total: jax.Array, increment, t: jax.Array) -> jax.Array:
-    """``total`` plus iteration ``t``'s weighted ``increment``."""
+    """``total`` plus iteration ``t``'s weighted ``increment`` (plain float sums, weight ``t^gamma``)."""
     if not self.exponent:
       return total + increment
     return total + t.astype(total.dtype) ** self.exponent * increment
@@ -191,31 +200,68 @@ class PowerAveraging:
     """The compensation term ``[..., I, A]`` of :meth:`add` (zeros)."""
     return jnp.zeros_like(total)
 
+  def coefficients(self, t: jax.Array, dtype) -> tuple:
+    """``(a_t, b_t)``, scalars of ``dtype``: the sum after iteration ``t`` is ``a_t`` times the
+    sum before plus ``b_t`` times the increment, scale-free.
+
+    The weight is taken relative to ``16^j <= t < 16^(j+1)``, ``b_t = (t /
+    16^j)^gamma``, and the sum is rescaled by ``a_t = 16^-gamma`` when ``t``
+    reaches ``16^j`` (``a_t = 1`` otherwise), so sums never overflow (``t^5``
+    summed overflows float32 after 2.6M iterations). Scaling ``t`` by a power
+    of two is exact; normalising the average removes the common factor.
+    """
+    if not self.exponent:
+      return jnp.ones((), dtype), jnp.ones((), dtype)
+    t = jnp.asarray(t, jnp.int32)
+    bits = 32 - jax.lax.clz(t)  # bit length of t >= 1
+    shift = 4 * ((bits - 1) // 4)  # 16^j = 2^shift <= t
+    b = jnp.ldexp(t.astype(dtype), -shift) ** self.exponent
+    a = jnp.where((shift > 0) & (t == jnp.left_shift(1, shift)),
+                  jnp.asarray(16.0, dtype) ** -self.exponent, 1.0).astype(dtype)
+    return a, b
+
   def add(self, total: jax.Array, compensation: jax.Array, increment, t: jax.Array):
     """:meth:`accumulate` as a scale-free compensated sum: ``(total, compensation)`` (``t []``).
 
-    Two measures keep a float32 average exact to rounding over millions of
-    iterations. A Kahan sum (``compensation`` carries the low-order part each
-    addition drops), so increments far below ``eps * total`` still count
-    (iteration ``t``'s weight ``t^gamma`` against a total of order
-    ``t^(gamma + 1)``). And the weight is taken relative to ``16^j <= t <
-    16^(j+1)``, ``(t / 16^j)^gamma``, with total and compensation rescaled by
-    ``16^-gamma`` when ``t`` reaches ``16^j``, so sums never overflow (``t^5``
-    summed overflows float32 after 2.6M iterations). Scaling ``t`` by a
-    power of two is exact; normalising the average removes the common factor.
+    A Kahan sum (``compensation`` carries the low-order part each addition
+    drops), so increments far below ``eps * total`` still count (iteration
+    ``t``'s weight ``t^gamma`` against a total of order ``t^(gamma + 1)``),
+    with the scale-free :meth:`coefficients`.
     """
-    if not self.exponent:
-      weighted = increment
-    else:
-      t = jnp.asarray(t, jnp.int32)
-      bits = 32 - jax.lax.clz(t)  # bit length of t >= 1
-      shift = 4 * ((bits - 1) // 4)  # 16^j = 2^shift <= t
-      relative = jnp.ldexp(t.astype(total.dtype), -shift)
-      weighted = relative ** self.exponent * increment
-      factor = jnp.where((shift > 0) & (t == jnp.left_shift(1, shift)),
-                         jnp.asarray(16.0, total.dtype) ** -self.exponent, 1.0).astype(total.dtype)
-      total, compensation = total * factor, compensation * factor
-    return compensated_add(total, compensation, weighted)
+    a, b = self.coefficients(t, total.dtype)
+    return compensated_add(total * a, compensation * a, b * increment)
+
+  def add_partial(self, partial: PartialSum, increment, t: jax.Array) -> PartialSum:
+    """Iteration ``t``'s increment added plainly to a block's :class:`PartialSum`."""
+    a, b = self.coefficients(t, partial.total.dtype)
+    return PartialSum(total=partial.total * a + b * increment, decay=partial.decay * a)
+
+  def merge(self, total: jax.Array, compensation: jax.Array, partial: PartialSum) -> tuple:
+    """``(total, compensation)`` after a block: the earlier sum times the block's decay plus
+    its partial sum, one compensated addition."""
+    d = partial.decay[..., None, None]
+    return compensated_add(total * d, compensation * d, partial.total)
+
+
+@struct.dataclass
+class PartialSum:
+  """A block of the weighted average-strategy sum (add a leading ``B`` when batched).
+
+  The engine's loop sums ``k`` iterations' increments into ``total`` with
+  plain float additions (terms of similar size: the block keeps them to
+  ``~sqrt(k) eps``) and adds the block to the running sum with one
+  compensated addition (:meth:`PowerAveraging.merge`): Kahan's accuracy at
+  ``1/k`` of its cost (measured on Leduc CFR+ at 10^6 float32 iterations: the
+  same exploitability for ``k = 16``, 16% worse for ``k = 64``).
+  """
+
+  total: jax.Array  # [I, A] the block's weighted increments, on the scale of its last iteration
+  decay: jax.Array  # [] the product of the block's a_t: the factor on the sum before the block
+
+  @classmethod
+  def zeros(cls, like: jax.Array) -> PartialSum:
+    """An empty block for a sum shaped like ``like [..., I, A]``."""
+    return cls(total=jnp.zeros_like(like), decay=jnp.ones(like.shape[:-2], like.dtype))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,14 +274,10 @@ class ScheduledAveraging(PowerAveraging):
 
   planned: int = 1000  # the planned number of iterations T
 
-  def _discount(self, t, dtype):
+  def coefficients(self, t, dtype):
     tf = jnp.asarray(t).astype(dtype)
     gamma = self.exponent - 5.0 * schedule_progress(t - 1, self.planned, dtype)
-    return ((tf - 1.0) / tf) ** gamma
+    return ((tf - 1.0) / tf) ** gamma, jnp.ones((), dtype)
 
   def accumulate(self, total, increment, t):
-    return total * self._discount(t, total.dtype) + increment
-
-  def add(self, total, compensation, increment, t):
-    d = self._discount(t, total.dtype)
-    return compensated_add(total * d, compensation * d, increment)
+    return total * self.coefficients(t, total.dtype)[0] + increment
