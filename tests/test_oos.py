@@ -8,6 +8,7 @@ import pytest
 import jaxgt
 from jaxgt.core.compiler import compile_game
 from jaxgt.solvers import mccfr
+from jaxgt.solvers.base import compilations
 from jaxgt.solvers import oos
 from jaxgt.core import sequence_form as sf
 from jaxgt.agents.oos import OOSAgent
@@ -143,10 +144,10 @@ def test_agent_act_is_traceable_and_keeps_tables():
   np.testing.assert_allclose(np.asarray(probs[0]), np.asarray(p0), rtol=1e-12)
   np.testing.assert_allclose(np.asarray(probs).sum(-1), 1.0)
   # A second move continues from the first move's tables, without recompiling.
-  compiled = oos._run._cache_size()
+  compiled = compilations(agent.solver)
   _, s1 = agent.act(keys[1], s0, int(hs[1]))
   assert int(s1.iteration) == 40 and int(s1.size) >= int(s0.size)
-  assert oos._run._cache_size() == compiled
+  assert compilations(agent.solver) == compiled
 
 
 def test_bad_input_raises_before_compilation():
