@@ -7,7 +7,7 @@ import pytest
 
 import jaxgt
 from jaxgt.core.compiler import compile_game
-from jaxgt.solvers import ismcts
+from jaxgt.solvers.base import compilations
 from jaxgt.agents.ismcts import ISMCTSAgent
 from jaxgt.solvers.ismcts import ISMCTS
 
@@ -81,9 +81,9 @@ def test_agent_act_is_traceable():
   p0, s0 = agent.act(keys[0], state, h)
   np.testing.assert_allclose(np.asarray(probs[0]), np.asarray(p0), rtol=1e-12)
   np.testing.assert_allclose(np.asarray(probs).sum(-1), 1.0)
-  compiled = ismcts._run._cache_size()
+  compiled = compilations(agent.solver)
   _, s1 = agent.act(keys[1], s0, 1)  # another history: no recompilation
-  assert int(s1.moves) == 2 and ismcts._run._cache_size() == compiled
+  assert int(s1.moves) == 2 and compilations(agent.solver) == compiled
 
 
 def test_bad_input_raises_before_compilation():

@@ -7,6 +7,7 @@ import pytest
 import jaxgt
 from jaxgt import policy as policy_lib
 from jaxgt.solvers import mccfr
+from jaxgt.solvers.base import compilations
 from jaxgt.core import sequence_form as sf
 
 pyspiel = pytest.importorskip("pyspiel")
@@ -79,9 +80,15 @@ def test_second_run_does_not_recompile():
   tree = jaxgt.load("kuhn_poker").device_tree("float64")
   solver = mccfr.outcome_sampling(batch=4, dtype="float64")
   state = solver.run(tree, solver.init(tree), 3, jax.random.key(0))
-  before = mccfr._run._cache_size()
+  before = compilations(solver)
   solver.run(tree, state, 7, jax.random.key(0))
-  assert mccfr._run._cache_size() == before
+  assert compilations(solver) == before
+  # The counter is live: a new static configuration compiles once more.
+  other = mccfr.outcome_sampling(batch=5, dtype="float64")
+  other.run(tree, other.init(tree), 1, jax.random.key(0))
+  assert compilations(other) == before + 1
+  with pytest.raises(ValueError, match="jax.jit"):
+    compilations(len)
 
 
 def test_bad_parameters():

@@ -9,6 +9,7 @@ import jaxgt
 from jaxgt.games.base import CHANCE
 from jaxgt.core import sequence_form as sf
 from jaxgt.solvers import base
+from jaxgt.solvers.base import compilations
 from jaxgt.solvers import uct as uct_lib
 
 
@@ -157,9 +158,9 @@ def test_second_run_does_not_recompile():
   tree = jaxgt.load("kuhn_poker").device_tree("float32")
   solver = uct_lib.smooth_uct(batch=4)
   state = solver.run(tree, solver.init(tree), 3, jax.random.key(0))
-  size = uct_lib._run._cache_size()
+  size = compilations(solver)
   solver.run(tree, state, 11, jax.random.key(0))
-  assert uct_lib._run._cache_size() == size
+  assert compilations(solver) == size
 
 
 def test_smooth_uct_beats_uct_kuhn_fast():

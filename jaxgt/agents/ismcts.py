@@ -58,9 +58,8 @@ class ISMCTSAgent(TableSearchAgent):
     return s.cum_policy if self.solver.final == "mean" else s.visits
 
   def act(self, key, state: ISMCTSAgentState, history):
-    tree = self.tree
-    s = self.solver.run(tree, self._fresh, self.simulations, key, history=history,
-                        members=self._members)
+    tree, members, fresh = self.search_data(self._fresh)
+    s = self.solver.run(tree, fresh, self.simulations, key, history=history, members=members)
     legal = tuple(jnp.asarray(pt.legal) for pt in tree.players)
     cum = None if s.cum_policy is None else acting_row(tree, s.cum_policy, history)
     probs = self.solver.move_policy(acting_row(tree, s.visits, history), cum,

@@ -37,9 +37,8 @@ class OOSAgent(TableSearchAgent):
     return self.solver.init(self.tree)
 
   def act(self, key, state: OOSState, history):
-    tree = self.tree
-    state = self.solver.run(tree, state, self.iterations, key, history=history,
-                            members=self._members)
+    tree, members = self.search_data()
+    state = self.solver.run(tree, state, self.iterations, key, history=history, members=members)
     return acting_row(tree, self.solver.policy(tree, state), history), state
 
   def statistics(self, state: OOSState, player: int):

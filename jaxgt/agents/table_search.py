@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+from jax import lax
+
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import GameTree
@@ -29,8 +32,16 @@ class TableSearchAgent(Agent):
     targeting = self._targeting or self.solver.targeting
     # Device arrays made here, outside any trace (act may run under jit).
     object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
-    object.__setattr__(self, "_members", target_members(self.game.tree, targeting))
+    object.__setattr__(self, "_members", jnp.asarray(target_members(self.game.tree, targeting)))
 
   @property
   def tree(self) -> GameTree:
     return self._tree
+
+  def search_data(self, *extra):
+    """``(tree, members, *extra)`` as the searches in ``act`` read them: behind an optimization
+    barrier, so that in a jitted match (where the agent's arrays are closed-over constants)
+    XLA treats them as data and does not evaluate the search's reductions over the whole tree
+    at compile time (constant folding took seconds per reduction on LD(1,1)). The values are
+    unchanged."""
+    return lax.optimization_barrier((self._tree, self._members) + tuple(extra))

@@ -67,6 +67,11 @@ class Solver(abc.ABC):
     """Whether the solver consumes a key."""
     return self.samples_per_step > 0
 
+  @property
+  def jitted_run(self):
+    """The jitted function behind :meth:`run` (what :func:`compilations` counts), or ``None``."""
+    return None
+
 
 class FullWidthSolver(Solver):
   """A deterministic solver whose ``loop(tree, state, n)`` runs ``n`` traced steps.
@@ -87,6 +92,10 @@ class FullWidthSolver(Solver):
       raise ValueError(f"state is batched (batch shape {state.iteration.shape}); use run_batch")
     return _run_loop(self, tree, state, check_num_steps(num_steps, traced_ok=True))
 
+  @property
+  def jitted_run(self):
+    return _run_loop
+
   def run_batch(self, tree, state, num_steps, key=None) -> Any:
     """``run`` vmapped over the leading batch axis of ``state``."""
     del key
@@ -101,6 +110,20 @@ def _run_loop(solver: FullWidthSolver, tree, state, num_steps):
 @functools.partial(jax.jit, static_argnums=(0,))
 def _run_loop_batch(solver: FullWidthSolver, tree, state, num_steps):
   return jax.vmap(lambda s: solver.loop(tree, s, num_steps))(state)
+
+
+def compilations(fn) -> int:
+  """How many compiled versions the jitted ``fn`` holds (one per static configuration and
+  argument shapes/dtypes); for a :class:`Solver`, those of the jitted function behind its
+  ``run`` (shared by every solver of its module). A call that leaves the count unchanged
+  did not recompile."""
+  if isinstance(fn, Solver):
+    fn = fn.jitted_run
+  size = getattr(fn, "_cache_size", None)
+  if size is None:
+    raise ValueError(f"compilations needs a jax.jit-wrapped function or a solver whose run is "
+                     f"one, got {fn!r}")
+  return int(size())
 
 
 def check_num_steps(num_steps, *, traced_ok: bool = False) -> jax.Array:

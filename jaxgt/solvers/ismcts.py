@@ -118,6 +118,10 @@ class ISMCTS(Solver):
       return jnp.asarray(self.c, tree.terminal_payoff.dtype)
     return 2.0 * jnp.max(jnp.abs(tree.terminal_payoff), initial=0.0)
 
+  @property
+  def jitted_run(self):
+    return _run
+
   def run(self, tree: GameTree, state: ISMCTSState, num_steps, key=None, *, history=None,
           members=None) -> ISMCTSState:
     """``num_steps`` steps of ``batch`` simulations each, determinized from ``history``'s

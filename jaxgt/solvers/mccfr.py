@@ -88,6 +88,10 @@ class MCCFRSolver(Solver):
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
                       frontier=_frontier_sizes(tree) if self.name == "mccfr-es" else ())
 
+  @property
+  def jitted_run(self):
+    return _run
+
   def run(self, tree: GameTree, state: MCCFRState, num_steps, key=None) -> MCCFRState:
     """``num_steps`` steps inside one jitted call; step ``t`` uses ``step_key(key, t)``."""
     num_steps = check_num_steps(num_steps, traced_ok=True)

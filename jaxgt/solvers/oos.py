@@ -251,6 +251,10 @@ class OOS(Solver):
                     size=jnp.asarray(sum(n) if prefill else 0, jnp.int32),
                     iteration=jnp.zeros((), jnp.int32))
 
+  @property
+  def jitted_run(self):
+    return _run
+
   def run(self, tree: GameTree, state: OOSState, num_steps, key=None, *, history=None,
           members=None) -> OOSState:
     """``num_steps`` OOS iterations targeted at match position ``history``.

@@ -120,6 +120,10 @@ class UCTSolver(Solver):
     values = tuple(jnp.zeros((n, A), dtype) for n in tree.num_infostates)
     return UCTState(visits=visits, values=values, iteration=jnp.zeros((), jnp.int32))
 
+  @property
+  def jitted_run(self):
+    return _run
+
   def run(self, tree: GameTree, state: UCTState, num_steps, key=None) -> UCTState:
     """``num_steps`` steps (``num_steps * batch`` episodes) in one jitted call.
 

@@ -137,61 +137,89 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
          targeted=None) -> tuple[Trajectory, Any]:
   """Walks ``B`` trajectories down ``tree`` for ``D`` steps; returns ``(Trajectory, carry)``.
 
+  The loop only samples: each step evaluates ``node_policy`` for its draw and
+  keeps the history, the action and the carry the step saw. Everything else
+  of the :class:`Trajectory` (probabilities, records) is computed after the
+  loop by one call of ``node_policy`` on all ``D x B`` recorded nodes and
+  carries (the same function of the same inputs, so the same numbers); a
+  step of the loop is then only what sampling needs (few operations per
+  step, what one trajectory at a time is bound by). ``node_policy`` must
+  therefore be a function of ``(node, carry)`` row by row (``t`` is passed
+  as an int32 array broadcastable to the rows: the scalar step in the loop,
+  ``[D * B]`` after it).
+
   Args:
     tree: the compiled tree.
     node_policy: ``(t, Node, carry) -> (Draw, carry)`` (see module docstring).
     uniforms: ``[D, B]`` uniforms in ``[0, 1)``, one per step and trajectory.
     start: ``[B] int32`` first histories (default: the root).
-    carry: initial per-trajectory carry of ``node_policy`` (any pytree).
+    carry: initial per-trajectory carry of ``node_policy`` (any pytree of ``[B, ...]`` arrays).
     targeted: ``[B] bool`` trajectories drawn from the targeted distribution
       (requires ``Draw.on_target``); ``None``: no targeting.
   """
   D, B = uniforms.shape
   dtype = uniforms.dtype
   hs = jnp.zeros(B, jnp.int32) if start is None else jnp.asarray(start, jnp.int32)
-  probe = jax.eval_shape(lambda h, c: node_policy(0, node_at(tree, h), c)[0], hs, carry)
+  probe = jax.eval_shape(lambda h, c: node_policy(jnp.int32(0), node_at(tree, h), c)[0], hs, carry)
   targeting = probe.on_target is not None
   if targeting != (targeted is not None):
     raise ValueError("targeted trajectories need a node policy with on_target, and vice versa")
-  records = jax.tree_util.tree_map(lambda s: jnp.zeros((D,) + s.shape, s.dtype), probe.record)
-  rec = dict(history=jnp.full((D, B), NO_INDEX, jnp.int32),
-             player=jnp.full((D, B), NO_PLAYER, jnp.int32),
-             infostate=jnp.full((D, B), NO_INDEX, jnp.int32),
-             action=jnp.zeros((D, B), jnp.int32),
-             sample_prob=jnp.ones((D, B), dtype), target_prob=jnp.ones((D, B), dtype),
-             targeted_prob=jnp.ones((D, B), dtype) if targeting else None, record=records)
+
+  def draw_weights(draw, node):
+    """``(weights [N, C], restricted [N, C] or None)``: the untargeted and on-target weights."""
+    weights = with_chance(tree, node, draw.sample.astype(dtype))
+    if not targeting:
+      return weights, None
+    return weights, jnp.where(draw.on_target, weights, 0.0)
 
   def body(t, loop):
-    hs, carry, rec = loop
+    hs, carry, at, acts, carries = loop
     node = node_at(tree, hs)
+    carries = jax.tree_util.tree_map(lambda x, c: x.at[t].set(c), carries, carry)
     draw, carry = node_policy(t, node, carry)
-    live = node.decision | (node.player == CHANCE)
-    weights = with_chance(tree, node, draw.sample.astype(dtype))
-    total = jnp.sum(weights, axis=-1)
+    weights, restricted = draw_weights(draw, node)
     if targeting:
-      restricted = jnp.where(draw.on_target, weights, 0.0)
-      on_total = jnp.sum(restricted, axis=-1)
-      use = targeted & (on_total > 0)
-      a = sample_index(jnp.where(use[:, None], restricted, weights), uniforms[t])
-      targeted_p = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(
-          on_total > 0, on_total, 1.0), 0.0)
-    else:
-      a = sample_index(weights, uniforms[t])
-    sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
-    A = draw.target.shape[-1]
-    target_p = jnp.where(node.player == CHANCE, sample_p,
-                         _take(draw.target.astype(dtype), jnp.minimum(a, A - 1)))
-    one = jnp.ones_like(sample_p)
-    new = dict(history=jnp.where(live, hs, NO_INDEX), player=jnp.where(live, node.player, NO_PLAYER),
-               infostate=jnp.where(live, node.infostate, NO_INDEX), action=jnp.where(live, a, 0),
-               sample_prob=jnp.where(live, sample_p, one), target_prob=jnp.where(live, target_p, one),
-               targeted_prob=jnp.where(live, targeted_p, one) if targeting else None,
-               record=draw.record)
-    rec = jax.tree_util.tree_map(lambda x, n: x.at[t].set(n), rec, new)
-    return jnp.where(live, tree.children[hs, a], hs), carry, rec
+      use = targeted & (jnp.sum(restricted, axis=-1) > 0)
+      weights = jnp.where(use[:, None], restricted, weights)
+    a = sample_index(weights, uniforms[t])
+    live = node.decision | (node.player == CHANCE)
+    at = at.at[t].set(hs)
+    acts = acts.at[t].set(jnp.where(live, a, 0))
+    return jnp.where(live, tree.children[hs, a], hs), carry, at, acts, carries
 
-  hs, carry, rec = lax.fori_loop(0, D, body, (hs, carry, rec))
-  return Trajectory(terminal=tree.history_terminal[hs], last=hs, **rec), carry
+  carries = jax.tree_util.tree_map(lambda c: jnp.zeros((D,) + c.shape, c.dtype), carry)
+  hs, carry, at, acts, carries = lax.fori_loop(
+      0, D, body, (hs, carry, jnp.zeros((D, B), jnp.int32), jnp.zeros((D, B), jnp.int32),
+                   carries))
+  # Every step's draw again, all D x B at once (the same function of the same inputs; past the
+  # end of a trajectory the node is the history where it ended, as in the loop).
+  node = node_at(tree, at.reshape(-1))
+  on = (node.decision | (node.player == CHANCE)).reshape(D, B)
+  path = jnp.where(on, at, NO_INDEX)
+  step = jnp.repeat(jnp.arange(D, dtype=jnp.int32), B)
+  draw, _ = node_policy(step, node, jax.tree_util.tree_map(
+      lambda c: c.reshape((D * B,) + c.shape[2:]), carries))
+  weights, restricted = draw_weights(draw, node)
+  a = acts.reshape(-1)
+  total = jnp.sum(weights, axis=-1)
+  sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
+  A = draw.target.shape[-1]
+  target_p = jnp.where(node.player == CHANCE, sample_p,
+                       _take(draw.target.astype(dtype), jnp.minimum(a, A - 1)))
+  one = jnp.ones((D, B), dtype)
+  targeted_p = None
+  if targeting:
+    on_total = jnp.sum(restricted, axis=-1)
+    targeted_p = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(on_total > 0, on_total,
+                                                                          1.0), 0.0)
+    targeted_p = jnp.where(on, targeted_p.reshape(D, B), one)
+  record = jax.tree_util.tree_map(lambda x: x.reshape((D, B) + x.shape[1:]), draw.record)
+  return Trajectory(history=path, player=jnp.where(on, node.player.reshape(D, B), NO_PLAYER),
+                    infostate=jnp.where(on, node.infostate.reshape(D, B), NO_INDEX),
+                    action=acts, sample_prob=jnp.where(on, sample_p.reshape(D, B), one),
+                    target_prob=jnp.where(on, target_p.reshape(D, B), one),
+                    targeted_prob=targeted_p, terminal=tree.history_terminal[hs], last=hs,
+                    record=record), carry
 
 
 def walk_tables(tree: GameTree, sample, target, uniforms) -> Trajectory:
