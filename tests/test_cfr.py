@@ -136,9 +136,9 @@ def test_second_call_does_not_recompile():
   tree = jaxgt.load("kuhn_poker").device_tree("float32")
   solver = cfr_lib.cfr_plus()
   state = solver.run(tree, solver.init(tree), 10)
-  size = solver_base._run_loop._cache_size()
+  size = solver_base.compilations(solver)
   state = solver.run(tree, state, 25)
-  assert solver_base._run_loop._cache_size() == size
+  assert solver_base.compilations(solver) == size
   assert int(state.iteration) == 35
 
 
