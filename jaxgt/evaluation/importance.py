@@ -641,32 +641,77 @@ def summarize(values: np.ndarray, estimator: str, baseline: str = "none") -> Est
                   episodes=n, estimator=estimator, baseline=baseline, values=values)
 
 
-def estimate_episodes(compiled: CompiledGame, episodes, policy, *, player: int,
+def partial_information_unbiased(estimator: str, baseline, on_policy: bool) -> bool:
+  """Whether the partial-information variant of ``estimator`` keeps the unbiased guarantee.
+
+  Bowling et al. 2008, Sec. 3.1 and Table 3: ``basic`` without a baseline
+  (every completion of a hidden outcome has the same ``u_i`` and ``pi_i``) and,
+  on-policy, ``all-cards`` without one when the hidden outcomes do not change
+  the payoff (poker folds: its value there is ``u_i`` for every completion).
+  Everything else is biased: baselines and AIVAT's control variates and
+  ``early-folds``' showdown calls depend on the unseen outcome.
+  """
+  none = baseline is None or (isinstance(baseline, str) and baseline == "none")
+  return none and (estimator == "basic" or (estimator == "all-cards" and on_policy))
+
+
+def estimate_episodes(compiled: CompiledGame, episodes, policy, *, player,
                       logged_policy=None, estimator: str = "basic",
                       baseline: Union[None, str, Callable, Any] = None, baseline_policy=None,
-                      ) -> Estimate:
-  """Estimates ``player``'s value of ``policy`` from logged ``episodes``.
+                      allow_partial_aivat: bool = False) -> Estimate:
+  """Estimates the value of ``policy`` from logged ``episodes``, seat by seat.
 
   ``episodes``: :class:`~jaxgt.evaluation.episode_log.Episode` records (their
   ``game`` must be ``compiled``'s) or plain action-id histories.
-  ``logged_policy``: who played seat ``player`` in the log (default ``policy``,
+  ``player``: the seat ``policy`` is evaluated in, one for all episodes or one
+  per episode (``[B]``, e.g. a match agent's seat read from the log's
+  ``"seats"`` field): each episode is estimated in its own seat and the
+  estimate is the mean over all of them (for a log whose seats alternate, the
+  value of a match played half in each seat).
+  ``logged_policy``: who played that seat in the log (default ``policy``,
   on-policy). ``baseline``: ``None``/``"none"``, ``"bc"``, ``"exact"`` (values
   of ``baseline_policy``, default ``policy``), a callable on ``[H]`` history ids
   or a ``[H]`` array.
+
+  AIVAT on a log with unobserved (``null``) outcomes is refused: its control
+  variates are functions of the full history, so averaging them over the
+  completions of the hidden outcome is biased (by hundreds of mbb/hand on
+  Leduc, ``examples/importance_sampling.py``); ``allow_partial_aivat=True``
+  computes it anyway (to measure that bias).
   """
   if len(episodes) == 0:
     raise ValueError("no episodes to estimate from")
+  seats = np.asarray(player)
+  if seats.ndim == 0:
+    seats = np.full(len(episodes), seats)
+  if seats.shape != (len(episodes),) or not np.isin(seats, (0, 1)).all():
+    raise ValueError(f"player must be 0 or 1, or one seat (0 or 1) per episode "
+                     f"({len(episodes)}), got {player!r}")
   recorded = hasattr(episodes[0], "history")
   if recorded:
     check_log_game(compiled, episodes)
   histories = [e.history for e in episodes] if recorded else [tuple(h) for h in episodes]
   returns = [e.returns for e in episodes] if recorded else None
-  table = estimator_table(compiled, policy, player=player, logged_policy=logged_policy,
-                          estimator=estimator, baseline=baseline, baseline_policy=baseline_policy)
-  logged = _strategy(compiled, player, logged_policy if logged_policy is not None else policy,
-                     "logged policy")
-  values = episode_values(compiled, table, histories, returns, player=player, logged=logged,
-                          episodes=episodes if recorded else None)
+  if estimator == "aivat" and not allow_partial_aivat:
+    hidden = next((b for b, h in enumerate(histories) if None in h), None)
+    if hidden is not None:
+      where = _line(episodes[hidden], hidden) if recorded else f"episode {hidden}"
+      raise ValueError(f"{where}: aivat needs full information, but the log hides a chance "
+                       f"outcome (null): its control variates depend on it (biased); use "
+                       f"basic or all-cards without a baseline on partial-information logs")
+  values = np.zeros(len(episodes))
+  for seat in np.unique(seats):
+    rows = np.flatnonzero(seats == seat)
+    seat = int(seat)
+    table = estimator_table(compiled, policy, player=seat, logged_policy=logged_policy,
+                            estimator=estimator, baseline=baseline,
+                            baseline_policy=baseline_policy)
+    logged = _strategy(compiled, seat, logged_policy if logged_policy is not None else policy,
+                       "logged policy")
+    values[rows] = episode_values(
+        compiled, table, [histories[b] for b in rows],
+        None if returns is None else [returns[b] for b in rows], player=seat, logged=logged,
+        episodes=[episodes[b] for b in rows] if recorded else None)
   name = baseline if isinstance(baseline, str) else ("none" if baseline is None else "custom")
   return summarize(values, estimator, name)
 
