@@ -730,6 +730,40 @@ def check_log_game(compiled: CompiledGame, episodes) -> None:
     raise ValueError(f"log is for game {other.name}, the policy for {compiled.name}")
 
 
+# ------------------------------------------------------------------------ exact moments
+def terminal_reach(compiled: CompiledGame, profile) -> np.ndarray:
+  """``[T]`` probability of reaching each terminal when both players follow ``profile``
+  ``(sigma0 [I0, A], sigma1 [I1, A])`` (chance included): the distribution of a log's
+  terminals, for experiments in which every strategy is known."""
+  tree = compiled.device_tree(default_dtype())
+  dtype = tree.terminal_payoff.dtype
+  p0, p1 = (jnp.asarray(_strategy(compiled, p, profile, "profile"), dtype) for p in (0, 1))
+  edge = _chance_edge(tree) * _edge_probs(tree, 0, p0) * _edge_probs(tree, 1, p1)
+  return np.asarray(_forward(tree, edge, product=True)[tree.terminal_history])
+
+
+def terminal_episodes(compiled: CompiledGame) -> np.ndarray:
+  """``[T, D]`` encoded episodes (:data:`PADDING` past the end), one ending in each terminal."""
+  from jaxgt.evaluation.referee import action_paths
+  paths = action_paths(compiled.tree, np.asarray(compiled.tree.terminal_history))
+  return encode_histories(paths, compiled.tree.max_depth)[0]
+
+
+def exact_moments(values, reach) -> tuple[float, float]:
+  """``(mean, std)`` of a per-episode estimate that is a function of the terminal reached.
+
+  ``values [T]``: the estimate an episode ending in each terminal contributes
+  (``TerminalEstimates.value``; with partial information :func:`episode_values`
+  of :func:`partial_view` of :func:`terminal_episodes`, which is a function of
+  the terminal too); ``reach [T]``: the logging profile's terminal distribution
+  (:func:`terminal_reach`). Exact: no sampling noise, which with heavy-tailed
+  importance weights can put a sample standard deviation far from the true one.
+  """
+  values, reach = np.asarray(values, np.float64), np.asarray(reach, np.float64)
+  mean = float(reach @ values)
+  return mean, math.sqrt(max(float(reach @ (values - mean) ** 2), 0.0))
+
+
 # ------------------------------------------------------------------------ producing logs
 def sample_episodes(compiled: CompiledGame, profile, num: int, key) -> tuple[np.ndarray, np.ndarray]:
   """``num`` episodes of ``profile`` (``(sigma0, sigma1)``) through the trajectory walker.
