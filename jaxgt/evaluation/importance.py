@@ -738,8 +738,14 @@ def terminal_reach(compiled: CompiledGame, profile) -> np.ndarray:
   tree = compiled.device_tree(default_dtype())
   dtype = tree.terminal_payoff.dtype
   p0, p1 = (jnp.asarray(_strategy(compiled, p, profile, "profile"), dtype) for p in (0, 1))
-  edge = _chance_edge(tree) * _edge_probs(tree, 0, p0) * _edge_probs(tree, 1, p1)
-  return np.asarray(_forward(tree, edge, product=True)[tree.terminal_history])
+  return np.asarray(_terminal_reach(tree, p0, p1))
+
+
+@jax.jit
+def _terminal_reach(tree: GameTree, sigma0: jax.Array, sigma1: jax.Array) -> jax.Array:
+  """``[T]`` reach of each terminal under ``(sigma0 [I0, A], sigma1 [I1, A])`` and chance."""
+  edge = _chance_edge(tree) * _edge_probs(tree, 0, sigma0) * _edge_probs(tree, 1, sigma1)
+  return _forward(tree, edge, product=True)[tree.terminal_history]
 
 
 def terminal_episodes(compiled: CompiledGame) -> np.ndarray:
