@@ -197,6 +197,11 @@ def main():
           f"{max(r_ac):.2f}x, Basic / AC+EF+BC-DIVAT {min(r_best):.2f}-{max(r_best):.2f}x; "
           f"all pairings: AC+EF+BC-DIVAT / AIVAT (CFR+ v) {min(r_aivat):.2f}-"
           f"{max(r_aivat):.2f}x (AIVAT lower in {sum(x > 1 for x in r_aivat)} of {len(r_aivat)})")
+  unbiased = [r for r in full + part if r["unbiased"]]
+  within = sum(abs(r["bias"]) < 3 * r["ci"] / importance.Z95 for r in unbiased)
+  worst = max(abs(r["bias"]) / (r["ci"] / importance.Z95) for r in unbiased)
+  print(f"provably unbiased rows (0*): sampled bias within 3 standard errors in {within} of "
+        f"{len(unbiased)} (largest {worst:.2f} standard errors)")
   print(f"{time.time() - t0:.0f}s")
 
 
