@@ -146,3 +146,29 @@ def test_ambiguous_seat_requests_are_refused(files, match_log, capsys):
   assert main(["evaluate", str(d / "log.jsonl"), "--policy", str(d / "played.npz"),
                "--agent", "0"]) == 2
   assert "line 1: no 'seats' field" in capsys.readouterr().err
+
+
+def test_partial_information_log_notes(files, tmp_path, capsys):
+  """A log that hides the opponent's card after folds: biased choices are noted on stderr, aivat
+  switches to its partial-information variant (unbiased; the same estimate as on the full log)."""
+  d, _ = files
+  kuhn = jaxgt.load("kuhn_poker")
+  played = load_policy(d / "played.npz", kuhn)[0]
+  actions, returns = importance.sample_episodes(kuhn, played.probs, 400, jax.random.key(0))
+  hidden = importance.partial_view(kuhn, actions, 0)
+  hist = [[None if a == importance.UNOBSERVED else int(a) for a in row if a != importance.PADDING]
+          for row in hidden]
+  write_episodes(tmp_path / "partial.jsonl", "kuhn_poker", hist, returns)
+  base = ["evaluate", str(tmp_path / "partial.jsonl"), "--policy", str(d / "played.npz"), "--json"]
+  assert main(base + ["--baseline", "bc"]) == 0
+  assert "biased with partial information" in capsys.readouterr().err
+  assert main(base) == 0  # on-policy basic without a baseline: no note
+  assert "note" not in capsys.readouterr().err
+  assert main(base + ["--estimator", "aivat"]) == 0
+  captured = capsys.readouterr()
+  assert "partial-information variant" in captured.err
+  partial = json.loads(captured.out)
+  table = importance.estimator_table(kuhn, played, player=0, estimator="aivat", baseline="exact",
+                                     partial_information=True)
+  full = importance.episode_values(kuhn, table, actions, returns, player=0)
+  assert partial["estimate"] == pytest.approx(full.mean(), abs=1e-12)

@@ -209,10 +209,11 @@ def test_every_estimator_is_unbiased_exactly(name, player, baseline):
     for est in importance.ESTIMATORS:
       if est == "aivat" and baseline == "none":
         continue
-      table = importance.estimator_table(leduc, target, player=player, logged_policy=logging,
-                                         estimator=est, baseline=baseline,
-                                         baseline_policy=reference)
-      assert float(reach @ np.asarray(table.value)) == pytest.approx(true, abs=1e-10), est
+      for partial in (False, True) if est == "aivat" else (False,):
+        table = importance.estimator_table(leduc, target, player=player, logged_policy=logging,
+                                           estimator=est, baseline=baseline,
+                                           baseline_policy=reference, partial_information=partial)
+        assert float(reach @ np.asarray(table.value)) == pytest.approx(true, abs=1e-10), est
 
 
 def test_on_policy_basic_is_the_monte_carlo_mean():
@@ -286,6 +287,25 @@ def test_exact_moments_and_the_papers_ordering(name):
       if name == "leduc_poker":
         assert std["combined", "bc"] < std["all-cards", "none"] < std["basic", "none"]
         assert std["aivat", "exact"] < std["combined", "bc"]
+      # partial-information AIVAT: a function of player i's view (the same value for every
+      # completion of what the log hides), unbiased, and the full-information one is not
+      every = importance.terminal_episodes(game)
+      hidden = importance.partial_view(game, every, player)
+      assert np.any(hidden == importance.UNOBSERVED)
+      u0 = np.asarray(game.tree.terminal_payoff)
+      true = _true_value(game, _pair(target, opponent, player), player)
+      for partial in (True, False):
+        table = importance.estimator_table(game, target, player=player, logged_policy=logging,
+                                           estimator="aivat", baseline="exact",
+                                           baseline_policy=opponent, partial_information=partial)
+        seen = importance.episode_values(game, table, hidden, np.stack([u0, -u0], 1),
+                                         player=player)
+        bias = importance.exact_moments(seen, reach)[0] - true
+        if partial:
+          np.testing.assert_allclose(seen, np.asarray(table.value), atol=1e-12)
+          assert abs(bias) < 1e-10
+        else:
+          assert abs(bias) > 1e-4
 
 
 def test_partial_information_basic_is_unchanged_and_completions_are_consistent():
@@ -307,13 +327,21 @@ def test_partial_information_basic_is_unchanged_and_completions_are_consistent()
   full = importance.episode_values(leduc, table, actions, returns, player=0)
   part = importance.episode_values(leduc, table, hidden, returns, player=0)
   assert np.max(np.abs(part - full)) > 1e-3
-  # AIVAT's control variates depend on the hidden card: refused, unless asked for (to measure it)
+  # AIVAT: the full-information control variates depend on the hidden card; the
+  # partial-information variant uses player 0's view only, so every completion of a hidden card
+  # gets the same value and the partial log estimates exactly what the full log does
   hist = [[None if a == importance.UNOBSERVED else int(a) for a in row if a != importance.PADDING]
           for row in hidden]
-  with pytest.raises(ValueError, match="aivat needs full information"):
-    importance.estimate_episodes(leduc, hist, target, player=0, estimator="aivat", baseline="bc")
-  importance.estimate_episodes(leduc, hist, target, player=0, estimator="aivat", baseline="bc",
-                               allow_partial_aivat=True)
+  out = importance.estimate_episodes(leduc, hist, target, player=0, estimator="aivat",
+                                     baseline="exact", baseline_policy=opponent)
+  table = importance.estimator_table(leduc, target, player=0, estimator="aivat", baseline="exact",
+                                     baseline_policy=opponent, partial_information=True)
+  full = importance.episode_values(leduc, table, actions, returns, player=0)
+  np.testing.assert_allclose(out.values, full, atol=1e-12)
+  biased = importance.estimate_episodes(leduc, hist, target, player=0, estimator="aivat",
+                                        baseline="exact", baseline_policy=opponent,
+                                        partial_information=False)
+  assert np.max(np.abs(biased.values - full)) > 1e-3
   # exactly the folds hide the opponent's card (step 1: player 1's card); player 0's stays visible
   partial = (hidden == importance.UNOBSERVED).any(1)
   last = np.take_along_axis(actions, (actions != importance.PADDING).sum(1)[:, None] - 1, 1)[:, 0]

@@ -90,12 +90,16 @@ def run(args) -> int:
                                      logged_policy=logged, estimator=args.estimator,
                                      baseline=baseline, baseline_policy=reference)
   partial = sum(None in e.history for e in episodes)
-  if partial and not importance.partial_information_unbiased(args.estimator, baseline,
-                                                              logged is None):
+  if partial and args.estimator == "aivat":
+    print(f"note: {partial} lines hide a chance outcome (null): aivat uses its "
+          f"partial-information variant (the evaluated player's own view) on every line",
+          file=sys.stderr)
+  elif partial and not importance.partial_information_unbiased(args.estimator, baseline,
+                                                                logged is None):
     print(f"note: {partial} lines hide a chance outcome (null); the {args.estimator} estimator "
           f"with baseline {baseline}{' off-policy' if logged is not None else ''} is biased with "
           f"partial information (Bowling et al. 2008, Sec. 3.1); unbiased: basic, or on-policy "
-          f"all-cards, without a baseline", file=sys.stderr)
+          f"all-cards, without a baseline, and aivat", file=sys.stderr)
   if args.json:
     print(json.dumps(out.as_dict()))
     return 0
