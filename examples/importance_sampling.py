@@ -150,7 +150,7 @@ def print_record(results, title):
 
 def print_summary(results, title, rows):
   print(f"\n{title}: min-max over the pairings, sampled (exact)")
-  print(f"{'':<22} {'|bias|':>22} {'StdDev':>26} {'RMSE':>22}")
+  print(f"{'':<32} {'|bias|':>22} {'StdDev':>26} {'RMSE':>22}")
   for on in (True, False):
     print("On policy" if on else "Off policy")
     for label, _, _ in rows:
@@ -161,7 +161,7 @@ def print_summary(results, title, rows):
         return f"{min(x):.{digits}f}-{max(x):.{digits}f}"
       bias = ("0*" if all(r["unbiased"] for r in sel)
               else f"{span('bias')} ({span('exact_bias')})")
-      print(f"  {label:<20} {bias:>22} {span('std') + ' (' + span('exact_std') + ')':>26} "
+      print(f"  {label:<30} {bias:>22} {span('std') + ' (' + span('exact_std') + ')':>26} "
             f"{span('rmse') + ' (' + span('exact_rmse') + ')':>22}")
 
 
