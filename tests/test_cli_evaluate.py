@@ -11,6 +11,7 @@ from jaxgt.cli import main
 from jaxgt.evaluation import importance
 from jaxgt.evaluation.episode_log import write_episodes
 from jaxgt.policy import Policy
+from jaxgt.policy import load as load_policy
 
 
 def _policy(compiled, seed):
@@ -74,3 +75,100 @@ def test_other_game_policy_and_log(files, tmp_path, capsys):
   assert main(["evaluate", str(d / "log.jsonl"), "--policy", str(d / "played.npz"),
                "--logged-policy", str(d / "leduc.npz")]) == 2
   assert "policy is for game leduc_poker" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ match logs: seats
+def _exact(compiled, x, y):
+  """Exact value to player 0 of x as player 0 against y as player 1."""
+  from jaxgt.core.evaluate import evaluate
+  return evaluate(compiled, (x.probs[0], y.probs[1]), dtype="float64").value
+
+
+@pytest.fixture(scope="module")
+def match_log(files):
+  """A 2000-match Kuhn log of ``jaxgt match`` (agent 0 = played.npz, agent 1 = evaluated.npz)."""
+  d, _ = files
+  log = d / "match.jsonl"
+  with pytest.MonkeyPatch.context() as mp:  # the match's --json line, away from the tests' capsys
+    import io
+    import sys
+    mp.setattr(sys, "stdout", io.StringIO())
+    assert main(["match", "kuhn_poker", f"policy(path={d / 'played.npz'})",
+                 f"policy(path={d / 'evaluated.npz'})", "--matches", "2000", "--seed", "4",
+                 "--json", "--log", str(log)]) == 0
+    doc = json.loads(sys.stdout.getvalue())
+  return d, log, doc
+
+
+def _evaluate(capsys, *argv):
+  assert main(["evaluate", *map(str, argv), "--json"]) == 0, capsys.readouterr().err
+  return json.loads(capsys.readouterr().out)
+
+
+def test_agent_over_a_match_log_is_unbiased_for_its_match_value(match_log, capsys):
+  """``--agent 0`` evaluates AGENT0 in the seat each line records: on-policy Basic is the match's
+  own mean, and every estimator is within 3 standard errors of the exact value of a match played
+  half in each seat (from the tree, not from the log)."""
+  d, log, doc = match_log
+  kuhn = jaxgt.load("kuhn_poker")
+  a, b = (load_policy(d / f, kuhn)[0] for f in ("played.npz", "evaluated.npz"))
+  want_a = 0.5 * (_exact(kuhn, a, b) - _exact(kuhn, b, a))  # AGENT0 half as player 0, half as 1
+  out = _evaluate(capsys, log, "--policy", d / "played.npz", "--agent", 0)
+  assert out["episodes"] == 2000 and out["estimate"] == pytest.approx(doc["mean"], abs=1e-12)
+  basic_se = out["stderr"]
+  for est in ("all-cards", "combined", "aivat"):
+    out = _evaluate(capsys, log, "--policy", d / "played.npz", "--agent", 0, "--estimator", est,
+                    "--baseline", "exact", "--baseline-policy", d / "evaluated.npz")
+    assert abs(out["estimate"] - want_a) < 3 * out["stderr"], (est, out, want_a)
+  assert out["stderr"] < basic_se  # AIVAT with exact values of the opponent's profile
+  # AGENT1 from the same log: the negation of the match mean
+  out = _evaluate(capsys, log, "--policy", d / "evaluated.npz", "--agent", 1)
+  assert out["estimate"] == pytest.approx(-doc["mean"], abs=1e-12)
+  # off-policy: AGENT1's policy (b) evaluated in AGENT0's seats against AGENT1 (self-play, value
+  # 0.5 * (v(b, b) - v(b, b)) = 0), from AGENT0's play
+  want_c = 0.5 * (_exact(kuhn, b, b) - _exact(kuhn, b, b))
+  out = _evaluate(capsys, log, "--policy", d / "evaluated.npz", "--logged-policy",
+                  d / "played.npz", "--agent", 0, "--estimator", "all-cards")
+  assert abs(out["estimate"] - want_c) < 3 * out["stderr"], (out, want_c)
+  # one seat only: the lines where agent 0 was player 1
+  out = _evaluate(capsys, log, "--policy", d / "played.npz", "--agent", 0, "--player", 1,
+                  "--estimator", "all-cards")
+  assert out["episodes"] == 1000
+  assert abs(out["estimate"] + _exact(kuhn, b, a)) < 3 * out["stderr"]
+
+
+def test_ambiguous_seat_requests_are_refused(files, match_log, capsys):
+  d, log, _ = match_log
+  for extra in ([], ["--player", "0"]):  # both agents sat as player 0: whose policy is this?
+    assert main(["evaluate", str(log), "--policy", str(d / "played.npz"), *extra]) == 2
+    assert "both agents as player 0" in capsys.readouterr().err
+  # a log without the seats field: --agent cannot know the seats
+  assert main(["evaluate", str(d / "log.jsonl"), "--policy", str(d / "played.npz"),
+               "--agent", "0"]) == 2
+  assert "line 1: no 'seats' field" in capsys.readouterr().err
+
+
+def test_partial_information_log_notes(files, tmp_path, capsys):
+  """A log that hides the opponent's card after folds: biased choices are noted on stderr, aivat
+  switches to its partial-information variant (unbiased; the same estimate as on the full log)."""
+  d, _ = files
+  kuhn = jaxgt.load("kuhn_poker")
+  played = load_policy(d / "played.npz", kuhn)[0]
+  actions, returns = importance.sample_episodes(kuhn, played.probs, 400, jax.random.key(0))
+  hidden = importance.partial_view(kuhn, actions, 0)
+  hist = [[None if a == importance.UNOBSERVED else int(a) for a in row if a != importance.PADDING]
+          for row in hidden]
+  write_episodes(tmp_path / "partial.jsonl", "kuhn_poker", hist, returns)
+  base = ["evaluate", str(tmp_path / "partial.jsonl"), "--policy", str(d / "played.npz"), "--json"]
+  assert main(base + ["--baseline", "bc"]) == 0
+  assert "biased with partial information" in capsys.readouterr().err
+  assert main(base) == 0  # on-policy basic without a baseline: no note
+  assert "note" not in capsys.readouterr().err
+  assert main(base + ["--estimator", "aivat"]) == 0
+  captured = capsys.readouterr()
+  assert "partial-information variant" in captured.err
+  partial = json.loads(captured.out)
+  table = importance.estimator_table(kuhn, played, player=0, estimator="aivat", baseline="exact",
+                                     partial_information=True)
+  full = importance.episode_values(kuhn, table, actions, returns, player=0)
+  assert partial["estimate"] == pytest.approx(full.mean(), abs=1e-12)

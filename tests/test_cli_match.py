@@ -80,6 +80,7 @@ def test_match_json_log_and_seats(kuhn, tmp_path, capsys):
   np.testing.assert_allclose(r[:, 0], -r[:, 1])
   # returns are players 0 and 1 of the game; agent0 sits as player 0 in the even matches
   seats = np.arange(n) % 2
+  assert [e.seats for e in eps] == [(int(s), 1 - int(s)) for s in seats]  # the "seats" field
   agent0 = r[np.arange(n), seats]
   assert agent0.mean() == pytest.approx(doc["mean"], abs=1e-12)
   assert np.mean((agent0 > 0) + 0.5 * (agent0 == 0)) == pytest.approx(doc["win_rate"], abs=1e-12)

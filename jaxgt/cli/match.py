@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
                  help='print only {"mean", "ci95": [lo, hi], "win_rate", "matches"} (AGENT0)')
   p.add_argument("--log", metavar="FILE.jsonl",
                  help="write every episode (actions from the root, chance included, OpenSpiel ids; "
-                      "returns of player 0 and 1) as JSON Lines")
+                      "returns of player 0 and 1; seats: the player AGENT0 and AGENT1 played) as JSON Lines")
 
 
 def run(args) -> int:
@@ -87,14 +87,16 @@ def run(args) -> int:
 
 
 def write_log(path, game, result) -> int:
-  """Writes ``result``'s episodes in the episode-log format (returns of players 0 and 1)."""
+  """Writes ``result``'s episodes in the episode-log format: returns of players 0 and 1, and
+  ``"seats": [seat of AGENT0, seat of AGENT1]`` (agent 0 is player ``m % 2`` in line ``m``)."""
   import numpy as np
   from jaxgt.evaluation.episode_log import write_episodes
   from jaxgt.evaluation.referee import action_paths
   tree = game.tree
   u0 = np.asarray(tree.terminal_payoff)[np.asarray(tree.history_terminal)[result.histories]]
   return write_episodes(path, game.name, action_paths(tree, result.histories),
-                        [(float(u), -float(u)) for u in u0])
+                        [(float(u), -float(u)) for u in u0],
+                        [(int(s), 1 - int(s)) for s in result.seats])
 
 
 def plot_running_mean(result, path, title: str) -> None:

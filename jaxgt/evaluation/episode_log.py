@@ -6,6 +6,13 @@ the root in OpenSpiel's numbering (chance outcomes included) and ``null`` a
 chance outcome the logging side did not observe. Anyone with OpenSpiel can
 write one; ``jaxgt match --log`` writes one from jaxgt's match runner and
 ``jaxgt evaluate`` reads it.
+
+Optional field ``"seats": [s0, s1]``: the player (seat) that agent 0 and agent 1
+of a match played in this episode (``jaxgt match --log`` writes it; agent 0 is
+AGENT0 of the command and plays player 1 in every odd-numbered line). With two
+players the map agent -> seat is its own inverse, so ``seats[p]`` is also the
+agent that sat as player ``p``. Readers accept lines without it (logs written
+by anyone with OpenSpiel); ``jaxgt evaluate --agent K`` needs it.
 """
 
 from __future__ import annotations
@@ -21,23 +28,41 @@ class Episode:
   """One logged episode: ``history`` (``None`` = unobserved chance outcome), ``returns`` (r0, r1).
 
   ``line`` is its line number in the file it was read from (0: not read from a
-  file); it does not take part in comparisons.
+  file); it does not take part in comparisons. ``seats``: the optional field,
+  ``(seat of agent 0, seat of agent 1)`` (``None``: the line has none).
   """
   game: str
   history: tuple[Optional[int], ...]
   returns: tuple[float, float]
   line: int = dataclasses.field(default=0, compare=False)
+  seats: Optional[tuple[int, int]] = None
+
+
+SEAT_ORDERS = ((0, 1), (1, 0))
+"""The values a ``"seats"`` field may take (two players)."""
 
 
 def write_episodes(path, game: str, histories: Iterable[Sequence[Optional[int]]],
-                   returns: Iterable[Sequence[float]]) -> int:
-  """Writes one line per (history, returns) pair to ``path``; returns the number of lines."""
+                   returns: Iterable[Sequence[float]],
+                   seats: Optional[Iterable[Sequence[int]]] = None) -> int:
+  """Writes one line per (history, returns) pair to ``path``; returns the number of lines.
+
+  ``seats``: per line ``(seat of agent 0, seat of agent 1)``, written as the
+  optional ``"seats"`` field (``None``: no such field).
+  """
   n = 0
+  histories, returns = list(histories), list(returns)
+  seats = [None] * len(histories) if seats is None else list(seats)
   with open(path, "w") as f:
-    for history, ret in zip(histories, returns, strict=True):
+    for history, ret, seat in zip(histories, returns, seats, strict=True):
       record = {"game": game,
                 "history": [None if a is None else int(a) for a in history],
                 "returns": [float(ret[0]), float(ret[1])]}
+      if seat is not None:
+        seat = tuple(int(x) for x in seat)
+        if seat not in SEAT_ORDERS:
+          raise ValueError(f"seats must be (0, 1) or (1, 0), got {seat}")
+        record["seats"] = list(seat)
       f.write(json.dumps(record) + "\n")
       n += 1
   return n
@@ -63,7 +88,14 @@ def _episode(line: str, lineno: int, path) -> Episode:
   if (not isinstance(ret, list) or len(ret) != 2
       or not all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in ret)):
     raise ValueError(f"{where}: 'returns' must be two finite numbers, got {ret!r}")
-  return Episode(game, tuple(history), (float(ret[0]), float(ret[1])), lineno)
+  seats = record.get("seats")
+  if seats is not None:
+    if not isinstance(seats, list) or tuple(seats) not in SEAT_ORDERS or not all(
+        type(x) is int for x in seats):
+      raise ValueError(f"{where}: 'seats' (the player each agent played) must be [0, 1] or "
+                       f"[1, 0], got {seats!r}")
+    seats = tuple(seats)
+  return Episode(game, tuple(history), (float(ret[0]), float(ret[1])), lineno, seats)
 
 
 def read_episodes(path) -> list[Episode]:

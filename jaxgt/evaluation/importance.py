@@ -71,7 +71,11 @@ completion has the same ``u_i`` and ``pi_i``) and, on-policy, for
 variates (baselines, AIVAT) and the showdown calls of ``early-folds`` depend on
 the unseen outcome, and the completion weights cannot follow the opponent's
 actions, which depend on it too (its strategy is unknown). The Leduc example
-measures these biases.
+measures these biases. Beyond the paper, AIVAT has an unbiased
+partial-information variant built from player ``i``'s view only
+(``estimator_table(..., partial_information=True)``, used by
+:func:`estimate_episodes` on logs with hidden outcomes); on Leduc it keeps
+only a small part of AIVAT's variance reduction.
 """
 
 from __future__ import annotations
@@ -257,7 +261,7 @@ def opponent_classes(compiled: CompiledGame, player: int) -> np.ndarray:
 # ------------------------------------------------------------------------ per-terminal estimates
 @jax.jit
 def terminal_estimates(tree: GameTree, classes, target, logged, values, player, game_ending,
-                       private, correct_player) -> TerminalEstimates:
+                       private, correct_player, chance_corrected) -> TerminalEstimates:
   """:math:`V_U(z)` for every terminal ``z`` (Bowling et al. 2008, Eq. 3 and Examples 1-4; AIVAT).
 
   Every argument after ``tree`` is traced, so one compilation per game serves
@@ -273,6 +277,8 @@ def terminal_estimates(tree: GameTree, classes, target, logged, values, player, 
     game_ending: ``[]`` bool, sum over the game-ending synthetic terminals (Examples 2, 4).
     private: ``[]`` bool, sum over the opponent-indistinguishable ones (Examples 3, 4).
     correct_player: ``[]`` bool, control variates at player ``i``'s decisions too (AIVAT).
+    chance_corrected: ``[H]`` bool, the chance nodes that get control variates (all of them
+      with full information; :func:`view_known_chance` for partial-information AIVAT).
   """
   H = tree.num_histories
   opp = 1 - player
@@ -287,7 +293,8 @@ def terminal_estimates(tree: GameTree, classes, target, logged, values, player, 
 
   # V(z): u_i(z) minus zero-mean control variates at chance (and, for AIVAT, at player i).
   v = jnp.asarray(values, u.dtype)
-  corrected = (parent_player == CHANCE) | (correct_player & (parent_player == player))
+  corrected = (((parent_player == CHANCE) & chance_corrected[par])
+               | (correct_player & (parent_player == player)))
   expected = _backward_one(tree, v, edge_c * edge_i)  # [H] E over the children of h of v
   delta = jnp.where(corrected & (tree.parent >= 0), v - expected[par], 0.0)
   v_tilde = u - _forward(tree, delta, product=False)
@@ -461,10 +468,55 @@ def baseline_values(compiled: CompiledGame, baseline, player: int, *, policy=Non
   return values
 
 
+def view_known_chance(compiled: CompiledGame, player: int) -> np.ndarray:
+  """``[H]`` bool: chance nodes whose outcome probabilities player ``player`` knows from its own
+  view (equal at every history it cannot tell apart), e.g. Leduc's deal of player 0's card but
+  not the public card, whose probabilities depend on the opponent's hidden card."""
+  def build():
+    tree = compiled.tree
+    view = opponent_classes(compiled, 1 - player)  # classes of player's own view
+    probs = np.asarray(tree.chance_probs, np.float64)
+    chance = np.asarray(tree.player) == CHANCE
+    n = int(view.max()) + 1
+    hi = np.full((n, probs.shape[1]), -np.inf)
+    lo = np.full((n, probs.shape[1]), np.inf)
+    np.maximum.at(hi, view[chance], probs[chance])
+    np.minimum.at(lo, view[chance], probs[chance])
+    return chance & np.all(hi[view] - lo[view] <= 1e-12, axis=1)
+  return compiled.cached(("importance.view_known_chance", player), build)
+
+
+def view_values(compiled: CompiledGame, values, player: int, weights=None) -> jax.Array:
+  """``[H]`` ``values`` averaged over the histories player ``player`` cannot tell apart
+  (weighted by ``weights [H]``, e.g. a reference profile's reach; default chance reach):
+  a value function of the player's own view, the input of partial-information AIVAT."""
+  tree = compiled.device_tree(default_dtype())
+  view = jnp.asarray(opponent_classes(compiled, 1 - player))
+  H = tree.num_histories
+  w = tree.chance_reach.astype(values.dtype) if weights is None else jnp.asarray(weights)
+  num = jax.ops.segment_sum(w * values, view, H)
+  den = jax.ops.segment_sum(w, view, H)
+  mean = jax.ops.segment_sum(values, view, H) / jax.ops.segment_sum(jnp.ones_like(values), view, H)
+  return jnp.where(den[view] > 0, num[view] / jnp.where(den[view] > 0, den[view], 1.0),
+                   mean[view])
+
+
 def estimator_table(compiled: CompiledGame, policy, *, player: int, logged_policy=None,
-                    estimator: str = "basic", baseline=None, baseline_policy=None
-                    ) -> TerminalEstimates:
-  """:func:`terminal_estimates` from host arguments, checked before anything is traced."""
+                    estimator: str = "basic", baseline=None, baseline_policy=None,
+                    partial_information: bool = False) -> TerminalEstimates:
+  """:func:`terminal_estimates` from host arguments, checked before anything is traced.
+
+  ``partial_information=True`` with ``aivat``: the partial-information variant,
+  unbiased on logs that hide outcomes of which the evaluated player saw nothing
+  (the opponent's cards after a fold). Every term is a function of player
+  ``i``'s own view, so all completions of a hidden outcome get the same value:
+  basic importance weights (Sec. 3, Example 1; the all-cards and early-folds
+  weights involve the hidden card's chance probability), control variates at
+  ``i``'s decisions and at the chance events whose probabilities ``i`` knows
+  (:func:`view_known_chance`), with the value function averaged over what ``i``
+  cannot tell apart (:func:`view_values`, weighted by the baseline profile's
+  reach). Each control variate still has mean zero under the evaluated profile.
+  """
   if player not in (0, 1):
     raise ValueError(f"player must be 0 or 1, got {player!r}")
   _check_choice("estimator", estimator, ESTIMATORS)
@@ -474,17 +526,29 @@ def estimator_table(compiled: CompiledGame, policy, *, player: int, logged_polic
   if estimator == "aivat" and (baseline is None or (isinstance(baseline, str)
                                                      and baseline == "none")):
     raise ValueError("aivat needs a value function: baseline 'bc', 'exact', a callable or values")
-  values = baseline_values(compiled, baseline, player,
-                           policy=policy if baseline_policy is None else baseline_policy)
+  reference = policy if baseline_policy is None else baseline_policy
+  values = baseline_values(compiled, baseline, player, policy=reference)
   tree = compiled.device_tree(default_dtype())
   classes = opponent_classes(compiled, player)
   dtype = tree.terminal_payoff.dtype
   if values is None:
     values = jnp.zeros(tree.num_histories, dtype)  # zero control variates
   flags = ESTIMATOR_FLAGS[estimator]
+  known = np.ones(tree.num_histories, bool)
+  if partial_information and estimator == "aivat":
+    flags = (False, False, True)
+    known = view_known_chance(compiled, player)
+    profile = (bet_call_profile(compiled) if isinstance(baseline, str) and baseline == "bc"
+               else reference if isinstance(baseline, str) else None)
+    weights = None
+    if profile is not None:
+      p0, p1 = (jnp.asarray(_strategy(compiled, p, profile, "baseline profile"), dtype)
+                for p in (0, 1))
+      weights = _reach(tree, p0, p1)
+    values = view_values(compiled, values, player, weights)
   return terminal_estimates(tree, jnp.asarray(classes), jnp.asarray(target, dtype),
                             jnp.asarray(logged, dtype), values, jnp.int32(player),
-                            *(jnp.bool_(f) for f in flags))
+                            *(jnp.bool_(f) for f in flags), jnp.asarray(known))
 
 
 def _failing_step(compiled: CompiledGame, history) -> tuple[int, str]:
@@ -641,32 +705,76 @@ def summarize(values: np.ndarray, estimator: str, baseline: str = "none") -> Est
                   episodes=n, estimator=estimator, baseline=baseline, values=values)
 
 
-def estimate_episodes(compiled: CompiledGame, episodes, policy, *, player: int,
+def partial_information_unbiased(estimator: str, baseline, on_policy: bool) -> bool:
+  """Whether the partial-information variant of ``estimator`` keeps the unbiased guarantee.
+
+  Bowling et al. 2008, Sec. 3.1 and Table 3: ``basic`` without a baseline
+  (every completion of a hidden outcome has the same ``u_i`` and ``pi_i``) and,
+  on-policy, ``all-cards`` without one when the hidden outcomes do not change
+  the payoff (poker folds: its value there is ``u_i`` for every completion);
+  ``aivat``, whose partial-information variant uses player ``i``'s view only
+  (:func:`estimator_table`). The rest is biased: baselines and ``early-folds``'
+  showdown calls depend on the unseen outcome.
+  """
+  if estimator == "aivat":
+    return True
+  none = baseline is None or (isinstance(baseline, str) and baseline == "none")
+  return none and (estimator == "basic" or (estimator == "all-cards" and on_policy))
+
+
+def estimate_episodes(compiled: CompiledGame, episodes, policy, *, player,
                       logged_policy=None, estimator: str = "basic",
                       baseline: Union[None, str, Callable, Any] = None, baseline_policy=None,
-                      ) -> Estimate:
-  """Estimates ``player``'s value of ``policy`` from logged ``episodes``.
+                      partial_information: Optional[bool] = None) -> Estimate:
+  """Estimates the value of ``policy`` from logged ``episodes``, seat by seat.
 
   ``episodes``: :class:`~jaxgt.evaluation.episode_log.Episode` records (their
   ``game`` must be ``compiled``'s) or plain action-id histories.
-  ``logged_policy``: who played seat ``player`` in the log (default ``policy``,
+  ``player``: the seat ``policy`` is evaluated in, one for all episodes or one
+  per episode (``[B]``, e.g. a match agent's seat read from the log's
+  ``"seats"`` field): each episode is estimated in its own seat and the
+  estimate is the mean over all of them (for a log whose seats alternate, the
+  value of a match played half in each seat).
+  ``logged_policy``: who played that seat in the log (default ``policy``,
   on-policy). ``baseline``: ``None``/``"none"``, ``"bc"``, ``"exact"`` (values
   of ``baseline_policy``, default ``policy``), a callable on ``[H]`` history ids
   or a ``[H]`` array.
+
+  ``partial_information`` (AIVAT only): use the partial-information variant of
+  :func:`estimator_table` on every episode. Default: when some episode hides
+  a chance outcome (``null``); the full-information AIVAT averaged over the
+  completions of hidden outcomes is biased (its control variates depend on
+  them), so ``False`` on such a log is only for measuring that bias.
   """
   if len(episodes) == 0:
     raise ValueError("no episodes to estimate from")
+  seats = np.asarray(player)
+  if seats.ndim == 0:
+    seats = np.full(len(episodes), seats)
+  if seats.shape != (len(episodes),) or not np.isin(seats, (0, 1)).all():
+    raise ValueError(f"player must be 0 or 1, or one seat (0 or 1) per episode "
+                     f"({len(episodes)}), got {player!r}")
   recorded = hasattr(episodes[0], "history")
   if recorded:
     check_log_game(compiled, episodes)
   histories = [e.history for e in episodes] if recorded else [tuple(h) for h in episodes]
   returns = [e.returns for e in episodes] if recorded else None
-  table = estimator_table(compiled, policy, player=player, logged_policy=logged_policy,
-                          estimator=estimator, baseline=baseline, baseline_policy=baseline_policy)
-  logged = _strategy(compiled, player, logged_policy if logged_policy is not None else policy,
-                     "logged policy")
-  values = episode_values(compiled, table, histories, returns, player=player, logged=logged,
-                          episodes=episodes if recorded else None)
+  if partial_information is None:
+    partial_information = any(None in h for h in histories)
+  values = np.zeros(len(episodes))
+  for seat in np.unique(seats):
+    rows = np.flatnonzero(seats == seat)
+    seat = int(seat)
+    table = estimator_table(compiled, policy, player=seat, logged_policy=logged_policy,
+                            estimator=estimator, baseline=baseline,
+                            baseline_policy=baseline_policy,
+                            partial_information=partial_information)
+    logged = _strategy(compiled, seat, logged_policy if logged_policy is not None else policy,
+                       "logged policy")
+    values[rows] = episode_values(
+        compiled, table, [histories[b] for b in rows],
+        None if returns is None else [returns[b] for b in rows], player=seat, logged=logged,
+        episodes=[episodes[b] for b in rows] if recorded else None)
   name = baseline if isinstance(baseline, str) else ("none" if baseline is None else "custom")
   return summarize(values, estimator, name)
 
@@ -683,6 +791,46 @@ def check_log_game(compiled: CompiledGame, episodes) -> None:
     raise ValueError(f"log is for game {game!r}, which jaxgt cannot load ({e})") from None
   if other.fingerprint != compiled.fingerprint:
     raise ValueError(f"log is for game {other.name}, the policy for {compiled.name}")
+
+
+# ------------------------------------------------------------------------ exact moments
+def terminal_reach(compiled: CompiledGame, profile) -> np.ndarray:
+  """``[T]`` probability of reaching each terminal when both players follow ``profile``
+  ``(sigma0 [I0, A], sigma1 [I1, A])`` (chance included): the distribution of a log's
+  terminals, for experiments in which every strategy is known."""
+  tree = compiled.device_tree(default_dtype())
+  dtype = tree.terminal_payoff.dtype
+  p0, p1 = (jnp.asarray(_strategy(compiled, p, profile, "profile"), dtype) for p in (0, 1))
+  return np.asarray(_reach(tree, p0, p1)[tree.terminal_history])
+
+
+@jax.jit
+def _reach(tree: GameTree, sigma0: jax.Array, sigma1: jax.Array) -> jax.Array:
+  """``[H]`` reach of each history under ``(sigma0 [I0, A], sigma1 [I1, A])`` and chance."""
+  edge = _chance_edge(tree) * _edge_probs(tree, 0, sigma0) * _edge_probs(tree, 1, sigma1)
+  return _forward(tree, edge, product=True)
+
+
+def terminal_episodes(compiled: CompiledGame) -> np.ndarray:
+  """``[T, D]`` encoded episodes (:data:`PADDING` past the end), one ending in each terminal."""
+  from jaxgt.evaluation.referee import action_paths
+  paths = action_paths(compiled.tree, np.asarray(compiled.tree.terminal_history))
+  return encode_histories(paths, compiled.tree.max_depth)[0]
+
+
+def exact_moments(values, reach) -> tuple[float, float]:
+  """``(mean, std)`` of a per-episode estimate that is a function of the terminal reached.
+
+  ``values [T]``: the estimate an episode ending in each terminal contributes
+  (``TerminalEstimates.value``; with partial information :func:`episode_values`
+  of :func:`partial_view` of :func:`terminal_episodes`, which is a function of
+  the terminal too); ``reach [T]``: the logging profile's terminal distribution
+  (:func:`terminal_reach`). Exact: no sampling noise, which with heavy-tailed
+  importance weights can put a sample standard deviation far from the true one.
+  """
+  values, reach = np.asarray(values, np.float64), np.asarray(reach, np.float64)
+  mean = float(reach @ values)
+  return mean, math.sqrt(max(float(reach @ (values - mean) ** 2), 0.0))
 
 
 # ------------------------------------------------------------------------ producing logs
