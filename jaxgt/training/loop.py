@@ -21,6 +21,7 @@ learner steps and at the end).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import pathlib
 import time
@@ -145,6 +146,12 @@ class Trainer:
     return float(construct.evaluate(agent, seeds=(seed,)).avg)
 
 
+@functools.lru_cache(maxsize=4)
+def trainer_for(game: CompiledGame, config: TrainConfig) -> Trainer:
+  """The cached :class:`Trainer` of ``(game, config)`` (runs in one process share compilations)."""
+  return Trainer(game, config)
+
+
 # ------------------------------------------------------------------ run directories
 def write_config(out: pathlib.Path, game: CompiledGame, config: TrainConfig) -> None:
   out.mkdir(parents=True, exist_ok=True)
@@ -189,7 +196,7 @@ def load_run(out: pathlib.Path, game: CompiledGame) -> LoadedRun:
   name, config = read_config(out)
   if name != game.name:
     raise ValueError(f"{out} holds a run of {name}, not {game.name}")
-  trainer = Trainer(game, config)
+  trainer = trainer_for(game, config)
   state = restore(trainer, pathlib.Path(out), 0)
   return LoadedRun(model=trainer.model, params=state.learner.params,
                    step=int(state.learner_steps))
@@ -202,7 +209,7 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
   steps in total or ``minutes`` of wall time in this call, whichever comes first (module
   docstring); ``on_metrics(line)`` sees every metrics line (the progress display)."""
   out = pathlib.Path(out)
-  trainer = Trainer(game, config)
+  trainer = trainer_for(game, config)
   if resume and checkpoint.latest_step(out / CHECKPOINTS) is not None:
     state = restore(trainer, out, seed)
   else:
