@@ -75,6 +75,7 @@ class Decision:
   example_valid: Any  # [] bool
   queries: PBS  # [L] the search's logged leaf queries
   query_valid: Any  # [L] bool logged and kept (probability q_search)
+  history_visits: Any  # [] int32 live tree histories summed over the search's CFR iterations
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -121,7 +122,7 @@ class SelfPlay:
 
   def _search(self, params, summary, history, key):
     """The decision's search from ``summary``: ``(probs [A], new summary, example, valid,
-    queries [L], logged [L])`` (fixed shapes in all three branches)."""
+    queries [L], logged [L], history visits)`` (fixed shapes in all three branches)."""
     tree = self.tree
     src, cfg = self.source, self.search_config
     agent = self.agent
@@ -139,7 +140,7 @@ class SelfPlay:
       ex, valid = self.examples(res, ranges, jnp.ones((), bool))
       qpbs, qvalid = gtcfr_evaluator.query_pbs(self.model.encoding, src, res.state.queries)
       qpbs = PBS(public=qpbs.public, ranges=qpbs.ranges.astype(DTYPE))
-      return probs, new, ex, valid, qpbs, qvalid
+      return probs, new, ex, valid, qpbs, qvalid, res.state.history_visits
 
     def first(_):
       res = gtcfr_search.search(src, cfg, self.evaluator, jnp.zeros((), jnp.int32),
@@ -170,7 +171,8 @@ class SelfPlay:
     tree = self.tree
     A = tree.num_actions
     k_search, k_move, k_chance, k_keep, k_restart = jax.random.split(key, 5)
-    probs, summary, ex, ex_valid, qpbs, qvalid = self._search(params, summary, history, k_search)
+    probs, summary, ex, ex_valid, qpbs, qvalid, visits = self._search(params, summary, history,
+                                                                      k_search)
     legal = (tree.children[history, :A] >= 0).astype(probs.dtype)
     uniform = legal / jnp.maximum(jnp.sum(legal), 1.0)
     explore = (1.0 - cfg.epsilon) * probs + cfg.epsilon * uniform
@@ -186,7 +188,7 @@ class SelfPlay:
     moves = jnp.where(done, 0, moves + 1)
     keep = qvalid & (jax.random.uniform(k_keep, qvalid.shape) < cfg.q_search)
     return nxt, summary, moves, done, Decision(example=ex, example_valid=ex_valid, queries=qpbs,
-                                               query_valid=keep)
+                                               query_valid=keep, history_visits=visits)
 
   # ---------------------------------------------------------------- the batch
   def init(self, key) -> Actors:
@@ -212,5 +214,6 @@ class SelfPlay:
                     games=actors.games + jnp.sum(done, dtype=jnp.int32))
     metrics = {"searches": jnp.asarray(G, jnp.int32),
                "queries_added": jnp.sum(dec.query_valid, dtype=jnp.int32),
-               "examples_added": jnp.sum(dec.example_valid, dtype=jnp.int32)}
+               "examples_added": jnp.sum(dec.example_valid, dtype=jnp.int32),
+               "history_visits": jnp.sum(dec.history_visits, dtype=jnp.int32)}
     return actors, replay, queries, metrics
