@@ -11,8 +11,10 @@ Presets:
   example, replay 1M; search SoG(400, 1) for self-play, q_search 0.1, q_recursive 0.9,
   p_td1 0, epsilon 0.1, alpha 0.5). The actor and solver counts of the paper's
   distributed run do not transfer to one host: ``num_actors`` is a batch width here.
-* ``leduc``: small settings measured on this machine to make the most learner steps with
-  fresh data per minute on 2 CPU cores (see ``docs/CLI.md``, ``jaxgt train``).
+* ``leduc``: small settings for a 2-core CPU budget: 16 actors with SoG(10, 1), 16 query
+  solves and 2 learner steps (batch 128) per iteration. Measured on the shared, loaded
+  machine (load ~12 on 2 cores): about 3 minutes of compilation, then about one iteration
+  per second (4 to 16 self-play searches/s). Not tuned by a sweep (issue 12 notes).
 * ``tiny``: the smallest useful run (tests, Kuhn).
 """
 
