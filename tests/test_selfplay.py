@@ -20,7 +20,7 @@ def test_presets_and_json_configs(tmp_path):
   assert (sy.batch_size, sy.optimizer, sy.alpha_init, sy.decay, sy.decay_steps) == \
       (1024, "sgd", 0.1, 0.5, 2_000_000)
   assert (sy.policy_weight, sy.max_updates, sy.replay_capacity) == (0.05, 5.0, 1_000_000)
-  assert (sy.q_search, sy.q_recursive, sy.alpha, sy.simulations) == (0.1, 0.9, 0.5, 400)
+  assert (sy.q_search, sy.q_recursive, sy.p_td1, sy.epsilon) == (0.3, 0.1, 0.0, 0.0)
   assert sy.learner() == learner.SCOTLAND_YARD_TABLE_S2
   for name in config_lib.PRESETS:
     assert config_lib.preset(name).learner().batch_size == config_lib.preset(name).batch_size
@@ -37,7 +37,7 @@ def test_presets_and_json_configs(tmp_path):
   with pytest.raises(ValueError, match="cannot read"):
     config_lib.load(path)
   for bad in ({"epsilon": 1.5}, {"num_actors": 0}, {"solver_batch": 99, "query_capacity": 8},
-              {"optimizer": "rmsprop"}, {"hidden": []}):
+              {"optimizer": "rmsprop"}, {"hidden": []}, {"p_td1": 0.2}):
     with pytest.raises(ValueError):
       config_lib.from_dict(bad)
   assert config_lib.from_dict(cfg.to_json()) == cfg

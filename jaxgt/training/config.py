@@ -7,10 +7,11 @@ simulations, buffer capacities, batch sizes), so one config compiles each part o
 Presets:
 
 * ``scotland_yard``: Table S2's Scotland Yard column where jaxgt has the setting
-  (learner: SGD, batch 1024, alpha_init 0.1, d 0.5, T_decay 2M, w_p 0.05, 5 updates per
-  example, replay 1M; search SoG(400, 1) for self-play, q_search 0.1, q_recursive 0.9,
-  p_td1 0, epsilon 0.1, alpha 0.5). The actor and solver counts of the paper's
-  distributed run do not transfer to one host: ``num_actors`` is a batch width here.
+  (learner: SGD, batch 1024, alpha_init 0.1, d 0.5, T_decay 2M, w_p 0.05, w_v 1, 5 updates
+  per example, replay 1M; q_search 0.3, q_recursive 0.1, p_td1 0, epsilon 0, greedy
+  never, T_prior 1). Not from the table (it gives none): the network widths (Table S1's
+  6 x 512 MLP is for the full map; 4 x 512 here), SoG(400, 1) searches and the actor and
+  solver batch widths (the paper's distributed run does not transfer to one host).
 * ``leduc``: small settings for a 2-core CPU budget: 16 actors with SoG(10, 1), 16 query
   solves and 2 learner steps (batch 128) per iteration. Measured on the shared, loaded
   machine (load ~12 on 2 cores): about 3 minutes of compilation, then about one iteration
@@ -50,7 +51,7 @@ class TrainConfig:
   solver_batch: int = 8  # queries solved per solver call
   solver_simulations: int = 10  # s of the query solves
   q_recursive: float = 0.1  # probability a solve's own query is pushed back
-  p_td1: float = 0.0  # probability a main-line value target is the game's TD(1) outcome
+  p_td1: float = 0.0  # TD(1) outcome targets' probability (only 0: not implemented)
   # buffers
   replay_capacity: int = 4096  # replay buffer (sliding window)
   query_capacity: int = 1024  # query buffer
@@ -90,6 +91,10 @@ class TrainConfig:
     check_real("expansions_per_update", self.expansions_per_update, 0, math.inf, lo_open=True)
     for name in ("alpha", "epsilon", "q_search", "q_recursive", "p_td1"):
       check_real(name, getattr(self, name), 0, 1)
+    if self.p_td1 != 0:
+      raise ValueError("p_td1 > 0 (TD(1) outcome value targets) is not implemented; the "
+                       "value targets are the searches' own (p_td1 = 0, Table S2's value "
+                       "for Scotland Yard and HUNL)")
     if self.solver_batch > self.query_capacity:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")
@@ -122,7 +127,7 @@ PRESETS = {
                          actor_steps=1, solver_steps=1, learner_steps=2,
                          checkpoint_every=100, eval_every=200, eval_simulations=10),
     "scotland_yard": TrainConfig(hidden=(512, 512, 512, 512), simulations=400, log_queries=32,
-                                 q_search=0.1, q_recursive=0.9, p_td1=0.0, epsilon=0.1,
+                                 q_search=0.3, q_recursive=0.1, p_td1=0.0, epsilon=0.0,
                                  alpha=0.5, solver_simulations=400, replay_capacity=1_000_000,
                                  query_capacity=100_000, batch_size=1024, optimizer="sgd",
                                  alpha_init=0.1, decay=0.5, decay_steps=2_000_000,
