@@ -14,6 +14,7 @@ min/avg/max exploitability over seeds (game units, and mbb/h where the game has 
 import argparse
 import json
 import pathlib
+import time
 
 import numpy as np
 
@@ -25,22 +26,36 @@ from jaxgt.training import loop
 from jaxgt.training.agent import sog_agent
 
 
-def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 1):
-  """``{s: [(step, [exploitability per seed])]}`` over the run's checkpoints."""
-  name, cfg = loop.read_config(out)
+def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 1,
+                 steps=None, log=None):
+  """``{s: [(step, [exploitability per seed])]}`` over the run's checkpoints (``steps``:
+  these learner steps only; step 0 is the run's initial network); ``log``: a file the
+  results are appended to as JSON lines while they come."""
+  _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
-  steps = sorted(int(p.name) for p in (out / loop.CHECKPOINTS).iterdir() if p.name.isdigit())
-  steps = steps[::every] + ([steps[-1]] if steps and steps[-1] not in steps[::every] else [])
+  saved = sorted(int(p.name) for p in (out / loop.CHECKPOINTS).iterdir() if p.name.isdigit())
+  if steps is None:
+    steps = [0] + saved[::every] + ([saved[-1]] if saved and saved[-1] not in saved[::every]
+                                    else [])
   curves = {s: [] for s in simulations}
   for step in steps:
-    state = checkpoint.restore(out / loop.CHECKPOINTS, trainer.init(0), trainer.metadata(), step)
+    if step == 0:
+      params = trainer.init(0).learner.params
+    else:
+      state = checkpoint.restore(out / loop.CHECKPOINTS, trainer.init(0), trainer.metadata(),
+                                 step)
+      params = state.learner.params
     for s in simulations:
-      agent = lambda: sog_agent(game, trainer.model, state.learner.params,  # noqa: E731
-                                simulations=s)
+      agent = lambda: sog_agent(game, trainer.model, params, simulations=s)  # noqa: E731
+      t0 = time.perf_counter()
       res = construct.evaluate(agent, seeds=range(seeds))
       curves[s].append((step, res.exploitability.tolist()))
       print(f"step {step:6d}  SoG({s}, 1): exploitability min {res.min:.4f}  avg {res.avg:.4f}"
-            f"  max {res.max:.4f}", flush=True)
+            f"  max {res.max:.4f}  ({time.perf_counter() - t0:.0f}s)", flush=True)
+      if log is not None:
+        with open(log, "a") as f:
+          f.write(json.dumps({"step": step, "simulations": s,
+                              "exploitability": res.exploitability.tolist()}) + "\n")
   return curves
 
 
@@ -74,6 +89,8 @@ def main(argv=None):
   ap.add_argument("--simulations", default="2,10")
   ap.add_argument("--seeds", type=int, default=2)
   ap.add_argument("--every", type=int, default=1, help="evaluate every k-th checkpoint")
+  ap.add_argument("--steps-list", help="evaluate these learner steps (comma-separated)")
+  ap.add_argument("--log", help="append results as JSON lines to this file")
   ap.add_argument("--plot")
   ap.add_argument("--json", help="write the curves as JSON")
   args = ap.parse_args(argv)
@@ -84,7 +101,8 @@ def main(argv=None):
                out, steps=args.steps, resume=True,
                on_metrics=lambda m: print(f"step {m['step']} loss {m['loss']:.4f}", flush=True))
   sims = [int(s) for s in args.simulations.split(",")]
-  curves = evaluate_run(game, out, sims, args.seeds, args.every)
+  only = None if not args.steps_list else [int(x) for x in args.steps_list.split(",")]
+  curves = evaluate_run(game, out, sims, args.seeds, args.every, only, args.log)
   if args.json:
     pathlib.Path(args.json).write_text(json.dumps({str(k): v for k, v in curves.items()}))
   if args.plot:
