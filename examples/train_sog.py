@@ -91,10 +91,19 @@ def main(argv=None):
   ap.add_argument("--every", type=int, default=1, help="evaluate every k-th checkpoint")
   ap.add_argument("--steps-list", help="evaluate these learner steps (comma-separated)")
   ap.add_argument("--log", help="append results as JSON lines to this file")
+  ap.add_argument("--plot-log", help="only plot the JSON lines of an earlier --log")
   ap.add_argument("--plot")
   ap.add_argument("--json", help="write the curves as JSON")
   args = ap.parse_args(argv)
   game = jaxgt.load(args.game)
+  if args.plot_log:
+    curves = {}
+    for line in pathlib.Path(args.plot_log).read_text().splitlines():
+      r = json.loads(line)
+      curves.setdefault(r["simulations"], []).append((r["step"], r["exploitability"]))
+    curves = {k: sorted(v) for k, v in sorted(curves.items())}
+    plot(curves, args.plot, f"Student of Games on {game.name}")
+    return
   out = pathlib.Path(args.out)
   if not args.evaluate_only:
     loop.train(game, config_lib.from_dict({"eval_every": 0}, config_lib.preset(args.preset)),
