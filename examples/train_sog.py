@@ -66,9 +66,9 @@ def plot(curves, path, title):
   fig, ax = plt.subplots(figsize=(5.5, 3.8))
   for s, rows in curves.items():
     x = [r[0] for r in rows]
-    y = np.asarray([r[1] for r in rows])
-    ax.plot(x, y.mean(1), marker="o", label=f"SoG({s}, 1)")
-    ax.fill_between(x, y.min(1), y.max(1), alpha=0.2)
+    ys = [np.asarray(r[1]) for r in rows]  # seeds may differ between points
+    ax.plot(x, [y.mean() for y in ys], marker="o", label=f"SoG({s}, 1)")
+    ax.fill_between(x, [y.min() for y in ys], [y.max() for y in ys], alpha=0.2)
   ax.set_xlabel("learner steps")
   ax.set_ylabel("exploitability (chips)")
   ax.set_yscale("log")
