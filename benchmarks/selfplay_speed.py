@@ -21,6 +21,7 @@ import numpy as np
 
 import jaxgt
 from jaxgt.bench_report import figure, missing_peer
+from jaxgt.policy import openspiel_game_string
 from jaxgt.training import config as config_lib
 from jaxgt.training import loop
 
@@ -31,8 +32,11 @@ def _openspiel_visits(game, seconds: float = 1.0):
   """History visits/s of OpenSpiel C++ CFR+ (None without pyspiel or an OpenSpiel twin)."""
   try:
     import pyspiel
-    spiel = pyspiel.load_game(game.openspiel_game_string())
-  except Exception:  # noqa: BLE001 (no pyspiel, or no OpenSpiel equivalent)
+  except ImportError:
+    return None
+  try:
+    spiel = pyspiel.load_game(openspiel_game_string(game))
+  except ValueError:  # no OpenSpiel equivalent
     return None
   solver = pyspiel.CFRPlusSolver(spiel)
   solver.evaluate_and_update_policy()
