@@ -156,6 +156,11 @@ class GTCFRAgent(Agent):
                         NO_INDEX)
     return root, ranges, opp_values, shifted
 
+  def resolve_args(self, state, public, player: int):
+    """Public form of the re-solve arguments ``(root, ranges [2, K], opp_values [K], path)`` at
+    ``public`` for ``player`` from the summary in ``state`` (traceable; used by self-play)."""
+    return self._resolve_args(state, public, player)
+
   def _resolve_search(self, state, public, player: int):
     root, ranges, opp_values, path = self._resolve_args(state, public, player)
     return gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges,

@@ -29,6 +29,7 @@ and defaults (``jaxgt agents``, ``jaxgt match --help``).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
 import os
 import re
@@ -435,3 +436,24 @@ register_agent(
      Param("resolve", bool, True, "continual re-solving from the previous search (false: root-anchored)"),
      _dtype("float64")),
     "Growing-Tree CFR (003, Algorithm 1) on the fixed-capacity device public tree")
+
+
+def _check_run_dir(path) -> None:
+  if not os.path.isdir(path):
+    raise ValueError(f"no training run directory {path!r} (jaxgt train --out)")
+
+
+def _sog(game, **params) -> Agent:
+  # jaxgt.training loads checkpoints; agents may not import it (layering), so by name.
+  return importlib.import_module("jaxgt.training.agent").sog(game, **params)
+
+
+register_agent(
+    "sog", _sog,
+    (Param("checkpoint", str, None, "a jaxgt train --out directory (its newest checkpoint)",
+           required=True),
+     Param("simulations", int, 100, "expansion simulations per search, s in SoG(s, c)", minimum=1),
+     Param("expansions_per_update", float, 1.0, "c: simulations per regret update"),
+     _dtype("float32")),
+    "Student of Games (003): GT-CFR with a trained CVPN as leaf evaluator, continual re-solving",
+    check=lambda checkpoint, **_: _check_run_dir(checkpoint))

@@ -10,6 +10,7 @@
   jaxgt construct GAME AGENT           exact exploitability of an agent (policy construction)
   jaxgt evaluate LOG --policy P.npz    estimate a policy's value from logged episodes
   jaxgt bench [--quick] [--out DIR]    run the benchmark suite (--compare A B: merge runs)
+  jaxgt train GAME --out DIR [...]     train a network by sound self-play (Student of Games)
 
 GAME is a registered name with optional parameters in OpenSpiel's syntax,
 e.g. ``leduc_poker`` or ``liars_dice(numdice=1)``; AGENT a spec in the same
@@ -24,14 +25,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from jaxgt.cli import agents, bench, construct, evaluate, export, games, match, solve
+from jaxgt.cli import agents, bench, construct, evaluate, export, games, match, solve, train
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
     "solve": solve.run, "export": export.run, "agents": agents.run, "match": match.run,
     "construct": construct.run, "evaluate": evaluate.run, "bench": bench.run,
+    "train": train.run,
 }
-_MODULES = (games, solve, export, agents, match, construct, evaluate, bench)
+_MODULES = (games, solve, export, agents, match, construct, evaluate, bench, train)
 
 
 def _parser() -> argparse.ArgumentParser:

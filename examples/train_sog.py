@@ -1,0 +1,122 @@
+"""Student of Games: train by sound self-play, then the exact exploitability of SoG(s, 1) for
+several s over seeds, from the run's checkpoints (``003``, Fig. 3 style).
+
+  python examples/train_sog.py --game kuhn_poker --preset tiny --steps 20 --out /tmp/sog
+  python examples/train_sog.py --game leduc_poker --out runs/leduc0 --evaluate-only \\
+      --simulations 10,100 --seeds 3 --plot docs/figures/sog_leduc.png
+
+Training is :func:`jaxgt.training.loop.train` (what ``jaxgt train`` runs); evaluation
+restores each checkpoint of the run (``--every``-th) and constructs the policy of
+:func:`jaxgt.training.agent.sog_agent` (``jaxgt.evaluation.construct``), printing
+min/avg/max exploitability over seeds (game units, and mbb/h where the game has a blind).
+"""
+
+import argparse
+import json
+import pathlib
+import time
+
+import numpy as np
+
+import jaxgt
+from jaxgt.evaluation import construct
+from jaxgt.training import checkpoint
+from jaxgt.training import config as config_lib
+from jaxgt.training import loop
+from jaxgt.training.agent import sog_agent
+
+
+def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 1,
+                 steps=None, log=None):
+  """``{s: [(step, [exploitability per seed])]}`` over the run's checkpoints (``steps``:
+  these learner steps only; step 0 is the run's initial network); ``log``: a file the
+  results are appended to as JSON lines while they come."""
+  _, cfg = loop.read_config(out)
+  trainer = loop.trainer_for(game, cfg)
+  saved = sorted(int(p.name) for p in (out / loop.CHECKPOINTS).iterdir() if p.name.isdigit())
+  if steps is None:
+    steps = [0] + saved[::every] + ([saved[-1]] if saved and saved[-1] not in saved[::every]
+                                    else [])
+  curves = {s: [] for s in simulations}
+  for step in steps:
+    if step == 0:
+      params = trainer.init(0).learner.params
+    else:
+      state = checkpoint.restore(out / loop.CHECKPOINTS, trainer.init(0), trainer.metadata(),
+                                 step)
+      params = state.learner.params
+    for s in simulations:
+      agent = lambda: sog_agent(game, trainer.model, params, simulations=s)  # noqa: E731
+      t0 = time.perf_counter()
+      res = construct.evaluate(agent, seeds=range(seeds))
+      curves[s].append((step, res.exploitability.tolist()))
+      print(f"step {step:6d}  SoG({s}, 1): exploitability min {res.min:.4f}  avg {res.avg:.4f}"
+            f"  max {res.max:.4f}  ({time.perf_counter() - t0:.0f}s)", flush=True)
+      if log is not None:
+        with open(log, "a") as f:
+          f.write(json.dumps({"step": step, "simulations": s,
+                              "exploitability": res.exploitability.tolist()}) + "\n")
+  return curves
+
+
+def plot(curves, path, title):
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for s, rows in curves.items():
+    x = [r[0] for r in rows]
+    ys = [np.asarray(r[1]) for r in rows]  # seeds may differ between points
+    ax.plot(x, [y.mean() for y in ys], marker="o", label=f"SoG({s}, 1)")
+    ax.fill_between(x, [y.min() for y in ys], [y.max() for y in ys], alpha=0.2)
+  ax.set_xlabel("learner steps")
+  ax.set_ylabel("exploitability (chips)")
+  ax.set_yscale("log")
+  ax.set_title(title)
+  ax.grid(True, alpha=0.3)
+  ax.legend()
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--game", default="kuhn_poker")
+  ap.add_argument("--preset", default="tiny", choices=sorted(config_lib.PRESETS))
+  ap.add_argument("--steps", type=int, default=20)
+  ap.add_argument("--out", default="/tmp/sog_run")
+  ap.add_argument("--evaluate-only", action="store_true", help="evaluate an existing run")
+  ap.add_argument("--simulations", default="2,10")
+  ap.add_argument("--seeds", type=int, default=2)
+  ap.add_argument("--every", type=int, default=1, help="evaluate every k-th checkpoint")
+  ap.add_argument("--steps-list", help="evaluate these learner steps (comma-separated)")
+  ap.add_argument("--log", help="append results as JSON lines to this file")
+  ap.add_argument("--plot-log", help="only plot the JSON lines of an earlier --log")
+  ap.add_argument("--plot")
+  ap.add_argument("--json", help="write the curves as JSON")
+  args = ap.parse_args(argv)
+  game = jaxgt.load(args.game)
+  if args.plot_log:
+    curves = {}
+    for line in pathlib.Path(args.plot_log).read_text().splitlines():
+      r = json.loads(line)
+      curves.setdefault(r["simulations"], []).append((r["step"], r["exploitability"]))
+    curves = {k: sorted(v) for k, v in sorted(curves.items())}
+    plot(curves, args.plot, f"Student of Games on {game.name}")
+    return
+  out = pathlib.Path(args.out)
+  if not args.evaluate_only:
+    loop.train(game, config_lib.from_dict({"eval_every": 0}, config_lib.preset(args.preset)),
+               out, steps=args.steps, resume=True,
+               on_metrics=lambda m: print(f"step {m['step']} loss {m['loss']:.4f}", flush=True))
+  sims = [int(s) for s in args.simulations.split(",")]
+  only = None if not args.steps_list else [int(x) for x in args.steps_list.split(",")]
+  curves = evaluate_run(game, out, sims, args.seeds, args.every, only, args.log)
+  if args.json:
+    pathlib.Path(args.json).write_text(json.dumps({str(k): v for k, v in curves.items()}))
+  if args.plot:
+    plot(curves, args.plot, f"Student of Games on {game.name}")
+
+
+if __name__ == "__main__":
+  main()

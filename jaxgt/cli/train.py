@@ -1,0 +1,94 @@
+"""``jaxgt train GAME``: Student of Games' sound self-play training (003, Algorithm 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+
+from jaxgt.cli.common import check_writable, load_game
+
+
+def add_parser(sub) -> None:
+  p = sub.add_parser(
+      "train", help="train a value-and-policy network by sound self-play (Student of Games)",
+      description="Self-play actors (GT-CFR searches with the network at the leaves), a query "
+      "solver and the learner interleaved with fixed ratios (003, Algorithm 2); metrics in "
+      "DIR/metrics.jsonl, orbax checkpoints in DIR/checkpoints. The trained agent is "
+      "sog(checkpoint=DIR,simulations=S,expansions_per_update=c).")
+  p.add_argument("game")
+  group = p.add_mutually_exclusive_group()
+  group.add_argument("--preset", help="a named config: tiny, leduc, scotland_yard (default: leduc)")
+  group.add_argument("--config", metavar="FILE", help="a JSON config (TrainConfig's fields; "
+                     "unknown keys refused)")
+  p.add_argument("--steps", type=int, help="stop at N learner steps in total (a resumed run "
+                 "counts its earlier steps)")
+  p.add_argument("--minutes", type=float, help="stop after M minutes of this invocation")
+  p.add_argument("--out", required=True, metavar="DIR", help="run directory")
+  p.add_argument("--resume", action="store_true", help="continue from DIR's newest checkpoint")
+  p.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
+  p.add_argument("--plot", metavar="FILE", help="write exploitability vs learner steps (PNG)")
+  p.add_argument("--json", action="store_true", help="print the metrics lines as JSON")
+
+
+def _check_out(out: pathlib.Path, resume: bool) -> None:
+  probe = out
+  while not probe.exists():
+    probe = probe.parent
+  if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+    raise ValueError(f"--out {out}: {probe} is not a writable directory")
+  if out.exists() and not resume and any((out / name).exists()
+                                         for name in ("config.json", "checkpoints")):
+    raise ValueError(f"--out {out} already holds a run; pass --resume to continue it or choose "
+                     "another directory")
+
+
+def run(args) -> int:
+  from jaxgt.training import config as config_lib
+  from jaxgt.training import loop
+  if args.steps is None and args.minutes is None:
+    raise ValueError("give --steps N or --minutes M")
+  if args.steps is not None and args.steps < 1:
+    raise ValueError(f"--steps must be positive, got {args.steps}")
+  if args.minutes is not None and not args.minutes > 0:
+    raise ValueError(f"--minutes must be positive, got {args.minutes}")
+  if args.seed < 0:
+    raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  if args.config is not None:
+    cfg = config_lib.load(args.config)
+  else:
+    cfg = config_lib.preset(args.preset or "leduc")
+  out = pathlib.Path(args.out)
+  _check_out(out, args.resume)
+  check_writable({"--plot": args.plot})
+  g = load_game(args.game)
+  if args.resume and (out / loop.CONFIG_FILE).exists():
+    name, stored = loop.read_config(out)
+    if name != g.name:
+      raise ValueError(f"--resume: {out} holds a run of {name}, not {g.name}")
+    if stored != cfg:
+      raise ValueError(f"--resume: {out} was trained with another config; pass the same "
+                       "--preset/--config")
+  info = sys.stderr if args.json else sys.stdout
+  print(f"{g.name}: training into {out} ({'resuming' if args.resume else 'new run'}, "
+        f"seed {args.seed})", file=info, flush=True)
+
+  def show(line):
+    if args.json:
+      print(json.dumps(line), flush=True)
+      return
+    ex = f"  exploitability {line['exploitability']:.4g}" if "exploitability" in line else ""
+    print(f"step {line['step']}  loss {line['loss']:.4g} (value {line['value_loss']:.4g}, "
+          f"policy {line['policy_loss']:.4g})  replay {line['replay_size']}  queries "
+          f"{line['query_size']}  searches/s {line['searches_per_s']:.3g}  queries/s "
+          f"{line['queries_per_s']:.3g}{ex}", file=info, flush=True)
+
+  state = loop.train(g, cfg, out, steps=args.steps, minutes=args.minutes, seed=args.seed,
+                     resume=args.resume, on_metrics=show)
+  print(f"done: {int(state.learner_steps)} learner steps, checkpoint in {out / loop.CHECKPOINTS}",
+        file=info)
+  if args.plot:
+    loop.plot(out, args.plot)
+    print(f"wrote {args.plot}", file=info)
+  return 0

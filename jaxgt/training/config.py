@@ -1,0 +1,165 @@
+"""Training configuration of Student of Games' sound self-play (``003``, Algorithm 2 and
+Table S2): :class:`TrainConfig`, the named presets and ``--config FILE`` (JSON).
+
+A config fixes every static size of the training programs (actors ``G``, search
+simulations, buffer capacities, batch sizes), so one config compiles each part once.
+
+Presets:
+
+* ``scotland_yard``: Table S2's Scotland Yard column where jaxgt has the setting
+  (learner: SGD, batch 1024, alpha_init 0.1, d 0.5, T_decay 2M, w_p 0.05, w_v 1, 5 updates
+  per example, replay 1M; q_search 0.3, q_recursive 0.1, p_td1 0, epsilon 0, greedy
+  never, T_prior 1). Not from the table (it gives none): the network widths (Table S1's
+  6 x 512 MLP is for the full map; 4 x 512 here), SoG(400, 1) searches and the actor and
+  solver batch widths (the paper's distributed run does not transfer to one host).
+* ``leduc``: small settings for a 2-core CPU budget: 16 actors with SoG(10, 1), 16 query
+  solves and 2 learner steps (batch 128) per iteration. Measured on the shared, loaded
+  machine (load ~12 on 2 cores): about 3 minutes of compilation, then about one iteration
+  per second (4 to 16 self-play searches/s). Not tuned by a sweep (issue 12 notes).
+* ``tiny``: the smallest useful run (tests, Kuhn).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pathlib
+
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int, check_real
+from jaxgt.training.learner import OPTIMIZERS, LearnerConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """Static settings of a training run (``003`` Table S2's names in comments)."""
+
+  # network
+  hidden: tuple = (128, 128)  # CVPN trunk widths
+  embed_dim: int = 0  # learned public-state embedding size (0: none)
+  # self-play actors (Algorithm 2, "Actor")
+  num_actors: int = 8  # G self-play games advancing together (a batch axis)
+  simulations: int = 10  # s of SoG(s, c) for self-play searches
+  expansions_per_update: float = 1.0  # c of SoG(s, c)
+  capacity: int = 0  # search-tree nodes (0: what the simulations can add)
+  alpha: float = 0.5  # modified re-solving gadget's mixing
+  epsilon: float = 0.1  # exploration: (1 - epsilon) pi + epsilon uniform
+  greedy_after: int = 1_000_000  # decisions of a game after which the move is pi's argmax
+  q_search: float = 0.1  # probability a self-play search's leaf query goes to the query buffer
+  log_queries: int = 8  # leaf queries logged per search (the candidates for q_search)
+  # query solver (Algorithm 2, "Solver")
+  solver_batch: int = 8  # queries solved per solver call
+  solver_simulations: int = 10  # s of the query solves
+  q_recursive: float = 0.1  # probability a solve's own query is pushed back
+  p_td1: float = 0.0  # TD(1) outcome targets' probability (only 0: not implemented)
+  # buffers
+  replay_capacity: int = 4096  # replay buffer (sliding window)
+  query_capacity: int = 1024  # query buffer
+  # learner (Table S2)
+  batch_size: int = 64
+  huber_delta: float = 1.0
+  policy_weight: float = 1.0  # w_p
+  alpha_init: float = 1e-3
+  decay: float = 0.5  # d
+  decay_steps: int = 100_000  # T_decay
+  max_updates: float = 5.0  # max gradient updates per example
+  optimizer: str = "adam"
+  # the loop's fixed ratios: per loop iteration
+  actor_steps: int = 1  # actor decisions (each: G searches)
+  solver_steps: int = 1  # query-solver calls (each: solver_batch solves)
+  learner_steps: int = 1  # gradient steps
+  # bookkeeping
+  checkpoint_every: int = 100  # learner steps between checkpoints
+  eval_every: int = 100  # learner steps between exact exploitability evaluations (0: never)
+  eval_simulations: int = 10  # s of the evaluated SoG(s, 1) policy
+
+  def __post_init__(self):
+    hidden = tuple(self.hidden)
+    if not hidden:
+      raise ValueError("hidden must list at least one layer width")
+    for h in hidden:
+      check_positive_int("hidden layer width", h)
+    object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
+    check_nonnegative_int("embed_dim", self.embed_dim)
+    for name in ("num_actors", "simulations", "log_queries", "solver_batch",
+                 "solver_simulations", "replay_capacity", "query_capacity", "batch_size",
+                 "decay_steps", "actor_steps", "learner_steps", "checkpoint_every",
+                 "eval_simulations"):
+      check_positive_int(name, getattr(self, name))
+    for name in ("capacity", "solver_steps", "greedy_after", "eval_every"):
+      check_nonnegative_int(name, getattr(self, name))
+    check_real("expansions_per_update", self.expansions_per_update, 0, math.inf, lo_open=True)
+    for name in ("alpha", "epsilon", "q_search", "q_recursive", "p_td1"):
+      check_real(name, getattr(self, name), 0, 1)
+    if self.p_td1 != 0:
+      raise ValueError("p_td1 > 0 (TD(1) outcome value targets) is not implemented; the "
+                       "value targets are the searches' own (p_td1 = 0, Table S2's value "
+                       "for Scotland Yard and HUNL)")
+    if self.solver_batch > self.query_capacity:
+      raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
+                       f"{self.query_capacity}")
+    if self.optimizer not in OPTIMIZERS:
+      raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+    self.learner()  # its own checks
+
+  def learner(self) -> LearnerConfig:
+    """The :class:`jaxgt.training.learner.LearnerConfig` of this run."""
+    return LearnerConfig(batch_size=self.batch_size, huber_delta=self.huber_delta,
+                         policy_weight=self.policy_weight, alpha_init=self.alpha_init,
+                         decay=self.decay, decay_steps=self.decay_steps,
+                         max_updates=self.max_updates, optimizer=self.optimizer)
+
+  def to_json(self) -> dict:
+    out = dataclasses.asdict(self)
+    out["hidden"] = list(self.hidden)
+    return out
+
+
+PRESETS = {
+    "tiny": TrainConfig(hidden=(16,), num_actors=2, simulations=2, log_queries=2,
+                        solver_batch=2, solver_simulations=2, q_search=1.0, replay_capacity=64,
+                        query_capacity=16, batch_size=8, checkpoint_every=2, eval_every=0,
+                        eval_simulations=2),
+    "leduc": TrainConfig(hidden=(128, 128), num_actors=16, simulations=10, log_queries=8,
+                         q_search=0.25, solver_batch=16, solver_simulations=10,
+                         q_recursive=0.1, replay_capacity=8192, query_capacity=2048,
+                         batch_size=128, alpha_init=1e-3, decay_steps=20_000, max_updates=5.0,
+                         actor_steps=1, solver_steps=1, learner_steps=2,
+                         checkpoint_every=100, eval_every=200, eval_simulations=10),
+    "scotland_yard": TrainConfig(hidden=(512, 512, 512, 512), simulations=400, log_queries=32,
+                                 q_search=0.3, q_recursive=0.1, p_td1=0.0, epsilon=0.0,
+                                 alpha=0.5, solver_simulations=400, replay_capacity=1_000_000,
+                                 query_capacity=100_000, batch_size=1024, optimizer="sgd",
+                                 alpha_init=0.1, decay=0.5, decay_steps=2_000_000,
+                                 policy_weight=0.05, max_updates=5.0, eval_every=0),
+}
+"""The named presets (module docstring)."""
+
+
+def preset(name: str) -> TrainConfig:
+  """The preset ``name`` (``ValueError`` naming the choices otherwise)."""
+  if name not in PRESETS:
+    raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+  return PRESETS[name]
+
+
+def from_dict(values: dict, base: TrainConfig | None = None) -> TrainConfig:
+  """``base`` (default :class:`TrainConfig()`) with the entries of ``values`` replaced;
+  unknown keys are refused."""
+  if not isinstance(values, dict):
+    raise ValueError(f"a training config is a JSON object, got {type(values).__name__}")
+  names = {f.name for f in dataclasses.fields(TrainConfig)}
+  unknown = sorted(set(values) - names)
+  if unknown:
+    raise ValueError(f"unknown training config keys {unknown}; known: {sorted(names)}")
+  return dataclasses.replace(base if base is not None else TrainConfig(), **values)
+
+
+def load(path) -> TrainConfig:
+  """The :class:`TrainConfig` of the JSON file ``path`` (``ValueError`` if unreadable)."""
+  path = pathlib.Path(path)
+  try:
+    values = json.loads(path.read_text())
+  except (OSError, json.JSONDecodeError) as e:
+    raise ValueError(f"cannot read training config {str(path)!r}: {e}") from e
+  return from_dict(values)

@@ -1,0 +1,280 @@
+"""Student of Games' training loop (``003``, Algorithm 2) on one host: self-play actors
+(:mod:`jaxgt.training.selfplay`), the query solver (:mod:`jaxgt.training.queries`) and the
+learner (:mod:`jaxgt.training.learner`) interleaved with the config's fixed ratios.
+
+One loop iteration ``i`` runs ``actor_steps`` actor programs (each: every one of the ``G``
+games makes one decision), ``solver_steps`` query-solver programs and ``learner_steps``
+gradient steps, each part one jitted program with the network parameters passed as data
+(compiled once per run). Iteration ``i``'s keys are ``fold_in(key, i)`` of the run's key,
+so the run is a function of its seed and config alone: a run resumed from a checkpoint
+continues exactly as the uninterrupted run (checkpoints hold the whole
+:class:`TrainState`: network, optimiser, both buffers, actors, counters, key).
+
+Run directory ``DIR``: ``config.json`` (game and :class:`TrainConfig`), ``metrics.jsonl``
+(one JSON object per iteration: ``step`` = learner steps, losses, buffer sizes, searches/s,
+queries/s, the share of time per part, and ``exploitability`` of the current SoG policy
+every ``eval_every`` learner steps, exact: :func:`jaxgt.evaluation.construct.evaluate` of
+``SoG(eval_simulations, 1)``), ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
+learner steps and at the end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import pathlib
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgt.core.compiler import CompiledGame
+from jaxgt.evaluation import construct
+from jaxgt.nets.cvpn import CVPN
+from jaxgt.nets.encoding import build_encoding
+from jaxgt.training import buffers, checkpoint, learner
+from jaxgt.training.agent import ParamsHolder, params_evaluator, sog_agent
+from jaxgt.training.config import TrainConfig, from_dict
+from jaxgt.training.queries import QuerySolver
+from jaxgt.training.selfplay import DTYPE, Actors, SelfPlay
+
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.jsonl"
+CHECKPOINTS = "checkpoints"
+
+
+@struct.dataclass
+class TrainState:
+  """Everything a run carries between iterations (what a checkpoint holds)."""
+
+  learner: learner.LearnerState  # params, optimiser state, step (gradient steps taken)
+  replay: buffers.ReplayBuffer  # [C_r] examples
+  queries: buffers.QueryBuffer  # [C_q] belief states
+  actors: Actors  # [G] games
+  key: Any  # [2] uint32 the run's key (iteration i uses fold_in(key, i))
+  iteration: Any  # [] int32 loop iterations done
+  learner_steps: Any  # [] int32 learner steps attempted (the --steps counter)
+  searches: Any  # [] int32 self-play searches
+  solved: Any  # [] int32 queries solved
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Trainer:
+  """The static parts of a run: game, network, config and the three compiled programs."""
+
+  game: CompiledGame
+  config: TrainConfig
+
+  def __post_init__(self):
+    model = CVPN(build_encoding(self.game), hidden=self.config.hidden,
+                 embed_dim=self.config.embed_dim)
+    actors = SelfPlay(self.game, model, self.config)
+    set_ = object.__setattr__
+    set_(self, "model", model)
+    set_(self, "actors", actors)
+    set_(self, "solver", QuerySolver(actors))
+    set_(self, "learner_config", self.config.learner())
+    set_(self, "holder", ParamsHolder())
+    set_(self, "eval_evaluator", params_evaluator(actors.source, model, self.holder))
+
+  def metadata(self) -> dict:
+    """Checkpoint metadata: game, architecture and config (a resume must match all)."""
+    return dict(checkpoint.network_metadata(self.model), config=self.config.to_json())
+
+  def init(self, seed: int) -> TrainState:
+    """A fresh run from ``seed``."""
+    key = jax.random.PRNGKey(seed)
+    k_net, k_actors = jax.random.split(jax.random.fold_in(key, 1 << 30))
+    enc, cfg = self.model.encoding, self.config
+    zero = jnp.zeros((), jnp.int32)
+    return TrainState(learner=learner.init_learner(self.model, k_net, self.learner_config),
+                      replay=buffers.replay_buffer(enc, cfg.replay_capacity, DTYPE),
+                      queries=buffers.query_buffer(enc, cfg.query_capacity, DTYPE),
+                      actors=self.actors.init(k_actors), key=key, iteration=zero,
+                      learner_steps=zero, searches=zero, solved=zero)
+
+  def programs(self) -> tuple:
+    """The jitted programs (for compile counting): actors, solver, learner."""
+    return (self.actors.step, self.solver.step, learner.learner_step)
+
+  def iterate(self, state: TrainState) -> tuple[TrainState, dict]:
+    """One loop iteration (module docstring): ``(state, metrics)`` with per-part wall times."""
+    cfg = self.config
+    key = jax.random.fold_in(state.key, state.iteration)
+    k_act, k_solve, k_learn = jax.random.split(key, 3)
+    params = state.learner.params
+    replay, queries, actors = state.replay, state.queries, state.actors
+    times = {}
+    t0 = time.perf_counter()
+    for j in range(cfg.actor_steps):
+      actors, replay, queries, _ = self.actors.step(params, actors, replay, queries,
+                                                    jax.random.fold_in(k_act, j))
+    jax.block_until_ready(replay)
+    t1 = time.perf_counter()
+    solved = state.solved
+    for j in range(cfg.solver_steps):
+      replay, queries, m = self.solver.step(params, replay, queries,
+                                            jax.random.fold_in(k_solve, j))
+      solved = solved + m["solved"]
+    jax.block_until_ready(replay)
+    t2 = time.perf_counter()
+    lstate = state.learner
+    lm = {}
+    for j in range(cfg.learner_steps):
+      lstate, replay, lm = learner.learner_step(self.model, self.learner_config, lstate, replay,
+                                                jax.random.fold_in(k_learn, j))
+    jax.block_until_ready(lstate)
+    t3 = time.perf_counter()
+    times = {"time_actors": t1 - t0, "time_solver": t2 - t1, "time_learner": t3 - t2}
+    new = TrainState(learner=lstate, replay=replay, queries=queries, actors=actors,
+                     key=state.key, iteration=state.iteration + 1,
+                     learner_steps=state.learner_steps + cfg.learner_steps,
+                     searches=state.searches + cfg.actor_steps * cfg.num_actors, solved=solved)
+    metrics = {k: float(v) for k, v in lm.items()}
+    metrics.update(times)
+    return new, metrics
+
+  def exploitability(self, params, seed: int = 0) -> float:
+    """Exact exploitability (game units) of ``SoG(eval_simulations, 1)`` with ``params``
+    (one compilation for all parameter versions: the shared evaluator reads them)."""
+    self.holder.params = params
+    agent = sog_agent(self.game, self.model, params, simulations=self.config.eval_simulations,
+                      evaluator=self.eval_evaluator, dtype=DTYPE)
+    return float(construct.evaluate(agent, seeds=(seed,)).avg)
+
+
+@functools.lru_cache(maxsize=4)
+def trainer_for(game: CompiledGame, config: TrainConfig) -> Trainer:
+  """The cached :class:`Trainer` of ``(game, config)`` (runs in one process share compilations)."""
+  return Trainer(game, config)
+
+
+# ------------------------------------------------------------------ run directories
+def write_config(out: pathlib.Path, game: CompiledGame, config: TrainConfig) -> None:
+  out.mkdir(parents=True, exist_ok=True)
+  (out / CONFIG_FILE).write_text(json.dumps({"game": game.name, "config": config.to_json()},
+                                            indent=1))
+
+
+def read_config(out: pathlib.Path) -> tuple[str, TrainConfig]:
+  """``(game name, config)`` of the run directory ``out`` (``ValueError`` if unreadable)."""
+  path = pathlib.Path(out) / CONFIG_FILE
+  try:
+    data = json.loads(path.read_text())
+    return str(data["game"]), from_dict(data["config"])
+  except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+    raise ValueError(f"{out} is not a jaxgt train run directory ({path}: {e})") from e
+
+
+def save(trainer: Trainer, out: pathlib.Path, state: TrainState) -> None:
+  """Checkpoint ``state`` at its learner step (skipped if that step is already saved)."""
+  step = int(state.learner_steps)
+  if checkpoint.latest_step(out / CHECKPOINTS) == step:
+    return
+  checkpoint.save(out / CHECKPOINTS, step, state, trainer.metadata())
+
+
+def restore(trainer: Trainer, out: pathlib.Path, seed: int) -> TrainState:
+  """The newest checkpoint of ``out`` (``CheckpointError`` for another game/architecture)."""
+  return checkpoint.restore(out / CHECKPOINTS, trainer.init(seed), trainer.metadata())
+
+
+@dataclasses.dataclass
+class LoadedRun:
+  """A trained network: ``model`` and ``params`` of a run directory's newest checkpoint."""
+
+  model: CVPN
+  params: Any
+  step: int
+
+
+def load_run(out: pathlib.Path, game: CompiledGame) -> LoadedRun:
+  """The newest checkpoint of the run in ``out`` for ``game`` (``ValueError`` otherwise)."""
+  name, config = read_config(out)
+  if name != game.name:
+    raise ValueError(f"{out} holds a run of {name}, not {game.name}")
+  trainer = trainer_for(game, config)
+  state = restore(trainer, pathlib.Path(out), 0)
+  return LoadedRun(model=trainer.model, params=state.learner.params,
+                   step=int(state.learner_steps))
+
+
+def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = None,
+          minutes: float | None = None, seed: int = 0, resume: bool = False,
+          on_metrics: Callable[[dict], None] | None = None) -> TrainState:
+  """Runs (or with ``resume`` continues) a training run in ``out`` until ``steps`` learner
+  steps in total or ``minutes`` of wall time in this call, whichever comes first (module
+  docstring); ``on_metrics(line)`` sees every metrics line (the progress display)."""
+  out = pathlib.Path(out)
+  trainer = trainer_for(game, config)
+  if resume and checkpoint.latest_step(out / CHECKPOINTS) is not None:
+    state = restore(trainer, out, seed)
+  else:
+    state = trainer.init(seed)
+  write_config(out, game, config)
+  start = time.perf_counter()
+  last_eval = None
+  with open(out / METRICS_FILE, "a") as log:
+    while True:
+      if steps is not None and int(state.learner_steps) >= steps:
+        break
+      if minutes is not None and time.perf_counter() - start >= 60.0 * minutes:
+        break
+      prev = int(state.learner_steps)
+      state, metrics = trainer.iterate(state)
+      step = int(state.learner_steps)
+      part = sum(metrics[k] for k in ("time_actors", "time_solver", "time_learner"))
+      line = {"step": step, "iteration": int(state.iteration), **metrics,
+              "replay_size": int(buffers.replay_size(state.replay)),
+              "query_size": int(jnp.sum(state.queries.filled)),
+              "searches": int(state.searches), "queries_solved": int(state.solved),
+              "games": int(state.actors.games),
+              "searches_per_s": config.actor_steps * config.num_actors
+              / max(metrics["time_actors"], 1e-9),
+              "queries_per_s": (config.solver_steps * config.solver_batch
+                                / max(metrics["time_solver"], 1e-9)) if config.solver_steps
+              else 0.0,
+              "learner_steps_per_s": config.learner_steps / max(metrics["time_learner"], 1e-9),
+              "elapsed_s": time.perf_counter() - start}
+      for k in ("time_actors", "time_solver", "time_learner"):
+        line["share_" + k[5:]] = metrics[k] / max(part, 1e-9)
+      every = config.eval_every
+      if every and (step // every != prev // every or last_eval is None):
+        line["exploitability"] = trainer.exploitability(state.learner.params, seed)
+        last_eval = step
+      if step // config.checkpoint_every != prev // config.checkpoint_every:
+        save(trainer, out, state)
+      log.write(json.dumps(line) + "\n")
+      log.flush()
+      if on_metrics is not None:
+        on_metrics(line)
+  save(trainer, out, state)
+  return state
+
+
+def read_metrics(out) -> list[dict]:
+  """The metrics lines of a run directory."""
+  path = pathlib.Path(out) / METRICS_FILE
+  if not path.exists():
+    return []
+  return [json.loads(s) for s in path.read_text().splitlines() if s.strip()]
+
+
+def plot(out, path) -> None:
+  """Exploitability vs learner steps of the run in ``out`` as an image ``path``."""
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  rows = [r for r in read_metrics(out) if "exploitability" in r]
+  fig, ax = plt.subplots(figsize=(5, 3.5))
+  ax.plot([r["step"] for r in rows], [r["exploitability"] for r in rows], marker="o")
+  ax.set_xlabel("learner steps")
+  ax.set_ylabel("exploitability of SoG (game units)")
+  ax.set_yscale("log")
+  ax.grid(True, alpha=0.3)
+  fig.tight_layout()
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
