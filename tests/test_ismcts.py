@@ -118,7 +118,7 @@ def test_chunked_run_equals_one_long_run():
       np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
-@pytest.mark.parametrize("selection", ["uct", "rm"])
+@pytest.mark.parametrize("selection", ["uct", pytest.param("rm", marks=pytest.mark.slow)])
 def test_agent_exposes_its_search_statistics_for_aggregation(selection):
   """001 Sec. 5.2 aggregates "visit counts in ISMCTS": the agent keeps the last search's."""
   from jaxgt.evaluation import aggregate

@@ -54,7 +54,8 @@ def test_exploitability_falls_with_samples(game, kind, batch, steps):
 # Equal sample counts: OpenSpiel iteration = one trajectory per player = our batch-1 step.
 @pytest.mark.parametrize("game,kind,iterations", [
     ("kuhn_poker", "os", 2000), ("kuhn_poker", "es", 2000),
-    ("leduc_poker", "os", 2000), ("leduc_poker", "es", 400)])
+    ("leduc_poker", "os", 2000),
+    pytest.param("leduc_poker", "es", 400, marks=pytest.mark.slow)])  # time budget
 def test_within_spread_of_openspiel_cpp(game, kind, iterations):
   os_game = pyspiel.load_game(game)
   cls = {"os": pyspiel.OutcomeSamplingMCCFRSolver, "es": pyspiel.ExternalSamplingMCCFRSolver}[kind]
@@ -112,7 +113,7 @@ def test_bad_parameters():
 
 @pytest.mark.parametrize("game,kind,batch,tol", [
     ("kuhn_poker", "os", 50_000, 0.02), ("kuhn_poker", "es", 20_000, 0.015),
-    ("leduc_poker", "es", 10_000, 0.04)])
+    pytest.param("leduc_poker", "es", 10_000, 0.04, marks=pytest.mark.slow)])  # time budget
 def test_sampled_regret_is_unbiased(game, kind, batch, tol):
   """Mean sampled regret of the first half-step = exact counterfactual regret (uniform play)."""
   tree = jaxgt.load(game).device_tree("float64")
