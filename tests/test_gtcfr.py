@@ -92,6 +92,30 @@ def test_kuhn_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
   _check_against_engine_and_depth_limited("kuhn_poker", 4, 200)
 
 
+def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
+  """With an alternating solver the regret phase updates player 0, then player 1 (each with
+  its own forward pass): on a fully expanded tree it is the CFR engine's alternating CFR+."""
+  g = jaxgt.load("kuhn_poker")
+  pt = build_public_tree(g)
+  src = dt.source_from_game(g)
+  cap = pt.num_public_states
+  solver = jaxgt.cfr_plus(dtype="float64")
+  assert solver.alternating
+  cfg = gt.make_config(src, simulations=1, capacity=cap, solver=solver)
+  full = _grow(src, cap, 0)
+  res = gt.solve_tree(src, cfg, gt.exact(src), full, gt.root_ranges(src, 0), 50)
+  gtree = g.device_tree("float64")
+  avg = solver.average_policy(gtree, solver.run(gtree, solver.init(gtree), 50))
+  sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  sim_avg = sim.average_policy(gtree, sim.run(gtree, sim.init(gtree), 50))
+  for p in (0, 1):
+    mine, ref = _tree_policy(full, res.policy, p, lambda ids: np.asarray(avg[p])[ids])
+    assert len(mine) == g.tree.num_infostates[p]
+    np.testing.assert_allclose(mine, ref, atol=1e-9)
+  other = _tree_policy(full, res.policy, 0, lambda ids: np.asarray(sim_avg[0])[ids])
+  assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
+
+
 @pytest.mark.slow
 def test_leduc_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
   _check_against_engine_and_depth_limited("leduc_poker", 5, 100)

@@ -148,7 +148,8 @@ def test_continual_resolving_kuhn_construction_matches_openspiel():
   (2.620946951e-3, measured with that implementation), and OpenSpiel's exploitability of the
   exported policy agrees."""
   g = jaxgt.load("kuhn_poker")
-  agent = ContinualResolvingAgent(g, depth_limit=1, iterations=1000)
+  sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  agent = ContinualResolvingAgent(g, depth_limit=1, iterations=1000, solver=sim)
   result = cs.evaluate(agent, seeds=(0,))
   assert agent.num_searches == 4
   expl = result.avg
@@ -176,9 +177,9 @@ def test_first_resolve_equals_host_extracted_resolve():
   exact leaves) gives the policy of ``search.resolving.resolve`` on the host-extracted
   subgame with the same simultaneous CFR+ (a second implementation)."""
   g = jaxgt.load("kuhn_poker")
-  agent = ContinualResolvingAgent(g, depth_limit=1, iterations=50)
-  pt = agent.pt
   sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  agent = ContinualResolvingAgent(g, depth_limit=1, iterations=50, solver=sim)
+  pt = agent.pt
   s = 2  # a decision public state of player 1 below the root
   h = int(pt.histories[s][0])
   p = int(g.tree.player[h])

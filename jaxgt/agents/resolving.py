@@ -30,7 +30,6 @@ and memoisation (one search per previous state and public state, what
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Callable
 
@@ -74,8 +73,8 @@ class ContinualResolvingAgent(GTCFRAgent):
     game: a :class:`CompiledGame`.
     depth_limit: public levels below the current public state before the leaves.
     iterations: CFR iterations per re-solve.
-    solver: CFR-family rules (default CFR+ in float64); the device tree runs simultaneous
-      updates, so an alternating solver's rules are used with simultaneous updates.
+    solver: CFR-family solver (default alternating CFR+ in float64; simultaneous updates
+      with ``alternating=False``).
     evaluator: ``"equilibrium"`` (exact leaf values, default), a
       :class:`jaxgt.search.gtcfr.Evaluator` or a callable ``(LeafInput) -> values``.
     alpha: opponent-range mixing of the modified gadget (``None``: exact gadget).
@@ -103,10 +102,7 @@ class ContinualResolvingAgent(GTCFRAgent):
     if self.chunk != 1:
       raise ValueError(f"chunk must be 1 on the device tree (leaves valued every iteration), "
                        f"got {chunk}")
-    solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False,
-                                                                dtype="float64")
-    if getattr(solver, "alternating", False):
-      solver = dataclasses.replace(solver, alternating=False)
+    solver = solver if solver is not None else cfr_lib.cfr_plus(dtype="float64")
     self.solver = solver
     dtype = str(jnp.dtype(solver.dtype))
     source = device_tree.source_from_game(game, dtype)
