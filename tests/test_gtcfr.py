@@ -20,7 +20,7 @@ from jaxgt.search import resolving as rs
 from jaxgt.search import subgame as sgm
 
 
-def _counting(evaluator):
+def counting(evaluator):
   """``evaluator`` with a count of how often it is traced (once per compilation)."""
   count = [0]
 
@@ -48,7 +48,7 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
   pt = build_public_tree(g)
   src = dt.source_from_game(g)
   cap = pt.num_public_states
-  ev, count = _counting(gt.exact(src))
+  ev, count = counting(gt.exact(src))
   cfg = gt.make_config(src, simulations=1, capacity=cap)
   ranges = gt.root_ranges(src, 0)
   # A fully expanded tree: simultaneous CFR+ on the whole game (the engine).
@@ -216,7 +216,7 @@ def test_evaluator_state_is_data_not_a_recompilation():
     (values, prior), inner = exact.apply(inner, leaves)
     return (scale * values, prior), (scale, inner)
 
-  scaled, count = _counting(gt.Evaluator(init=lambda: (1.0, exact.init()), apply=apply))
+  scaled, count = counting(gt.Evaluator(init=lambda: (1.0, exact.init()), apply=apply))
   r = gt.root_ranges(src, 0)
   key = jax.random.PRNGKey(0)
   out = {}

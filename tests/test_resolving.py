@@ -16,6 +16,7 @@ from jaxgt.evaluation import construct as cs
 from jaxgt.core import sequence_form as sf
 from jaxgt.search import device_tree as dt
 from jaxgt.search import gtcfr as gt
+from test_gtcfr import counting
 
 
 def _blueprint(name, iterations):
@@ -162,16 +163,6 @@ def test_continual_resolving_kuhn_construction_matches_openspiel():
   assert ref == pytest.approx(expl, abs=1e-9)
 
 
-def _counting(evaluator):
-  """``evaluator`` with a count of how often it is traced (once per compilation)."""
-  count = [0]
-
-  def apply(state, leaves):
-    count[0] += 1
-    return evaluator.apply(state, leaves)
-  return gt.Evaluator(init=evaluator.init, apply=apply, name="counting"), count
-
-
 def test_first_resolve_equals_host_extracted_resolve():
   """The first decision's re-solve on the device tree (branch from the root, depth limit 1,
   exact leaves) gives the policy of ``search.resolving.resolve`` on the host-extracted
@@ -202,7 +193,7 @@ def test_continual_resolving_compiles_once_per_mode():
   compiles the re-solve once per mode: fixed ranges (first decisions) and the gadget for
   each player; a second construction compiles nothing."""
   g = jaxgt.load("kuhn_poker")
-  ev, count = _counting(gt.exact(dt.source_from_game(g)))
+  ev, count = counting(gt.exact(dt.source_from_game(g)))
   agent = ContinualResolvingAgent(g, depth_limit=1, iterations=3, evaluator=ev)
   cs.construct_policy(agent, jax.random.PRNGKey(0))
   # alternating CFR+ queries the evaluator once per half-iteration: two traces per compilation
@@ -275,7 +266,7 @@ def test_leduc_acceptance_continual_resolving():
   host-extracted implementation gave 0.47 mbb/h), checked with OpenSpiel's exploitability on
   the exported policy; one compiled re-solve per mode for all 186 re-solves."""
   g = jaxgt.load("leduc_poker")
-  ev, count = _counting(gt.exact(dt.source_from_game(g)))
+  ev, count = counting(gt.exact(dt.source_from_game(g)))
   agent = ContinualResolvingAgent(g, depth_limit=2, iterations=1000, evaluator=ev)
   result = cs.evaluate(agent, seeds=(0,))
   assert agent.num_searches == 186 and count[0] <= 3 * 2  # two queries per iteration
