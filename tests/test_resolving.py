@@ -278,3 +278,17 @@ def test_leduc_acceptance_continual_resolving():
   ref = exploitability.exploitability(os_game, pol_lib.to_openspiel(policy, g, os_game))
   assert ref == pytest.approx(result.max, abs=1e-9)
   assert ref <= 0.005
+
+
+@pytest.mark.slow
+def test_batched_policy_table_is_the_policy_construction():
+  """``ContinualResolvingAgent.policy_table`` (the re-solves of one public depth in one vmapped
+  call) composes the same policy as ``construct_policy``'s one-by-one acts."""
+  g = jaxgt.load("kuhn_poker")
+  agent = ContinualResolvingAgent(g, depth_limit=1, iterations=50)
+  batched = agent.policy_table(batch=4)
+  assert agent.num_searches == 4
+  ref = cs.construct_policy(ContinualResolvingAgent(g, depth_limit=1, iterations=50),
+                            jax.random.PRNGKey(0))
+  for x, y in zip(batched, ref):
+    np.testing.assert_allclose(x, y, atol=1e-12)

@@ -132,6 +132,72 @@ class ContinualResolvingAgent(GTCFRAgent):
                                   alpha=self.alpha if player is not None else None)
     return res.replace(state=res.state.replace(focus=focus))
 
+  def policy_table(self, key=None, batch: int = 64) -> tuple:
+    """``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy): the policy construction of
+    :func:`jaxgt.evaluation.construct.construct_policy` with the re-solves of one public
+    depth batched ``batch`` at a time (one vmapped call; every search still conditioned on
+    the player's previous search). ``key`` names the searches (default ``PRNGKey(0)``)."""
+    batch = check_positive_int("batch", batch)
+    key = jax.random.PRNGKey(0) if key is None else key
+    tree = self.game.tree
+    A = tree.num_actions
+    public = np.asarray(tree.history_public)
+    player = np.asarray(tree.player)
+    info = np.asarray(tree.infostate)
+    parent = np.asarray(self.source.public_parent)
+    depth = np.asarray(self.source.public_depth)
+    slot = np.asarray(self.source.history_info)
+    out = []
+    for p in (0, 1):
+      hs = np.flatnonzero(player == p)
+      ids, first = np.unique(info[hs], return_index=True)
+      reps = hs[first]  # one history per information state
+      acting = sorted(set(public[reps].tolist()), key=lambda u: (depth[u], u))
+      on = set(acting)
+      prev = {}
+      for u in acting:  # the player's previous decision on the way to u
+        v = int(parent[u])
+        while v >= 0 and v not in on:
+          v = int(parent[v])
+        prev[u] = v
+      start = self.init(jax.random.fold_in(key, p))
+      after, rows = {}, {}
+      for d in sorted(set(int(depth[u]) for u in acting)):
+        for fresh in (True, False):
+          group = [u for u in acting if depth[u] == d and (prev[u] < 0) == fresh]
+          for lo in range(0, len(group), batch):
+            chunk = group[lo:lo + batch]
+            pad = chunk + [chunk[-1]] * (batch - len(chunk))
+            states = jax.tree_util.tree_map(
+                lambda *x: jnp.stack(x), *[start if fresh else after[prev[u]] for u in pad])
+            r, st = self._batch_fn(p, fresh)(states, jnp.asarray(pad, jnp.int32))
+            r = np.asarray(r)
+            for b, u in enumerate(chunk):
+              rows[u] = r[b]
+              after[u] = jax.tree_util.tree_map(lambda x, b=b: x[b], st)
+            self.num_searches += len(chunk)
+      sig = np.zeros((tree.players[p].num_infostates, A))
+      for I, h in zip(ids, reps):
+        sig[I] = rows[int(public[h])][slot[p, h], :A]
+      out.append(sig)
+    return tuple(out)
+
+  def _batch_fn(self, player: int, fresh: bool):
+    """Jitted, vmapped ``(states [B], publics [B]) -> (rows [B, K, A], states after [B])``:
+    the re-solves of ``player`` at ``publics`` (``fresh``: first decisions)."""
+    cache = self.__dict__.setdefault("_batch_fns", {})
+    if (player, fresh) not in cache:
+      K = self.source.num_infostates
+
+      def one(state, public):
+        res = (self._search(state.key, public) if fresh
+               else self._resolve_search(state, public, player))
+        rows = jax.lax.dynamic_slice_in_dim(res.policy[player], res.state.focus * K, K)
+        return rows, self._after(state, res, public)
+
+      cache[(player, fresh)] = jax.jit(jax.vmap(one))
+    return cache[(player, fresh)]
+
   def act(self, key, state, history):
     hc = None if isinstance(history, jax.core.Tracer) else int(np.asarray(history))
     if hc is not None:  # argument checks on concrete histories

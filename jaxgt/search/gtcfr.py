@@ -651,7 +651,9 @@ def _check_resolving(source, ranges, player, opp_values, alpha):
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_solve(program: _Program):
+def _compiled_solve(program: _Program, batched: bool = False):
+  if batched:  # a batch of trees and ranges; iterations and the evaluator's state shared
+    return jax.jit(jax.vmap(program.solve, in_axes=(0, 0, 0, None, None)))
   return jax.jit(program.solve)
 
 
@@ -661,13 +663,17 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   """``iterations`` public-tree CFR iterations on a given (not growing) ``tree``: depth-limited
   solving and re-solving on the device tree (the regret phase of GT-CFR alone).
 
-  ``iterations`` may be traced; arguments (``evaluator_state`` included) as in :func:`search`.
+  ``iterations`` may be traced; arguments (``evaluator_state`` included) as in :func:`search`;
+  ``ranges [B, 2, K]`` with a batch of trees (leading ``B`` on every field) runs ``B`` solves
+  in one vmapped call.
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
+  batched = ranges.ndim == 3
   opp, alpha = _check_resolving(source, ranges, player, opp_values, alpha)
   if tree.capacity != config.capacity:
     raise ValueError(f"tree capacity {tree.capacity} differs from config.capacity "
                      f"{config.capacity}")
   program = _Program(source, config, evaluator, player, alpha)
   es = evaluator.init() if evaluator_state is None else evaluator_state
-  return _compiled_solve(program)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32), es)
+  return _compiled_solve(program, batched)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32),
+                                           es)
