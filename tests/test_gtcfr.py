@@ -269,8 +269,8 @@ def test_arguments_checked():
     gt.make_config(src, simulations=0)
   with pytest.raises(ValueError, match="expansions_per_update"):
     gt.make_config(src, simulations=5, expansions_per_update=0)
-  with pytest.raises(ValueError, match="simultaneous"):
-    gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
+  # alternating solvers are accepted (player 0's update, then player 1's: the re-solving agent)
+  assert gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64")).solver.alternating
   cfg = gt.make_config(src, simulations=5)
   with pytest.raises(ValueError, match="root ranges"):
     gt.search(src, cfg, gt.exact(src), 0, np.ones(3), jax.random.PRNGKey(0))

@@ -170,7 +170,8 @@ class GTCFRConfig:
   puct_constant: float = 1.0
   prior_temperature: float = 1.0
   virtual_loss: float = 1.0
-  solver: Any = None  # the CFR rules (default simultaneous CFR+)
+  # the CFR rules (default simultaneous CFR+, 003; alternating: player 0's update, then 1's)
+  solver: Any = None
   log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
 
   @property
