@@ -270,7 +270,8 @@ def test_arguments_checked():
   with pytest.raises(ValueError, match="expansions_per_update"):
     gt.make_config(src, simulations=5, expansions_per_update=0)
   # alternating solvers are accepted (player 0's update, then player 1's: the re-solving agent)
-  assert gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64")).solver.alternating
+  alternating = gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
+  assert alternating.solver.alternating
   cfg = gt.make_config(src, simulations=5)
   with pytest.raises(ValueError, match="root ranges"):
     gt.search(src, cfg, gt.exact(src), 0, np.ones(3), jax.random.PRNGKey(0))
