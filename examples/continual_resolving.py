@@ -14,8 +14,9 @@ Kuhn and Leduc). Every re-solve runs on the device public tree
 program per re-solving mode (first decision, gadget for player 0, for
 player 1) serves every public state; progress is printed every 10% of the
 information states (``--batch 0``; by default the re-solves of one public
-depth run in one vmapped call, ``ContinualResolvingAgent.policy_table``). The agent is deterministic (exact leaf values,
-full-width CFR), so the seeds agree. ``--export-openspiel`` writes the first
+depth run in one vmapped call, ``ContinualResolvingAgent.policy_table``).
+The agent is deterministic (exact leaf values, full-width CFR), so the seeds
+agree. ``--export-openspiel`` writes the first
 seed's policy in the JSON format of ``jaxgt export --openspiel`` and, with
 OpenSpiel installed, prints OpenSpiel's exploitability of it.
 """
