@@ -11,7 +11,8 @@ reported separately. Peers, timed in the same run:
   states, extract the depth-limited subgame on the host and re-solve it
   (:func:`jaxgt.search.resolving.resolve`, the gadget, exact leaves, ``s``
   CFR+ iterations): every subgame is its own compiled program, as
-  ``ContinualResolvingAgent`` does;
+  ``ContinualResolvingAgent`` did before it moved onto the device tree (a
+  documented baseline, not the agent);
 * OpenSpiel's C++ ``CFRPlusSolver`` on the full game (``--openspiel``):
   history visits per second, against ours (live tree histories x CFR
   iterations per second, the evaluator's continuation not counted).

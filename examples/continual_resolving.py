@@ -4,23 +4,28 @@
       --iterations 1000 --seeds 1 --export-openspiel leduc_cr.json
 
 For each seed the continual re-solving agent (modified gadget, alpha = 0.5,
-exact equilibrium leaf values, CFR+) runs at every public state breadth-first,
-each search conditioned on the searches at its predecessors
-(:mod:`jaxgt.evaluation.construct`); the composed policy's exact
-exploitability is printed as min/avg/max over seeds, in game units and
-mbb/h (thousandths of a game unit: of a chip in Kuhn and Leduc). The agent is
-deterministic (exact leaf values, full-width CFR), so the seeds agree; they
-matter for sampling agents. ``--export-openspiel`` writes the first seed's
-policy in the JSON format of ``jaxgt export --openspiel`` and, with OpenSpiel
-installed, prints OpenSpiel's exploitability of it. Defaults: the issue 5
-acceptance configuration for Leduc (about 15 to 25 minutes on two CPU cores:
-one compilation per public state).
+exact leaf values, alternating CFR+; ``--simultaneous`` for simultaneous
+updates) runs at every public state breadth-first, each search conditioned
+on the searches at its predecessors (:mod:`jaxgt.evaluation.construct`);
+the composed policy's exact exploitability is printed as min/avg/max over
+seeds, in game units and mbb/h (thousandths of a game unit: of a chip in
+Kuhn and Leduc). Every re-solve runs on the device public tree
+(:class:`jaxgt.agents.resolving.ContinualResolvingAgent`): one compiled
+program per re-solving mode (first decision, gadget for player 0, for
+player 1) serves every public state; progress is printed every 10% of the
+information states (``--batch 0``; by default the re-solves of one public
+depth run in one vmapped call, ``ContinualResolvingAgent.policy_table``).
+The agent is deterministic (exact leaf values, full-width CFR), so the seeds
+agree. ``--export-openspiel`` writes the first
+seed's policy in the JSON format of ``jaxgt export --openspiel`` and, with
+OpenSpiel installed, prints OpenSpiel's exploitability of it.
 """
 
 import argparse
 import time
 
 import jax
+import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
@@ -29,6 +34,8 @@ from jaxgt import policy as pol_lib  # noqa: E402
 from jaxgt.agents.resolving import ContinualResolvingAgent  # noqa: E402
 from jaxgt.search import resolving as rs  # noqa: E402
 from jaxgt.evaluation import construct as cs  # noqa: E402
+from jaxgt.core.evaluate import evaluate  # noqa: E402
+from jaxgt.solvers import cfr as cfr_lib  # noqa: E402
 
 
 def main():
@@ -39,6 +46,11 @@ def main():
   ap.add_argument("--alpha", type=float, default=rs.DEFAULT_ALPHA,
                   help="opponent-range mixing of the modified gadget (1 = no mixing)")
   ap.add_argument("--seeds", type=int, default=1)
+  ap.add_argument("--batch", type=int, default=64,
+                  help="re-solves of one public depth per vmapped call (0: one act at a time "
+                       "through jaxgt.evaluation.construct)")
+  ap.add_argument("--simultaneous", action="store_true",
+                  help="simultaneous CFR+ updates (default alternating)")
   ap.add_argument("--export-openspiel", metavar="OUT.json")
   args = ap.parse_args()
 
@@ -48,11 +60,32 @@ def main():
   agents = []
 
   def make():
+    solver = cfr_lib.cfr_plus(alternating=not args.simultaneous, dtype="float64")
     agents.append(ContinualResolvingAgent(game, depth_limit=args.depth_limit,
-                                             iterations=args.iterations, alpha=args.alpha))
+                                          iterations=args.iterations, alpha=args.alpha,
+                                          solver=solver))
     return agents[-1]
 
-  result = cs.evaluate(make, seeds=range(args.seeds))
+  step = [0]
+
+  def on_state(done, total):
+    if done * 10 // total > step[0] or done == total:
+      step[0] = done * 10 // total
+      print(f"  {done}/{total} information states, {agents[-1].num_searches} re-solves, "
+            f"{time.perf_counter() - t0:.0f}s", flush=True)
+
+  if args.batch > 0:
+    pols, expl = [], []
+    for seed in range(args.seeds):
+      agent = make()
+      pols.append(agent.policy_table(jax.random.PRNGKey(seed), batch=args.batch))
+      expl.append(evaluate(game, pols[-1]).exploitability)
+      print(f"  seed {seed}: {agent.num_searches} re-solves, {time.perf_counter() - t0:.0f}s",
+            flush=True)
+    result = cs.ConstructionResult(seeds=tuple(range(args.seeds)), exploitability=np.asarray(expl),
+                                   policies=tuple(pols))
+  else:
+    result = cs.evaluate(make, seeds=range(args.seeds), on_state=on_state)
   dt = time.perf_counter() - t0
   print(f"{args.seeds} seed(s), {agents[0].num_searches} re-solves per construction, {dt:.0f}s")
   print(f"exploitability min/avg/max: {result.min:.6f} / {result.avg:.6f} / {result.max:.6f} "

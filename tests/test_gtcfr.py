@@ -20,7 +20,7 @@ from jaxgt.search import resolving as rs
 from jaxgt.search import subgame as sgm
 
 
-def _counting(evaluator):
+def counting(evaluator):
   """``evaluator`` with a count of how often it is traced (once per compilation)."""
   count = [0]
 
@@ -48,7 +48,7 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
   pt = build_public_tree(g)
   src = dt.source_from_game(g)
   cap = pt.num_public_states
-  ev, count = _counting(gt.exact(src))
+  ev, count = counting(gt.exact(src))
   cfg = gt.make_config(src, simulations=1, capacity=cap)
   ranges = gt.root_ranges(src, 0)
   # A fully expanded tree: simultaneous CFR+ on the whole game (the engine).
@@ -90,6 +90,30 @@ def test_kuhn_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
   ``search.leaf.solve`` with equilibrium leaves; one compilation for every tree, root
   and range."""
   _check_against_engine_and_depth_limited("kuhn_poker", 4, 200)
+
+
+def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
+  """With an alternating solver the regret phase updates player 0, then player 1 (each with
+  its own forward pass): on a fully expanded tree it is the CFR engine's alternating CFR+."""
+  g = jaxgt.load("kuhn_poker")
+  pt = build_public_tree(g)
+  src = dt.source_from_game(g)
+  cap = pt.num_public_states
+  solver = jaxgt.cfr_plus(dtype="float64")
+  assert solver.alternating
+  cfg = gt.make_config(src, simulations=1, capacity=cap, solver=solver)
+  full = _grow(src, cap, 0)
+  res = gt.solve_tree(src, cfg, gt.exact(src), full, gt.root_ranges(src, 0), 50)
+  gtree = g.device_tree("float64")
+  avg = solver.average_policy(gtree, solver.run(gtree, solver.init(gtree), 50))
+  sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  sim_avg = sim.average_policy(gtree, sim.run(gtree, sim.init(gtree), 50))
+  for p in (0, 1):
+    mine, ref = _tree_policy(full, res.policy, p, lambda ids: np.asarray(avg[p])[ids])
+    assert len(mine) == g.tree.num_infostates[p]
+    np.testing.assert_allclose(mine, ref, atol=1e-9)
+  other = _tree_policy(full, res.policy, 0, lambda ids: np.asarray(sim_avg[0])[ids])
+  assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
 
 
 @pytest.mark.slow
@@ -192,7 +216,7 @@ def test_evaluator_state_is_data_not_a_recompilation():
     (values, prior), inner = exact.apply(inner, leaves)
     return (scale * values, prior), (scale, inner)
 
-  scaled, count = _counting(gt.Evaluator(init=lambda: (1.0, exact.init()), apply=apply))
+  scaled, count = counting(gt.Evaluator(init=lambda: (1.0, exact.init()), apply=apply))
   r = gt.root_ranges(src, 0)
   key = jax.random.PRNGKey(0)
   out = {}
@@ -245,8 +269,9 @@ def test_arguments_checked():
     gt.make_config(src, simulations=0)
   with pytest.raises(ValueError, match="expansions_per_update"):
     gt.make_config(src, simulations=5, expansions_per_update=0)
-  with pytest.raises(ValueError, match="simultaneous"):
-    gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
+  # alternating solvers are accepted (player 0's update, then player 1's: the re-solving agent)
+  alternating = gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
+  assert alternating.solver.alternating
   cfg = gt.make_config(src, simulations=5)
   with pytest.raises(ValueError, match="root ranges"):
     gt.search(src, cfg, gt.exact(src), 0, np.ones(3), jax.random.PRNGKey(0))

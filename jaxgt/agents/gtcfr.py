@@ -81,12 +81,20 @@ class GTCFRAgent(Agent):
     if not isinstance(game, CompiledGame):
       raise ValueError(f"GTCFRAgent needs a CompiledGame (jaxgt.load(...)), got "
                        f"{type(game).__name__}")
+    source = device_tree.source_from_game(game, dtype)
+    config = gtcfr_search.make_config(source, simulations=simulations,
+                                      expansions_per_update=expansions_per_update,
+                                      capacity=capacity, puct_constant=puct_constant,
+                                      prior_temperature=prior_temperature,
+                                      virtual_loss=virtual_loss, dtype=dtype)
+    self._setup(game, source, config, evaluator, resolve, alpha, cache_size)
+
+  def _setup(self, game, source, config, evaluator, resolve, alpha, cache_size):
+    """The attributes every device-tree search agent has (``evaluator``: ``"exact"``, an
+    :class:`Evaluator` or a callable ``(LeafInput) -> values``)."""
     self.game = game
-    self.source = device_tree.source_from_game(game, dtype)
-    self.config = gtcfr_search.make_config(self.source, simulations=simulations,
-                                 expansions_per_update=expansions_per_update, capacity=capacity,
-                                 puct_constant=puct_constant, prior_temperature=prior_temperature,
-                                 virtual_loss=virtual_loss, dtype=dtype)
+    self.source = source
+    self.config = config
     if isinstance(evaluator, gtcfr_search.Evaluator):
       self.evaluator = evaluator
     elif evaluator == "exact":
@@ -122,11 +130,20 @@ class GTCFRAgent(Agent):
                            tree_public=jnp.full(N, NO_INDEX, jnp.int32), reach=zeros,
                            values=zeros)
 
+  def _run_search(self, root, ranges, key, path, player=None, opp_values=None):
+    """The search of one decision: GT-CFR from ``root`` along ``path`` (root first) with the
+    gadget for ``player`` when given (subclasses search differently)."""
+    if player is None:
+      return gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges, key,
+                                 path=path)
+    return gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges, key,
+                               player=player, opp_values=opp_values, alpha=self.alpha, path=path)
+
   def _search(self, key, public):
     """The root-anchored search at ``public`` (no re-solving)."""
     path = device_tree.public_path(self.source, public)
-    return gtcfr_search.search(self.source, self.config, self.evaluator, jnp.zeros((), jnp.int32),
-                     self.ranges, jax.random.fold_in(key, public), path=path)
+    return self._run_search(jnp.zeros((), jnp.int32), self.ranges,
+                            jax.random.fold_in(key, public), path)
 
   def _resolve_args(self, state, public, player: int):
     """``(root, ranges [2, K], opp_values [K], path)`` of the re-solve at ``public`` from the
@@ -163,9 +180,8 @@ class GTCFRAgent(Agent):
 
   def _resolve_search(self, state, public, player: int):
     root, ranges, opp_values, path = self._resolve_args(state, public, player)
-    return gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges,
-                     jax.random.fold_in(state.key, public), player=player, opp_values=opp_values,
-                     alpha=self.alpha, path=path)
+    return self._run_search(root, ranges, jax.random.fold_in(state.key, public), path, player,
+                            opp_values)
 
   def _after(self, state, res, public):
     return state.replace(started=jnp.ones((), bool), public=jnp.asarray(public, jnp.int32),
@@ -207,11 +223,10 @@ class GTCFRAgent(Agent):
       key_s = jax.random.fold_in(state.key, public)
       if started and self.resolve:
         root, ranges, opp_values, path = self._args_fns[player](state, public)
-        res = gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges, key_s,
-                        player=player, opp_values=opp_values, alpha=self.alpha, path=path)
+        res = self._run_search(root, ranges, key_s, path, player, opp_values)
       else:
-        res = gtcfr_search.search(self.source, self.config, self.evaluator, 0, self.ranges, key_s,
-                        path=self._path_fn(public))
+        res = self._run_search(jnp.zeros((), jnp.int32), self.ranges, key_s,
+                               self._path_fn(public))
       self.num_searches += 1
       hit = (state, res, self._after(state, res, public))
       self._memo[key] = hit

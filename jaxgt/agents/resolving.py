@@ -1,218 +1,222 @@
-"""Modified continual re-solving as an agent (``003``, "Modified Continual Re-solving").
+"""Modified continual re-solving as an agent, on the device public tree (``003``).
 
-:class:`ContinualResolvingAgent`: a player's first decision solves the game
-from the root public state with both (known) root ranges; every later
-decision at public state ``s`` re-solves from the previous search's summary
-at ``s_prev``, the deepest public state on the way to ``s`` that the previous
-search covered (``s`` itself when it lay inside that tree; always below the
-previous decision, so our range there is the one we actually played). The
-subgame is ``s_prev``'s single branch down to ``s`` (off-branch public states
-are leaves) plus ``depth_limit`` public levels below ``s``; the modified
-gadget mixes in the opponent's previous range. Summaries (our range, the
-opponent's range under the average policy, and the opponent's average
-self-play counterfactual values, ``003`` "Self-play Values as Re-solving
-Constraints") are read off the search lazily at whichever public state the
-next decision needs (:func:`jaxgt.search.resolving.child_summaries`).
+:class:`ContinualResolvingAgent` (``003``, "Modified Continual Re-solving"):
+a player's first decision at public state ``s`` solves the game's root public
+state with both (known) root ranges on the single branch from the root to
+``s`` (off-branch public states are leaves) plus ``depth_limit`` public
+levels below ``s``; every later decision re-solves from ``s_prev``, the
+deepest public state on the way to ``s`` that the previous search's tree
+holds (below the previous decision, so our range there is the one we
+actually played), with the (``alpha``-modified) safe re-solving gadget and
+the previous search's summary there: our range, the opponent's range under
+the average policy and the opponent's average self-play counterfactual
+values (``003``, "Self-play Values as Re-solving Constraints").
+
+Every re-solve is ``iterations`` public-tree CFR+ iterations (simultaneous
+updates, the regret phase of GT-CFR alone: :func:`jaxgt.search.gtcfr.solve_tree`)
+on a :class:`jaxgt.search.device_tree.DeviceTree` built by
+:func:`~jaxgt.search.device_tree.grow_branch` and
+:func:`~jaxgt.search.device_tree.expand_below`; the leaves are valued by
+the exact evaluator (:func:`jaxgt.search.gtcfr.exact`: the remaining game
+solved for the current ranges, warm-started across iterations) or a given
+one. Nothing is extracted on the host: one compiled program serves every
+public state, root and range, and the agent is traceable (jitted matches
+through :mod:`jaxgt.evaluation.referee`). It is the search of
+:class:`jaxgt.agents.gtcfr.GTCFRAgent` with a fixed depth-limited tree in
+place of a grown one, so it shares that agent's state, re-solving summaries
+and memoisation (one search per previous state and public state, what
+:func:`jaxgt.evaluation.construct.construct_policy` needs).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections import OrderedDict
-from typing import Any, Callable
+import functools
+from typing import Callable
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.agents.base import Agent
-from jaxgt.core import sequence_form
+from jaxgt.agents.gtcfr import GTCFRAgent
 from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.compiler import CompiledGame
-from jaxgt.core.public_tree import build_public_tree, public_belief_state
-from jaxgt.games.base import TERMINAL
-from jaxgt.search.gadget import check_alpha
-from jaxgt.search.resolving import (DEFAULT_ALPHA, Summary, branch_leaves, child_summaries,
-                                    default_evaluator, resolve)
-from jaxgt.search.subgame import Subgame, extract
+from jaxgt.core.public_tree import build_public_tree
+from jaxgt.search import device_tree
+from jaxgt.search import gtcfr as gtcfr_search
+from jaxgt.search.resolving import DEFAULT_ALPHA
 from jaxgt.solvers import cfr as cfr_lib
 
 
-# ------------------------------------------------------------------ the agent
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Start:
-  """Agent state before the player's first decision of a match."""
-
-  key: Any = None
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _After:
-  """Agent state after a decision at ``public_state``: its re-solve, from which
-  the summary at any later public state inside the searched tree is read."""
-
-  player: int
-  public_state: int
-  subgame: Subgame
-  result: Any
-  _cache: dict = dataclasses.field(default_factory=dict)
-
-  def summary(self, u: int) -> Summary:
-    if u not in self._cache:
-      self._cache[u] = child_summaries(self.subgame, self.player, self.result, [u])[u]
-    return self._cache[u]
-
-  def covers(self) -> set:
-    """Non-terminal public states strictly below ``public_state`` in the searched tree."""
-    if "covers" not in self._cache:
-      sub = self.subgame
-      pt = sub.full
-      hof = sub.history_of[sub.history_of >= 0]
-      hof = hof[np.asarray(pt.game.tree.player)[hof] != TERMINAL]
-      inside = set(int(u) for u in np.unique(np.asarray(pt.game.tree.history_public)[hof]))
-      below = set()
-      stack = list(pt.children[self.public_state])
-      while stack:
-        u = stack.pop()
-        if u in inside:
-          below.add(int(u))
-          stack.extend(pt.children[u])
-      self._cache["covers"] = below
-    return self._cache["covers"]
+def resolving_capacity(game: CompiledGame, depth_limit: int) -> int:
+  """Nodes of the largest re-solving tree of ``game``: over every public state ``s``, the
+  game's root, the children of every public state on the branch to ``s`` and the public
+  states at most ``depth_limit`` levels below ``s`` (a re-solve rooted lower holds fewer)."""
+  pt = build_public_tree(game)
+  best = 0
+  for s in range(pt.num_public_states):
+    n, u = 1, s
+    while int(pt.parent[u]) >= 0:
+      u = int(pt.parent[u])
+      n += len(pt.children[u])
+    level = [s]
+    for _ in range(depth_limit):
+      level = [c for v in level for c in pt.children[v]]
+      n += len(level)
+    best = max(best, n)
+  return best
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class Search:
-  """One re-solve at a public state."""
-
-  public_state: int  # where we act
-  player: int  # who acts
-  root: int  # the subgame's root
-  # {full infostate index: [A] probabilities} for every information state of player at public_state
-  policy: dict
-  state: Any  # the agent state after acting there (holds this re-solve)
-  subgame: Subgame  # the re-solved :class:`Subgame`
-
-
-class ContinualResolvingAgent(Agent):
-  """Modified continual re-solving (``003``) with exact or user leaf values.
+class ContinualResolvingAgent(GTCFRAgent):
+  """Modified continual re-solving (``003``) with exact or user leaf values, on the device tree.
 
   Args:
     game: a :class:`CompiledGame`.
     depth_limit: public levels below the current public state before the leaves.
     iterations: CFR iterations per re-solve.
-    solver: CFR-family solver (default CFR+ in float64).
-    evaluator: ``"equilibrium"`` (exact equilibrium leaf values, default) or a
-      callable ``(subgame, solver) -> LeafEvaluator``.
+    solver: CFR-family solver (default alternating CFR+ in float64; simultaneous updates
+      with ``alternating=False``).
+    evaluator: ``"equilibrium"`` (exact leaf values, default), a
+      :class:`jaxgt.search.gtcfr.Evaluator` or a callable ``(LeafInput) -> values``.
     alpha: opponent-range mixing of the modified gadget (``None``: exact gadget).
-    chunk: leaf evaluator queried every ``chunk`` iterations.
+    chunk: must be 1 (the leaves are valued at every iteration); kept for the agent specs.
+    capacity: nodes of the re-solving trees (default :func:`resolving_capacity`).
 
-  Deterministic: ``key`` is unused. ``act`` re-solves once per public state
-  and previous search; searches are memoised on the agent, so calling ``act``
-  for every information state of a public state with the same state costs one
-  re-solve (:func:`jaxgt.evaluation.construct.construct_policy`).
+  Deterministic: ``key`` only names the searches. ``act`` re-solves once per public state
+  and previous search (memoised on concrete arguments).
   """
 
   def __init__(self, game: CompiledGame, *, depth_limit: int = 2, iterations: int = 1000,
-               solver=None, evaluator: str | Callable = "equilibrium",
-               alpha: float | None = DEFAULT_ALPHA, chunk: int = 1, cache_size: int = 4096):
-    if evaluator != "equilibrium" and not callable(evaluator):
-      raise ValueError(f"evaluator must be 'equilibrium' or a callable (subgame, solver) -> "
-                       f"LeafEvaluator, got {evaluator!r}")
-    self.game = game
-    self.pt = build_public_tree(game)
+               solver=None, evaluator: str | Callable | gtcfr_search.Evaluator = "equilibrium",
+               alpha: float | None = DEFAULT_ALPHA, chunk: int = 1, cache_size: int = 4096,
+               capacity: int | None = None):
+    if not isinstance(game, CompiledGame):
+      raise ValueError(f"ContinualResolvingAgent needs a CompiledGame (jaxgt.load(...)), got "
+                       f"{type(game).__name__}")
+    if not (evaluator == "equilibrium" or callable(evaluator)
+            or isinstance(evaluator, gtcfr_search.Evaluator)):
+      raise ValueError(f"evaluator must be 'equilibrium', an Evaluator or a callable "
+                       f"(LeafInput) -> values, got {evaluator!r}")
     self.depth_limit = check_positive_int("depth_limit", depth_limit)
     self.iterations = check_nonnegative_int("iterations", iterations)
-    self.solver = solver if solver is not None else cfr_lib.cfr_plus(dtype="float64")
-    self.evaluator = evaluator
-    self.alpha = check_alpha(alpha)
     self.chunk = check_positive_int("chunk", chunk)
-    self.num_searches = 0
-    self._memo: OrderedDict = OrderedDict()
-    self._cache_size = check_positive_int("cache_size", cache_size)
-    self._subgames: dict = {}
-    self._start_ranges = None
+    if self.chunk != 1:
+      raise ValueError(f"chunk must be 1 on the device tree (leaves valued every iteration), "
+                       f"got {chunk}")
+    solver = solver if solver is not None else cfr_lib.cfr_plus(dtype="float64")
+    self.solver = solver
+    dtype = str(jnp.dtype(solver.dtype))
+    source = device_tree.source_from_game(game, dtype)
+    if capacity is None:
+      capacity = resolving_capacity(game, self.depth_limit)
+    config = gtcfr_search.make_config(source, simulations=1, capacity=capacity, solver=solver,
+                                      dtype=dtype)
+    self._setup(game, source, config, "exact" if evaluator == "equilibrium" else evaluator,
+                True, alpha, cache_size)
+    self.pt = build_public_tree(game)
+    self._build_fn = jax.jit(functools.partial(_resolving_tree, source, capacity,
+                                               self.depth_limit))
+    tables = source.tables
+    acting = np.asarray(tables.player)  # [P, M]
+    self._acting = np.where(np.any(acting == 0, 1), 0, np.where(np.any(acting == 1, 1), 1, -1))
 
-  def init(self, key):
-    return _Start(key)
+  @property
+  def name(self) -> str:
+    return f"continual_resolving(depth_limit={self.depth_limit}, iterations={self.iterations})"
+
+  def _run_search(self, root, ranges, key, path, player=None, opp_values=None):
+    """``iterations`` CFR+ iterations on the re-solving tree from ``root`` along ``path``."""
+    del key  # deterministic
+    tree, focus = self._build_fn(root, path)
+    res = gtcfr_search.solve_tree(self.source, self.config, self.evaluator, tree, ranges,
+                                  self.iterations, player=player, opp_values=opp_values,
+                                  alpha=self.alpha if player is not None else None)
+    return res.replace(state=res.state.replace(focus=focus))
+
+  def policy_table(self, key=None, batch: int = 64) -> tuple:
+    """``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy): the policy construction of
+    :func:`jaxgt.evaluation.construct.construct_policy` with the re-solves of one public
+    depth batched ``batch`` at a time (one vmapped call; every search still conditioned on
+    the player's previous search). ``key`` names the searches (default ``PRNGKey(0)``)."""
+    batch = check_positive_int("batch", batch)
+    key = jax.random.PRNGKey(0) if key is None else key
+    tree = self.game.tree
+    A = tree.num_actions
+    public = np.asarray(tree.history_public)
+    player = np.asarray(tree.player)
+    info = np.asarray(tree.infostate)
+    parent = np.asarray(self.source.public_parent)
+    depth = np.asarray(self.source.public_depth)
+    slot = np.asarray(self.source.history_info)
+    out = []
+    for p in (0, 1):
+      hs = np.flatnonzero(player == p)
+      ids, first = np.unique(info[hs], return_index=True)
+      reps = hs[first]  # one history per information state
+      acting = sorted(set(public[reps].tolist()), key=lambda u: (depth[u], u))
+      on = set(acting)
+      prev = {}
+      for u in acting:  # the player's previous decision on the way to u
+        v = int(parent[u])
+        while v >= 0 and v not in on:
+          v = int(parent[v])
+        prev[u] = v
+      start = self.init(jax.random.fold_in(key, p))
+      after, rows = {}, {}
+      for d in sorted(set(int(depth[u]) for u in acting)):
+        for fresh in (True, False):
+          group = [u for u in acting if depth[u] == d and (prev[u] < 0) == fresh]
+          for lo in range(0, len(group), batch):
+            chunk = group[lo:lo + batch]
+            pad = chunk + [chunk[-1]] * (batch - len(chunk))
+            states = jax.tree_util.tree_map(
+                lambda *x: jnp.stack(x), *[start if fresh else after[prev[u]] for u in pad])
+            r, st = self._batch_fn(p, fresh)(states, jnp.asarray(pad, jnp.int32))
+            r = np.asarray(r)
+            for b, u in enumerate(chunk):
+              rows[u] = r[b]
+              after[u] = jax.tree_util.tree_map(lambda x, b=b: x[b], st)
+            self.num_searches += len(chunk)
+      sig = np.zeros((tree.players[p].num_infostates, A))
+      for I, h in zip(ids, reps):
+        sig[I] = rows[int(public[h])][slot[p, h], :A]
+      out.append(sig)
+    return tuple(out)
+
+  def _batch_fn(self, player: int, fresh: bool):
+    """Jitted, vmapped ``(states [B], publics [B]) -> (rows [B, K, A], states after [B])``:
+    the re-solves of ``player`` at ``publics`` (``fresh``: first decisions)."""
+    cache = self.__dict__.setdefault("_batch_fns", {})
+    if (player, fresh) not in cache:
+      K = self.source.num_infostates
+
+      def one(state, public):
+        res = (self._search(state.key, public) if fresh
+               else self._resolve_search(state, public, player))
+        rows = jax.lax.dynamic_slice_in_dim(res.policy[player], res.state.focus * K, K)
+        return rows, self._after(state, res, public)
+
+      cache[(player, fresh)] = jax.jit(jax.vmap(one))
+    return cache[(player, fresh)]
 
   def act(self, key, state, history):
-    tree = self.game.tree
-    history = int(history)
-    if not 0 <= history < tree.num_histories:
-      raise ValueError(f"history {history} out of range for {self.game.name}")
-    p = int(tree.player[history])
-    if p not in (0, 1):
-      raise ValueError(f"history {history} is not a decision node (player {p})")
-    s = self.search(state, int(tree.history_public[history]), p)
-    return jnp.asarray(s.policy[int(tree.infostate[history])]), s.state
+    hc = None if isinstance(history, jax.core.Tracer) else int(np.asarray(history))
+    if hc is not None:  # argument checks on concrete histories
+      tree = self.game.tree
+      if not 0 <= hc < tree.num_histories:
+        raise ValueError(f"history {hc} out of range for {self.game.name}")
+      p = int(tree.player[hc])
+      if p not in (0, 1):
+        raise ValueError(f"history {hc} is not a decision node (player {p})")
+      if not isinstance(state.public, jax.core.Tracer) and bool(state.started):
+        prev = int(self._acting[int(state.public)])
+        if prev != p:
+          raise ValueError(f"agent state belongs to player {prev}, not {p}")
+    return super().act(key, state, history)
 
-  def search(self, state, public_state: int, player: int) -> Search:
-    """The (memoised) re-solve at ``public_state`` for ``player`` from ``state``."""
-    key = (id(state), int(public_state), int(player))
-    hit = self._memo.get(key)
-    if hit is not None and hit[0] is state:
-      self._memo.move_to_end(key)
-      return hit[1]
-    out = self._search(state, int(public_state), int(player))
-    self._memo[key] = (state, out)
-    if len(self._memo) > self._cache_size:
-      self._memo.popitem(last=False)
-    return out
 
-  def _search(self, state, s: int, p: int) -> Search:
-    pt = self.pt
-    if isinstance(state, _Start) or state is None:
-      root, summ = 0, None
-    elif isinstance(state, _After):
-      if state.player != p:
-        raise ValueError(f"agent state belongs to player {state.player}, not {p}")
-      # Root: the deepest public state on the way to ``s`` that the previous
-      # search covered (``s`` itself when it lay inside that search's tree).
-      covered = state.covers()
-      root = s
-      while root >= 0 and root not in covered:
-        root = int(pt.parent[root])
-      if root < 0:
-        raise ValueError(f"public state {s} does not follow the agent's previous decision "
-                         f"at {state.public_state}")
-      summ = state.summary(root)
-    else:
-      raise ValueError(f"not a state of this agent: {type(state).__name__}")
-    sub, ev = self._subgame(root, s)
-    if summ is None:  # first decision: the root public state with its known ranges
-      ranges = self._root_ranges()
-      ours, opp_values, opp = ranges[p], None, ranges[1 - p]
-    else:  # opp_values None: we never reach the root, any policy is as good (no gadget)
-      ours, opp_values, opp = summ.our_range, summ.opp_values, summ.opp_range
-    # Without opponent values there is no gadget, so alpha is unused.
-    res = resolve(sub, self.solver, p, ours, opp_values, opp, evaluator=ev,
-                  iterations=self.iterations, chunk=self.chunk, alpha=self.alpha)
-    self.num_searches += 1
-    avg = np.asarray(res.policy[p], np.float64)
-    A = self.game.tree.num_actions
-    full_of_sub = sub.full_infostate[p]
-    mine = np.flatnonzero(np.asarray(self.game.tree.players[p].public_state) == s)
-    pos = {int(f): k for k, f in enumerate(full_of_sub) if f >= 0}
-    policy = {int(I): avg[pos[int(I)], :A] for I in mine}
-    return Search(s, p, root, policy, _After(p, s, sub, res), sub)
-
-  def _root_ranges(self):
-    """Both players' ranges ``([K0], [K1])`` at the root public state (computed once;
-    they do not depend on the policy there, so the uniform policy gives them)."""
-    if self._start_ranges is None:
-      tree = self.game.device_tree("float64")
-      self._start_ranges = tuple(np.asarray(r) for r in public_belief_state(
-          self.pt, 0, sequence_form.uniform_policy(tree, jnp.float64)))
-    return self._start_ranges
-
-  def _subgame(self, root: int, s: int):
-    """``(Subgame, LeafEvaluator)`` of the re-solve at ``s`` from ``root``, built once: the
-    same evaluator object lets :func:`resolve` reuse its compiled program."""
-    key = (root, s)
-    if key not in self._subgames:
-      sub = extract(self.pt, root, leaves=branch_leaves(self.pt, root, s, self.depth_limit))
-      ev = (default_evaluator(sub, self.solver) if self.evaluator == "equilibrium"
-            else self.evaluator(sub, self.solver))
-      self._subgames[key] = (sub, ev)
-    return self._subgames[key]
-
+def _resolving_tree(source, capacity, depth_limit, root, path):
+  """``(tree, decision node)``: the branch ``path`` from ``root`` with its off-branch leaves and
+  ``depth_limit`` levels below the decision (:func:`device_tree.expand_below`)."""
+  tree = device_tree.init_tree(source, capacity, root)
+  tree, focus = device_tree.grow_branch(source, tree, path)
+  return device_tree.expand_below(source, tree, focus, depth_limit), focus

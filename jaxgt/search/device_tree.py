@@ -399,3 +399,22 @@ def expand_all(source: Source, tree: DeviceTree, depth_limit=None) -> DeviceTree
     ok = True if depth_limit is None else tree.depth[i] < depth_limit
     return lax.cond(ok, lambda t: expand(source, t, i), lambda t: t, tree)
   return lax.fori_loop(0, tree.capacity, body, tree)
+
+
+def expand_below(source: Source, tree: DeviceTree, node, depth_limit: int) -> DeviceTree:
+  """Expands, in creation order, every node in the subtree of ``node`` (traced) less than
+  ``depth_limit`` public levels below it: with :func:`grow_branch` this is the re-solving
+  subgame of ``003`` ("Modified Continual Re-solving"): the single branch to the decision,
+  off-branch children as leaves, and ``depth_limit`` levels below the decision."""
+  node = jnp.asarray(node, jnp.int32)
+  limit = tree.depth[jnp.clip(node, 0, tree.capacity - 1)] + depth_limit
+
+  def body(i, carry):
+    tree, below = carry
+    par = tree.parent[i]
+    inside = (i == node) | ((par >= 0) & below[jnp.maximum(par, 0)])
+    below = below.at[i].set(inside & (i < tree.num_nodes))
+    ok = inside & (tree.depth[i] < limit)
+    return lax.cond(ok, lambda t: expand(source, t, i), lambda t: t, tree), below
+
+  return lax.fori_loop(0, tree.capacity, body, (tree, jnp.zeros(tree.capacity, bool)))[0]

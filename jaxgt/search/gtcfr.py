@@ -170,7 +170,8 @@ class GTCFRConfig:
   puct_constant: float = 1.0
   prior_temperature: float = 1.0
   virtual_loss: float = 1.0
-  solver: Any = None  # the CFR rules (default simultaneous CFR+)
+  # the CFR rules (default simultaneous CFR+, 003; alternating: player 0's update, then 1's)
+  solver: Any = None
   log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
 
   @property
@@ -200,8 +201,6 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
                    max(source.num_public_states, 1 + source.num_children))
   capacity = device_tree.check_capacity(source, capacity)
   solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False, dtype=dtype)
-  if solver.alternating:
-    raise ValueError("GT-CFR runs simultaneous updates (003); pass a solver with alternating=False")
   return GTCFRConfig(capacity=capacity, simulations=simulations, expansions_per_update=c,
                      puct_constant=check_real("puct_constant", puct_constant, 0),
                      prior_temperature=check_real("prior_temperature", prior_temperature, 0,
@@ -314,7 +313,17 @@ class _Program:
   alpha: float | None
 
   def regret_update(self, st: SearchState, ranges, opp_values) -> SearchState:
-    """One public-tree CFR iteration over the current tree (simultaneous, evaluator once)."""
+    """One public-tree CFR iteration over the current tree: simultaneous (``003``; the
+    evaluator queried once), or with an alternating solver player 0's update, then player
+    1's, each with its own forward pass and evaluator query."""
+    if self.config.solver.alternating:
+      st = self._update(st, ranges, opp_values, (0,), False)
+      return self._update(st, ranges, opp_values, (1,), True)
+    return self._update(st, ranges, opp_values, (0, 1), True)
+
+  def _update(self, st: SearchState, ranges, opp_values, players, last) -> SearchState:
+    """The CFR update of ``players`` (static) from the current strategies; ``last``: the
+    iteration's final update (counts the iteration and the value averages' weight)."""
     src, solver = self.source, self.config.solver
     tree = st.tree
     K = src.num_infostates
@@ -330,7 +339,10 @@ class _Program:
       gadget = Gadget(solver, o, jnp.arange(K), opp_values, ranges[o],
                       None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
                       tree.info_id[o, 0] >= 0)
-      r_o, gs = gadget.weights(gs, self.player, jnp.ones(K, ranges.dtype), t)
+      if self.player in players:
+        r_o, gs = gadget.weights(gs, self.player, jnp.ones(K, ranges.dtype), t)
+      else:  # the opponent's update: its counterfactual values do not see its range
+        r_o = gs.range
       ranges_t = ranges.at[o].set(r_o)
     fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
     leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
@@ -339,7 +351,8 @@ class _Program:
     leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
                                    (2, N * M))
     v = history_cfr.values(forest, fw.edge, leaf_values)
-    cfr, qs = history_cfr.update(solver, forest, legal, st.cfr, sigma, fw, v)
+    cfr, qs = history_cfr.update(solver, forest, legal, st.cfr, sigma, fw, v, players, last)
+    updated = jnp.asarray([p in players for p in (0, 1)])
     # Root counterfactual values of this iterate, per root information-state slot.
     root_info = tree.info.reshape(2, -1)
     rv = []
@@ -349,7 +362,7 @@ class _Program:
     rv = jnp.stack(rv)
     node_v = jnp.stack([self._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
                                          * fw.own[1 - p] * v[p], p) for p in (0, 1)])
-    if self.player is not None:
+    if self.player is not None and 1 - self.player in players:
       o = 1 - self.player
       gs = gadget.update(gs, o, rv[o], jnp.ones(K, rv.dtype), t)
     averaging = solver.averaging
@@ -359,13 +372,16 @@ class _Program:
     new_prior = _prior(tree, prior, self.config.prior_temperature)
     frontier = jnp.repeat(~tree.expanded, K)
     prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
+    rows = updated[:, None]
     return st.replace(
-        cfr=cfr, q=q, prior=prior_out, evaluator=es, gadget=gs,
+        cfr=cfr, q=jnp.where(rows[..., None], q, st.q), prior=prior_out, evaluator=es, gadget=gs,
         queries=self._log(st.queries, tree, forest, fw, t),
         joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
-        root_values=averaging.accumulate(st.root_values, rv, t),
-        node_values=averaging.accumulate(st.node_values, node_v, t),
-        value_weight=averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t),
+        root_values=jnp.where(rows, averaging.accumulate(st.root_values, rv, t), st.root_values),
+        node_values=jnp.where(rows, averaging.accumulate(st.node_values, node_v, t),
+                              st.node_values),
+        value_weight=(averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t) if last
+                      else st.value_weight),
         num_queries=st.num_queries + jnp.sum(forest.leaf, dtype=jnp.int32),
         history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
 
@@ -636,7 +652,9 @@ def _check_resolving(source, ranges, player, opp_values, alpha):
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_solve(program: _Program):
+def _compiled_solve(program: _Program, batched: bool = False):
+  if batched:  # a batch of trees and ranges; iterations and the evaluator's state shared
+    return jax.jit(jax.vmap(program.solve, in_axes=(0, 0, 0, None, None)))
   return jax.jit(program.solve)
 
 
@@ -646,13 +664,17 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   """``iterations`` public-tree CFR iterations on a given (not growing) ``tree``: depth-limited
   solving and re-solving on the device tree (the regret phase of GT-CFR alone).
 
-  ``iterations`` may be traced; arguments (``evaluator_state`` included) as in :func:`search`.
+  ``iterations`` may be traced; arguments (``evaluator_state`` included) as in :func:`search`;
+  ``ranges [B, 2, K]`` with a batch of trees (leading ``B`` on every field) runs ``B`` solves
+  in one vmapped call.
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
+  batched = ranges.ndim == 3
   opp, alpha = _check_resolving(source, ranges, player, opp_values, alpha)
   if tree.capacity != config.capacity:
     raise ValueError(f"tree capacity {tree.capacity} differs from config.capacity "
                      f"{config.capacity}")
   program = _Program(source, config, evaluator, player, alpha)
   es = evaluator.init() if evaluator_state is None else evaluator_state
-  return _compiled_solve(program)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32), es)
+  return _compiled_solve(program, batched)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32),
+                                           es)

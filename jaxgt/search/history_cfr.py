@@ -189,23 +189,27 @@ def own_reach(forest: Forest, fw: Forward, player: int, num_rows: int):
   return jax.ops.segment_max(jnp.where(dec, fw.own[player], 0.0), ids, num_rows + 1)[:-1]
 
 
-def update(solver, forest: Forest, legal, st: TableState, sigma, fw: Forward, v):
-  """One simultaneous CFR update of both players from values ``v [2, S]`` (row ``p`` for
-  player ``p``'s update); returns ``(TableState, q)`` with ``q`` the pair of
-  ``(action values [I, A], normaliser [I])``."""
+def update(solver, forest: Forest, legal, st: TableState, sigma, fw: Forward, v,
+           players=(0, 1), advance: bool = True):
+  """One simultaneous CFR update of ``players`` (static; default both) from values ``v [2, S]``
+  (row ``p`` for player ``p``'s update); returns ``(TableState, q)`` with ``q`` the pair of
+  ``(action values [I, A], normaliser [I])``. ``advance``: count the iteration (an
+  alternating iteration updates one player, then the other, and counts once)."""
   t = st.iteration + 1
   regrets, extra, cum, qs = list(st.regrets), list(st.regret_state), list(st.cum_policy), []
   for p in (0, 1):
     n, A = sigma[p].shape
     q, norm = action_values(forest, fw, v[p], p, n, A)
+    qs.append((q, norm))
+    if p not in players:
+      continue
     value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
     instant = jnp.where(legal[p], q - value, 0.0)
     regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
     reach = jnp.maximum(own_reach(forest, fw, p, n), 0.0)
     cum[p] = solver.averaging.accumulate(cum[p], reach[:, None] * sigma[p], t)
-    qs.append((q, norm))
   return TableState(regrets=tuple(regrets), cum_policy=tuple(cum), regret_state=tuple(extra),
-                    iteration=t), tuple(qs)
+                    iteration=t if advance else st.iteration), tuple(qs)
 
 
 def root_values(forest: Forest, fw: Forward, v, player: int):
