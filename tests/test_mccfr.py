@@ -36,7 +36,8 @@ def test_same_key_same_policy_different_key_different(kind):
 
 @pytest.mark.parametrize("game,kind,batch,steps", [
     ("kuhn_poker", "os", 16, 20), ("kuhn_poker", "es", 8, 5),
-    ("leduc_poker", "os", 64, 20), ("leduc_poker", "es", 16, 5)])
+    ("leduc_poker", "os", 64, 20),
+    pytest.param("leduc_poker", "es", 16, 5, marks=pytest.mark.slow)])  # time budget
 def test_exploitability_falls_with_samples(game, kind, batch, steps):
   g = jaxgt.load(game)
   tree = g.device_tree("float64")

@@ -281,6 +281,7 @@ def test_playout_below_the_tree_is_uniform_and_untargeted():
   assert set(np.asarray(g.infostate_keys[1], object)[info[hist[pl == 1]]]) <= set(kings)
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_agent_exposes_average_strategy_sums_for_aggregation():
   """001 Sec. 5.2 aggregates "s_I in OOS": the agent's statistics are the match's sums."""
   from jaxgt.evaluation import aggregate

@@ -45,6 +45,7 @@ def _swap_in(sub, solver, res, blueprint, p):
   return tuple(new)
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_gadget_safety_kuhn():
   """Re-solving every decision public state of Kuhn from a weak blueprint's summary
   (our range, the opponent's best-response counterfactual values) never raises the

@@ -53,6 +53,7 @@ def test_policy_path_is_a_bare_string(tmp_path):
     ("uct(episodes=10,batch=3)", "episodes must be a multiple of batch"),
     ("smooth_uct(play=best)", "'play' must be one of average, greedy"),
     ("resolving(alpha=2)", "alpha must be in [0, 1]"),
+    ("resolving(chunk=2)", "chunk must be 1"),
     ("oos(dtype=float16)", "'dtype' must be one of float32, float64"),
     ("oos(iterations=5,iterations=6)", "given twice"),
     ("oos(iterations)", "expected key=value"),

@@ -340,7 +340,9 @@ def _check_resolving(depth_limit, iterations, alpha, chunk, dtype):
   from jaxgt.search.gadget import check_alpha
   check_positive_int("depth_limit", depth_limit)
   check_nonnegative_int("iterations", iterations)
-  check_positive_int("chunk", chunk)
+  if check_positive_int("chunk", chunk) != 1:
+    raise ValueError(f"resolving: chunk must be 1 (the device-tree re-solve values its leaves "
+                     f"at every iteration), got {chunk}")
   check_alpha(alpha)
 
 
@@ -423,7 +425,8 @@ register_agent(
      Param("iterations", int, 1000, "CFR+ iterations per re-solve", minimum=0),
      Param("alpha", float, 0.5, "opponent-range mixing of the modified gadget (none: exact)",
            nullable=True),
-     Param("chunk", int, 1, "leaf values queried every chunk iterations", minimum=1),
+     Param("chunk", int, 1, "must be 1: leaves valued every iteration (kept for old scripts)",
+           minimum=1),
      _dtype("float64")),
     "continual re-solving (003) with exact equilibrium leaf values; deterministic",
     check=_check_resolving)
