@@ -164,6 +164,7 @@ def test_continual_resolving_kuhn_construction_matches_openspiel():
   assert ref == pytest.approx(expl, abs=1e-9)
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_first_resolve_equals_host_extracted_resolve():
   """The first decision's re-solve on the device tree (branch from the root, depth limit 1,
   exact leaves) gives the policy of ``search.resolving.resolve`` on the host-extracted
@@ -189,6 +190,7 @@ def test_first_resolve_equals_host_extracted_resolve():
     np.testing.assert_allclose(np.asarray(probs), want, atol=1e-9)
 
 
+@pytest.mark.slow  # over the default run's time budget
 def test_continual_resolving_compiles_once_per_mode():
   """A whole policy construction (different roots, ranges, opponent values and tree shapes)
   compiles the re-solve once per mode: fixed ranges (first decisions) and the gadget for
