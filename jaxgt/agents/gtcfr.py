@@ -111,9 +111,9 @@ class GTCFRAgent(Agent):
     self._memo: OrderedDict = OrderedDict()
     # Host-side acts call small jitted helpers (eager ops would be re-traced per search).
     self._path_fn = jax.jit(lambda public: device_tree.public_path(self.source, public))
-    self._args_fns = tuple(jax.jit(lambda state, public, p=p: self._resolve_args(state, public, p))
+    self._args_fns = tuple(jax.jit(lambda state, public, p=p: self.resolve_args(state, public, p))
                            for p in (0, 1))
-    self._read_fn = jax.jit(self._read)
+    self._read_fn = jax.jit(self.read_policy)
     self._cache_size = check_positive_int("cache_size", cache_size)
     self.num_searches = 0
 
@@ -145,7 +145,7 @@ class GTCFRAgent(Agent):
     return self._run_search(jnp.zeros((), jnp.int32), self.ranges,
                             jax.random.fold_in(key, public), path)
 
-  def _resolve_args(self, state, public, player: int):
+  def resolve_args(self, state, public, player: int):
     """``(root, ranges [2, K], opp_values [K], path)`` of the re-solve at ``public`` from the
     previous search's summary at ``s_prev`` (module docstring)."""
     src = self.source
@@ -173,17 +173,13 @@ class GTCFRAgent(Agent):
                         NO_INDEX)
     return root, ranges, opp_values, shifted
 
-  def resolve_args(self, state, public, player: int):
-    """Public form of the re-solve arguments ``(root, ranges [2, K], opp_values [K], path)`` at
-    ``public`` for ``player`` from the summary in ``state`` (traceable; used by self-play)."""
-    return self._resolve_args(state, public, player)
-
   def _resolve_search(self, state, public, player: int):
-    root, ranges, opp_values, path = self._resolve_args(state, public, player)
+    root, ranges, opp_values, path = self.resolve_args(state, public, player)
     return self._run_search(root, ranges, jax.random.fold_in(state.key, public), path, player,
                             opp_values)
 
-  def _after(self, state, res, public):
+  def after_search(self, state, res, public):
+    """``state`` summarising search ``res`` at ``public`` (the next re-solve starts from it)."""
     return state.replace(started=jnp.ones((), bool), public=jnp.asarray(public, jnp.int32),
                          tree_public=res.state.tree.public, reach=res.node_reach,
                          values=res.node_values)
@@ -199,13 +195,13 @@ class GTCFRAgent(Agent):
 
     def first(state):
       res = self._search(state.key, public)
-      return self._read(res, h), self._after(state, res, public)
+      return self.read_policy(res, h), self.after_search(state, res, public)
 
     def later(state):
       def for_player(p):
         def run(state):
           res = self._resolve_search(state, public, p)
-          return self._read(res, h), self._after(state, res, public)
+          return self.read_policy(res, h), self.after_search(state, res, public)
         return run
       return lax.cond(player == 0, for_player(0), for_player(1), state)
 
@@ -228,7 +224,7 @@ class GTCFRAgent(Agent):
         res = self._run_search(jnp.zeros((), jnp.int32), self.ranges, key_s,
                                self._path_fn(public))
       self.num_searches += 1
-      hit = (state, res, self._after(state, res, public))
+      hit = (state, res, self.after_search(state, res, public))
       self._memo[key] = hit
       if len(self._memo) > self._cache_size:
         self._memo.popitem(last=False)
@@ -236,7 +232,8 @@ class GTCFRAgent(Agent):
       self._memo.move_to_end(key)
     return self._read_fn(hit[1], jnp.asarray(h, jnp.int32)), hit[2]
 
-  def _read(self, res, h):
+  def read_policy(self, res, h):
+    """``[A]`` the searched policy of ``res`` at decision history ``h`` (traceable)."""
     K, A = self.source.num_infostates, self.game.tree.num_actions
     p = self._player[h]
     k = jnp.where(p == 0, self.source.history_info[0, h], self.source.history_info[1, h])
@@ -283,7 +280,7 @@ class GTCFRAgent(Agent):
   def _read_batch(self, res, which, hists):
     def one(i, h):
       sub = jax.tree_util.tree_map(lambda x: x[i], res)
-      return self._read(sub, h)
+      return self.read_policy(sub, h)
     return jax.vmap(one)(which, hists)
 
 

@@ -193,7 +193,7 @@ class ContinualResolvingAgent(GTCFRAgent):
         res = (self._search(state.key, public) if fresh
                else self._resolve_search(state, public, player))
         rows = jax.lax.dynamic_slice_in_dim(res.policy[player], res.state.focus * K, K)
-        return rows, self._after(state, res, public)
+        return rows, self.after_search(state, res, public)
 
       cache[(player, fresh)] = jax.jit(jax.vmap(one))
     return cache[(player, fresh)]

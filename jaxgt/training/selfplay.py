@@ -128,15 +128,10 @@ class SelfPlay:
     agent = self.agent
     public = tree.history_public[history]
     player = tree.player[history]
-    K, A = src.num_infostates, tree.num_actions
 
     def outputs(res, ranges):
-      row = res.state.focus * K + jnp.where(player == 0, src.history_info[0, history],
-                                            src.history_info[1, history])
-      probs = jnp.where(player == 0, res.policy[0][row], res.policy[1][row])[:A]
-      new = summary.replace(started=jnp.ones((), bool), public=public.astype(jnp.int32),
-                            tree_public=res.state.tree.public, reach=res.node_reach,
-                            values=res.node_values)
+      probs = agent.read_policy(res, history)
+      new = agent.after_search(summary, res, public)
       ex, valid = self.examples(res, ranges, jnp.ones((), bool))
       qpbs, qvalid = gtcfr_evaluator.query_pbs(self.model.encoding, src, res.state.queries)
       qpbs = PBS(public=qpbs.public, ranges=qpbs.ranges.astype(DTYPE))
