@@ -178,6 +178,47 @@ def test_gadget_on_device_tree_equals_resolve(alpha):
                                want[c].opp_values, atol=1e-9)
 
 
+def test_gadget_player_and_switch_are_data():
+  """The re-solving player and the gadget's on/off switch are data: one program re-solves for
+  either player, the gadget switched off gives the fixed-range solve of ``player=None``, and a
+  batch mixing players and switches equals the single solves."""
+  g, pt, ps, p, summ = _kuhn_summary()
+  src = dt.source_from_game(g)
+  K, cap = src.num_infostates, pt.num_public_states
+  cfg = gt.make_config(src, simulations=1, capacity=cap)
+  ev, count = counting(gt.exact(src))
+  tree = _grow(src, cap, ps)
+  ranges = gt.root_ranges(src, ps, [summ.our_range, summ.opp_range][::1 if p == 0 else -1])
+  ov = np.zeros(K)
+  ov[:len(summ.opp_values)] = summ.opp_values
+  single = {q: gt.solve_tree(src, cfg, ev, tree, ranges, 20, player=q, opp_values=ov, alpha=0.5)
+            for q in (p, 1 - p)}
+  off = gt.solve_tree(src, cfg, ev, tree, ranges, 20, player=p, opp_values=ov, alpha=0.5,
+                      gadget=False)
+  assert count[0] == 1  # both players and the switch: one program
+  fixed = gt.solve_tree(src, cfg, ev, tree, ranges, 20)
+  for a, b in ((off.policy, fixed.policy), (off.root_values, fixed.root_values),
+               (off.node_reach, fixed.node_reach)):
+    np.testing.assert_allclose(np.asarray(a[0] if isinstance(a, tuple) else a),
+                               np.asarray(b[0] if isinstance(b, tuple) else b), atol=1e-12)
+  # the gadget moves the opponent's range: on differs from off
+  assert float(jnp.abs(single[p].node_reach - off.node_reach).max()) > 1e-6
+  trees = jax.tree_util.tree_map(lambda x: jnp.stack([x] * 3), tree)
+  batch = gt.solve_tree(src, cfg, ev, trees, np.stack([ranges] * 3), 20,
+                        player=jnp.asarray([p, 1 - p, p]), opp_values=np.stack([ov] * 3),
+                        alpha=0.5, gadget=jnp.asarray([True, True, False]))
+  for row, want in enumerate((single[p], single[1 - p], off)):
+    for q in (0, 1):
+      np.testing.assert_allclose(np.asarray(batch.policy[q][row]), np.asarray(want.policy[q]),
+                                 atol=1e-12)
+    np.testing.assert_allclose(np.asarray(batch.root_values[row]), np.asarray(want.root_values),
+                               atol=1e-12)
+  with pytest.raises(ValueError, match="player must be 0, 1"):
+    gt.solve_tree(src, cfg, ev, tree, ranges, 20, player=2, opp_values=ov)
+  with pytest.raises(ValueError, match="gadget must be a bool"):
+    gt.solve_tree(src, cfg, ev, tree, ranges, 20, player=p, opp_values=ov, gadget=1)
+
+
 def test_batched_searches_equal_single_searches():
   """B GT-CFR searches with different roots, ranges and keys in one vmapped call equal the
   B searches run one by one (trees, policies, root values)."""

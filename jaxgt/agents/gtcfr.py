@@ -36,7 +36,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from jax import lax
 
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_positive_int, concrete_int
@@ -111,8 +110,7 @@ class GTCFRAgent(Agent):
     self._memo: OrderedDict = OrderedDict()
     # Host-side acts call small jitted helpers (eager ops would be re-traced per search).
     self._path_fn = jax.jit(lambda public: device_tree.public_path(self.source, public))
-    self._args_fns = tuple(jax.jit(lambda state, public, p=p: self.resolve_args(state, public, p))
-                           for p in (0, 1))
+    self._args_fn = jax.jit(self.resolve_args)
     self._read_fn = jax.jit(self.read_policy)
     self._cache_size = check_positive_int("cache_size", cache_size)
     self.num_searches = 0
@@ -130,14 +128,15 @@ class GTCFRAgent(Agent):
                            tree_public=jnp.full(N, NO_INDEX, jnp.int32), reach=zeros,
                            values=zeros)
 
-  def _run_search(self, root, ranges, key, path, player=None, opp_values=None):
+  def _run_search(self, root, ranges, key, path, player=None, opp_values=None, gadget=True):
     """The search of one decision: GT-CFR from ``root`` along ``path`` (root first) with the
-    gadget for ``player`` when given (subclasses search differently)."""
+    gadget for ``player`` when given and ``gadget`` is on (subclasses search differently)."""
     if player is None:
       return gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges, key,
                                  path=path)
     return gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges, key,
-                               player=player, opp_values=opp_values, alpha=self.alpha, path=path)
+                               player=player, opp_values=opp_values, alpha=self.alpha, path=path,
+                               gadget=gadget)
 
   def _search(self, key, public):
     """The root-anchored search at ``public`` (no re-solving)."""
@@ -145,9 +144,9 @@ class GTCFRAgent(Agent):
     return self._run_search(jnp.zeros((), jnp.int32), self.ranges,
                             jax.random.fold_in(key, public), path)
 
-  def resolve_args(self, state, public, player: int):
+  def resolve_args(self, state, public, player):
     """``(root, ranges [2, K], opp_values [K], path)`` of the re-solve at ``public`` from the
-    previous search's summary at ``s_prev`` (module docstring)."""
+    previous search's summary at ``s_prev`` (module docstring); ``player`` may be traced."""
     src = self.source
     K = src.num_infostates
     path = device_tree.public_path(src, public)
@@ -173,10 +172,20 @@ class GTCFRAgent(Agent):
                         NO_INDEX)
     return root, ranges, opp_values, shifted
 
-  def _resolve_search(self, state, public, player: int):
+  def decision_args(self, state, public, player):
+    """``(root, ranges [2, K], opp_values [K], path, gadget)`` of the one search of a decision
+    (traceable): the re-solve from the previous search's summary, or before any search the
+    root-anchored search of :meth:`_search` with the gadget off (the same program)."""
     root, ranges, opp_values, path = self.resolve_args(state, public, player)
+    on = state.started
+    first = device_tree.public_path(self.source, public)
+    return (jnp.where(on, root, 0), jnp.where(on, ranges, self.ranges),
+            jnp.where(on, opp_values, 0.0), jnp.where(on, path, first), on)
+
+  def _decision_search(self, state, public, player):
+    root, ranges, opp_values, path, on = self.decision_args(state, public, player)
     return self._run_search(root, ranges, jax.random.fold_in(state.key, public), path, player,
-                            opp_values)
+                            opp_values, on)
 
   def after_search(self, state, res, public):
     """``state`` summarising search ``res`` at ``public`` (the next re-solve starts from it)."""
@@ -193,21 +202,11 @@ class GTCFRAgent(Agent):
       return self._act_concrete(state, hc, bool(started))
     player = self._player[h]
 
-    def first(state):
-      res = self._search(state.key, public)
-      return self.read_policy(res, h), self.after_search(state, res, public)
-
-    def later(state):
-      def for_player(p):
-        def run(state):
-          res = self._resolve_search(state, public, p)
-          return self.read_policy(res, h), self.after_search(state, res, public)
-        return run
-      return lax.cond(player == 0, for_player(0), for_player(1), state)
-
     if not self.resolve:
-      return first(state)
-    return lax.cond(state.started, later, first, state)
+      res = self._search(state.key, public)
+    else:  # one search for both players, before and after the first (no branches)
+      res = self._decision_search(state, public, player)
+    return self.read_policy(res, h), self.after_search(state, res, public)
 
   def _act_concrete(self, state, h: int, started: bool):
     """``act`` on concrete arguments: one memoised search per (state, public state)."""
@@ -218,7 +217,7 @@ class GTCFRAgent(Agent):
     if hit is None or hit[0] is not state:
       key_s = jax.random.fold_in(state.key, public)
       if started and self.resolve:
-        root, ranges, opp_values, path = self._args_fns[player](state, public)
+        root, ranges, opp_values, path = self._args_fn(state, public, player)
         res = self._run_search(root, ranges, key_s, path, player, opp_values)
       else:
         res = self._run_search(jnp.zeros((), jnp.int32), self.ranges, key_s,

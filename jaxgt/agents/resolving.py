@@ -123,13 +123,14 @@ class ContinualResolvingAgent(GTCFRAgent):
   def name(self) -> str:
     return f"continual_resolving(depth_limit={self.depth_limit}, iterations={self.iterations})"
 
-  def _run_search(self, root, ranges, key, path, player=None, opp_values=None):
+  def _run_search(self, root, ranges, key, path, player=None, opp_values=None, gadget=True):
     """``iterations`` CFR+ iterations on the re-solving tree from ``root`` along ``path``."""
     del key  # deterministic
     tree, focus = self._build_fn(root, path)
     res = gtcfr_search.solve_tree(self.source, self.config, self.evaluator, tree, ranges,
                                   self.iterations, player=player, opp_values=opp_values,
-                                  alpha=self.alpha if player is not None else None)
+                                  alpha=self.alpha if player is not None else None,
+                                  gadget=gadget)
     return res.replace(state=res.state.replace(focus=focus))
 
   def policy_table(self, key=None, batch: int = 64) -> tuple:
@@ -163,40 +164,40 @@ class ContinualResolvingAgent(GTCFRAgent):
       start = self.init(jax.random.fold_in(key, p))
       after, rows = {}, {}
       for d in sorted(set(int(depth[u]) for u in acting)):
-        for fresh in (True, False):
-          group = [u for u in acting if depth[u] == d and (prev[u] < 0) == fresh]
-          for lo in range(0, len(group), batch):
-            chunk = group[lo:lo + batch]
-            pad = chunk + [chunk[-1]] * (batch - len(chunk))
-            states = jax.tree_util.tree_map(
-                lambda *x: jnp.stack(x), *[start if fresh else after[prev[u]] for u in pad])
-            r, st = self._batch_fn(p, fresh)(states, jnp.asarray(pad, jnp.int32))
-            r = np.asarray(r)
-            for b, u in enumerate(chunk):
-              rows[u] = r[b]
-              after[u] = jax.tree_util.tree_map(lambda x, b=b: x[b], st)
-            self.num_searches += len(chunk)
+        group = [u for u in acting if depth[u] == d]
+        for lo in range(0, len(group), batch):
+          chunk = group[lo:lo + batch]
+          pad = chunk + [chunk[-1]] * (batch - len(chunk))
+          states = jax.tree_util.tree_map(
+              lambda *x: jnp.stack(x), *[start if prev[u] < 0 else after[prev[u]] for u in pad])
+          r, st = self._batch_fn()(states, jnp.asarray(pad, jnp.int32),
+                                   jnp.full(batch, p, jnp.int32))
+          r = np.asarray(r)
+          for b, u in enumerate(chunk):
+            rows[u] = r[b]
+            after[u] = jax.tree_util.tree_map(lambda x, b=b: x[b], st)
+          self.num_searches += len(chunk)
       sig = np.zeros((tree.players[p].num_infostates, A))
       for I, h in zip(ids, reps):
         sig[I] = rows[int(public[h])][slot[p, h], :A]
       out.append(sig)
     return tuple(out)
 
-  def _batch_fn(self, player: int, fresh: bool):
-    """Jitted, vmapped ``(states [B], publics [B]) -> (rows [B, K, A], states after [B])``:
-    the re-solves of ``player`` at ``publics`` (``fresh``: first decisions)."""
-    cache = self.__dict__.setdefault("_batch_fns", {})
-    if (player, fresh) not in cache:
+  def _batch_fn(self):
+    """Jitted, vmapped ``(states [B], publics [B], players [B]) -> (rows [B, K, A], states
+    after [B])``: the searches of ``players`` at ``publics`` (first decisions and re-solves in
+    one program)."""
+    if "_batch" not in self.__dict__:
       K = self.source.num_infostates
 
-      def one(state, public):
-        res = (self._search(state.key, public) if fresh
-               else self._resolve_search(state, public, player))
-        rows = jax.lax.dynamic_slice_in_dim(res.policy[player], res.state.focus * K, K)
+      def one(state, public, player):
+        res = self._decision_search(state, public, player)
+        policy = jnp.where(player == 0, res.policy[0], res.policy[1])
+        rows = jax.lax.dynamic_slice_in_dim(policy, res.state.focus * K, K)
         return rows, self.after_search(state, res, public)
 
-      cache[(player, fresh)] = jax.jit(jax.vmap(one))
-    return cache[(player, fresh)]
+      self.__dict__["_batch"] = jax.jit(jax.vmap(one))
+    return self.__dict__["_batch"]
 
   def act(self, key, state, history):
     hc = None if isinstance(history, jax.core.Tracer) else int(np.asarray(history))

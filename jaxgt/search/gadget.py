@@ -83,14 +83,26 @@ class Gadget:
   def weights(self, gs: GadgetState, player: int, weights, t):
     if player == self.opponent:
       return weights, gs
+    r, gs = self.mix(gs, t)
+    return weights * r[self.root_position], gs
+
+  def mix(self, gs: GadgetState, t):
+    """``(r [K_o], state)``: the opponent's root range of our update at iteration ``t``,
+    recorded for averaging (:meth:`weights` without the player check, for a traced player)."""
     r = self.opponent_range(gs)
     averaging = self.solver.averaging
-    return weights * r[self.root_position], gs.replace(
-        range=r, range_sum=averaging.accumulate(gs.range_sum, r, t),
-        weight_sum=averaging.accumulate(gs.weight_sum, 1.0, t))
+    return r, gs.replace(range=r, range_sum=averaging.accumulate(gs.range_sum, r, t),
+                         weight_sum=averaging.accumulate(gs.weight_sum, 1.0, t))
 
   def update(self, gs: GadgetState, player: int, values, reach, t):
-    if player != self.opponent or self.terminate_values is None:
+    if player != self.opponent:
+      return gs
+    return self.regret_step(gs, values, reach, t)
+
+  def regret_step(self, gs: GadgetState, values, reach, t):
+    """The (follow, terminate) regret update after the opponent's update (:meth:`update`
+    without the player check, for a traced player)."""
+    if self.terminate_values is None:
       return gs
     f = self.follow(gs)
     v_follow = jax.ops.segment_sum(values * reach, self.root_position, len(f))

@@ -309,19 +309,30 @@ class _Program:
   source: device_tree.Source
   config: GTCFRConfig
   evaluator: Evaluator
-  player: int | None  # re-solving player (None: fixed ranges for both)
+  # re-solving with the gadget (its player and whether it is on are data: one program for
+  # both players and for gadget-free searches) or fixed ranges for both players
+  resolving: bool
   alpha: float | None
 
-  def regret_update(self, st: SearchState, ranges, opp_values) -> SearchState:
+  def regret_update(self, st: SearchState, ranges, opp_values, player, on) -> SearchState:
     """One public-tree CFR iteration over the current tree: simultaneous (``003``; the
     evaluator queried once), or with an alternating solver player 0's update, then player
-    1's, each with its own forward pass and evaluator query."""
+    1's, each with its own forward pass and evaluator query. ``player`` ([] int32) is the
+    re-solving player and ``on`` ([] bool) turns its gadget on (off: both ranges fixed)."""
     if self.config.solver.alternating:
-      st = self._update(st, ranges, opp_values, (0,), False)
-      return self._update(st, ranges, opp_values, (1,), True)
-    return self._update(st, ranges, opp_values, (0, 1), True)
+      st = self._update(st, ranges, opp_values, (0,), False, player, on)
+      return self._update(st, ranges, opp_values, (1,), True, player, on)
+    return self._update(st, ranges, opp_values, (0, 1), True, player, on)
 
-  def _update(self, st: SearchState, ranges, opp_values, players, last) -> SearchState:
+  def _gadget(self, tree, ranges, opp_values, player):
+    K = self.source.num_infostates
+    o = 1 - player
+    return Gadget(self.config.solver, o, jnp.arange(K), opp_values, ranges[o],
+                  None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
+                  tree.info_id[o, 0] >= 0)
+
+  def _update(self, st: SearchState, ranges, opp_values, players, last, player,
+              on) -> SearchState:
     """The CFR update of ``players`` (static) from the current strategies; ``last``: the
     iteration's final update (counts the iteration and the value averages' weight)."""
     src, solver = self.source, self.config.solver
@@ -334,16 +345,15 @@ class _Program:
     t = st.cfr.iteration + 1
     gs = st.gadget
     ranges_t = ranges
-    if self.player is not None:
-      o = 1 - self.player
-      gadget = Gadget(solver, o, jnp.arange(K), opp_values, ranges[o],
-                      None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
-                      tree.info_id[o, 0] >= 0)
-      if self.player in players:
-        r_o, gs = gadget.weights(gs, self.player, jnp.ones(K, ranges.dtype), t)
-      else:  # the opponent's update: its counterfactual values do not see its range
-        r_o = gs.range
-      ranges_t = ranges.at[o].set(r_o)
+    if self.resolving:
+      o = 1 - player
+      gadget = self._gadget(tree, ranges, opp_values, player)
+      ours = _among(player, players)
+      r_new, gs_new = gadget.mix(gs, t)
+      # the opponent's update: its counterfactual values do not see its range
+      r_o = jnp.where(ours, r_new, gs.range)
+      gs = _select(ours, gs_new, gs)
+      ranges_t = ranges.at[o].set(jnp.where(on, r_o, ranges[o]))
     fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
     leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
                        chance=fw.chance.reshape(N, M), root_ranges=ranges_t)
@@ -362,9 +372,10 @@ class _Program:
     rv = jnp.stack(rv)
     node_v = jnp.stack([self._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
                                          * fw.own[1 - p] * v[p], p) for p in (0, 1)])
-    if self.player is not None and 1 - self.player in players:
-      o = 1 - self.player
-      gs = gadget.update(gs, o, rv[o], jnp.ones(K, rv.dtype), t)
+    if self.resolving:
+      o = 1 - player
+      gs = _select(_among(o, players), gadget.regret_step(gs, rv[o], jnp.ones(K, rv.dtype), t),
+                   gs)
     averaging = solver.averaging
     q = jnp.stack([jnp.where((qs[p][1] > 0)[:, None], qs[p][0] / jnp.where(qs[p][1] > 0,
                                                                              qs[p][1], 1.0)[:, None],
@@ -481,7 +492,7 @@ class _Program:
     return st.replace(tree=device_tree.expand(src, tree, node), visits=visits, virtual=virtual)
 
   # ---------------------------------------------------------------- the search
-  def init(self, root, ranges, path=None, evaluator_state=None) -> SearchState:
+  def init(self, root, ranges, player, path=None, evaluator_state=None) -> SearchState:
     src, cfg = self.source, self.config
     if evaluator_state is None:
       evaluator_state = self.evaluator.init()
@@ -495,10 +506,9 @@ class _Program:
     dtype = ranges.dtype
     zeros = jnp.zeros((2, N * K, A), dtype)
     gs = ()
-    if self.player is not None:
-      o = 1 - self.player
-      g = Gadget(cfg.solver, o, jnp.arange(K), jnp.zeros(K, dtype), ranges[o], None)
-      gs = g.init()
+    if self.resolving:
+      gs = Gadget(cfg.solver, 1 - player, jnp.arange(K), jnp.zeros(K, dtype), ranges[1 - player],
+                  None).init()
     return SearchState(
         tree=tree, cfr=history_cfr.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
@@ -511,48 +521,61 @@ class _Program:
                          iteration=jnp.zeros(cfg.log_queries, jnp.int32),
                          count=jnp.zeros((), jnp.int32)))
 
-  def state_for(self, tree, ranges, evaluator_state=None) -> SearchState:
+  def state_for(self, tree, ranges, player, evaluator_state=None) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""
-    st = self.init(tree.public[0], ranges, evaluator_state=evaluator_state)
+    st = self.init(tree.public[0], ranges, player, evaluator_state=evaluator_state)
     return st.replace(tree=tree)
 
-  def finish(self, st: SearchState, ranges) -> SearchResult:
+  def finish(self, st: SearchState, ranges, player, on) -> SearchResult:
     tree = st.tree
     pol = history_cfr.average_policy(_legal(tree), st.cfr)
     w = jnp.where(st.value_weight > 0, st.value_weight, 1.0)
     rv = jnp.where(st.value_weight > 0, st.root_values / w, 0.0)
     nv = jnp.where(st.value_weight > 0, st.node_values / w, 0.0)
-    if self.player is not None:  # the opponent's average gadget range
-      o = 1 - self.player
+    if self.resolving:  # the opponent's average gadget range
+      o = 1 - player
       K = self.source.num_infostates
-      gadget = Gadget(self.config.solver, o, jnp.arange(K), jnp.zeros(K, ranges.dtype),
-                      ranges[o], None if self.alpha is None else self.alpha,
-                      tree.info_id[o, 0] >= 0)
-      ranges = ranges.at[o].set(gadget.average_range(st.gadget))
+      gadget = self._gadget(tree, ranges, jnp.zeros(K, ranges.dtype), player)
+      ranges = ranges.at[o].set(jnp.where(on, gadget.average_range(st.gadget), ranges[o]))
     forest = tree_forest(self.source, tree)
     fw = history_cfr.forward(forest, pol, _root_own(tree, ranges, self.source.num_infostates))
     reach = jnp.stack([jnp.maximum(self._entry_rows(tree, forest, fw.own[p], p,
                                                     jax.ops.segment_max), 0.0) for p in (0, 1)])
     return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
 
-  def solve(self, tree, ranges, opp_values, iterations, evaluator_state=None) -> SearchResult:
-    st = lax.fori_loop(0, iterations, lambda _, s: self.regret_update(s, ranges, opp_values),
-                       self.state_for(tree, ranges, evaluator_state))
-    return self.finish(st, ranges)
+  def solve(self, tree, ranges, opp_values, iterations, evaluator_state, player,
+            on) -> SearchResult:
+    st = lax.fori_loop(0, iterations,
+                       lambda _, s: self.regret_update(s, ranges, opp_values, player, on),
+                       self.state_for(tree, ranges, player, evaluator_state))
+    return self.finish(st, ranges, player, on)
 
-  def run(self, root, ranges, opp_values, key, path=None, evaluator_state=None) -> SearchResult:
+  def run(self, root, ranges, opp_values, key, path, evaluator_state, player,
+          on) -> SearchResult:
     cfg = self.config
-    st = self.init(root, ranges, path, evaluator_state)
+    st = self.init(root, ranges, player, path, evaluator_state)
 
     def phase(i, st):
       st = lax.fori_loop(0, cfg.updates_per_phase,
-                         lambda _, s: self.regret_update(s, ranges, opp_values), st)
+                         lambda _, s: self.regret_update(s, ranges, opp_values, player, on), st)
       kp = jax.random.fold_in(key, i)
       st = lax.fori_loop(0, cfg.sims_per_phase,
                          lambda j, s: self.simulate(s, jax.random.fold_in(kp, j)), st)
       return st.replace(virtual=jnp.zeros_like(st.virtual))
 
-    return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges)
+    return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges, player, on)
+
+
+def _among(player, players: tuple):
+  """Whether the (traced) ``player`` is one of the (static) ``players`` updated now."""
+  if len(players) == 2:
+    return jnp.ones((), bool)
+  return player == players[0]
+
+
+def _select(pred, a, b):
+  """The pytree ``a`` where ``pred`` else ``b``."""
+  return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
 
 
 def _check_ranges(source: device_tree.Source, ranges):
@@ -593,17 +616,17 @@ def root_ranges(source: device_tree.Source, public: int, ranges=None) -> np.ndar
 
 @functools.lru_cache(maxsize=64)
 def _compiled(program: _Program, batched: bool, with_path: bool):
-  def one(root, ranges, opp_values, key, path, evaluator_state):
+  def one(root, ranges, opp_values, key, path, evaluator_state, player, on):
     return program.run(root, ranges, opp_values, key, path if with_path else None,
-                       evaluator_state)
+                       evaluator_state, player, on)
   if batched:  # the evaluator's state (e.g. network parameters) is shared by the batch
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, 0, 0, None)))
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, 0, 0, None, 0, 0)))
   return jax.jit(one)
 
 
 def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator, root, ranges,
-           key, *, player: int | None = None, opp_values=None, alpha: float | None = None,
-           path=None, evaluator_state=None) -> SearchResult:
+           key, *, player=None, opp_values=None, alpha: float | None = None,
+           path=None, evaluator_state=None, gadget=True) -> SearchResult:
   """GT-CFR search at public state ``root`` with padded root ``ranges [2, K]``.
 
   Args:
@@ -613,14 +636,19 @@ def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator
     key: a ``jax.random`` key (``[B]`` keys when batched).
     player: re-solve for this player with the gadget: ``opp_values [K]`` are the
       opponent's terminate values, ``alpha`` the modified gadget's mixing
-      (``None``: exact gadget); ``None`` searches with both ranges fixed.
+      (``None``: exact gadget); ``None`` searches with both ranges fixed. The
+      player is data (an int or a traced ``int32`` scalar, ``[B]`` when batched):
+      one compilation serves both players.
+    gadget: with ``player`` given, whether the gadget is on (``bool``, may be traced,
+      ``[B]`` when batched); off, the search equals the one with ``player=None``
+      (both ranges fixed), in the same program.
     path: ``[D + 1]`` public states from ``root`` to the public state of the
       decision (:func:`jaxgt.search.device_tree.public_path`): the tree starts
       as that single branch and simulations start there.
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
   batched = ranges.ndim == 3
-  opp, alpha = _check_resolving(source, ranges, player, opp_values, alpha)
+  opp, alpha, player, on = _check_resolving(source, ranges, player, opp_values, alpha, gadget)
   shape = ranges.shape[:-2]
   key = check_key(key) if not batched else jnp.asarray(key)
   root = jnp.asarray(root, jnp.int32)
@@ -628,39 +656,57 @@ def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator
     path_arr = jnp.full(shape + (source.max_public_depth + 1,), NO_INDEX, jnp.int32)
   else:
     path_arr = jnp.asarray(path, jnp.int32)
-  program = _Program(source, config, evaluator, player, alpha)
+  program = _Program(source, config, evaluator, player is not None, alpha)
   fn = _compiled(program, batched, path is not None)
   es = evaluator.init() if evaluator_state is None else evaluator_state
-  return fn(root, ranges, opp, key, path_arr, es)
+  return fn(root, ranges, opp, key, path_arr, es, player, on)
 
 
-def _check_resolving(source, ranges, player, opp_values, alpha):
+def _check_resolving(source, ranges, player, opp_values, alpha, gadget=True):
+  """``(opp_values, alpha, player, on)`` checked, the last two as arrays of the batch shape
+  (``player`` 0 and ``on`` False without re-solving)."""
   _check_ranges(source, ranges)
   ranges = jnp.asarray(ranges)
   alpha = check_alpha(alpha)
-  if player is not None and player not in (0, 1):
-    raise ValueError(f"player must be 0, 1 or None, got {player!r}")
-  if player is not None and opp_values is None:
-    raise ValueError("re-solving needs the opponent's counterfactual values (opp_values)")
-  K = source.num_infostates
   shape = ranges.shape[:-2]
+  if player is not None:
+    if opp_values is None:
+      raise ValueError("re-solving needs the opponent's counterfactual values (opp_values)")
+    if not isinstance(player, jax.core.Tracer):
+      values = np.asarray(player)
+      if values.dtype.kind not in "iu" or not np.all((values == 0) | (values == 1)):
+        raise ValueError(f"player must be 0, 1 or None, got {player!r}")
+    if jnp.shape(player) not in ((), shape):
+      raise ValueError(f"player must be a scalar or have the batch shape {shape}, got shape "
+                       f"{jnp.shape(player)}")
+    if jnp.shape(gadget) not in ((), shape):
+      raise ValueError(f"gadget must be a bool or have the batch shape {shape}, got shape "
+                       f"{jnp.shape(gadget)}")
+    if not isinstance(gadget, jax.core.Tracer) and np.asarray(gadget).dtype != bool:
+      raise ValueError(f"gadget must be a bool, got {gadget!r}")
+  K = source.num_infostates
   opp = jnp.zeros(shape + (K,), ranges.dtype) if opp_values is None else \
       jnp.asarray(opp_values, ranges.dtype)
   if opp.shape != shape + (K,):
     raise ValueError(f"opp_values must have shape {shape + (K,)}, got {opp.shape}")
-  return opp, alpha
+  if player is None:
+    player, gadget = 0, False
+  player = jnp.broadcast_to(jnp.asarray(player, jnp.int32), shape)
+  on = jnp.broadcast_to(jnp.asarray(gadget, bool), shape)
+  return opp, alpha, player, on
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled_solve(program: _Program, batched: bool = False):
   if batched:  # a batch of trees and ranges; iterations and the evaluator's state shared
-    return jax.jit(jax.vmap(program.solve, in_axes=(0, 0, 0, None, None)))
+    return jax.jit(jax.vmap(program.solve, in_axes=(0, 0, 0, None, None, 0, 0)))
   return jax.jit(program.solve)
 
 
 def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator,
-               tree: device_tree.DeviceTree, ranges, iterations, *, player: int | None = None,
-               opp_values=None, alpha: float | None = None, evaluator_state=None) -> SearchResult:
+               tree: device_tree.DeviceTree, ranges, iterations, *, player=None,
+               opp_values=None, alpha: float | None = None, evaluator_state=None,
+               gadget=True) -> SearchResult:
   """``iterations`` public-tree CFR iterations on a given (not growing) ``tree``: depth-limited
   solving and re-solving on the device tree (the regret phase of GT-CFR alone).
 
@@ -670,11 +716,11 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
   batched = ranges.ndim == 3
-  opp, alpha = _check_resolving(source, ranges, player, opp_values, alpha)
+  opp, alpha, player, on = _check_resolving(source, ranges, player, opp_values, alpha, gadget)
   if tree.capacity != config.capacity:
     raise ValueError(f"tree capacity {tree.capacity} differs from config.capacity "
                      f"{config.capacity}")
-  program = _Program(source, config, evaluator, player, alpha)
+  program = _Program(source, config, evaluator, player is not None, alpha)
   es = evaluator.init() if evaluator_state is None else evaluator_state
   return _compiled_solve(program, batched)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32),
-                                           es)
+                                           es, player, on)

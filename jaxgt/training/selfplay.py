@@ -9,7 +9,7 @@ decision with the network parameters passed as data (no recompilation when they 
   ``evaluator_state=params``): a game's first decision searches from the game's root, later
   ones re-solve with the ``alpha``-modified gadget from the previous search's summary (the
   same summary and arguments as :class:`jaxgt.agents.gtcfr.GTCFRAgent`, via its
-  ``resolve_args``; in self-play the previous search is the previous decision's, of either
+  ``decision_args``; in self-play the previous search is the previous decision's, of either
   player);
 * the move is drawn from ``(1 - epsilon) pi + epsilon uniform`` over the legal actions
   (``pi``'s argmax from decision ``greedy_after`` of a game on), then chance is sampled up to
@@ -20,9 +20,9 @@ decision with the network parameters passed as data (no recompilation when they 
   probability ``q_search``, for the query buffer;
 * a game that ends restarts at the root (chance sampled with the step's keys).
 
-Under ``jax.vmap`` the branch on (first decision, player 0, player 1) computes all three
-searches for every game (the gadget's player is static in a search program); the referee's
-gather-by-seat avoids this for matches, self-play accepts it for a single fixed-shape program.
+Each decision runs one search: the re-solving player and whether the gadget is on (off at a
+game's first decision) are data of one search program, so under ``jax.vmap`` no branch
+computes a search it then discards.
 
 TD(1) outcome targets (``p_td1``) are not implemented: main-line value targets are the
 searches' own values (``p_td1 = 0``, the value Table S2 uses).
@@ -40,7 +40,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from jax import lax
 
 from jaxgt.agents.gtcfr import GTCFRAgent, GTCFRAgentState
 from jaxgt.core.compiler import CompiledGame
@@ -137,23 +136,12 @@ class SelfPlay:
       qpbs = PBS(public=qpbs.public, ranges=qpbs.ranges.astype(DTYPE))
       return probs, new, ex, valid, qpbs, qvalid, res.state.history_visits
 
-    def first(_):
-      res = gtcfr_search.search(src, cfg, self.evaluator, jnp.zeros((), jnp.int32),
-                                agent.ranges, key, path=device_tree.public_path(src, public),
-                                evaluator_state=params)
-      return outputs(res, agent.ranges)
-
-    def resolve(p):
-      def run(_):
-        root, ranges, opp_values, path = agent.resolve_args(summary, public, p)
-        res = gtcfr_search.search(src, cfg, self.evaluator, root, ranges, key, player=p,
-                                  opp_values=opp_values, alpha=agent.alpha, path=path,
-                                  evaluator_state=params)
-        return outputs(res, ranges)
-      return run
-
-    branch = jnp.where(summary.started, 1 + player, 0)
-    return lax.switch(branch, [first, resolve(0), resolve(1)], None)
+    # one search for both players, the first decision included (the gadget off there)
+    root, ranges, opp_values, path, on = agent.decision_args(summary, public, player)
+    res = gtcfr_search.search(src, cfg, self.evaluator, root, ranges, key, player=player,
+                              opp_values=opp_values, alpha=agent.alpha, path=path,
+                              evaluator_state=params, gadget=on)
+    return outputs(res, ranges)
 
   def _restart(self, key):
     """A fresh game: ``(first decision history, empty summary)``."""
