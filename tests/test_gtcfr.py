@@ -114,6 +114,21 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
     np.testing.assert_allclose(mine, ref, atol=1e-9)
   other = _tree_policy(full, res.policy, 0, lambda ids: np.asarray(sim_avg[0])[ids])
   assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
+  # Depth-limited with exact leaves (the continuation solved by the same alternating CFR+, one
+  # query per iteration): the CFR engine's depth-limited solve, ``search.leaf.solve``.
+  cut = _grow(src, cap, 0, 4)
+  assert int(cut.num_nodes) < cap
+  res = gt.solve_tree(src, cfg, gt.exact(src, solver=solver), cut, gt.root_ranges(src, 0), 50)
+  sub = sgm.extract(g, 0, depth_limit=4)
+  st = lf.solve(sub, solver, sub.root_weights(np.ones(1), np.ones(1)),
+                lf.equilibrium(sub, solver, 1), 50)
+  sub_avg = solver.average_policy(sub.compiled.device_tree("float64"), st.cfr)
+  for p in (0, 1):
+    pos = {int(f): k for k, f in enumerate(sub.full_infostate[p]) if f >= 0}
+    mine, ref = _tree_policy(cut, res.policy, p,
+                             lambda ids: np.asarray(sub_avg[p])[[pos[int(i)] for i in ids]])
+    assert len(mine) > 0
+    np.testing.assert_allclose(mine, ref[:, :mine.shape[1]], atol=1e-9)
 
 
 @pytest.mark.slow

@@ -75,7 +75,8 @@ class ContinualResolvingAgent(GTCFRAgent):
     iterations: CFR iterations per re-solve.
     solver: CFR-family solver (default alternating CFR+ in float64; simultaneous updates
       with ``alternating=False``).
-    evaluator: ``"equilibrium"`` (exact leaf values, default), a
+    evaluator: ``"equilibrium"`` (exact leaf values, the continuation solved by ``solver``
+      warm-started one iteration per query, as the host-extracted re-solving did; default), a
       :class:`jaxgt.search.gtcfr.Evaluator` or a callable ``(LeafInput) -> values``.
     alpha: opponent-range mixing of the modified gadget (``None``: exact gadget).
     chunk: must be 1 (the leaves are valued at every iteration); kept for the agent specs.
@@ -110,8 +111,9 @@ class ContinualResolvingAgent(GTCFRAgent):
       capacity = resolving_capacity(game, self.depth_limit)
     config = gtcfr_search.make_config(source, simulations=1, capacity=capacity, solver=solver,
                                       dtype=dtype)
-    self._setup(game, source, config, "exact" if evaluator == "equilibrium" else evaluator,
-                True, alpha, cache_size)
+    if evaluator == "equilibrium":  # the continuation solved with the re-solving solver
+      evaluator = gtcfr_search.exact(source, solver=solver)
+    self._setup(game, source, config, evaluator, True, alpha, cache_size)
     self.pt = build_public_tree(game)
     self._build_fn = jax.jit(functools.partial(_resolving_tree, source, capacity,
                                                self.depth_limit))

@@ -84,7 +84,8 @@ def exact(source: device_tree.Source, solver=None, iterations: int = 1) -> Evalu
 
   All leaf histories root one continuation (the compiled game's histories
   below them); each query runs ``iterations`` CFR iterations of ``solver``
-  (default simultaneous CFR+) on it with counterfactual weights, warm-started
+  (default simultaneous CFR+; an alternating solver updates player 0, then player 1) on it
+  with counterfactual weights, warm-started
   from the previous query, and values the leaves under its current
   strategies (:func:`jaxgt.search.leaf.equilibrium`'s decomposition, ``003``
   Sec. 3, with exact continuation solving in place of a network). Its current
@@ -118,11 +119,17 @@ def exact(source: device_tree.Source, solver=None, iterations: int = 1) -> Evalu
     forest = history_cfr.game_forest(g, is_root, below)
     zero = jnp.zeros((1, H), dtype)
 
-    def one(_, st):
+    def half(st, players, advance):
       sigma = history_cfr.strategy(solver, legal, st)
       fw = history_cfr.forward(forest, sigma, own, chance)
       v = history_cfr.values(forest, fw.edge, zero)
-      return history_cfr.update(solver, forest, legal, st, sigma, fw, jnp.concatenate([v, v]))[0]
+      return history_cfr.update(solver, forest, legal, st, sigma, fw, jnp.concatenate([v, v]),
+                                players, advance)[0]
+
+    def one(_, st):
+      if solver.alternating:  # player 0's update, then player 1's from the new strategies
+        return half(half(st, (0,), False), (1,), True)
+      return half(st, (0, 1), True)
 
     st = lax.fori_loop(0, iterations, one, st)
     sigma = history_cfr.strategy(solver, legal, st)
@@ -315,14 +322,17 @@ class _Program:
   alpha: float | None
 
   def regret_update(self, st: SearchState, ranges, opp_values, player, on) -> SearchState:
-    """One public-tree CFR iteration over the current tree: simultaneous (``003``; the
-    evaluator queried once), or with an alternating solver player 0's update, then player
-    1's, each with its own forward pass and evaluator query. ``player`` ([] int32) is the
-    re-solving player and ``on`` ([] bool) turns its gadget on (off: both ranges fixed)."""
+    """One public-tree CFR iteration over the current tree: simultaneous (``003``), or with
+    an alternating solver player 0's update, then player 1's, each with its own forward pass.
+    The evaluator is queried once per iteration, with the iteration's first strategies; both
+    alternating half-updates read those leaf values (as the CFR engine's depth-limited solve
+    does: :func:`jaxgt.search.leaf.solve` sets the leaf values once per iteration).
+    ``player`` ([] int32) is the re-solving player and ``on`` ([] bool) turns its gadget on
+    (off: both ranges fixed)."""
     if self.config.solver.alternating:
-      st = self._update(st, ranges, opp_values, (0,), False, player, on)
-      return self._update(st, ranges, opp_values, (1,), True, player, on)
-    return self._update(st, ranges, opp_values, (0, 1), True, player, on)
+      st, leaf_values = self._update(st, ranges, opp_values, (0,), False, player, on)
+      return self._update(st, ranges, opp_values, (1,), True, player, on, leaf_values)[0]
+    return self._update(st, ranges, opp_values, (0, 1), True, player, on)[0]
 
   def _gadget(self, tree, ranges, opp_values, player):
     K = self.source.num_infostates
@@ -331,10 +341,12 @@ class _Program:
                   None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
                   tree.info_id[o, 0] >= 0)
 
-  def _update(self, st: SearchState, ranges, opp_values, players, last, player,
-              on) -> SearchState:
-    """The CFR update of ``players`` (static) from the current strategies; ``last``: the
-    iteration's final update (counts the iteration and the value averages' weight)."""
+  def _update(self, st: SearchState, ranges, opp_values, players, last, player, on,
+              leaf_values=None):
+    """``(state, leaf values [2, N * M])`` after the CFR update of ``players`` (static) from
+    the current strategies; ``last``: the iteration's final update (counts the iteration and
+    the value averages' weight); ``leaf_values``: this iteration's values when the evaluator
+    was already queried (``None``: query it)."""
     src, solver = self.source, self.config.solver
     tree = st.tree
     K = src.num_infostates
@@ -357,7 +369,11 @@ class _Program:
     fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
     leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
                        chance=fw.chance.reshape(N, M), root_ranges=ranges_t)
-    (leaf_values, prior), es = self.evaluator.apply(st.evaluator, leaves)
+    query = leaf_values is None
+    if query:
+      (leaf_values, prior), es = self.evaluator.apply(st.evaluator, leaves)
+    else:
+      prior, es = None, st.evaluator
     leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
                                    (2, N * M))
     v = history_cfr.values(forest, fw.edge, leaf_values)
@@ -380,21 +396,24 @@ class _Program:
     q = jnp.stack([jnp.where((qs[p][1] > 0)[:, None], qs[p][0] / jnp.where(qs[p][1] > 0,
                                                                              qs[p][1], 1.0)[:, None],
                              0.0) for p in (0, 1)])
-    new_prior = _prior(tree, prior, self.config.prior_temperature)
-    frontier = jnp.repeat(~tree.expanded, K)
-    prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
+    if query:
+      new_prior = _prior(tree, prior, self.config.prior_temperature)
+      frontier = jnp.repeat(~tree.expanded, K)
+      prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
+    else:
+      prior_out = st.prior
     rows = updated[:, None]
     return st.replace(
         cfr=cfr, q=jnp.where(rows[..., None], q, st.q), prior=prior_out, evaluator=es, gadget=gs,
-        queries=self._log(st.queries, tree, forest, fw, t),
+        queries=self._log(st.queries, tree, forest, fw, t) if query else st.queries,
         joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
         root_values=jnp.where(rows, averaging.accumulate(st.root_values, rv, t), st.root_values),
         node_values=jnp.where(rows, averaging.accumulate(st.node_values, node_v, t),
                               st.node_values),
         value_weight=(averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t) if last
                       else st.value_weight),
-        num_queries=st.num_queries + jnp.sum(forest.leaf, dtype=jnp.int32),
-        history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
+        num_queries=st.num_queries + (jnp.sum(forest.leaf, dtype=jnp.int32) if query else 0),
+        history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32)), leaf_values
 
   def _entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
     """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
