@@ -23,7 +23,8 @@ ALLOWED = {
     "agents": {"games", "core", "solvers", "search", "nets", "policy"},  # jaxgt.policy: core only
     "evaluation": {"games", "core", "solvers", "search", "nets", "agents", "policy"},
     # the training process (003, Algorithm 2); only jaxgt.cli imports it
-    "training": {"games", "core", "solvers", "search", "nets", "agents", "evaluation", "policy"},
+    "training": {"games", "core", "solvers", "search", "nets", "agents", "evaluation", "policy",
+                 "sharding"},
 }
 
 

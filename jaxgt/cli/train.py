@@ -28,6 +28,8 @@ def add_parser(sub) -> None:
   p.add_argument("--out", required=True, metavar="DIR", help="run directory")
   p.add_argument("--resume", action="store_true", help="continue from DIR's newest checkpoint")
   p.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
+  p.add_argument("--devices", type=int, help="devices the actors' games and the learner's batch "
+                 "are split over (default: all; 1: no sharding)")
   p.add_argument("--plot", metavar="FILE", help="write exploitability vs learner steps (PNG)")
   p.add_argument("--json", action="store_true", help="print the metrics lines as JSON")
 
@@ -55,6 +57,11 @@ def run(args) -> int:
     raise ValueError(f"--minutes must be positive, got {args.minutes}")
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  if args.devices is not None:
+    import jax
+    if not 1 <= args.devices <= jax.device_count():
+      raise ValueError(f"--devices must be between 1 and {jax.device_count()}, got "
+                       f"{args.devices}")
   if args.config is not None:
     cfg = config_lib.load(args.config)
   else:
@@ -85,7 +92,7 @@ def run(args) -> int:
           f"{line['queries_per_s']:.3g}{ex}", file=info, flush=True)
 
   state = loop.train(g, cfg, out, steps=args.steps, minutes=args.minutes, seed=args.seed,
-                     resume=args.resume, on_metrics=show)
+                     resume=args.resume, on_metrics=show, devices=args.devices)
   print(f"done: {int(state.learner_steps)} learner steps, checkpoint in {out / loop.CHECKPOINTS}",
         file=info)
   if args.plot:

@@ -123,15 +123,19 @@ def init_learner(model: CVPN, key, config: LearnerConfig) -> LearnerState:
                       step=jnp.zeros((), jnp.int32))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
+@functools.partial(jax.jit, static_argnums=(0, 1), static_argnames=("batch_sharding",))
 def learner_step(model: CVPN, config: LearnerConfig, state: LearnerState,
-                 replay: buffers.ReplayBuffer, key):
+                 replay: buffers.ReplayBuffer, key, batch_sharding=None):
   """``(state, replay, metrics)``: one gradient step on ``config.batch_size`` draws from
   ``replay`` (:func:`jaxgt.training.buffers.sample_replay`, bounded by
   ``config.max_updates``). With nothing eligible the state is unchanged. ``metrics``:
   ``loss``, ``value_loss``, ``policy_loss``, ``learning_rate`` (of this step),
-  ``examples`` (valid draws) and ``replay_size``."""
+  ``examples`` (valid draws) and ``replay_size``. ``batch_sharding``: a
+  ``NamedSharding`` splitting the drawn batch over devices (data-parallel: each device's
+  gradient on its rows, reduced by the compiler; parameters replicated), or ``None``."""
   replay, batch, valid = buffers.sample_replay(replay, key, config.batch_size, config.max_updates)
+  if batch_sharding is not None:
+    batch, valid = jax.lax.with_sharding_constraint((batch, valid), batch_sharding)
   (total, (vl, pl)), grads = jax.value_and_grad(loss, argnums=1, has_aux=True)(
       model, state.params, batch, config, valid)
   opt = optimizer(config)

@@ -31,6 +31,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from jaxgt import sharding
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.evaluation import construct
 from jaxgt.nets.cvpn import CVPN
@@ -96,12 +99,41 @@ class Trainer:
                       actors=self.actors.init(k_actors), key=key, iteration=zero,
                       learner_steps=zero, searches=zero, solved=zero)
 
+  def check_mesh(self, mesh: Mesh) -> None:
+    """Raises unless the games and the learner's batch split evenly over ``mesh``."""
+    n = int(mesh.devices.size)
+    for name, size in (("num_actors", self.config.num_actors),
+                       ("batch_size", self.learner_config.batch_size)):
+      if size % n:
+        raise ValueError(f"{name} ({size}) must be a multiple of the device count ({n}) to "
+                         f"shard the actors and the learner over the devices")
+
+  def place(self, state: TrainState, mesh: Mesh | None) -> TrainState:
+    """``state`` laid out over ``mesh`` (issue 17): the actors' games split over its devices,
+    everything else replicated, so the actor program runs each device's games and the
+    learner (with :meth:`iterate`'s ``mesh``) is data-parallel. ``None``: unchanged."""
+    if mesh is None:
+      return state
+    self.check_mesh(mesh)
+    rows = NamedSharding(mesh, PartitionSpec(mesh.axis_names[0]))
+    whole = NamedSharding(mesh, PartitionSpec())
+    G = self.config.num_actors
+    actors = jax.tree_util.tree_map(  # per-game arrays split, counters replicated
+        lambda x: sharding.place(x, rows if x.ndim and x.shape[0] == G else whole),
+        sharding.to_host(state.actors))
+    rest = sharding.replicate(sharding.to_host(state.replace(actors=())), mesh)
+    return rest.replace(actors=actors)
+
   def programs(self) -> tuple:
     """The jitted programs (for compile counting): actors, solver, learner."""
     return (self.actors.step, self.solver.step, learner.learner_step)
 
-  def iterate(self, state: TrainState) -> tuple[TrainState, dict]:
-    """One loop iteration (module docstring): ``(state, metrics)`` with per-part wall times."""
+  def iterate(self, state: TrainState, mesh: Mesh | None = None) -> tuple[TrainState, dict]:
+    """One loop iteration (module docstring): ``(state, metrics)`` with per-part wall times;
+    ``mesh``: the learner's batch split over its devices (``state`` laid out by
+    :meth:`place`)."""
+    batch_sharding = None if mesh is None else NamedSharding(mesh,
+                                                             PartitionSpec(mesh.axis_names[0]))
     cfg = self.config
     key = jax.random.fold_in(state.key, state.iteration)
     k_act, k_solve, k_learn = jax.random.split(key, 3)
@@ -125,7 +157,8 @@ class Trainer:
     lm = {}
     for j in range(cfg.learner_steps):
       lstate, replay, lm = learner.learner_step(self.model, self.learner_config, lstate, replay,
-                                                jax.random.fold_in(k_learn, j))
+                                                jax.random.fold_in(k_learn, j),
+                                                batch_sharding=batch_sharding)
     jax.block_until_ready(lstate)
     t3 = time.perf_counter()
     times = {"time_actors": t1 - t0, "time_solver": t2 - t1, "time_learner": t3 - t2}
@@ -204,16 +237,26 @@ def load_run(out: pathlib.Path, game: CompiledGame) -> LoadedRun:
 
 def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = None,
           minutes: float | None = None, seed: int = 0, resume: bool = False,
-          on_metrics: Callable[[dict], None] | None = None) -> TrainState:
+          on_metrics: Callable[[dict], None] | None = None,
+          devices: int | None = None) -> TrainState:
   """Runs (or with ``resume`` continues) a training run in ``out`` until ``steps`` learner
   steps in total or ``minutes`` of wall time in this call, whichever comes first (module
-  docstring); ``on_metrics(line)`` sees every metrics line (the progress display)."""
+  docstring); ``on_metrics(line)`` sees every metrics line (the progress display).
+  ``devices``: how many devices the actors and the learner shard over (default all; 1: no
+  sharding; :meth:`Trainer.place`)."""
   out = pathlib.Path(out)
+  n = jax.device_count() if devices is None else devices
+  if not 1 <= n <= jax.device_count():
+    raise ValueError(f"devices must be between 1 and {jax.device_count()}, got {devices}")
+  mesh = sharding.mesh(jax.devices()[:n]) if n > 1 else None
   trainer = trainer_for(game, config)
+  if mesh is not None:  # before any compilation
+    trainer.check_mesh(mesh)
   if resume and checkpoint.latest_step(out / CHECKPOINTS) is not None:
     state = restore(trainer, out, seed)
   else:
     state = trainer.init(seed)
+  state = trainer.place(state, mesh)
   write_config(out, game, config)
   start = time.perf_counter()
   last_eval = None
@@ -224,7 +267,7 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
       if minutes is not None and time.perf_counter() - start >= 60.0 * minutes:
         break
       prev = int(state.learner_steps)
-      state, metrics = trainer.iterate(state)
+      state, metrics = trainer.iterate(state, mesh)
       step = int(state.learner_steps)
       part = sum(metrics[k] for k in ("time_actors", "time_solver", "time_learner"))
       line = {"step": step, "iteration": int(state.iteration), **metrics,
