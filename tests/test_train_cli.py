@@ -18,6 +18,8 @@ def _err(capsys):
     (["train", "kuhn_poker", "--steps", "0"], "--steps must be positive"),
     (["train", "kuhn_poker"], "give --steps N or --minutes M"),
     (["train", "kuhn_poker", "--minutes", "-1"], "--minutes must be positive"),
+    (["train", "kuhn_poker", "--steps", "1", "--devices", "0"], "--devices must be between 1"),
+    (["train", "kuhn_poker", "--steps", "1", "--devices", "9"], "--devices must be between 1"),
 ])
 def test_bad_arguments_refused(tmp_path, capsys, argv, message):
   assert main(argv + ["--out", str(tmp_path / "run")]) == 2
