@@ -43,6 +43,25 @@ def _tree_policy(tree, policy, p, rows_of):
   return np.asarray(policy[p])[m], rows_of(ai[m])
 
 
+def _check_depth_limited(g, src, cfg, ev, solver, depth_limit, iterations):
+  """GT-CFR's regret phase on the root's depth-limited tree with exact leaves equals
+  ``search.leaf.solve`` with ``solver`` on the extracted depth-limited subgame."""
+  cap = cfg.capacity
+  cut = _grow(src, cap, 0, depth_limit)
+  assert int(cut.num_nodes) < cap
+  res = gt.solve_tree(src, cfg, ev, cut, gt.root_ranges(src, 0), iterations)
+  sub = sgm.extract(g, 0, depth_limit=depth_limit)
+  st = lf.solve(sub, solver, sub.root_weights(np.ones(1), np.ones(1)),
+                lf.equilibrium(sub, solver, 1), iterations)
+  sub_avg = solver.average_policy(sub.compiled.device_tree("float64"), st.cfr)
+  for p in (0, 1):
+    pos = {int(f): k for k, f in enumerate(sub.full_infostate[p]) if f >= 0}
+    mine, ref = _tree_policy(cut, res.policy, p,
+                             lambda ids: np.asarray(sub_avg[p])[[pos[int(i)] for i in ids]])
+    assert len(mine) > 0
+    np.testing.assert_allclose(mine, ref[:, :mine.shape[1]], atol=1e-9)
+
+
 def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
   g = jaxgt.load(name)
   pt = build_public_tree(g)
@@ -62,19 +81,7 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
     assert len(mine) == g.tree.num_infostates[p]
     np.testing.assert_allclose(mine, ref, atol=1e-9)
   # A depth-limited tree with exact leaves: search.leaf's depth-limited solve.
-  cut = _grow(src, cap, 0, depth_limit)
-  assert int(cut.num_nodes) < cap
-  res = gt.solve_tree(src, cfg, ev, cut, ranges, iterations)
-  sub = sgm.extract(g, 0, depth_limit=depth_limit)
-  st = lf.solve(sub, solver, sub.root_weights(np.ones(1), np.ones(1)),
-                lf.equilibrium(sub, solver, 1), iterations)
-  sub_avg = solver.average_policy(sub.compiled.device_tree("float64"), st.cfr)
-  for p in (0, 1):
-    pos = {int(f): k for k, f in enumerate(sub.full_infostate[p]) if f >= 0}
-    mine, ref = _tree_policy(cut, res.policy, p,
-                             lambda ids: np.asarray(sub_avg[p])[[pos[int(i)] for i in ids]])
-    assert len(mine) > 0
-    np.testing.assert_allclose(mine, ref[:, :mine.shape[1]], atol=1e-9)
+  _check_depth_limited(g, src, cfg, ev, solver, depth_limit, iterations)
   # Another root public state, other ranges and another tree shape: no recompilation.
   deep = int(np.flatnonzero((pt.depth == 3) & ~pt.terminal_public)[0])
   other = gt.root_ranges(src, deep, [np.arange(1.0, len(pt.infostates[p][deep]) + 1)
@@ -116,19 +123,7 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
   # Depth-limited with exact leaves (the continuation solved by the same alternating CFR+, one
   # query per iteration): the CFR engine's depth-limited solve, ``search.leaf.solve``.
-  cut = _grow(src, cap, 0, 4)
-  assert int(cut.num_nodes) < cap
-  res = gt.solve_tree(src, cfg, gt.exact(src, solver=solver), cut, gt.root_ranges(src, 0), 50)
-  sub = sgm.extract(g, 0, depth_limit=4)
-  st = lf.solve(sub, solver, sub.root_weights(np.ones(1), np.ones(1)),
-                lf.equilibrium(sub, solver, 1), 50)
-  sub_avg = solver.average_policy(sub.compiled.device_tree("float64"), st.cfr)
-  for p in (0, 1):
-    pos = {int(f): k for k, f in enumerate(sub.full_infostate[p]) if f >= 0}
-    mine, ref = _tree_policy(cut, res.policy, p,
-                             lambda ids: np.asarray(sub_avg[p])[[pos[int(i)] for i in ids]])
-    assert len(mine) > 0
-    np.testing.assert_allclose(mine, ref[:, :mine.shape[1]], atol=1e-9)
+  _check_depth_limited(g, src, cfg, gt.exact(src, solver=solver), solver, 4, 50)
 
 
 @pytest.mark.slow
