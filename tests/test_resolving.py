@@ -199,8 +199,8 @@ def test_continual_resolving_compiles_once_per_mode():
   ev, count = counting(gt.exact(dt.source_from_game(g)))
   agent = ContinualResolvingAgent(g, depth_limit=1, iterations=3, evaluator=ev)
   cs.construct_policy(agent, jax.random.PRNGKey(0))
-  # alternating CFR+ queries the evaluator once per half-iteration: two traces per compilation
-  assert agent.num_searches == 4 and count[0] == 2 * 2
+  # one evaluator trace per compilation (alternating CFR+ queries it once per iteration)
+  assert agent.num_searches == 4 and count[0] == 2
   first = count[0]
   agent2 = ContinualResolvingAgent(g, depth_limit=1, iterations=7, evaluator=ev)
   cs.construct_policy(agent2, jax.random.PRNGKey(1))
@@ -273,7 +273,7 @@ def test_leduc_acceptance_continual_resolving():
   ev, count = counting(gt.exact(dt.source_from_game(g)))
   agent = ContinualResolvingAgent(g, depth_limit=2, iterations=1000, evaluator=ev)
   result = cs.evaluate(agent, seeds=(0,))
-  assert agent.num_searches == 186 and count[0] == 2 * 2  # two queries per iteration
+  assert agent.num_searches == 186 and count[0] == 2  # one query per iteration
   assert result.max <= 0.005
   pyspiel = pytest.importorskip("pyspiel")
   from open_spiel.python.algorithms import exploitability
