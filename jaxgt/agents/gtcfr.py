@@ -162,7 +162,7 @@ class GTCFRAgent(Agent):
     o = 1 - player
     ours, opp, vals = state.reach[player, rows], state.reach[o, rows], state.values[o, rows]
     z = jnp.sum(ours)
-    uniform = valid / jnp.maximum(valid.sum(-1, keepdims=True), 1)
+    uniform = (valid / jnp.maximum(valid.sum(-1, keepdims=True), 1)).astype(ours.dtype)
     our_range = jnp.where(z > 0, ours / jnp.where(z > 0, z, 1.0), uniform[player])
     zo = jnp.sum(opp)
     opp_range = jnp.where(zo > 0, opp / jnp.where(zo > 0, zo, 1.0), uniform[o])
