@@ -228,3 +228,26 @@ def test_exploitability_curve_runs_the_cfr_family_through_the_protocol():
     want = float(policy_evaluation(tree, solver.policy(tree, state)).exploitability)
     np.testing.assert_allclose(row, [want, want], rtol=1e-10)
   assert curve[1, 0] < curve[0, 0]
+
+
+def test_update_mask_keeps_masked_information_states_uniform():
+  """``iteration(update_mask=...)``: masked-out information states keep zero regrets (a uniform
+  strategy), the others follow the unmasked run's rule, and an all-True mask is no mask."""
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  solver = cfr_lib.cfr_plus(dtype="float64")
+  run = lambda mask, n: jax.jit(lambda c: jax.lax.fori_loop(
+      0, n, lambda _, it: cfr_lib.iteration(solver, tree, it, update_mask=mask), c))(
+          cfr_lib.start(solver, tree, solver.init(tree)))
+  ref = solver.run(tree, solver.init(tree), 20)
+  full = run(tuple(jnp.ones(n, bool) for n in tree.num_infostates), 20)
+  for p in (0, 1):
+    np.testing.assert_array_equal(np.asarray(full.state.regrets[p]), np.asarray(ref.regrets[p]))
+  mask = tuple(jnp.arange(n) % 2 == 0 for n in tree.num_infostates)
+  part = run(mask, 20)
+  for p in (0, 1):
+    off = ~np.asarray(mask[p])
+    assert np.all(np.asarray(part.state.regrets[p])[off] == 0)
+    legal = np.asarray(tree.players[p].legal)[off]
+    np.testing.assert_allclose(np.asarray(part.sigma[p])[off], legal / legal.sum(-1, keepdims=True))
+    assert np.any(np.asarray(part.state.regrets[p])[~off] > 0)

@@ -11,9 +11,9 @@ The regret and averaging rules are the engine's (:mod:`jaxgt.solvers.cfr_rules`,
 taken from the :class:`~jaxgt.solvers.cfr.CFRSolver`), so CFR+ here is the
 engine's CFR+.
 
-A :class:`Forest` is the flat view (``S`` slots) both users build: the GT-CFR
-search (slots of the device tree) and the exact leaf evaluator (the compiled
-game's histories below the current leaves). Shape letters: ``S`` slots,
+A :class:`Forest` is the flat view (``S`` slots) of the GT-CFR search's device
+tree (:func:`jaxgt.search.gtcfr.tree_forest`); the exact leaf evaluator solves the
+continuation below the leaves on the CFR engine itself. Shape letters: ``S`` slots,
 ``I`` rows of a player's table (information states), ``A`` actions, ``R`` value
 rows (one per player's update).
 """
@@ -28,7 +28,6 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.compiler import NO_INDEX
 from jaxgt.games.base import CHANCE, TERMINAL
 
 
@@ -44,12 +43,9 @@ class Forest:
   payoff: Any  # [S] float player 0's terminal utility
   live: Any  # [S] bool the slot takes part (parents of live slots are live)
   leaf: Any  # [S] bool live and valued from outside (its subtree is cut)
-  # static: passes needed (longest parent chain among live slots, plus one)
+  # static: most passes needed (longest parent chain among live slots, plus one); a pass
+  # settles one more level, and the passes stop as soon as one changes nothing
   depth: int = struct.field(pytree_node=False)
-  # static ((lo, hi), ...) or None: slots lo:hi form level k and have their parents in level k - 1
-  # (breadth-first order, as the compiled game's depth_levels): one pass per level instead of
-  # ``depth`` passes over every slot
-  levels: tuple | None = struct.field(pytree_node=False, default=None)
 
 
 @struct.dataclass
@@ -118,15 +114,8 @@ def forward(forest: Forest, sigma, root_own, root_chance=None) -> Forward:
   start = jnp.concatenate([root_own, (forest.chance if root_chance is None else root_chance)[None]])
   start = jnp.where(root[None] & forest.live[None], start, 0.0)
   par = jnp.maximum(forest.parent, 0)
-  if forest.levels is not None:
-    x = start
-    for lo, hi in forest.levels[1:]:
-      lvl = jnp.where(root[lo:hi][None], start[:, lo:hi], x[:, par[lo:hi]] * e[:, lo:hi])
-      x = x.at[:, lo:hi].set(lvl * forest.live[lo:hi][None])
-  else:
-    def step(_, x):
-      return jnp.where(root[None], start, x[:, par] * e) * forest.live[None]
-    x = lax.fori_loop(0, forest.depth, step, start)
+  x = _fixed_point(lambda x: jnp.where(root[None], start, x[:, par] * e) * forest.live[None],
+                   start, forest.depth)
   return Forward(own=x[:2], chance=x[2], edge=edge_total(forest, e))
 
 
@@ -144,23 +133,26 @@ def values(forest: Forest, edge, leaf_values) -> jax.Array:
   cut = forest.leaf | term
   base = jnp.where(forest.leaf[None], leaf_values, jnp.where(term[None], forest.payoff[None], 0.0))
   send = forest.live & (forest.parent >= 0)
-  if forest.levels is not None:
-    levels = forest.levels
-    v = base
-    for d in range(len(levels) - 1, 0, -1):
-      lo, hi = levels[d]
-      plo, phi = levels[d - 1]
-      ids = jnp.where(send[lo:hi], forest.parent[lo:hi] - plo, phi - plo)
-      up = sequence_form.segment_sum((edge[lo:hi] * v[:, lo:hi]).T, ids, phi - plo + 1)[:-1].T
-      v = v.at[:, plo:phi].add(jnp.where(cut[plo:phi][None], 0.0, up))
-    return v
   ids = jnp.where(send, forest.parent, S)
 
-  def step(_, v):
+  def step(v):
     up = sequence_form.segment_sum((edge * v).T, ids, S + 1)[:S].T
     return base + jnp.where(cut[None], 0.0, up)
 
-  return lax.fori_loop(0, forest.depth, step, base)
+  return _fixed_point(step, base, forest.depth)
+
+
+def _fixed_point(step, x, max_passes: int):
+  """``step`` applied to ``x`` until it changes nothing, at most ``max_passes`` times: a pass
+  settles one more level of the forest, so a shallow tree stops after its own depth plus one
+  pass instead of the static bound (the result is the same fixed point)."""
+  def body(carry):
+    i, x, _ = carry
+    y = step(x)
+    return i + 1, y, jnp.any(y != x)
+
+  return lax.while_loop(lambda c: c[2] & (c[0] < max_passes), body,
+                        (jnp.zeros((), jnp.int32), x, jnp.ones((), bool)))[1]
 
 
 def action_values(forest: Forest, fw: Forward, v, player: int, num_rows: int, num_actions: int):
@@ -218,22 +210,3 @@ def root_values(forest: Forest, fw: Forward, v, player: int):
   sign = 1.0 if player == 0 else -1.0
   root = forest.live & (forest.parent < 0)
   return jnp.where(root, sign * fw.chance * fw.own[1 - player] * v, 0.0)
-
-
-def game_forest(tree, roots, live) -> Forest:
-  """The :class:`Forest` of a compiled game's histories (``tree``: device
-  :class:`~jaxgt.core.compiler.GameTree`), re-rooted at histories ``roots [H]``
-  (bool) and restricted to ``live [H]``; rows are sequence-form information states."""
-  player = jnp.asarray(tree.player)
-  info = jnp.asarray(tree.infostate)
-  H = player.shape[0]
-  payoff = jnp.zeros(H, tree.terminal_payoff.dtype).at[jnp.asarray(tree.terminal_history)].set(
-      tree.terminal_payoff)
-  par = jnp.maximum(jnp.asarray(tree.parent), 0)
-  act = jnp.maximum(jnp.asarray(tree.action), 0)
-  chance = jnp.where(player[par] == CHANCE, jnp.asarray(tree.chance_probs)[par, act], 1.0)
-  return Forest(parent=jnp.where(roots, NO_INDEX, jnp.asarray(tree.parent)), player=player,
-                action=jnp.asarray(tree.action), chance=chance.astype(payoff.dtype),
-                info=jnp.stack([jnp.where(player == p, info, NO_INDEX) for p in (0, 1)]),
-                payoff=payoff, live=live, leaf=jnp.zeros(H, bool), depth=len(tree.depth_levels),
-                levels=tuple(tree.depth_levels))

@@ -111,7 +111,7 @@ def _strategy(solver, tree, p, regrets, extra):
 
 
 def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
-              root: RootTransform | None = None) -> Iterate:
+              root: RootTransform | None = None, update_mask=None) -> Iterate:
   """One CFR iteration (see the module docstring); pure and jit/vmap-able.
 
   Args:
@@ -125,6 +125,10 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
       updated player's own root range).
     root: an optional :class:`RootTransform`, with its state in
       ``carry.root_state``.
+    update_mask: ``(m0 [I0], m1 [I1])`` bools or ``None``: information states
+      outside the mask get zero instantaneous regrets (regrets that are zero
+      stay zero, so their strategy stays uniform: the exact leaf evaluator of
+      :mod:`jaxgt.search.gtcfr` solves only the continuation below its leaves).
   """
   trees = trees if isinstance(trees, (tuple, list)) else (trees, trees)
   state = carry.state
@@ -150,6 +154,8 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
                                          tree.num_actions)
     value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
     instant = jnp.where(pt.legal, exact_ties(q - value, q), 0.0)
+    if update_mask is not None:
+      instant = jnp.where(update_mask[p][:, None], instant, 0.0)
     regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
     reach = sequence_form.infostate_reach(pt, x[p])
     if partial:  # static: a block of the average in progress (CFRSolver.loop)
