@@ -27,13 +27,14 @@ computes a search it then discards.
 
 **TD(1) outcome targets** (``p_td1``; ``003``, "Training Process" and Algorithm 2's
 "Sampling states with TD(1) targets"). Each main-line decision draws a coin (its own stream,
-``fold_in(key, 5)`` of the game's step key, so the games played do not depend on
-``p_td1``): with probability ``1 - p_td1`` its example goes to the replay buffer at once, as
+``fold_in(key, 5)`` of the game's step key, so with the same network the games played do
+not depend on ``p_td1``): with probability ``1 - p_td1`` its example goes to the replay buffer at once, as
 above; with probability ``p_td1`` its value targets are replaced by the game's eventual
 outcome and the example waits in the game's pending record (``Actors.pending``, one row per
-decision of the game, ``T`` rows: the most decisions a game of the tree can have) until the
-game ends, when every pending row is written to the replay buffer with the realised payoff
-and the record is emptied. The policy target and the PBS stay the search's (the paper's
+decision of the game, ``T`` rows: :func:`max_decisions`, the most decisions a game of the
+tree can have; part of the actors' state, so checkpoints carry it) until the game ends, when
+every pending row is written to the replay buffer with the realised payoff (after the
+step's other examples, game by game in decision order) and the record is emptied. The policy target and the PBS stay the search's (the paper's
 "policy used in beta"). Where the paper's pseudocode writes main-line states *only* with
 TD(1) targets, jaxgt keeps its main-line search examples and swaps their value targets, so
 ``p_td1 = 0`` is the search-targets-only training of earlier versions (bit-for-bit:
@@ -55,9 +56,12 @@ expected values (the expected value of ``I`` is ``v_p(I) / c_p(I)``, ``c_p(I) = 
 I} q(h) r_o(I_o(h))``, the division the leaf evaluator makes). The TD(1) target uses the
 same convention: ``c_p(I_p(h*)) u_p(z)`` for player ``p``'s held slot, ``u_p(z)`` the
 realised terminal's payoff to ``p`` (``u_1 = -u_0``) and ``c_p`` computed from the example's
-own PBS ranges. When the ranges are the on-path beliefs, ``h*`` is drawn within ``I`` with
-probability ``q(h) r_o(I_o(h)) / c_p(I)``, so the target's expectation given ``I`` is
-``v_p(I)``: the network is fitted to one scale whichever target a row got. (A held
+own PBS ranges. When the ranges are the beliefs of the policy played, ``h*`` is drawn within
+``I`` with probability ``q(h) r_o(I_o(h)) / c_p(I)`` and ``u_p(z)`` is a sample of ``h*``'s
+value, so the target's expectation given ``I`` is ``v_p(I)``: the network is fitted to one
+scale whichever target a row got. (The ranges follow the searches' policies, the moves
+``(1 - epsilon) pi + epsilon uniform``: with ``epsilon > 0`` the sample is of a slightly
+more exploratory continuation, as in the paper.) (A held
 information state the opponent's range gives no weight, ``c_p = 0``, gets the target 0,
 its counterfactual value under that PBS.)
 
