@@ -27,18 +27,19 @@ computes a search it then discards.
 
 **TD(1) outcome targets** (``p_td1``; ``003``, "Training Process" and Algorithm 2's
 "Sampling states with TD(1) targets"). Each main-line decision draws a coin (its own stream,
-``fold_in(key, 5)`` of the game's step key, so with the same network the games played do
-not depend on ``p_td1``): with probability ``1 - p_td1`` its example goes to the replay buffer at once, as
-above; with probability ``p_td1`` its value targets are replaced by the game's eventual
-outcome and the example waits in the game's pending record (``Actors.pending``, one row per
-decision of the game, ``T`` rows: :func:`max_decisions`, the most decisions a game of the
-tree can have; part of the actors' state, so checkpoints carry it) until the game ends, when
-every pending row is written to the replay buffer with the realised payoff (after the
-step's other examples, game by game in decision order) and the record is emptied. The policy target and the PBS stay the search's (the paper's
-"policy used in beta"). Where the paper's pseudocode writes main-line states *only* with
-TD(1) targets, jaxgt keeps its main-line search examples and swaps their value targets, so
-``p_td1 = 0`` is the search-targets-only training of earlier versions (bit-for-bit:
-``tests/test_selfplay.py``) and ``p_td1 = 1`` the outcome-targets-only one.
+``fold_in(key, 5)`` of the game's step key, so with the same network the games played do not
+depend on ``p_td1``): with probability ``1 - p_td1`` its example goes to the replay buffer
+at once, as above; with probability ``p_td1`` its value targets are replaced by the game's
+eventual outcome and the example waits in the game's pending record (``Actors.pending``, one
+row per decision of the game, ``T`` rows: :func:`max_decisions`, the most decisions a game
+of the tree can have; part of the actors' state, so checkpoints carry it) until the game
+ends, when every pending row is written to the replay buffer with the realised payoff (after
+the step's other examples, game by game in decision order) and the record is emptied. The
+policy target and the PBS stay the search's (the paper's "policy used in beta"). Where the
+paper's pseudocode writes main-line states *only* with TD(1) targets, jaxgt keeps its
+main-line search examples and swaps their value targets, so ``p_td1 = 0`` is the
+search-targets-only training of earlier versions (bit-for-bit: ``tests/test_selfplay.py``)
+and ``p_td1 = 1`` the outcome-targets-only one.
 
 *Which slots.* An example's PBS is its search's root public state ``s`` (the re-solve
 root, the decision's public state or an ancestor of it); the realised history ``h*`` there
@@ -283,12 +284,8 @@ class SelfPlay:
     keys = jax.random.split(key, self.config.num_actors)
     h, summary = jax.vmap(self._restart)(keys)
     G, T = self.config.num_actors, self.td1_rows
-    enc = self.model.encoding
-    K, A = enc.k_max, enc.num_actions
-    pending = buffers.ReplayExample(
-        pbs=PBS(public=jnp.zeros((G, T), jnp.int32), ranges=jnp.zeros((G, T, 2, K), DTYPE)),
-        values=jnp.zeros((G, T, 2, K), DTYPE), policy=jnp.zeros((G, T, 2, K, A), DTYPE),
-        value_mask=jnp.zeros((G, T, 2, K), bool), policy_mask=jnp.zeros((G, T), bool))
+    empty = buffers.replay_buffer(self.model.encoding, G * T, DTYPE).data  # [G * T]
+    pending = jax.tree_util.tree_map(lambda x: x.reshape((G, T) + x.shape[1:]), empty)
     return Actors(history=h, summary=summary, moves=jnp.zeros(G, jnp.int32),
                   games=jnp.zeros((), jnp.int32), pending=pending,
                   pending_valid=jnp.zeros((G, T), bool))
