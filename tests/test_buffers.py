@@ -38,7 +38,7 @@ def _examples(ids):
               ranges=jnp.broadcast_to(f[:, None, None], (B, 2, K))),
       values=jnp.broadcast_to(-f[:, None, None], (B, 2, K)),
       policy=jnp.broadcast_to(f[:, None, None, None], (B, 2, K, A)),
-      value_mask=jnp.ones(B, bool), policy_mask=jnp.asarray(ids % 2 == 0))
+      value_mask=jnp.ones((B, 2, K), bool), policy_mask=jnp.asarray(ids % 2 == 0))
 
 
 def test_ring_writes_keep_the_latest_valid_examples():

@@ -43,7 +43,7 @@ def _examples(enc, rng, n, policy):
     pol[:, p][ok] = np.asarray(policy[p])[info[:, p][ok]]
   return buffers.ReplayExample(pbs=pbs, values=jnp.asarray(values, jnp.float32),
                                policy=jnp.asarray(pol, jnp.float32),
-                               value_mask=jnp.ones(n, bool),
+                               value_mask=jnp.ones((n, 2, enc.k_max), bool),
                                policy_mask=jnp.asarray(rng.random(n) < 0.7))
 
 
@@ -67,8 +67,15 @@ def test_loss_equals_hand_computation():
   tp = np.where(tp.sum(-1, keepdims=True) > 0, tp / np.maximum(tp.sum(-1, keepdims=True), 1e-30),
                 0.0)
   tp_bad = tp + 7.0 * ~enc.legal[ids]
+  # Per-slot value masks: example 2 has no value targets, example 3 only one slot per player
+  # (a TD(1) outcome row), the others all their slots.
+  vmask = np.ones((6, 2, K), bool)
+  vmask[2] = False
+  vmask[3] = False
+  vmask[3, 0, np.flatnonzero(enc.mask[ids[3], 0])[-1]] = True
+  vmask[3, 1, np.flatnonzero(enc.mask[ids[3], 1])[0]] = True
   ex = ex.replace(values=jnp.asarray(vals, jnp.float32), policy=jnp.asarray(tp_bad, jnp.float32),
-                  value_mask=jnp.asarray([True, True, False, True, True, True]),
+                  value_mask=jnp.asarray(vmask),
                   policy_mask=jnp.asarray([True, False, True, True, True, True]))
   valid = np.array([True, True, True, True, True, False])
   cfg = lr.LearnerConfig(huber_delta=0.3, value_weight=0.7, policy_weight=0.05)
@@ -80,12 +87,11 @@ def test_loss_equals_hand_computation():
   for b in range(6):
     if not valid[b]:
       continue
-    if np.asarray(ex.value_mask)[b]:
-      for p in (0, 1):
-        for k in range(K):
-          if enc.mask[ids[b], p, k]:
-            value_terms += _huber(v[b, p, k] - vals[b, p, k], 0.3)
-            n_value += 1
+    for p in (0, 1):
+      for k in range(K):
+        if vmask[b, p, k] and enc.mask[ids[b], p, k]:
+          value_terms += _huber(v[b, p, k] - vals[b, p, k], 0.3)
+          n_value += 1
     if np.asarray(ex.policy_mask)[b]:
       n_pol += 1
       for p in (0, 1):
@@ -104,6 +110,39 @@ def test_loss_equals_hand_computation():
   assert float(pl) == pytest.approx(want_p, rel=1e-5)
   assert float(total) == pytest.approx(0.7 * want_v + 0.05 * want_p, rel=1e-5)
   assert want_p > 0.01 and want_v > 1e-4
+
+
+def test_value_loss_is_the_mean_over_masked_in_slots():
+  """A TD(1) row (two held slots) next to a search row (all slots): the value loss is the
+  Huber sum over the masked-in slots divided by their count, by hand; targets on masked-out
+  slots (garbage here) and a mask-only change move nothing else."""
+  g, enc, model = _setup("kuhn_poker")
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  s = int(np.flatnonzero(enc.mask.sum((1, 2)) == 6)[0])  # a public state with 3 + 3 slots
+  K = enc.k_max
+  pbs = PBS(public=jnp.asarray([s, s], jnp.int32),
+            ranges=jnp.full((2, 2, K), 1.0 / 3, jnp.float32))
+  targets = np.array([[[0.5, -0.25, 1.0], [-0.5, 0.0, 0.75]],
+                      [[0.0, 0.2, 9e3], [-0.2, 9e3, 9e3]]], np.float32)  # garbage: masked out
+  vmask = np.zeros((2, 2, K), bool)
+  vmask[0] = True  # the search row
+  vmask[1, 0, 1] = vmask[1, 1, 0] = True  # the TD(1) row: player 0 holds slot 1, player 1 slot 0
+  ex = buffers.ReplayExample(pbs=pbs, values=jnp.asarray(targets),
+                             policy=jnp.zeros((2, 2, K, enc.num_actions), jnp.float32),
+                             value_mask=jnp.asarray(vmask), policy_mask=jnp.zeros(2, bool))
+  cfg = lr.LearnerConfig(huber_delta=1.0)
+  _, (vl, pl) = lr.loss(model, params, ex, cfg)
+  v = np.asarray(model.apply(params, pbs).values, np.float64)
+  terms = [_huber(v[0, p, k] - targets[0, p, k], 1.0) for p in (0, 1) for k in range(3)]
+  terms += [_huber(v[1, 0, 1] - targets[1, 0, 1], 1.0), _huber(v[1, 1, 0] - targets[1, 1, 0], 1.0)]
+  assert float(vl) == pytest.approx(sum(terms) / 8, rel=1e-6)
+  assert float(pl) == 0.0
+  # The TD(1) row alone: its two slots, mean over 2.
+  _, (vl1, _) = lr.loss(model, params, ex, cfg, jnp.asarray([False, True]))
+  assert float(vl1) == pytest.approx(sum(terms[6:]) / 2, rel=1e-6)
+  # Nothing masked in: zero (the normalisation's floor of 1), not NaN.
+  _, (vl0, _) = lr.loss(model, params, ex.replace(value_mask=jnp.zeros_like(ex.value_mask)), cfg)
+  assert float(vl0) == 0.0
 
 
 def test_learning_rate_schedule_and_config_checks():

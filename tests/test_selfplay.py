@@ -2,7 +2,10 @@
 solver, loop, exact resume. The end-to-end runs compile GT-CFR searches with a network
 (minutes on a loaded 2-core machine) and are marked slow."""
 
+import dataclasses
 import json
+import math
+import pathlib
 
 import jax
 import numpy as np
@@ -37,10 +40,21 @@ def test_presets_and_json_configs(tmp_path):
   with pytest.raises(ValueError, match="cannot read"):
     config_lib.load(path)
   for bad in ({"epsilon": 1.5}, {"num_actors": 0}, {"solver_batch": 99, "query_capacity": 8},
-              {"optimizer": "rmsprop"}, {"hidden": []}, {"p_td1": 0.2}):
+              {"optimizer": "rmsprop"}, {"hidden": []}):
     with pytest.raises(ValueError):
       config_lib.from_dict(bad)
   assert config_lib.from_dict(cfg.to_json()) == cfg
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, math.inf, "0.5", True])
+def test_p_td1_outside_the_unit_interval_is_refused(bad):
+  with pytest.raises(ValueError, match="p_td1 must be"):
+    config_lib.from_dict({"p_td1": bad})
+
+
+def test_p_td1_in_the_unit_interval_is_accepted():
+  for ok in (0, 0.2, 1):
+    assert config_lib.from_dict({"p_td1": ok}).p_td1 == ok
 
 
 TINY = config_lib.preset("tiny")
@@ -50,30 +64,44 @@ def _params(state):
   return [np.asarray(x) for x in jax.tree_util.tree_leaves(state.learner.params)]
 
 
+def _leaves(tree):
+  return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
+
+
 @pytest.mark.slow
-def test_resume_continues_exactly_and_programs_compile_once(tmp_path):
+@pytest.mark.parametrize("p_td1, seed", [(0.0, 3), (0.5, 0)])
+def test_resume_continues_exactly_and_programs_compile_once(tmp_path, p_td1, seed):
+  """A run resumed from its step-2 checkpoint equals the uninterrupted one, TD(1) pending
+  records included (with p_td1 = 0.5 and seed 0 the checkpoint holds a row of an unfinished
+  game)."""
   g = jaxgt.load("kuhn_poker")
-  whole = loop.train(g, TINY, tmp_path / "a", steps=4, seed=3)
-  part = loop.train(g, TINY, tmp_path / "b", steps=2, seed=3)
+  cfg = dataclasses.replace(TINY, p_td1=p_td1)
+  whole = loop.train(g, cfg, tmp_path / "a", steps=4, seed=seed)
+  part = loop.train(g, cfg, tmp_path / "b", steps=2, seed=seed)
   assert int(part.learner_steps) == 2
-  resumed = loop.train(g, TINY, tmp_path / "b", steps=4, seed=3, resume=True)
+  if p_td1 > 0:  # the checkpoint carries a non-empty pending record
+    assert np.any(np.asarray(part.actors.pending_valid))
+  resumed = loop.train(g, cfg, tmp_path / "b", steps=4, seed=seed, resume=True)
   for a, b in zip(_params(whole), _params(resumed)):
     np.testing.assert_array_equal(a, b)
-  np.testing.assert_array_equal(np.asarray(whole.replay.data.values),
-                                np.asarray(resumed.replay.data.values))
-  assert int(resumed.searches) == int(whole.searches) == 4 * TINY.num_actors
+  for a, b in zip(_leaves((whole.replay, whole.actors)), _leaves((resumed.replay,
+                                                                  resumed.actors))):
+    np.testing.assert_array_equal(a, b)
+  assert int(resumed.searches) == int(whole.searches) == 4 * cfg.num_actors
   # Training changed the parameters (the run is not a no-op) ...
-  fresh = loop.trainer_for(g, TINY).init(3)
+  fresh = loop.trainer_for(g, cfg).init(seed)
   assert any(not np.array_equal(a, b) for a, b in zip(_params(fresh), _params(whole)))
   # ... and every part compiled once for the three runs (parameters are data).
-  actors, solver, _ = loop.trainer_for(g, TINY).programs()
+  actors, solver, _ = loop.trainer_for(g, cfg).programs()
   assert actors._cache_size() == 1 and solver._cache_size() == 1
   # The metrics log: one line per iteration with losses and buffer sizes.
   rows = loop.read_metrics(tmp_path / "b")
   assert [r["step"] for r in rows] == [1, 2, 3, 4]
   assert all(np.isfinite(r["loss"]) and r["replay_size"] > 0 for r in rows)
-  # The buffers got what the actors and the solver produced.
-  assert int(whole.replay.added) == 4 * TINY.num_actors + int(whole.solved)
+  # The buffers got what the actors and the solver produced: every decision's example, at
+  # once or (TD(1)) when its game ended.
+  pending = int(np.sum(np.asarray(whole.actors.pending_valid)))
+  assert int(whole.replay.added) + pending == 4 * cfg.num_actors + int(whole.solved)
   # A checkpoint of another game is refused.
   other = jaxgt.load("leduc_poker")
   with pytest.raises(ValueError, match="holds a run of kuhn_poker"):
@@ -108,3 +136,137 @@ def test_selfplay_examples_are_search_targets_of_legal_games():
   np.testing.assert_allclose(rows[has][acting], 1.0, atol=1e-5)
   assert int(actors.games) >= 1  # Kuhn games end within 3 decisions
   assert int(qb.added) > 0  # q_search = 1 in the tiny preset
+
+
+REFERENCE = pathlib.Path(__file__).parent / "data" / "selfplay_kuhn_tiny_p_td1_0.npz"
+
+
+def _trajectory(trainer, iterations=4, seed=5):
+  """The arrays :data:`REFERENCE` stores after ``iterations`` loop iterations from ``seed``."""
+  state = trainer.init(seed)
+  for _ in range(iterations):
+    state, _ = trainer.iterate(state)
+  d = state.replay.data
+  out = {"public": d.pbs.public, "ranges": d.pbs.ranges, "values": d.values, "policy": d.policy,
+         "value_mask": d.value_mask, "policy_mask": d.policy_mask, "filled": state.replay.filled,
+         "uses": state.replay.uses, "history": state.actors.history, "games": state.actors.games}
+  for i, x in enumerate(jax.tree_util.tree_leaves(state.learner.params)):
+    out[f"param{i}"] = x
+  return {k: np.asarray(v) for k, v in out.items()}, state
+
+
+@pytest.mark.slow
+def test_p_td1_0_reproduces_the_trajectory_before_td1_bit_for_bit():
+  """p_td1 = 0 trains exactly as the code before TD(1) targets: :data:`REFERENCE` was written
+  by that code (commit 87632fb's parent, ``_trajectory`` of the tiny preset on Kuhn) and
+  holds the replay buffer, the games' positions and the network after 4 iterations (actors,
+  query solver, learner). Only the value mask's layout changed: per example then, per slot
+  now (the example's mask on the public state's valid slots)."""
+  g = jaxgt.load("kuhn_poker")
+  tr = loop.trainer_for(g, TINY)
+  assert TINY.p_td1 == 0
+  got, state = _trajectory(tr)
+  want = dict(np.load(REFERENCE))
+  enc = tr.model.encoding
+  want["value_mask"] = want["value_mask"][:, None, None] & enc.mask[want["public"]]
+  assert sorted(got) == sorted(want)
+  for k in want:
+    np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+  assert int(want["filled"].sum()) > 8 and int(want["games"]) > 0  # not a trivial trajectory
+  assert not np.any(np.asarray(state.actors.pending_valid))
+
+
+def _realised(tree, h, s):
+  """The deepest ancestor of history ``h`` (inclusive) in public state ``s`` (NumPy)."""
+  while h >= 0 and int(tree.history_public[h]) != s:
+    h = int(tree.parent[h])
+  return h
+
+
+def _td1_trainer(p_td1, num_actors):
+  g = jaxgt.load("kuhn_poker")
+  return g, loop.trainer_for(g, dataclasses.replace(TINY, p_td1=p_td1, num_actors=num_actors))
+
+
+@pytest.mark.slow
+def test_p_td1_1_writes_the_realised_payoffs_on_the_held_slots_only():
+  """With p_td1 = 1 every main-line example waits for its game's end, then is written with
+  value ``c_p(I) u_p(z)`` on each player's held information state (``u_p(z)`` the realised
+  terminal's payoff, ``c_p(I)`` the PBS's opponent-range and chance weight of ``I``: the
+  network-scale counterfactual convention of the search targets) and masked elsewhere.
+  The expectation is rebuilt from the games' positions and terminals by NumPy."""
+  g, tr = _td1_trainer(1.0, 4)
+  tree, enc = g.tree, tr.model.encoding
+  state = tr.init(0)
+  rb = buffers.replay_buffer(enc, 256)
+  qb = buffers.query_buffer(enc, 256)
+  actors = state.actors
+  G = tr.config.num_actors
+  decisions = [[] for _ in range(G)]
+  expected = []  # (decision history, terminal) in write order
+  for i in range(10):
+    before = np.asarray(actors.history)
+    actors, rb, qb, m = tr.actors.step(state.learner.params, actors, rb, qb,
+                                       jax.random.PRNGKey(i))
+    assert int(m["td1_sampled"]) == G  # every decision
+    for gi in range(G):
+      decisions[gi].append(int(before[gi]))
+    for gi, z in enumerate(np.asarray(m["terminal"])):
+      if z >= 0:
+        expected += [(h, int(z)) for h in decisions[gi]]
+        decisions[gi] = []
+  n = int(rb.added)
+  assert n == len(expected) > 10
+  assert int(np.sum(np.asarray(actors.pending_valid))) == sum(map(len, decisions))
+  d = jax.tree_util.tree_map(np.asarray, rb.data)
+  roots = 0
+  for j, (h, z) in enumerate(expected):
+    s = int(d.pbs.public[j])
+    hs = _realised(tree, h, s)
+    assert hs >= 0, (j, h, s)  # the example's public state is on the decision's path
+    u0 = float(tree.terminal_payoff[tree.history_terminal[z]])
+    assert _realised(tree, z, int(tree.history_public[h])) == h  # z follows h
+    want_mask = np.zeros((2, enc.k_max), bool)
+    want = np.zeros((2, enc.k_max))
+    for p in (0, 1):
+      k = int(np.flatnonzero(enc.slots[s, p] == enc.pt.aug[p][hs])[0])
+      want_mask[p, k] = True
+      rows = np.flatnonzero((enc.hist[s] >= 0) & (enc.hist_slot[s, p] == k))
+      c = sum(enc.hist_q[s, m] * d.pbs.ranges[j, 1 - p, enc.hist_slot[s, 1 - p, m]] for m in rows)
+      want[p, k] = c * (u0 if p == 0 else -u0)
+    np.testing.assert_array_equal(d.value_mask[j], want_mask, err_msg=str(j))
+    np.testing.assert_allclose(d.values[j], want, rtol=1e-5, atol=1e-7, err_msg=str(j))
+    roots += s == 0
+  assert roots < n  # not only game-root examples: re-solves at later public states too
+  assert np.any(np.abs(d.values[:n]).max((1, 2)) > 0)
+
+
+@pytest.mark.slow
+def test_td1_targets_are_drawn_with_probability_p_td1():
+  """Over 64 x 32 decisions the held-back share is within 4 standard deviations of p_td1
+  (20.7 decisions: a coin of 0.8 p_td1 or 1.2 p_td1 is 6 away);
+  every held-back decision is written as one two-slot row when its game ends (or still
+  pending), every other as a search row."""
+  p = 0.3
+  g, tr = _td1_trainer(p, 64)
+  enc = tr.model.encoding
+  state = tr.init(1)
+  rb = buffers.replay_buffer(enc, 4096)
+  qb = buffers.query_buffer(enc, 16)
+  actors = state.actors
+  sampled = added = searches = 0
+  for i in range(32):
+    actors, rb, qb, m = tr.actors.step(state.learner.params, actors, rb, qb,
+                                       jax.random.PRNGKey(100 + i))
+    sampled += int(m["td1_sampled"])
+    added += int(m["td1_added"])
+    searches += int(m["searches"])
+  assert searches == 2048
+  assert abs(sampled - p * searches) < 4 * math.sqrt(searches * p * (1 - p)), sampled
+  assert added + int(np.sum(np.asarray(actors.pending_valid))) == sampled
+  n = int(rb.added)
+  assert n == searches - sampled + added
+  slots = np.asarray(rb.data.value_mask[:n]).sum((1, 2))
+  full = enc.mask[np.asarray(rb.data.pbs.public[:n])].sum((1, 2))
+  assert int(np.sum(slots <= 2)) >= added  # TD(1) rows: the two held slots at most
+  assert int(np.sum(slots == full)) >= searches - sampled  # search rows: every slot

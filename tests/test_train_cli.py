@@ -50,6 +50,23 @@ def test_bad_directories_and_configs_refused(tmp_path, capsys):
   assert "does not exist" in _err(capsys)
 
 
+@pytest.mark.parametrize("p_td1", [-0.5, 1.01])
+def test_p_td1_outside_the_unit_interval_refused_before_compiling(tmp_path, capsys, monkeypatch,
+                                                                  p_td1):
+  from jaxgt.training import loop
+
+  def no_trainer(*args, **kwargs):
+    raise AssertionError("a Trainer was built (compilation would follow)")
+
+  monkeypatch.setattr(loop, "Trainer", no_trainer)
+  cfg = tmp_path / "c.json"
+  cfg.write_text(json.dumps({"p_td1": p_td1}))
+  assert main(["train", "kuhn_poker", "--steps", "1", "--config", str(cfg), "--out",
+               str(tmp_path / "r")]) == 2
+  assert f"p_td1 must be in [0, 1], got {p_td1}" in _err(capsys)
+  assert not (tmp_path / "r").exists()
+
+
 def test_sog_spec_needs_a_run_directory(tmp_path, capsys):
   assert main(["construct", "kuhn_poker", f"sog(checkpoint={tmp_path / 'none'})"]) == 2
   assert "no training run directory" in _err(capsys)

@@ -1,7 +1,10 @@
 """Fixed-capacity device ring buffers of Student of Games' training process (``003``,
 "Training Process", Fig. 8 and Algorithm 2): the query buffer (public belief states the
 searches queried, waiting to be solved) and the replay buffer (solved belief states with
-their value and policy targets).
+their value and policy targets). Value targets are per slot (``ReplayExample.value_mask
+[..., 2, K]``): a search's example has them on every valid slot of its public state, a TD(1)
+outcome example (:mod:`jaxgt.training.selfplay`) only on the two information states held in
+the game that was played.
 
 Both are flax struct dataclasses of arrays allocated once for a static capacity ``C``;
 :func:`add` and the samplers are pure and jit-able (a batch arrives with a validity mask,
@@ -47,7 +50,7 @@ class ReplayExample:
   pbs: PBS  # public [...] int32, ranges [..., 2, K] normalised ranges
   values: Any  # [..., 2, K] network-scale counterfactual value targets
   policy: Any  # [..., 2, K, A] policy targets (zero rows where a slot does not act)
-  value_mask: Any  # [...] bool the example has value targets
+  value_mask: Any  # [..., 2, K] bool the slots with a value target (the learner's value loss)
   policy_mask: Any  # [...] bool the example has policy targets
 
 
@@ -90,7 +93,8 @@ def replay_buffer(encoding: PBSEncoding, capacity: int, dtype="float32") -> Repl
   C = check_positive_int("capacity", capacity)
   K, A = encoding.k_max, encoding.num_actions
   data = ReplayExample(pbs=_empty_pbs(encoding, C, dtype), values=jnp.zeros((C, 2, K), dtype),
-                       policy=jnp.zeros((C, 2, K, A), dtype), value_mask=jnp.zeros(C, bool),
+                       policy=jnp.zeros((C, 2, K, A), dtype),
+                       value_mask=jnp.zeros((C, 2, K), bool),
                        policy_mask=jnp.zeros(C, bool))
   return ReplayBuffer(data=data, filled=jnp.zeros(C, bool), uses=jnp.zeros(C, jnp.int32),
                       next=jnp.zeros((), jnp.int32), added=jnp.zeros((), jnp.int32))

@@ -51,7 +51,8 @@ class TrainConfig:
   solver_batch: int = 8  # queries solved per solver call
   solver_simulations: int = 10  # s of the query solves
   q_recursive: float = 0.1  # probability a solve's own query is pushed back
-  p_td1: float = 0.0  # TD(1) outcome targets' probability (only 0: not implemented)
+  p_td1: float = 0.0  # p_td1: probability a main-line example gets the game's outcome as its
+  # value target (TD(1), held slots only) instead of its search's values (selfplay docstring)
   # buffers
   replay_capacity: int = 4096  # replay buffer (sliding window)
   query_capacity: int = 1024  # query buffer
@@ -91,10 +92,6 @@ class TrainConfig:
     check_real("expansions_per_update", self.expansions_per_update, 0, math.inf, lo_open=True)
     for name in ("alpha", "epsilon", "q_search", "q_recursive", "p_td1"):
       check_real(name, getattr(self, name), 0, 1)
-    if self.p_td1 != 0:
-      raise ValueError("p_td1 > 0 (TD(1) outcome value targets) is not implemented; the "
-                       "value targets are the searches' own (p_td1 = 0, Table S2's value "
-                       "for Scotland Yard and HUNL)")
     if self.solver_batch > self.query_capacity:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")

@@ -6,8 +6,13 @@ Optimization", Table S2): minibatches from the replay buffer, Huber value loss p
 **Loss** of a minibatch (:func:`loss`), with ``v``, ``pi`` the network's values and
 policies and ``v*``, ``pi*`` the targets:
 
-* value: the mean of ``huber_delta``'s Huber loss over the valid slots (``PBSEncoding.
-  mask``) of the examples with value targets;
+* value: ``huber_delta``'s Huber loss summed over the masked-in slots (``(b, p, k)`` with
+  ``valid[b]``, ``PBSEncoding.mask`` and the example's per-slot ``value_mask[b, p, k]``)
+  and divided by their number (1 if there is none): the mean over the minibatch's
+  masked-in slots, each slot weighing the same. A search's example masks in every valid
+  slot of its public state; a TD(1) outcome example (:mod:`jaxgt.training.selfplay`,
+  ``p_td1``) masks in only the two held information states, so it weighs 2 slots where a
+  search's example weighs all of its slots (``2 K_s``);
 * policy: for each example with policy targets the sum over its information-state slots
   with a target row of ``KL(pi* || pi) = sum_a pi*(a) (log pi*(a) - log pi(a))`` over the
   legal actions, averaged over those examples;
@@ -100,8 +105,8 @@ def loss(model: CVPN, params, batch: buffers.ReplayExample, config: LearnerConfi
   valid = jnp.ones(B, bool) if valid is None else jnp.asarray(valid, bool)
   mask, legal = masks(model.encoding, public)
   dtype = out.values.dtype
-  # Value: mean Huber over the valid slots of examples with value targets.
-  vw = mask & (valid & batch.value_mask)[:, None, None]
+  # Value: mean Huber over the masked-in slots (valid example, valid slot, slot has a target).
+  vw = mask & batch.value_mask & valid[:, None, None]
   per = optax.huber_loss(out.values, jnp.asarray(batch.values, dtype), delta=config.huber_delta)
   value_loss = jnp.sum(jnp.where(vw, per, 0.0)) / jnp.maximum(jnp.sum(vw), 1)
   # Policy: KL(target || network) summed over the target rows, averaged over examples.

@@ -8,7 +8,8 @@ gradient steps, each part one jitted program with the network parameters passed 
 (compiled once per run). Iteration ``i``'s keys are ``fold_in(key, i)`` of the run's key,
 so the run is a function of its seed and config alone: a run resumed from a checkpoint
 continues exactly as the uninterrupted run (checkpoints hold the whole
-:class:`TrainState`: network, optimiser, both buffers, actors, counters, key).
+:class:`TrainState`: network, optimiser, both buffers, actors with their games' TD(1)
+pending records, counters, key).
 
 Run directory ``DIR``: ``config.json`` (game and :class:`TrainConfig`), ``metrics.jsonl``
 (one JSON object per iteration: ``step`` = learner steps, losses, buffer sizes, searches/s,
@@ -56,7 +57,7 @@ class TrainState:
   learner: learner.LearnerState  # params, optimiser state, step (gradient steps taken)
   replay: buffers.ReplayBuffer  # [C_r] examples
   queries: buffers.QueryBuffer  # [C_q] belief states
-  actors: Actors  # [G] games
+  actors: Actors  # [G] games (positions, search summaries, TD(1) pending records)
   key: Any  # [2] uint32 the run's key (iteration i uses fold_in(key, i))
   iteration: Any  # [] int32 loop iterations done
   learner_steps: Any  # [] int32 learner steps attempted (the --steps counter)

@@ -16,19 +16,58 @@ decision with the network parameters passed as data (no recompilation when they 
   the next decision with :func:`jaxgt.evaluation.referee.through_chance`;
 * outputs: the search's root training example (``search_targets``: value targets where the
   root's values are the network's leaf values, policy targets where a slot acts at the
-  root) for the replay buffer, and the search's logged leaf queries, each kept with
-  probability ``q_search``, for the query buffer;
+  root) for the replay buffer (with probability ``p_td1`` held back for a TD(1) outcome
+  target, below), and the search's logged leaf queries, each kept with probability
+  ``q_search``, for the query buffer;
 * a game that ends restarts at the root (chance sampled with the step's keys).
 
 Each decision runs one search: the re-solving player and whether the gadget is on (off at a
 game's first decision) are data of one search program, so under ``jax.vmap`` no branch
 computes a search it then discards.
 
-TD(1) outcome targets (``p_td1``) are not implemented: main-line value targets are the
-searches' own values (``p_td1 = 0``, the value Table S2 uses).
+**TD(1) outcome targets** (``p_td1``; ``003``, "Training Process" and Algorithm 2's
+"Sampling states with TD(1) targets"). Each main-line decision draws a coin (its own stream,
+``fold_in(key, 5)`` of the game's step key, so with the same network the games played do not
+depend on ``p_td1``): with probability ``1 - p_td1`` its example goes to the replay buffer
+at once, as above; with probability ``p_td1`` its value targets are replaced by the game's
+eventual outcome and the example waits in the game's pending record (``Actors.pending``, one
+row per decision of the game, ``T`` rows: :func:`max_decisions`, the most decisions a game
+of the tree can have; part of the actors' state, so checkpoints carry it) until the game
+ends, when every pending row is written to the replay buffer with the realised payoff (after
+the step's other examples, game by game in decision order) and the record is emptied. The
+policy target and the PBS stay the search's (the paper's "policy used in beta"). Where the
+paper's pseudocode writes main-line states *only* with TD(1) targets, jaxgt keeps its
+main-line search examples and swaps their value targets, so ``p_td1 = 0`` is the
+search-targets-only training of earlier versions (bit-for-bit: ``tests/test_selfplay.py``)
+and ``p_td1 = 1`` the outcome-targets-only one.
+
+*Which slots.* An example's PBS is its search's root public state ``s`` (the re-solve
+root, the decision's public state or an ancestor of it); the realised history ``h*`` there
+is the decision history's ancestor in ``s``. The outcome gives a value only to the two
+information states actually held, ``I_0(h*)`` and ``I_1(h*)``: those two slots are masked
+in (``value_mask``, per slot), every other slot is masked out (no value target), and so is
+the whole row where ``s`` has internal histories (``SlotMap.leaf_ok``, as for the search's
+own targets).
+
+*Value convention.* The search's value targets are network-scale counterfactual values
+(:func:`jaxgt.nets.gtcfr_evaluator.search_targets`, :mod:`jaxgt.nets.encoding`):
+``v_p(I) = sum_{h in I} q(h) r_o(I_o(h)) u_p(h)`` with the PBS's normalised ranges ``r``
+and ``q(h) = pi_c(h) / C(s)`` -- values weighted by the opponent's range and chance, not
+expected values (the expected value of ``I`` is ``v_p(I) / c_p(I)``, ``c_p(I) = sum_{h in
+I} q(h) r_o(I_o(h))``, the division the leaf evaluator makes). The TD(1) target uses the
+same convention: ``c_p(I_p(h*)) u_p(z)`` for player ``p``'s held slot, ``u_p(z)`` the
+realised terminal's payoff to ``p`` (``u_1 = -u_0``) and ``c_p`` computed from the example's
+own PBS ranges. When the ranges are the beliefs of the policy played, ``h*`` is drawn within
+``I`` with probability ``q(h) r_o(I_o(h)) / c_p(I)`` and ``u_p(z)`` is a sample of ``h*``'s
+value, so the target's expectation given ``I`` is ``v_p(I)``: the network is fitted to one
+scale whichever target a row got. (The ranges follow the searches' policies, the moves
+``(1 - epsilon) pi + epsilon uniform``: with ``epsilon > 0`` the sample is of a slightly
+more exploratory continuation, as in the paper.) (A held
+information state the opponent's range gives no weight, ``c_p = 0``, gets the target 0,
+its counterfactual value under that PBS.)
 
 Shape letters: ``G`` games, ``N`` search-tree nodes, ``K`` slots, ``A`` actions, ``L`` logged
-queries per search.
+queries per search, ``T`` pending rows per game (TD(1); 1 when ``p_td1 = 0``).
 """
 
 from __future__ import annotations
@@ -42,11 +81,11 @@ import numpy as np
 from flax import struct
 
 from jaxgt.agents.gtcfr import GTCFRAgent, GTCFRAgentState
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.evaluation import referee
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.cvpn import CVPN
-from jaxgt.nets.encoding import PBS
+from jaxgt.nets.encoding import PBS, slot_sums
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.training import buffers
@@ -54,6 +93,22 @@ from jaxgt.training.config import TrainConfig
 
 DTYPE = "float32"
 """Float dtype of the training searches (the network's)."""
+
+TD1_STREAM = 5
+"""``fold_in`` data of a game's step key that draws its TD(1) coin (the step key's ``split``
+into five serves the search, move, chance, query and restart draws)."""
+
+
+def max_decisions(tree: GameTree) -> int:
+  """The most player decisions on one root-to-terminal path of ``tree`` (host side)."""
+  player = np.asarray(tree.player)
+  parent = np.asarray(tree.parent)
+  acts = (player == 0) | (player == 1)
+  before = np.zeros(player.shape[0], np.int64)  # decisions strictly above each history
+  for lo, hi in tree.depth_levels[1:]:
+    par = parent[lo:hi]
+    before[lo:hi] = before[par] + acts[par]
+  return int(np.max(np.where(acts, before + 1, 0), initial=0))
 
 
 @struct.dataclass
@@ -64,6 +119,11 @@ class Actors:
   summary: GTCFRAgentState  # [G] the previous search's summary (GTCFRAgent's state)
   moves: Any  # [G] int32 decisions made in the current game
   games: Any  # [] int32 games finished
+  # The current games' decisions drawn for TD(1) targets, row = decision index in the game
+  # (module docstring): values [G, T, 2, K] the held slots' weights c_p(I) (the payoff's
+  # factor), value_mask [G, T, 2, K] the held slots, PBS and policy the search's.
+  pending: buffers.ReplayExample
+  pending_valid: Any  # [G, T] bool the row holds a decision of the current game
 
 
 @struct.dataclass
@@ -71,7 +131,9 @@ class Decision:
   """What one game's decision produced (add ``[G]`` in front)."""
 
   example: buffers.ReplayExample  # the search root's training example
-  example_valid: Any  # [] bool
+  example_valid: Any  # [] bool written to the replay buffer now (not held back for TD(1))
+  td1: Any  # [] bool held back for a TD(1) outcome target
+  terminal: Any  # [] int32 the terminal history the decision ended the game at (-1: goes on)
   queries: PBS  # [L] the search's logged leaf queries
   query_valid: Any  # [L] bool logged and kept (probability q_search)
   history_visits: Any  # [] int32 live tree histories summed over the search's CFR iterations
@@ -96,7 +158,12 @@ class SelfPlay:
                        expansions_per_update=cfg.expansions_per_update, evaluator=evaluator,
                        capacity=search_cfg.capacity, alpha=cfg.alpha, dtype=DTYPE)
     smap = gtcfr_evaluator.slot_map(source, self.model.encoding)
+    enc = self.model.encoding
+    held = np.stack([np.where(enc.pt.aug[p] >= 0, enc.slot_of[p][np.maximum(enc.pt.aug[p], 0)],
+                              NO_INDEX) for p in (0, 1)]).astype(np.int32)
     set_ = object.__setattr__
+    set_(self, "held_slot", jnp.asarray(held))  # [2, H] encoding slot of each history's I_p(h)
+    set_(self, "td1_rows", max_decisions(self.game.tree) if cfg.p_td1 > 0 else 1)  # T
     set_(self, "tree", self.game.device_tree(DTYPE))
     set_(self, "source", source)
     set_(self, "search_config", search_cfg)
@@ -115,7 +182,8 @@ class SelfPlay:
     pbs = PBS(public=pbs.public, ranges=pbs.ranges.astype(DTYPE))
     ex = buffers.ReplayExample(pbs=pbs, values=values.astype(DTYPE),
                                policy=policy.astype(DTYPE),
-                               value_mask=valid & self.leaf_ok[pbs.public],
+                               value_mask=(valid & self.leaf_ok[pbs.public])
+                               & jnp.asarray(self.model.encoding.mask)[pbs.public],
                                policy_mask=valid & self.acts[pbs.public])
     return ex, valid
 
@@ -149,7 +217,26 @@ class SelfPlay:
     h, _ = referee.through_chance(self.tree, 0, k_walk, jnp.dtype(DTYPE))
     return h, self.agent.init(k_agent)
 
-  def _one(self, params, history, summary, moves, key):
+  def td1_example(self, ex: buffers.ReplayExample, history) -> buffers.ReplayExample:
+    """``ex`` (a main-line example of the decision at ``history``) as a TD(1) row waiting for
+    the outcome (module docstring): ``values [2, K]`` hold ``c_p(I_p(h*))`` at player ``p``'s
+    held slot and 0 elsewhere, ``value_mask [2, K]`` only the held slots (none where the
+    example has no value targets); the realised outcome ``u_p`` multiplies row ``p`` later."""
+    tree, enc = self.tree, self.model.encoding
+    s = ex.pbs.public
+    # h*: the deepest ancestor of the decision history in the example's public state s.
+    h = jax.lax.while_loop(lambda x: (x >= 0) & (tree.history_public[jnp.maximum(x, 0)] != s),
+                           lambda x: tree.parent[x], jnp.asarray(history, jnp.int32))
+    slots = self.held_slot[:, jnp.maximum(h, 0)]  # [2]
+    K = enc.k_max
+    held = (jnp.arange(K) == slots[:, None]) & (slots[:, None] >= 0) & (h >= 0)  # [2, K]
+    weight = slot_sums(jnp.asarray(enc.hist_slot)[s], jnp.asarray(enc.hist_q)[s],
+                       jnp.asarray(enc.mask)[s], ex.pbs.ranges)  # [2, K] c_p(I)
+    mask = held & ex.value_mask
+    return ex.replace(values=jnp.where(mask, weight, 0.0).astype(ex.values.dtype),
+                      value_mask=mask)
+
+  def _one(self, params, history, summary, moves, pending, pending_valid, key):
     cfg = self.config
     tree = self.tree
     A = tree.num_actions
@@ -165,38 +252,74 @@ class SelfPlay:
     child = referee.draw(tree, history, jnp.pad(move, (0, C - A)), k_move, jnp.dtype(DTYPE))
     nxt, _ = referee.through_chance(tree, child, k_chance, jnp.dtype(DTYPE))
     done = ~referee.live(tree, nxt)
+    terminal = jnp.where(done, nxt, NO_INDEX)
+    if cfg.p_td1 > 0:  # static: p_td1 = 0 draws no coin and leaves the record empty
+      td1 = ex_valid & (jax.random.uniform(jax.random.fold_in(key, TD1_STREAM), (),
+                                           jnp.dtype(DTYPE)) < cfg.p_td1)
+      row = jnp.where(td1, moves, self.td1_rows)  # T: dropped
+      pending = jax.tree_util.tree_map(lambda x, r: x.at[row].set(r, mode="drop"), pending,
+                                       self.td1_example(ex, history))
+      pending_valid = pending_valid.at[row].set(True, mode="drop")
+      u0 = referee.terminal_payoff(tree, nxt, 0).astype(DTYPE)  # player 0's payoff if done
+      outcome = jnp.stack([u0, -u0])[:, None]  # [2, 1]
+      flush = pending.replace(values=pending.values * outcome)  # [T]
+      flush_valid = pending_valid & done
+      pending_valid = pending_valid & ~done
+      ex_valid = ex_valid & ~td1
+    else:
+      td1 = jnp.zeros((), bool)
+      flush, flush_valid = pending, jnp.zeros_like(pending_valid)
     h0, fresh = self._restart(k_restart)
     nxt = jnp.where(done, h0, nxt)
     summary = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, summary)
     moves = jnp.where(done, 0, moves + 1)
     keep = qvalid & (jax.random.uniform(k_keep, qvalid.shape) < cfg.q_search)
-    return nxt, summary, moves, done, Decision(example=ex, example_valid=ex_valid, queries=qpbs,
-                                               query_valid=keep, history_visits=visits)
+    dec = Decision(example=ex, example_valid=ex_valid, td1=td1, terminal=terminal, queries=qpbs,
+                   query_valid=keep, history_visits=visits)
+    return nxt, summary, moves, done, dec, pending, pending_valid, flush, flush_valid
 
   # ---------------------------------------------------------------- the batch
   def init(self, key) -> Actors:
     """``G`` fresh games."""
     keys = jax.random.split(key, self.config.num_actors)
     h, summary = jax.vmap(self._restart)(keys)
-    G = self.config.num_actors
+    G, T = self.config.num_actors, self.td1_rows
+    empty = buffers.replay_buffer(self.model.encoding, G * T, DTYPE).data  # [G * T]
+    pending = jax.tree_util.tree_map(lambda x: x.reshape((G, T) + x.shape[1:]), empty)
     return Actors(history=h, summary=summary, moves=jnp.zeros(G, jnp.int32),
-                  games=jnp.zeros((), jnp.int32))
+                  games=jnp.zeros((), jnp.int32), pending=pending,
+                  pending_valid=jnp.zeros((G, T), bool))
 
   def _step(self, params, actors: Actors, replay: buffers.ReplayBuffer,
             queries: buffers.QueryBuffer, key):
     """Every game's next decision: ``(actors, replay, queries, metrics)`` with the main-line
-    examples added to ``replay`` and the kept leaf queries to ``queries``."""
+    examples added to ``replay`` (those drawn for TD(1) targets when their game ends, after
+    this step's others, game by game in decision order) and the kept leaf queries to
+    ``queries``. ``metrics``: ``searches``, ``queries_added``, ``examples_added`` (all
+    written rows), ``td1_sampled`` (decisions held back for TD(1) targets), ``td1_added``
+    (TD(1) rows written), ``history_visits`` and ``terminal`` ``[G]`` int32 (the terminal
+    history each game ended at in this step, -1 where it goes on)."""
     G = self.config.num_actors
     keys = jax.random.split(key, G)
-    h, summary, moves, done, dec = jax.vmap(self._one, in_axes=(None, 0, 0, 0, 0))(
-        params, actors.history, actors.summary, actors.moves, keys)
+    h, summary, moves, done, dec, pending, pending_valid, flush, flush_valid = jax.vmap(
+        self._one, in_axes=(None, 0, 0, 0, 0, 0, 0))(
+            params, actors.history, actors.summary, actors.moves, actors.pending,
+            actors.pending_valid, keys)
     replay = buffers.add_replay(replay, dec.example, dec.example_valid)
+    if self.config.p_td1 > 0:  # static: p_td1 = 0 writes exactly what it always did
+      rows = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), flush)
+      replay = buffers.add_replay(replay, rows, flush_valid.reshape(-1))
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), dec.queries)
     queries = buffers.add_queries(queries, flat, dec.query_valid.reshape(-1))
     actors = Actors(history=h, summary=summary, moves=moves,
-                    games=actors.games + jnp.sum(done, dtype=jnp.int32))
+                    games=actors.games + jnp.sum(done, dtype=jnp.int32), pending=pending,
+                    pending_valid=pending_valid)
+    td1_added = jnp.sum(flush_valid, dtype=jnp.int32)
     metrics = {"searches": jnp.asarray(G, jnp.int32),
                "queries_added": jnp.sum(dec.query_valid, dtype=jnp.int32),
-               "examples_added": jnp.sum(dec.example_valid, dtype=jnp.int32),
-               "history_visits": jnp.sum(dec.history_visits, dtype=jnp.int32)}
+               "examples_added": jnp.sum(dec.example_valid, dtype=jnp.int32) + td1_added,
+               "td1_sampled": jnp.sum(dec.td1, dtype=jnp.int32),
+               "td1_added": td1_added,
+               "history_visits": jnp.sum(dec.history_visits, dtype=jnp.int32),
+               "terminal": dec.terminal}
     return actors, replay, queries, metrics
