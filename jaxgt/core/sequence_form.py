@@ -68,13 +68,42 @@ def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
   return x[pt.parent_seq]
 
 
+# terminal_sums adds rows of at most this many terminals one by one (a reduction's order of
+# additions may differ between a batched and an unbatched call)
+_FOLD_MAX = 32
+
+
+def terminal_sums(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array, A: int) -> jax.Array:
+  """``leaf [T]`` summed per sequence ``[S]`` (``leaf_seq [T]``, the tree's ``terminal_seq[p]``
+  for ``pt = tree.players[p]``).
+
+  With ``pt.terminal_order`` for ``T`` terminals: one gather into that order, a row sum per
+  block and one gather into sequence order; on a CPU the scatter of ``segment_sum`` (used for
+  other ``leaf`` sizes, e.g. a padded, sharded tree) costs more (Leduc CFR: 1.2-1.4x the
+  whole iteration).
+  """
+  blocks = pt.terminal_blocks
+  if not blocks or leaf.shape[-1] != sum(n * c for n, c in blocks):
+    return segment_sum(leaf, leaf_seq, pt.num_infostates * A + 1)
+  grouped, rows, lo = leaf[pt.terminal_order], [], 0
+  for n, c in blocks:
+    block = grouped[lo:lo + n * c].reshape(n, c)
+    if c <= _FOLD_MAX:  # a fixed order of additions: vmapped, the same sums to the last bit
+      rows.append(functools.reduce(jnp.add, [block[:, k] for k in range(c)]))
+    else:
+      rows.append(jnp.sum(block, axis=-1))
+    lo += n * c
+  return jnp.concatenate(rows + [jnp.zeros(1, leaf.dtype)])[pt.terminal_group_row]
+
+
 def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
                     sigma: jax.Array | None, A: int) -> tuple[jax.Array, jax.Array]:
   """Counterfactual action values ``q [I, A]`` and the root value from ``leaf [T]`` (utility
-  times counterfactual reach) at sequences ``leaf_seq [T]``; an information state is worth
-  ``sum_a sigma q``, or with ``sigma=None`` the legal ``max_a q`` (best response)."""
+  times counterfactual reach) at sequences ``leaf_seq [T]`` (the tree's terminals:
+  :func:`terminal_sums`); an information state is worth ``sum_a sigma q``, or with
+  ``sigma=None`` the legal ``max_a q`` (best response)."""
   n = pt.num_infostates
-  v = segment_sum(leaf, leaf_seq, n * A + 1)
+  v = terminal_sums(pt, leaf, leaf_seq, A)
   neg = jnp.asarray(-jnp.inf, leaf.dtype)
   levels = pt.levels
   qs = [None] * len(levels)

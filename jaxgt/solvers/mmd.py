@@ -78,7 +78,7 @@ def proximal_policy(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array, sigma:
   current strategy (positive on legal actions).
   """
   n = pt.num_infostates
-  v = sequence_form.segment_sum(leaf, leaf_seq, n * A + 1)[:n * A].reshape(n, A)
+  v = sequence_form.terminal_sums(pt, leaf, leaf_seq, A)[:n * A].reshape(n, A)
   legal = jnp.asarray(pt.legal)
   log_sigma = jnp.log(jnp.where(legal, sigma, 1.0))
   base = (eta * v + log_sigma) / (1.0 + eta * alpha)
