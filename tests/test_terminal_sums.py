@@ -57,6 +57,10 @@ def test_terminal_sums_equal_a_scatter_add(name):
     for b in range(3):
       np.testing.assert_allclose(np.asarray(got[b]), reference_sums(batch[b], seq, S),
                                  rtol=1e-12, atol=1e-12)
+      # batched (a scatter) and single (row sums) add in the same order: the same bits
+      single = sequence_form.terminal_sums(pt, jnp.asarray(batch[b]), tree.terminal_seq[p],
+                                           tree.num_actions)
+      np.testing.assert_array_equal(np.asarray(got[b]), np.asarray(single))
 
 
 def test_padded_terminals_scatter():

@@ -69,7 +69,7 @@ def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
 
 
 # terminal_sums adds rows of at most this many terminals one by one (a reduction's order of
-# additions may differ between a batched and an unbatched call)
+# additions may differ from the scatter's, used when batched)
 _FOLD_MAX = 32
 
 
@@ -78,22 +78,48 @@ def terminal_sums(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array, A: int) 
   for ``pt = tree.players[p]``).
 
   With ``pt.terminal_order`` for ``T`` terminals: one gather into that order, a row sum per
-  block and one gather into sequence order; on a CPU the scatter of ``segment_sum`` (used for
-  other ``leaf`` sizes, e.g. a padded, sharded tree) costs more (Leduc CFR: 1.2-1.4x the
-  whole iteration).
+  block and one gather into sequence order; on a CPU the scatter of ``segment_sum`` costs
+  more (Leduc CFR: 1.4x the whole iteration). The scatter stays where it is faster or the
+  only way: vmapped over ``leaf`` (:func:`segment_sum`'s whole rows of ``B`` values; the
+  same additions in the same order, so batched and single runs agree to the last bit) and for
+  other ``leaf`` sizes (a padded, sharded tree).
   """
   blocks = pt.terminal_blocks
+  S = pt.num_infostates * A + 1
   if not blocks or leaf.shape[-1] != sum(n * c for n, c in blocks):
-    return segment_sum(leaf, leaf_seq, pt.num_infostates * A + 1)
-  grouped, rows, lo = leaf[pt.terminal_order], [], 0
-  for n, c in blocks:
-    block = grouped[lo:lo + n * c].reshape(n, c)
-    if c <= _FOLD_MAX:  # a fixed order of additions: vmapped, the same sums to the last bit
-      rows.append(functools.reduce(jnp.add, [block[:, k] for k in range(c)]))
-    else:
-      rows.append(jnp.sum(block, axis=-1))
-    lo += n * c
-  return jnp.concatenate(rows + [jnp.zeros(1, leaf.dtype)])[pt.terminal_group_row]
+    return segment_sum(leaf, leaf_seq, S)
+  return _grouped_sums(tuple(blocks), S)(leaf, leaf_seq, pt.terminal_order, pt.terminal_group_row)
+
+
+@functools.lru_cache(maxsize=None)
+def _grouped_sums(blocks: tuple, num_sequences: int):
+  def sums(leaf, leaf_seq, order, row):
+    """``leaf [T]`` summed over the rows of ``blocks`` (:func:`terminal_sums`)."""
+    del leaf_seq
+    grouped, rows, lo = leaf[order], [], 0
+    for n, c in blocks:
+      block = grouped[lo:lo + n * c].reshape(n, c)
+      if c <= _FOLD_MAX:  # terminal by terminal, ascending: the scatter's order of additions
+        rows.append(functools.reduce(jnp.add, [block[:, k] for k in range(c)]))
+      else:
+        rows.append(jnp.sum(block, axis=1))
+      lo += n * c
+    return jnp.concatenate(rows + [jnp.zeros(1, leaf.dtype)])[row]
+
+  @custom_batching.custom_vmap
+  def f(leaf, leaf_seq, order, row):
+    return sums(leaf, leaf_seq, order, row)
+
+  @f.def_vmap
+  def rule(axis_size, in_batched, leaf, leaf_seq, order, row):
+    if any(in_batched[1:]):
+      axes = tuple(0 if b else None for b in in_batched)
+      return jax.vmap(sums, in_axes=axes, axis_size=axis_size)(leaf, leaf_seq, order, row), True
+    if not in_batched[0]:
+      return f(leaf, leaf_seq, order, row), False
+    return jax.vmap(lambda x: segment_sum(x, leaf_seq, num_sequences))(leaf), True
+
+  return f
 
 
 def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
