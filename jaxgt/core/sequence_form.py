@@ -127,21 +127,15 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
   """Counterfactual action values ``q [I, A]`` and the root value from ``leaf [T]`` (utility
   times counterfactual reach) at sequences ``leaf_seq [T]`` (the tree's terminals:
   :func:`terminal_sums`); an information state is worth ``sum_a sigma q``, or with
-  ``sigma=None`` the legal ``max_a q`` (best response)."""
+  ``sigma=None`` the legal ``max_a q`` (best response). Level by level from the deepest, the
+  information states' values are added into their parent sequences' values in place."""
   n = pt.num_infostates
-  v = terminal_sums(pt, leaf, leaf_seq, A)
+  v = terminal_sums(pt, leaf, leaf_seq, A)  # [S], complete for level k once k + 1 is added
   neg = jnp.asarray(-jnp.inf, leaf.dtype)
-  levels = pt.levels
-  qs = [None] * len(levels)
-  from_below = None
   root = v[n * A]
-  for k in reversed(range(len(levels))):
-    lo, hi = levels[k]
-    q = v[lo * A:hi * A]
-    if from_below is not None:
-      q = q + from_below
-    qs[k] = q
-    q = q.reshape(hi - lo, A)
+  for k in reversed(range(len(pt.levels))):
+    lo, hi = pt.levels[k]
+    q = v[lo * A:hi * A].reshape(hi - lo, A)
     if sigma is None:
       node = jnp.max(jnp.where(pt.legal[lo:hi], q, neg), axis=-1)
     else:
@@ -149,11 +143,27 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
     if k == 0:
       root = root + jnp.sum(node)
     else:
-      plo, phi = levels[k - 1]
-      from_below = segment_sum(node, pt.parent_seq[lo:hi] - plo * A, (phi - plo) * A)
-  if not qs:
-    return jnp.zeros((0, A), leaf.dtype), root
-  return jnp.concatenate(qs).reshape(n, A), root
+      v = add_at(v, pt.parent_seq[lo:hi], node)
+  return v[:n * A].reshape(n, A), root
+
+
+@custom_batching.custom_vmap
+def add_at(total, ids, data):
+  """``total [S]`` plus ``data [N]`` added at ``ids [N]`` (a scatter-add into ``total``'s
+  buffer); vmapped over ``total`` and ``data`` only, rows of ``B`` values (batch axis last)."""
+  return total.at[ids].add(data)
+
+
+@add_at.def_vmap
+def _add_at_rule(axis_size, in_batched, total, ids, data):
+  total_b, ids_b, data_b = in_batched
+  if ids_b:
+    axes = tuple(0 if b else None for b in in_batched)
+    return jax.vmap(lambda t, i, d: t.at[i].add(d), in_axes=axes)(total, ids, data), True
+  total = total if total_b else jnp.broadcast_to(total, (axis_size,) + total.shape)
+  data = data if data_b else jnp.broadcast_to(data, (axis_size,) + data.shape)
+  out = jnp.moveaxis(total, 0, -1).at[ids].add(jnp.moveaxis(data, 0, -1))
+  return jnp.moveaxis(out, -1, 0), True
 
 
 def check_policy(tree: GameTree, policy) -> None:
