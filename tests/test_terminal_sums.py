@@ -63,6 +63,29 @@ def test_terminal_sums_equal_a_scatter_add(name):
       np.testing.assert_array_equal(np.asarray(got[b]), np.asarray(single))
 
 
+@pytest.mark.parametrize("name", ["leduc_poker", "goofspiel(num_cards=4)"])
+def test_leaves_in_grouped_order(name):
+  """Leaves computed in the grouped order (terminal_leaf_values with order, leaf_seq None)."""
+  tree = jaxgt.load(name).device_tree("float64")
+  rng = np.random.default_rng(2)
+  for p, pt in enumerate(tree.players):
+    order = sequence_form.grouped_order(tree, p)
+    assert order is not None
+    xo = jnp.asarray(rng.uniform(size=tree.players[1 - p].num_infostates * tree.num_actions + 1))
+    leaf = sequence_form.terminal_leaf_values(tree, p, xo)
+    np.testing.assert_array_equal(
+        np.asarray(sequence_form.terminal_leaf_values(tree, p, xo, order=order)),
+        np.asarray(leaf)[np.asarray(order)])
+    S = pt.num_infostates * tree.num_actions + 1
+    want = reference_sums(np.asarray(leaf), np.asarray(tree.terminal_seq[p]), S)
+    sums = lambda x, pt=pt: sequence_form.terminal_sums(pt, x, None, tree.num_actions)
+    single = jax.jit(sums)(leaf[order])
+    np.testing.assert_allclose(np.asarray(single), want, rtol=1e-12, atol=1e-12)
+    batched = jax.vmap(sums)(jnp.stack([leaf[order], 2 * leaf[order]]))  # the batched scatter
+    np.testing.assert_array_equal(np.asarray(batched[0]), np.asarray(single))
+    np.testing.assert_allclose(np.asarray(batched[1]), 2 * want, rtol=1e-12, atol=1e-12)
+
+
 def test_padded_terminals_scatter():
   """A tree whose terminals were padded after compilation (shard_game) sums by scatter."""
   tree = jaxgt.load("leduc_poker").device_tree("float64")

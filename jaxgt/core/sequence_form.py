@@ -73,38 +73,80 @@ def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
 _FOLD_MAX = 32
 
 
-def terminal_sums(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array, A: int) -> jax.Array:
-  """``leaf [T]`` summed per sequence ``[S]`` (``leaf_seq [T]``, the tree's ``terminal_seq[p]``
-  for ``pt = tree.players[p]``).
+def grouped_order(tree: GameTree, player: int):
+  """``tree.players[player].terminal_order [T]`` where the tree's terminals are grouped by
+  that player's sequences (:func:`terminal_sums`), else ``None`` (decided statically)."""
+  pt = tree.players[player]
+  if pt.terminal_blocks and sum(n * c for n, c in pt.terminal_blocks) == tree.num_terminals:
+    return pt.terminal_order
+  return None
 
-  With ``pt.terminal_order`` for ``T`` terminals: one gather into that order, a row sum per
-  block and one gather into sequence order; on a CPU the scatter of ``segment_sum`` costs
-  more (Leduc CFR: 1.4x the whole iteration). The scatter stays where it is faster or the
-  only way: vmapped over ``leaf`` (:func:`segment_sum`'s whole rows of ``B`` values; the
-  same additions in the same order, so batched and single runs agree to the last bit) and for
-  other ``leaf`` sizes (a padded, sharded tree).
+
+def terminal_sums(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array | None,
+                  A: int) -> jax.Array:
+  """``leaf [T]`` summed per sequence ``[S]``.
+
+  ``leaf_seq [T]`` is each leaf's sequence, the tree's ``terminal_seq[p]`` for ``pt =
+  tree.players[p]``; ``None`` says ``leaf`` is in ``pt.terminal_order`` (:func:`grouped_order`,
+  :func:`terminal_leaf_values` with ``order``), the fastest: a sum per row of each block
+  (terminal by terminal) and one gather into sequence order. In terminal order, one more
+  gather first. On a CPU the scatter of ``segment_sum`` costs more (Leduc CFR: 2x the whole
+  iteration). The scatter stays where it is faster or the only way: vmapped over ``leaf``
+  (whole rows of ``B`` values, as :func:`segment_sum`; the same additions in the same order,
+  so batched and single runs agree to the last bit) and for a tree without groups or other
+  ``leaf`` sizes (a padded, sharded tree).
   """
-  blocks = pt.terminal_blocks
-  S = pt.num_infostates * A + 1
+  blocks, S = tuple(pt.terminal_blocks), pt.num_infostates * A + 1
+  if leaf_seq is None:
+    return _grouped_sums(blocks, S)(leaf, pt.terminal_group_row)
   if not blocks or leaf.shape[-1] != sum(n * c for n, c in blocks):
     return segment_sum(leaf, leaf_seq, S)
-  return _grouped_sums(tuple(blocks), S)(leaf, leaf_seq, pt.terminal_order, pt.terminal_group_row)
+  return _ordered_sums(blocks, S)(leaf, leaf_seq, pt.terminal_order, pt.terminal_group_row)
+
+
+def _row_sums(blocks, leaf, row):
+  """``leaf [T]`` in the blocks' order summed per row, then gathered by ``row [S]``."""
+  rows, lo = [], 0
+  for n, c in blocks:
+    block = leaf[lo:lo + n * c].reshape(n, c)
+    if c <= _FOLD_MAX:  # terminal by terminal, ascending: the scatter's order of additions
+      rows.append(functools.reduce(jnp.add, [block[:, k] for k in range(c)]))
+    else:
+      rows.append(jnp.sum(block, axis=1))
+    lo += n * c
+  return jnp.concatenate(rows + [jnp.zeros(1, leaf.dtype)])[row]
 
 
 @functools.lru_cache(maxsize=None)
 def _grouped_sums(blocks: tuple, num_sequences: int):
+  """:func:`terminal_sums` of leaves in the blocks' order: ``f(leaf [T], row [S])``."""
+  num_rows = sum(n for n, _ in blocks)
+  row_of = np.repeat(np.arange(num_rows, dtype=np.int32), [c for n, c in blocks for _ in range(n)])
+
+  @custom_batching.custom_vmap
+  def f(leaf, row):
+    return _row_sums(blocks, leaf, row)
+
+  @f.def_vmap
+  def rule(axis_size, in_batched, leaf, row):
+    if in_batched[1]:
+      axes = tuple(0 if b else None for b in in_batched)
+      return jax.vmap(functools.partial(_row_sums, blocks), in_axes=axes,
+                      axis_size=axis_size)(leaf, row), True
+    if not in_batched[0]:
+      return f(leaf, row), False
+    return jax.vmap(lambda x: segment_sum(x, row_of, num_rows + 1)[row])(leaf), True
+
+  return f
+
+
+@functools.lru_cache(maxsize=None)
+def _ordered_sums(blocks: tuple, num_sequences: int):
+  """:func:`terminal_sums` of leaves in terminal order: ``f(leaf [T], leaf_seq [T], order [T],
+  row [S])``."""
   def sums(leaf, leaf_seq, order, row):
-    """``leaf [T]`` summed over the rows of ``blocks`` (:func:`terminal_sums`)."""
     del leaf_seq
-    grouped, rows, lo = leaf[order], [], 0
-    for n, c in blocks:
-      block = grouped[lo:lo + n * c].reshape(n, c)
-      if c <= _FOLD_MAX:  # terminal by terminal, ascending: the scatter's order of additions
-        rows.append(functools.reduce(jnp.add, [block[:, k] for k in range(c)]))
-      else:
-        rows.append(jnp.sum(block, axis=1))
-      lo += n * c
-    return jnp.concatenate(rows + [jnp.zeros(1, leaf.dtype)])[row]
+    return _row_sums(blocks, leaf[order], row)
 
   @custom_batching.custom_vmap
   def f(leaf, leaf_seq, order, row):
@@ -125,8 +167,8 @@ def _grouped_sums(blocks: tuple, num_sequences: int):
 def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
                     sigma: jax.Array | None, A: int) -> tuple[jax.Array, jax.Array]:
   """Counterfactual action values ``q [I, A]`` and the root value from ``leaf [T]`` (utility
-  times counterfactual reach) at sequences ``leaf_seq [T]`` (the tree's terminals:
-  :func:`terminal_sums`); an information state is worth ``sum_a sigma q``, or with
+  times counterfactual reach) at sequences ``leaf_seq [T]`` (the tree's terminals, or
+  ``None`` for leaves in ``pt.terminal_order``: :func:`terminal_sums`); an information state is worth ``sum_a sigma q``, or with
   ``sigma=None`` the legal ``max_a q`` (best response). Level by level from the deepest, the
   information states' values are added into their parent sequences' values in place."""
   n = pt.num_infostates
@@ -191,11 +233,16 @@ def check_weights(tree: GameTree, weights) -> None:
                      f"[..., {tree.num_terminals}] (one weight per terminal history)")
 
 
-def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None):
-  """``[T]`` utility to ``player`` times chance/external and opponent reach."""
+def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None, order=None):
+  """``[T]`` utility to ``player`` times chance/external and opponent reach; with ``order [T]``
+  (:func:`grouped_order`) at the terminals in that order, for :func:`terminal_sums` (the
+  gathers of the tree's arrays are loop-invariant: XLA hoists them out of a solver's loop)."""
   w = tree.terminal_chance if weights is None else weights
   sign = 1.0 if player == 0 else -1.0
-  return sign * tree.terminal_payoff * w * opponent_x[tree.terminal_seq[1 - player]]
+  payoff, seq = tree.terminal_payoff, tree.terminal_seq[1 - player]
+  if order is not None:
+    payoff, w, seq = payoff[order], w[order], seq[order]
+  return sign * payoff * w * opponent_x[seq]
 
 
 def counterfactual_values(tree: GameTree, policy, player: int, weights=None, *,
@@ -205,8 +252,10 @@ def counterfactual_values(tree: GameTree, policy, player: int, weights=None, *,
   check_policy(tree, policy)
   check_weights(tree, weights)
   xo = realization(tree.players[1 - player], policy[1 - player])
-  leaf = terminal_leaf_values(tree, player, xo, weights)
-  return sequence_values(tree.players[player], leaf, tree.terminal_seq[player],
+  order = grouped_order(tree, player)
+  leaf = terminal_leaf_values(tree, player, xo, weights, order)
+  return sequence_values(tree.players[player], leaf,
+                         tree.terminal_seq[player] if order is None else None,
                          None if best_response else policy[player], tree.num_actions)
 
 
