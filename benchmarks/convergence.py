@@ -16,8 +16,9 @@ OpenSpiel. A peer runs until ``--peer-target`` (default 1e-5), its
 ``--peer-budget`` or ``--peer-cap``; a LiteEFG solver also stops once its
 seconds pass the fastest LiteEFG solver's time to 1e-4 without reaching it
 (it cannot be LiteEFG's best there), and the report says when LiteEFG's best
-is unproven (a solver stopped by the budget or cap before that time). Prints, per game, each solver's seconds and iterations to 1e-3,
-1e-4 and 1e-5, and at 1e-4 the ratio of the best jaxgt solver's time to
+is unproven (a solver stopped by the budget or cap before that time).
+Prints, per game, each solver's seconds and iterations to 1e-3, 1e-4 and
+1e-5, and at 1e-4 the ratio of the best jaxgt solver's time to
 OpenSpiel C++ CFR+ and to LiteEFG's best; writes a Markdown table and PNG
 plots (exploitability against iterations and against seconds).
 
@@ -288,7 +289,8 @@ def main(argv=None):
   ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
   ap.add_argument("--budget", type=float, default=60.0, help="solve seconds per solver and game")
   ap.add_argument("--cap", type=int, default=200000, help="iteration cap per jaxgt solver")
-  ap.add_argument("--peer-cap", type=int, default=200000, help="iteration cap for OpenSpiel/LiteEFG")
+  ap.add_argument("--peer-cap", type=int, default=200000,
+                  help="iteration cap for OpenSpiel/LiteEFG")
   ap.add_argument("--peer-budget", type=float, default=None,
                   help="solve seconds per peer solver and game (default: --budget); a LiteEFG "
                        "solver also stops once slower to 1e-4 than the fastest LiteEFG one")

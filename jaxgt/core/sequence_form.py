@@ -168,9 +168,10 @@ def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
                     sigma: jax.Array | None, A: int) -> tuple[jax.Array, jax.Array]:
   """Counterfactual action values ``q [I, A]`` and the root value from ``leaf [T]`` (utility
   times counterfactual reach) at sequences ``leaf_seq [T]`` (the tree's terminals, or
-  ``None`` for leaves in ``pt.terminal_order``: :func:`terminal_sums`); an information state is worth ``sum_a sigma q``, or with
-  ``sigma=None`` the legal ``max_a q`` (best response). Level by level from the deepest, the
-  information states' values are added into their parent sequences' values in place."""
+  ``None`` for leaves in ``pt.terminal_order``: :func:`terminal_sums`); an information
+  state is worth ``sum_a sigma q``, or with ``sigma=None`` the legal ``max_a q`` (best
+  response). Level by level from the deepest, the information states' values are added into
+  their parent sequences' values in place."""
   n = pt.num_infostates
   v = terminal_sums(pt, leaf, leaf_seq, A)  # [S], complete for level k once k + 1 is added
   neg = jnp.asarray(-jnp.inf, leaf.dtype)
