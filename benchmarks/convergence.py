@@ -10,10 +10,15 @@ separately, with the milliseconds per iteration of that call (time = iterations
 x ms/iteration: where the seconds go). HS-PCFR+ and HS-DCFR plan for
 ``--planned`` iterations (default: their factories' 1000). The same run times OpenSpiel's C++ ``CFRPlusSolver``
 (``pyspiel``; ``evaluate_and_update_policy`` timed, ``exploitability`` not) and
-LiteEFG's CFR+, PCFR+ (linear averaging) and DCFR (``LiteEFG.OpenSpielEnv``,
+LiteEFG's CFR+, DCFR and PCFR+ (linear averaging) (``LiteEFG.OpenSpielEnv``,
 enumerated traversal; its evaluation untimed), where the game exists in
-OpenSpiel. Prints, per game, each solver's seconds and iterations to 1e-3,
-1e-4 and 1e-5, and at 1e-4 the ratio of the best jaxgt solver's time to
+OpenSpiel. A peer runs until ``--peer-target`` (default 1e-5), its
+``--peer-budget`` or ``--peer-cap``; a LiteEFG solver also stops once its
+seconds pass the fastest LiteEFG solver's time to 1e-4 without reaching it
+(it cannot be LiteEFG's best there), and the report says when LiteEFG's best
+is unproven (a solver stopped by the budget or cap before that time).
+Prints, per game, each solver's seconds and iterations to 1e-3, 1e-4 and
+1e-5, and at 1e-4 the ratio of the best jaxgt solver's time to
 OpenSpiel C++ CFR+ and to LiteEFG's best; writes a Markdown table and PNG
 plots (exploitability against iterations and against seconds).
 
@@ -37,6 +42,7 @@ from jaxgt.core.evaluate import policy_evaluation_jit
 from jaxgt.solve import SOLVERS, make_full_width_solver
 
 TARGETS = (1e-3, 1e-4, 1e-5)
+HEADLINE = 1e-4  # the target of the ratios (issue 16: Leduc, 1e-4)
 # jaxgt game string -> (label, OpenSpiel game string or None, turn-based conversion)
 GAMES = {
     "kuhn_poker": ("Kuhn", "kuhn_poker", False),
@@ -51,8 +57,10 @@ QUICK_GAMES = ("kuhn_poker", "leduc_poker")
 # games where OpenSpiel C++ CFR+'s iterates equal jaxgt cfr+'s (tests/test_cfr.py): its time to a
 # target the budget did not reach is estimated from jaxgt's iterations there
 SAME_ITERATES = ("kuhn_poker", "leduc_poker")
+# quick: the peers stop at 1e-4 (the headline), each LiteEFG solver once slower than the fastest
+# one there; the 30 s budget only bounds a peer that has not passed that time yet
 BENCH_QUICK = ["--games", "leduc_poker", "--solvers", "cfr+,dcfr+,pcfr+", "--budget", "5",
-               "--peer-cap", "3000", "--out", "convergence_quick"]
+               "--peer-budget", "30", "--peer-target", "1e-4", "--out", "convergence_quick"]
 # MMD's defaults reach only its regularised equilibrium; a small temperature for the table
 SOLVER_KWARGS = {"mmd": {"alpha": 1e-3}}
 
@@ -71,6 +79,7 @@ class Curve:
 
   def __init__(self, name):
     self.name, self.iterations, self.seconds, self.values = name, [], [], []
+    self.cut = None  # why a peer's run stopped (run_peer)
     self.compile_s = 0.0
     self.single_call = {}  # iterations -> seconds of one fresh call running them (jaxgt)
 
@@ -138,52 +147,99 @@ def load_openspiel(spec):
   return pyspiel.convert_to_turn_based(game) if spec[2] else game
 
 
-def run_openspiel_cfr_plus(spec, cap, budget, eps_min, factor=1.1):
+def run_peer(label, step, evaluate, cap, budget, stop_eps, factor=1.1, beat=None,
+             clock=time.perf_counter):
+  """A peer's curve on the checkpoint grid: ``step(n)`` runs ``n`` iterations (timed),
+  ``evaluate()`` returns the exploitability (untimed).
+
+  Runs until ``stop_eps`` is reached, or the iteration ``cap`` or the ``budget`` seconds; and
+  where ``beat`` (the best time to :data:`HEADLINE` among the peers run so far) is given, also
+  once this peer's seconds pass ``beat`` without reaching the headline target: it can no longer
+  be the fastest peer there. ``curve.cut`` says why it stopped (``"target"``, ``"slower"``,
+  ``"budget"``, ``"cap"``): a peer cut by the budget or cap before reaching the headline target
+  and before passing ``beat`` leaves the fastest peer unproven (:func:`best_peer`).
+  """
+  curve, done, sec = Curve(label), 0, 0.0
+  for c in grid(cap, factor):
+    t0 = clock()
+    step(c - done)
+    sec += clock() - t0
+    done = c
+    curve.add(c, sec, evaluate())
+    reached = curve.reach(HEADLINE) is not None
+    if curve.values[-1] <= stop_eps:
+      curve.cut = "target"
+    elif beat is not None and not reached and sec > beat:
+      curve.cut = "slower"
+    elif sec > budget:
+      curve.cut = "budget"
+    elif c >= cap:
+      curve.cut = "cap"
+    if curve.cut:
+      break
+  return curve
+
+
+def run_openspiel_cfr_plus(spec, cap, budget, stop_eps, factor=1.1):
   import pyspiel
   game = load_openspiel(spec)
   solver = pyspiel.CFRPlusSolver(game)
-  curve, done, sec = Curve("OpenSpiel C++ CFR+"), 0, 0.0
-  for c in grid(cap, factor):
-    t0 = time.perf_counter()
-    for _ in range(c - done):
+
+  def step(n):
+    for _ in range(n):
       solver.evaluate_and_update_policy()
-    sec += time.perf_counter() - t0
-    done = c
-    curve.add(c, sec, pyspiel.exploitability(game, solver.average_policy()))
-    if curve.done(eps_min, budget, cap):
-      break
-  return curve
+  return run_peer("OpenSpiel C++ CFR+", step,
+                  lambda: pyspiel.exploitability(game, solver.average_policy()),
+                  cap, budget, stop_eps, factor)
 
 
 def liteefg_solvers():
-  """LiteEFG's baselines as ``(label, graph factory, convergence type, strategy arguments)``."""
+  """LiteEFG's full-width CFR family as ``(label, graph factory, convergence type, strategy
+  arguments)``, its usually fastest first (so the others can stop once slower).
+
+  LiteEFG 1.0.0 also offers vanilla CFR and the last-iterate methods (MMD, QFR, DOMD, CMD,
+  Reg-CFR, Reg-DOMD); with their defaults none comes near 1e-4 in Leduc in 25 s (CFR 1.3e-2,
+  Reg-CFR 2.3e-2, the others 3.6e-2 or worse; README), so they are not run here.
+  """
   from LiteEFG.baselines import CFRplus, DCFR, PCFR
   return [("LiteEFG CFR+", CFRplus.graph, "linear-avg-iterate", ()),
-          ("LiteEFG PCFR+", PCFR.graph, "linear-avg-iterate", ()),
-          ("LiteEFG DCFR", DCFR.graph, "last-iterate", ("average-iterate",))]
+          ("LiteEFG DCFR", DCFR.graph, "last-iterate", ("average-iterate",)),
+          ("LiteEFG PCFR+", PCFR.graph, "linear-avg-iterate", ())]
 
 
-def run_liteefg(spec, label, factory, convergence, strategy_args, cap, budget, eps_min,
-                factor=1.1):
+def run_liteefg(spec, label, factory, convergence, strategy_args, cap, budget, stop_eps,
+                factor=1.1, beat=None):
+  import contextlib
+  import io
+
   import LiteEFG
   game = load_openspiel(spec)
-  graph = factory()
+  with contextlib.redirect_stdout(io.StringIO()):  # its graphs print a banner
+    graph = factory()
   env = LiteEFG.OpenSpielEnv(game, traverse_type="Enumerate", regenerate=False)
   env.set_graph(graph)
-  curve, done, sec = Curve(label), 0, 0.0
-  for c in grid(cap, factor):
-    t0 = time.perf_counter()
-    for _ in range(c - done):
+
+  def step(n):
+    for _ in range(n):
       graph.update_graph(env)
       env.update_strategy(graph.current_strategy(*strategy_args), update_best=False)
-    sec += time.perf_counter() - t0
-    done = c
-    # LiteEFG reports each player's best-response gain; their sum is NashConv
-    curve.add(c, sec, 0.5 * sum(env.exploitability(graph.current_strategy(*strategy_args),
-                                                   convergence)))
-    if curve.done(eps_min, budget, cap):
-      break
-  return curve
+
+  # LiteEFG reports each player's best-response gain; their sum is NashConv
+  return run_peer(label, step, lambda: 0.5 * sum(env.exploitability(
+      graph.current_strategy(*strategy_args), convergence)), cap, budget, stop_eps, factor, beat)
+
+
+def best_peer(peers, eps=None):
+  """``(seconds, name, proven)``: the fastest of ``peers`` to ``eps`` (default the headline
+  target), or ``None`` if none reached it. ``proven`` is False when another peer stopped
+  (budget or cap) before reaching it and before passing that time: it might have been faster."""
+  eps = HEADLINE if eps is None else eps
+  best = best_at(peers, eps)
+  if best is None:
+    return None
+  open_ = [c.name for c in peers if c.reach(eps) is None and c.cut in ("budget", "cap")
+           and c.seconds[-1] < best[0]]
+  return best[0], best[1], not open_
 
 
 def fmt_reach(r):
@@ -233,9 +289,13 @@ def main(argv=None):
   ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
   ap.add_argument("--budget", type=float, default=60.0, help="solve seconds per solver and game")
   ap.add_argument("--cap", type=int, default=200000, help="iteration cap per jaxgt solver")
-  ap.add_argument("--peer-cap", type=int, default=20000, help="iteration cap for OpenSpiel/LiteEFG")
+  ap.add_argument("--peer-cap", type=int, default=200000,
+                  help="iteration cap for OpenSpiel/LiteEFG")
   ap.add_argument("--peer-budget", type=float, default=None,
-                  help="solve seconds per peer solver and game (default: --budget)")
+                  help="solve seconds per peer solver and game (default: --budget); a LiteEFG "
+                       "solver also stops once slower to 1e-4 than the fastest LiteEFG one")
+  ap.add_argument("--peer-target", type=float, default=min(TARGETS),
+                  help="exploitability at which a peer stops (default the smallest target)")
   ap.add_argument("--no-peers", action="store_true", help="skip OpenSpiel and LiteEFG")
   ap.add_argument("--grid", type=float, default=1.1,
                   help="growth factor of the checkpoint grid (the time to a target overshoots by "
@@ -273,20 +333,23 @@ def main(argv=None):
     peers = []
     if not args.no_peers and spec[1] is not None:
       try:
-        peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, peer_budget, eps_min, args.grid))
+        peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, peer_budget, args.peer_target,
+                                            args.grid))
       except ImportError:
         print("  OpenSpiel C++ CFR+: missing (pyspiel not installed)")
         missing_peer("OpenSpiel C++", "pyspiel not installed", game=label)
       try:
         for lbl, factory, conv, sargs in liteefg_solvers():
+          fastest = best_at([c for c in peers if c.name.startswith("LiteEFG")], HEADLINE)
           peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, peer_budget,
-                                   eps_min, args.grid))
+                                   args.peer_target, args.grid,
+                                   beat=fastest[0] if fastest else None))
       except ImportError:
         print("  LiteEFG: missing (pip install LiteEFG)")
         missing_peer("LiteEFG", "not installed (pip install LiteEFG)", game=label)
       for c in peers:
         print(f"  {c.name:20s} {c.ms_per_iteration():.4f} ms/it  " + "  ".join(f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
-              + f"  last {c.values[-1]:.2e} at {c.iterations[-1]}", flush=True)
+              + f"  last {c.values[-1]:.2e} at {c.iterations[-1]} ({c.cut})", flush=True)
     report += table(label, curves + peers, set(names))
     ours = best_at(curves, 1e-4)
     peer_best = best_at(peers, 1e-4)
@@ -312,10 +375,16 @@ def main(argv=None):
       if line:
         print("  " + line)
         report += ["", line]
-    lite = best_at([c for c in peers if c.name.startswith("LiteEFG")], 1e-4)
     lite_peers = [c for c in peers if c.name.startswith("LiteEFG")]
+    lite = best_peer(lite_peers)
     if ours and lite:
       line = f"1e-4: LiteEFG's best {lite[1]} {lite[0]:.3g}s: {lite[0] / ours[0]:.0f}x"
+      slower = [c.name for c in lite_peers if c.cut == "slower"]
+      if slower:
+        line += f" ({', '.join(slower)} stopped once slower)"
+      if not lite[2]:
+        line += (" (unproven: a LiteEFG solver stopped by the peer budget or cap before that "
+                 "time; raise --peer-budget)")
     elif ours and lite_peers:
       longest = max(c.seconds[-1] for c in lite_peers)
       line = f"1e-4: no LiteEFG solver reached it in {longest:.3g}s (>= {longest / ours[0]:.0f}x)"

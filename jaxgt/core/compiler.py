@@ -51,6 +51,12 @@ class PlayerTree:
   level: Any  # [I] int32 number of the player's earlier decisions
   levels: tuple = struct.field(pytree_node=False)  # static ((lo, hi), ...): level k is lo:hi
   num_infostates: int = struct.field(pytree_node=False)  # static I
+  # the terminals grouped by this player's sequence (:func:`terminal_groups`), so per-sequence
+  # sums over terminals are row sums, not a scatter: in terminal_order, the n_c sequences
+  # reached by exactly c terminals come as an [n_c, c] block, one block per count c
+  terminal_order: Any = None  # [T] int32 the terminals grouped by sequence (None: not grouped)
+  terminal_group_row: Any = None  # [S] int32 each sequence's row among the blocks (all: none)
+  terminal_blocks: tuple = struct.field(pytree_node=False, default=())  # static ((n_c, c), ...)
 
 
 @struct.dataclass
@@ -229,6 +235,40 @@ def first_seen_ids(codes) -> tuple[np.ndarray, np.ndarray]:
   rank = np.empty(len(first), np.int64)
   rank[order] = np.arange(len(first))
   return rank[inv.reshape(-1)].astype(np.int32), first[order]
+
+
+# at most this many distinct counts of terminals per sequence are grouped (each group is one
+# reduction; past this, sequence sums scatter)
+MAX_TERMINAL_GROUPS = 32
+
+
+def terminal_groups(terminal_seq, num_sequences: int) -> tuple:
+  """``(order, row, blocks)``: the terminals ``[T]`` grouped by the sequence ``terminal_seq [T]``
+  that reaches them, for :class:`PlayerTree`'s ``terminal_order``, ``terminal_group_row`` and
+  ``terminal_blocks``.
+
+  ``order [T]`` lists, for each count ``c`` (ascending) of terminals per sequence, the
+  terminals (ascending) of the ``n_c`` sequences (ascending) reached by exactly ``c``; reshaped
+  block by block, ``blocks = ((n_c, c), ...)``, each row holds one sequence's terminals.
+  ``row [S]`` is a sequence's row among the blocks' rows (``sum(n_c)`` for a sequence no
+  terminal follows). ``(None, None, ())`` past :data:`MAX_TERMINAL_GROUPS` counts.
+  """
+  seq = np.asarray(terminal_seq, np.int64)
+  count = np.bincount(seq, minlength=num_sequences)
+  sizes = np.unique(count[count > 0])
+  if len(sizes) > MAX_TERMINAL_GROUPS:
+    return None, None, ()
+  by_seq = np.argsort(seq, kind="stable")  # terminals by sequence, ascending within one
+  start = np.concatenate([[0], np.cumsum(count)])
+  order, blocks, row, n = [], [], np.zeros(num_sequences, np.int32), 0
+  for c in sizes:
+    rows = np.flatnonzero(count == c)
+    order.append(by_seq[start[rows][:, None] + np.arange(c)].reshape(-1))
+    blocks.append((len(rows), int(c)))
+    row[rows] = n + np.arange(len(rows))
+    n += len(rows)
+  row[count == 0] = n
+  return np.concatenate(order).astype(np.int32), row, tuple(blocks)
 
 
 def _path(parent, action, h: int) -> tuple:
@@ -492,12 +532,17 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
     if public_parent[ps] >= 0:
       public_depth[ps] = public_depth[public_parent[ps]] + 1
 
+  terminal_seq = last_seq[:, term]
+  for p, pt in enumerate(player_trees):
+    order, row, blocks = terminal_groups(terminal_seq[p], pt.num_infostates * A + 1)
+    player_trees[p] = pt.replace(terminal_order=order, terminal_group_row=row,
+                                 terminal_blocks=blocks)
   tree = GameTree(
       player=player_arr, parent=parent_arr, action=action_arr, depth=depth_arr,
       children=children, chance_probs=chance_probs, infostate=infostate_arr,
       history_public=public_of_hist_arr, history_terminal=history_terminal, last_seq=last_seq,
       chance_reach=reach, terminal_history=term, terminal_payoff=terminal_payoff,
-      terminal_chance=reach[term], terminal_seq=last_seq[:, term], public_parent=public_parent,
+      terminal_chance=reach[term], terminal_seq=terminal_seq, public_parent=public_parent,
       public_depth=public_depth, players=tuple(player_trees), depth_levels=depth_levels,
       num_actions=A, num_histories=H, num_terminals=len(term), num_public_states=P)
   nbytes = sum(np.asarray(x).nbytes for x in jax.tree_util.tree_leaves(tree))

@@ -149,9 +149,12 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
     if solver.alternating:
       ws[p], root_state = player_weights(p, root_state)
     tree, pt = trees[p], trees[p].players[p]
-    values = sequence_form.terminal_leaf_values(tree, p, x[1 - p], ws[p])
-    q, _ = sequence_form.sequence_values(pt, values, tree.terminal_seq[p], sigma[p],
-                                         tree.num_actions)
+    # leaf values in p's grouped terminal order (sequence_form.terminal_sums), except for a
+    # root transform, which sees them in terminal order
+    order = sequence_form.grouped_order(tree, p) if root is None else None
+    values = sequence_form.terminal_leaf_values(tree, p, x[1 - p], ws[p], order)
+    q, _ = sequence_form.sequence_values(pt, values, tree.terminal_seq[p] if order is None
+                                         else None, sigma[p], tree.num_actions)
     value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
     instant = jnp.where(pt.legal, exact_ties(q - value, q), 0.0)
     if update_mask is not None:

@@ -74,11 +74,12 @@ def proximal_policy(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array, sigma:
   """One player's dilated-entropy MMD step (module docstring): ``[I, A]``.
 
   ``leaf [T]`` is the player's utility times chance and opponent reach,
-  ``leaf_seq [T]`` its sequence at each terminal, ``sigma [I, A]`` its
+  ``leaf_seq [T]`` its sequence at each terminal (``None``: ``leaf`` is in
+  ``pt.terminal_order``, :func:`~jaxgt.core.sequence_form.terminal_sums`), ``sigma [I, A]`` its
   current strategy (positive on legal actions).
   """
   n = pt.num_infostates
-  v = sequence_form.segment_sum(leaf, leaf_seq, n * A + 1)[:n * A].reshape(n, A)
+  v = sequence_form.terminal_sums(pt, leaf, leaf_seq, A)[:n * A].reshape(n, A)
   legal = jnp.asarray(pt.legal)
   log_sigma = jnp.log(jnp.where(legal, sigma, 1.0))
   base = (eta * v + log_sigma) / (1.0 + eta * alpha)
@@ -159,9 +160,10 @@ def step(solver: MMDSolver, tree: GameTree, state: MMDState) -> MMDState:
   x = [sequence_form.realization(tree.players[p], sigma[p]) for p in (0, 1)]
   for p in (0, 1):
     pt = tree.players[p]
-    leaf = sequence_form.terminal_leaf_values(tree, p, x[1 - p], state.weights)
-    sigma[p] = proximal_policy(pt, leaf, tree.terminal_seq[p], sigma[p], state.stepsize,
-                               solver.alpha, tree.num_actions)
+    order = sequence_form.grouped_order(tree, p)
+    leaf = sequence_form.terminal_leaf_values(tree, p, x[1 - p], state.weights, order)
+    sigma[p] = proximal_policy(pt, leaf, tree.terminal_seq[p] if order is None else None,
+                               sigma[p], state.stepsize, solver.alpha, tree.num_actions)
     if solver.alternating:
       x[p] = sequence_form.realization(pt, sigma[p])
   cum = [c + _reach_times_sigma(pt, s) for c, pt, s in zip(state.cum_policy, tree.players, sigma)]
