@@ -49,11 +49,12 @@ from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import NO_PLAYER, GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
-from jaxgt.core.sampling import mix_uniform, sample_index
+from jaxgt.core.sampling import mix_uniform, sample_cdf
 from jaxgt.core.tables import infostate_rows
 from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
                                 walking_init_dtype)
-from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables, with_chance
+from jaxgt.games.base import CHANCE
+from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables
 
 
 @struct.dataclass
@@ -63,8 +64,8 @@ class MCCFRState:
   regrets: tuple  # ([I0, A], [I1, A]) cumulative sampled regrets
   cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators
   iteration: jax.Array  # [] int32 completed steps (2 * batch trajectories each)
-  # static, per player, the external-sampling frontier size of each depth (see
-  # :func:`_frontier_sizes`)
+  # static, external sampling only: per player the frontier size of each depth and the most
+  # draws of a traversal (:func:`_frontier_sizes`), then the number of chance histories
   frontier: tuple = struct.field(pytree_node=False)
 
 
@@ -86,7 +87,7 @@ class MCCFRSolver(Solver):
     dtype = walking_init_dtype(self, tree, weights)
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
-                      frontier=_frontier_sizes(tree) if self.name == "mccfr-es" else ())
+                      frontier=_es_static(tree) if self.name == "mccfr-es" else ())
 
   @property
   def jitted_run(self):
@@ -186,12 +187,18 @@ def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
   return tuple(regrets), tuple(cum)
 
 
+def _es_static(tree: GameTree) -> tuple:
+  """The static sizes of external sampling: ``(_frontier_sizes(tree)[0], [1], chance histories)``."""
+  return _frontier_sizes(tree) + (int(np.sum(np.asarray(tree.player) == CHANCE)),)
+
+
 def _frontier_sizes(tree: GameTree) -> tuple:
-  """Per player ``p``, the most histories one external-sampling traversal reaches at each depth.
+  """Per player ``p``, ``(sizes, draws)``: the most histories one external-sampling traversal
+  reaches at each depth, and the most chance/opponent histories (one draw each) it visits.
 
   ``M(h) = sum_a M(ha)`` at ``p``'s histories, ``max_a M(ha)`` at chance and
   opponent histories (one sampled outcome), computed for every target depth;
-  these static bounds size the traversal's frontier arrays.
+  these static bounds size the traversal's frontier arrays and its uniforms.
   """
   levels = tree.depth_levels
   depth = np.asarray(tree.depth)
@@ -200,6 +207,7 @@ def _frontier_sizes(tree: GameTree) -> tuple:
   out = []
   for p in (0, 1):
     sizes = []
+    draws = np.zeros(len(pl), np.int64)
     for d in range(len(levels)):
       m = (depth == d).astype(np.int64)
       for e in range(d - 1, -1, -1):
@@ -207,90 +215,190 @@ def _frontier_sizes(tree: GameTree) -> tuple:
         c = np.where(ch[lo:hi] >= 0, m[np.maximum(ch[lo:hi], 0)], 0)
         m[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), c.max(1, initial=0))
       sizes.append(max(int(m[0]), 1))
-    out.append(tuple(sizes))
+    for lo, hi in reversed(levels):
+      c = np.where(ch[lo:hi] >= 0, draws[np.maximum(ch[lo:hi], 0)], 0)
+      inner = (ch[lo:hi] >= 0).any(1)
+      draws[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), np.where(inner, 1 + c.max(1), 0))
+    out.append((tuple(sizes), max(int(draws[0]), 1)))
   return tuple(out)
 
 
-def _es_traversal(tree: GameTree, sigma_at, p: int, sizes, uni):
-  """One external-sampling traversal for player ``p`` over fixed-size frontiers.
+# Columns of the integer traversal table (:func:`es_tables`), then A ranks, then W children.
+_KIND, _COUNT, _ROW, _INFO, _RANK = range(5)
+# Kinds of history in a traversal for player p: p acts (every legal action explored), chance or
+# the opponent acts (one sampled outcome), else terminal or padding (0).
+_EXPLORE, _CHANCE, _OPPONENT = 1, 2, 3
 
-  The frontier of depth ``d`` holds at most ``sizes[d]`` histories (``-1``
-  padding). Going down, ``p``'s histories keep every child and the others
-  their sampled child (drawn like a :func:`~jaxgt.solvers.walk.walk` step:
-  :func:`~jaxgt.solvers.walk.with_chance` weights, the one sampler), compacted
-  into the next frontier; going up, a history is worth ``sum_a sigma(a)
-  v(ha)`` at ``p`` and its sampled child's value elsewhere; ``uni
-  [sum(sizes)]`` are the uniforms of the sampled outcomes. Returns per
-  frontier slot (all depths concatenated): acting player, information
-  state, regret increment ``[K, A]`` and the opponent's average increment
-  ``[K, A]``.
+
+def es_tables(tree: GameTree, p: int, num_chance: int):
+  """Per-history tables of an external-sampling traversal for player ``p``; row ``H`` pads.
+
+  Returns ``(ints [H + 1, 4 + A + W] int32, leaf [H + 1], chance_cdf [Hc, W])``
+  with ``W = max(A, C)`` and ``Hc = num_chance`` chance histories. ``ints``
+  columns: kind (``_EXPLORE``, ``_CHANCE``, ``_OPPONENT``, 0), the number of
+  children a traversal keeps (legal actions, 1, 0), the row of the
+  history's distribution in ``concat(table0, table1, chance_cdf)``, the
+  acting player's information state, per action its rank among ``p``'s legal
+  actions (``-1`` if illegal or not ``p``'s turn), then the children: ``p``'s
+  legal children in action order at ``p``'s histories, every child elsewhere
+  (``H`` pads). ``leaf``: ``p``'s payoff at terminals. Built once per jitted
+  run from the tree's arrays.
   """
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  sign = 1.0 if p == 0 else -1.0
-  fronts = [jnp.zeros(1, jnp.int32)]
-  slots, nodes = [], []
-  for d in range(len(sizes)):
-    f = fronts[d]
-    valid = f >= 0
-    node = node_at(tree, jnp.maximum(f, 0))
-    sig = sigma_at(node)
-    nodes.append((valid, node, sig))
-    off = sum(sizes[:d])
-    # Chance and the opponent sample one outcome; p's own draw is unused.
-    s = sample_index(with_chance(tree, node, jnp.where((node.player == 1 - p)[:, None], sig, 0.0)),
-                     uni[off:off + sizes[d]])
-    ch = tree.children[node.history]
-    pl = jnp.where(valid, node.player, NO_PLAYER)
-    keep = valid[:, None] & (ch >= 0) & ((pl == p)[:, None] | (jnp.arange(C) == s[:, None]))
+  A, H, C = tree.num_actions, tree.num_histories, tree.children.shape[1]
+  W = max(A, C)
+  player = tree.player
+  kind = jnp.where(player == p, _EXPLORE, jnp.where(
+      player == CHANCE, _CHANCE, jnp.where(player == 1 - p, _OPPONENT, 0)))
+  legal = (tree.children[:, :A] >= 0) & (player == p)[:, None]
+  rank = jnp.where(legal, jnp.cumsum(legal, axis=-1) - 1, -1)
+  children = jnp.pad(jnp.where(tree.children >= 0, tree.children, H), ((0, 0), (0, W - C)),
+                     constant_values=H)
+  explored = jnp.stack([jnp.sum(jnp.where(rank == r, tree.children[:, :A], 0), -1)
+                        + jnp.where(jnp.any(rank == r, -1), 0, H) for r in range(A)], -1)
+  children = children.at[:, :A].set(jnp.where((player == p)[:, None], explored, children[:, :A]))
+  count = jnp.where(kind == _EXPLORE, jnp.sum(legal, -1), (kind > _EXPLORE).astype(jnp.int32))
+  info = jnp.maximum(tree.infostate, 0)
+  chance = jnp.nonzero(player == CHANCE, size=num_chance)[0]
+  chance_row = jnp.zeros(H, jnp.int32).at[chance].set(jnp.arange(num_chance, dtype=jnp.int32))
+  I0, I1 = tree.num_infostates
+  row = jnp.where(player == 0, info, jnp.where(player == 1, I0 + info, I0 + I1 + chance_row))
+  ints = jnp.concatenate([jnp.stack([kind, count, row, info], -1), rank, children], -1)
+  ints = jnp.concatenate([ints.astype(jnp.int32), jnp.zeros((1, 4 + A + W), jnp.int32)])
+  term = tree.history_terminal
+  dtype = tree.chance_probs.dtype
+  leaf = jnp.where(term >= 0, (1.0 if p == 0 else -1.0)
+                   * tree.terminal_payoff[jnp.maximum(term, 0)], 0.0).astype(dtype)
+  cdf = jnp.pad(jnp.cumsum(tree.chance_probs[chance], -1), ((0, 0), (0, W - C)), mode="edge")
+  return ints, jnp.concatenate([leaf, jnp.zeros(1, dtype)]), cdf.astype(dtype)
+
+
+def _sum_last(x):
+  """``sum(x, -1)`` as unrolled adds when the axis is short (XLA's CPU reductions over a few
+  elements cost far more than the adds)."""
+  if x.shape[-1] > 16:
+    return jnp.sum(x, -1)
+  out = x[..., 0]
+  for k in range(1, x.shape[-1]):
+    out = out + x[..., k]
+  return out
+
+
+def _running_sum(x):
+  """Inclusive cumulative sum of ``x [B, S]`` along ``S``: unrolled adds for the short frontiers
+  of a traversal (XLA's CPU cumsum is a reduce-window), a scan for long ones."""
+  if x.shape[1] > 16:
+    return lax.associative_scan(jnp.add, x, axis=1)
+  cols = [x[:, 0]]
+  for k in range(1, x.shape[1]):
+    cols.append(cols[-1] + x[:, k])
+  return jnp.stack(cols, 1)
+
+
+def _parents(ends, n: int):
+  """``(parent [B, n], valid [B, n])``: the slot whose children fill each slot of the next
+  frontier, from the running child counts ``ends [B, S]`` (slot ``j``'s kept children fill
+  ``ends[j] - count[j] .. ends[j] - 1``)."""
+  k = jnp.arange(n, dtype=ends.dtype)
+  if ends.shape[1] <= 16:
+    parent = _sum_last((ends[:, None, :] <= k[:, None]).astype(jnp.int32))
+  else:
+    parent = jax.vmap(lambda e: jnp.searchsorted(e, k, side="right", method="scan"))(ends)
+  return jnp.minimum(parent, ends.shape[1] - 1), k < ends[:, -1:]
+
+
+def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
+  """``B`` external-sampling traversals for player ``p``; returns ``(regret [I_p, A], visits [I_o])``.
+
+  ``tables = es_tables(tree, p, ...)``; ``sigma = (s0 [I0, A], s1 [I1, A])``
+  the current regret-matching strategies; ``uni [B, U]`` uniforms, one per
+  chance/opponent history a traversal visits, in visiting order (``U`` is
+  the most there can be). The frontier of depth ``d`` is ``[B, sizes[d]]``
+  histories (``H`` pads): the children of the frontier above in slot order,
+  all legal children at ``p``'s histories and one child elsewhere, drawn with
+  :func:`~jaxgt.core.sampling.sample_cdf` from the chance probabilities or
+  the opponent's ``sigma``. Going up, a history is worth ``sum_a sigma(a)
+  v(ha)`` at ``p``'s and its sampled child's value elsewhere. Returns the
+  summed regret increments ``q(h, a) - v(h)`` of ``p``'s visited histories
+  and how often each opponent information state was visited (its average
+  strategy gets ``sigma`` per visit). The work is ``B * sum(sizes)`` slots,
+  what the traversals can touch, not the tree's ``H`` histories.
+  """
+  ints, leaf_h, chance_cdf = tables
+  A, H = tree.num_actions, tree.num_histories
+  W = chance_cdf.shape[1]
+  B, U = uni.shape
+  sig = jnp.concatenate(sigma)  # [I0 + I1, A]
+  # One row per distribution: its CDF padded to W children, then sigma (zero at chance).
+  rows = jnp.concatenate([
+      jnp.concatenate([jnp.pad(jnp.cumsum(sig, -1), ((0, 0), (0, W - A)), mode="edge"), sig], -1),
+      jnp.pad(chance_cdf, ((0, 0), (0, A)))])
+  batch = jnp.arange(B)[:, None]
+  front = jnp.zeros((B, 1), jnp.int32)
+  drawn = jnp.zeros((B, 1), jnp.int32)  # uniforms used so far
+  levels = []
+  for d, n in enumerate(sizes):
+    t = ints[front]  # [B, S, 4 + A + W]
+    row = rows[t[..., _ROW]]  # [B, S, W + A]
+    kind, count = t[..., _KIND], t[..., _COUNT]
+    ends = _running_sum(count)
+    levels.append((front, t, row[..., W:], ends - count))
     if d + 1 == len(sizes):
-      slots.append(jnp.full(ch.shape, -1, jnp.int32))
       break
-    pos = jnp.cumsum(keep.reshape(-1)).reshape(keep.shape) - 1
-    slot = jnp.where(keep, pos, -1).astype(jnp.int32)
-    slots.append(slot)
-    nxt = jnp.full(sizes[d + 1], -1, jnp.int32)
-    fronts.append(nxt.at[jnp.where(keep, pos, sizes[d + 1]).reshape(-1)].set(
-        ch.reshape(-1), mode="drop"))
+    draws = kind > _EXPLORE
+    at = drawn + _running_sum(draws.astype(jnp.int32)) - 1
+    drawn = drawn + _sum_last(draws.astype(jnp.int32))[:, None]
+    s = sample_cdf(row[..., :W], uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
+    children = t[..., _RANK + A:]
+    sampled = _sum_last(jnp.where(jnp.arange(W) == s[..., None], children, 0))
+    # The children each slot keeps, in order ([B, S, A], H-padded).
+    kept = jnp.where((kind == _EXPLORE)[..., None], children[..., :A],
+                     jnp.where(jnp.arange(A) == 0, sampled[..., None], H))
+    parent, valid = _parents(ends, sizes[d + 1])
+    r = jnp.arange(sizes[d + 1]) - jnp.take_along_axis(ends - count, parent, axis=1)
+    at = (batch * n + parent) * A + jnp.clip(r, 0, A - 1)
+    # Materialised: a gather fused with the computation of its indices recomputes it per
+    # gathered element (XLA CPU).
+    front = lax.optimization_barrier(jnp.where(valid, kept.reshape(-1)[at], H))
   value = None
-  out = []
-  for d in reversed(range(len(sizes))):
-    valid, node, sig = nodes[d]
-    pl = jnp.where(valid, node.player, NO_PLAYER)
-    term = tree.history_terminal[node.history]
-    leaf = jnp.where(term >= 0, sign * tree.terminal_payoff[jnp.maximum(term, 0)], 0.0)
-    if value is None:
-      q = jnp.zeros(node.history.shape + (C,), sig.dtype)
-    else:
-      q = jnp.where(slots[d] >= 0, value[jnp.maximum(slots[d], 0)], 0.0)
-    mine = pl == p
-    inner = jnp.where(mine, jnp.sum(sig * q[:, :A], axis=-1), jnp.sum(q, axis=-1))
-    v = jnp.where(term >= 0, leaf, inner)
-    regret = jnp.where((mine[:, None] & node.legal), q[:, :A] - v[:, None], 0.0)
-    avg = jnp.where((pl == 1 - p)[:, None], sig, 0.0)
-    out.append((pl, node.infostate, regret, avg))
-    value = v
-  return tuple(jnp.concatenate(x) for x in zip(*out))
+  regret_at, regrets, visit_at = [], [], []
+  I_p, I_o = tree.num_infostates[p], tree.num_infostates[1 - p]
+  for front, t, sig_h, start in reversed(levels):
+    kind, info = t[..., _KIND], t[..., _INFO]
+    rank = t[..., _RANK:_RANK + A]  # [B, S, A]
+    if value is None:  # the deepest level holds only terminals
+      q = jnp.zeros(rank.shape, sig_h.dtype)
+    else:  # the children's values by action (the sampled child's in column 0)
+      n = value.shape[1]
+      idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), n - 1)
+      q = value.reshape(-1)[lax.optimization_barrier(batch[..., None] * n + idx)]
+    mine = kind == _EXPLORE
+    value = jnp.where(mine, _sum_last(sig_h * q),
+                      jnp.where(kind > _EXPLORE, q[..., 0], leaf_h[front]))
+    regrets.append(jnp.where(rank >= 0, q - value[..., None], 0.0).reshape(-1, A))
+    regret_at.append(jnp.where(mine, info, I_p).reshape(-1))
+    visit_at.append(jnp.where(kind == _OPPONENT, info, I_o).reshape(-1))
+  regret = jnp.zeros((I_p, A), value.dtype).at[jnp.concatenate(regret_at)].add(
+      jnp.concatenate(regrets), mode="drop")
+  visits = jnp.zeros(I_o, value.dtype).at[jnp.concatenate(visit_at)].add(1.0, mode="drop")
+  return regret, visits
 
 
-def _es_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, sizes, key):
-  """External sampling for player ``p`` from ``batch`` traversals (one scatter-add)."""
-  A = tree.num_actions
-  dtype = regrets[0].dtype
-  # Large batches regret-match every information state once, small ones the visited rows.
-  sigma_at = regret_matching_at(tree, regrets, cfg.batch * sum(sizes) >= tree.num_histories)
-  uni = jax.random.uniform(key, (cfg.batch, sum(sizes)), dtype)
-  pl, info, regret, avg = jax.vmap(lambda u: _es_traversal(tree, sigma_at, p, sizes, u))(uni)
-  pl, info = pl.reshape(-1), info.reshape(-1)
+def _es_half_step(cfg: MCCFRSolver, tree: GameTree, tables, regrets, cum, p: int, frontier, key):
+  """External sampling for player ``p`` from ``batch`` traversals (:func:`es_traversals`)."""
+  sizes, draws = frontier
+  sigma = tuple(sequence_form.regret_matching(r, pt.legal) for r, pt in zip(regrets, tree.players))
+  uni = jax.random.uniform(key, (cfg.batch, draws), regrets[0].dtype)
+  regret, visits = es_traversals(tree, tables, sigma, p, sizes, uni)
   regrets, cum = list(regrets), list(cum)
-  regrets[p] = regrets[p].at[jnp.where(pl == p, info, 0)].add(regret.reshape(-1, A))
-  cum[1 - p] = cum[1 - p].at[jnp.where(pl == 1 - p, info, 0)].add(avg.reshape(-1, A))
+  regrets[p] = regrets[p] + regret
+  cum[1 - p] = cum[1 - p] + visits[:, None] * sigma[1 - p]
   return tuple(regrets), tuple(cum)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) -> MCCFRState:
   tree = cast_tree(tree, state.regrets[0].dtype)
+  tables = tuple(es_tables(tree, p, state.frontier[2]) for p in (0, 1)) if cfg.name == "mccfr-es" else None
 
   def body(_, s):
     k0, k1 = jax.random.split(step_key(key, s.iteration))
@@ -299,7 +407,8 @@ def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) ->
       if cfg.name == "mccfr-os":
         regrets, cum = _os_half_step(cfg, tree, regrets, cum, p, k)
       else:
-        regrets, cum = _es_half_step(cfg, tree, regrets, cum, p, state.frontier[p], k)
+        regrets, cum = _es_half_step(cfg, tree, tables[p], regrets, cum, p,
+                                      state.frontier[p], k)
     return s.replace(regrets=regrets, cum_policy=cum, iteration=s.iteration + 1)
 
   return lax.fori_loop(0, num_steps, body, state)
