@@ -193,83 +193,101 @@ def _es_static(tree: GameTree) -> tuple:
 
 
 def _frontier_sizes(tree: GameTree) -> tuple:
-  """Per player ``p``, ``(sizes, draws)``: the most histories one external-sampling traversal
-  reaches at each depth, and the most chance/opponent histories (one draw each) it visits.
+  """Per player ``p``, ``(sizes, draws)``: the most non-terminal histories one external-sampling
+  traversal reaches at each depth (trailing zeros cut), and the most chance/opponent histories
+  (one draw each) it visits.
 
   ``M(h) = sum_a M(ha)`` at ``p``'s histories, ``max_a M(ha)`` at chance and
   opponent histories (one sampled outcome), computed for every target depth;
   these static bounds size the traversal's frontier arrays and its uniforms.
+  Terminals take no frontier slot: their parents read their payoffs.
   """
   levels = tree.depth_levels
   depth = np.asarray(tree.depth)
   ch = np.asarray(tree.children)
   pl = np.asarray(tree.player)
+  inner = np.asarray(tree.history_terminal) < 0
   out = []
   for p in (0, 1):
     sizes = []
-    draws = np.zeros(len(pl), np.int64)
     for d in range(len(levels)):
-      m = (depth == d).astype(np.int64)
+      m = ((depth == d) & inner).astype(np.int64)
       for e in range(d - 1, -1, -1):
         lo, hi = levels[e]
         c = np.where(ch[lo:hi] >= 0, m[np.maximum(ch[lo:hi], 0)], 0)
         m[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), c.max(1, initial=0))
-      sizes.append(max(int(m[0]), 1))
+      sizes.append(int(m[0]))
+    while len(sizes) > 1 and sizes[-1] == 0:
+      sizes.pop()
+    draws = np.zeros(len(pl), np.int64)
     for lo, hi in reversed(levels):
       c = np.where(ch[lo:hi] >= 0, draws[np.maximum(ch[lo:hi], 0)], 0)
-      inner = (ch[lo:hi] >= 0).any(1)
-      draws[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), np.where(inner, 1 + c.max(1), 0))
-    out.append((tuple(sizes), max(int(draws[0]), 1)))
+      draws[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), np.where(inner[lo:hi], 1 + c.max(1), 0))
+    out.append((tuple(max(s, 1) for s in sizes), max(int(draws[0]), 1)))
   return tuple(out)
 
 
-# Columns of the integer traversal table (:func:`es_tables`), then A ranks, then W children.
+# Columns of a history's row in the traversal table (:func:`es_tables`): kind, number of
+# non-terminal children explored, row of its distribution, information state, then A action
+# ranks, W children and W children's payoffs (float bits).
 _KIND, _COUNT, _ROW, _INFO, _RANK = range(5)
 # Kinds of history in a traversal for player p: p acts (every legal action explored), chance or
-# the opponent acts (one sampled outcome), else terminal or padding (0).
+# the opponent acts (one sampled outcome), else padding (0).
 _EXPLORE, _CHANCE, _OPPONENT = 1, 2, 3
+_TERMINAL_CHILD, _ILLEGAL = -1, -2  # ranks of actions without a frontier slot
 
 
 def es_tables(tree: GameTree, p: int, num_chance: int):
-  """Per-history tables of an external-sampling traversal for player ``p``; row ``H`` pads.
+  """Per-history rows of an external-sampling traversal for player ``p``; row ``H`` pads.
 
-  Returns ``(ints [H + 1, 4 + A + W] int32, leaf [H + 1], chance_cdf [Hc, W])``
-  with ``W = max(A, C)`` and ``Hc = num_chance`` chance histories. ``ints``
-  columns: kind (``_EXPLORE``, ``_CHANCE``, ``_OPPONENT``, 0), the number of
-  children a traversal keeps (legal actions, 1, 0), the row of the
-  history's distribution in ``concat(table0, table1, chance_cdf)``, the
-  acting player's information state, per action its rank among ``p``'s legal
-  actions (``-1`` if illegal or not ``p``'s turn), then the children: ``p``'s
-  legal children in action order at ``p``'s histories, every child elsewhere
-  (``H`` pads). ``leaf``: ``p``'s payoff at terminals. Built once per jitted
-  run from the tree's arrays.
+  Returns ``(hist [H + 1, 4 + A + 2W], chance_cdf [Hc, W])`` with ``W = max(A,
+  C)`` and ``Hc = num_chance`` chance histories; ``hist`` is an integer table
+  as wide as the tree's float dtype, so one gather reads all a slot needs.
+  Columns: kind (``_EXPLORE``, ``_CHANCE``, ``_OPPONENT``, 0), how many
+  non-terminal children ``p`` explores, the row of the history's
+  distribution in ``concat(table0, table1, chance_cdf)``, the acting
+  player's information state; per action its rank among the non-terminal
+  children ``p`` explores (``_TERMINAL_CHILD``, ``_ILLEGAL``; always
+  ``_ILLEGAL`` off ``p``'s turns); the children that can take a frontier slot
+  (``p``'s non-terminal children in action order at ``p``'s histories, the
+  non-terminal children by index elsewhere; ``H`` pads); and the children's
+  payoffs to ``p`` (zero off terminals; by action at ``p``'s histories), as
+  float bits. Built once per jitted run from the tree's arrays.
   """
   A, H, C = tree.num_actions, tree.num_histories, tree.children.shape[1]
   W = max(A, C)
+  dtype = tree.chance_probs.dtype
+  itype = jnp.int32 if jnp.dtype(dtype).itemsize == 4 else jnp.int64
   player = tree.player
-  kind = jnp.where(player == p, _EXPLORE, jnp.where(
+  mine = player == p
+  kind = jnp.where(mine, _EXPLORE, jnp.where(
       player == CHANCE, _CHANCE, jnp.where(player == 1 - p, _OPPONENT, 0)))
-  legal = (tree.children[:, :A] >= 0) & (player == p)[:, None]
-  rank = jnp.where(legal, jnp.cumsum(legal, axis=-1) - 1, -1)
-  children = jnp.pad(jnp.where(tree.children >= 0, tree.children, H), ((0, 0), (0, W - C)),
-                     constant_values=H)
-  explored = jnp.stack([jnp.sum(jnp.where(rank == r, tree.children[:, :A], 0), -1)
-                        + jnp.where(jnp.any(rank == r, -1), 0, H) for r in range(A)], -1)
-  children = children.at[:, :A].set(jnp.where((player == p)[:, None], explored, children[:, :A]))
-  count = jnp.where(kind == _EXPLORE, jnp.sum(legal, -1), (kind > _EXPLORE).astype(jnp.int32))
+  exists = tree.children >= 0
+  child = jnp.maximum(tree.children, 0)
+  term = tree.history_terminal
+  payoff = jnp.where(exists & (term[child] >= 0), (1.0 if p == 0 else -1.0)
+                     * tree.terminal_payoff[jnp.maximum(term[child], 0)], 0.0).astype(dtype)
+  inner = exists & (term[child] < 0)  # [H, C] children that take a frontier slot
+  explored = inner[:, :A] & mine[:, None]
+  rank = jnp.where(explored, jnp.cumsum(explored, axis=-1) - 1,
+                   jnp.where(exists[:, :A] & mine[:, None], _TERMINAL_CHILD, _ILLEGAL))
+  by_rank = jnp.stack([jnp.sum(jnp.where(rank == r, child[:, :A], 0), -1)
+                       + jnp.where(jnp.any(rank == r, -1), 0, H) for r in range(A)], -1)
+  slots = jnp.pad(jnp.where(inner, child, H), ((0, 0), (0, W - C)), constant_values=H)
+  slots = slots.at[:, :A].set(jnp.where(mine[:, None], by_rank, slots[:, :A]).astype(
+      slots.dtype))
+  count = jnp.where(mine, jnp.sum(explored, -1), 0)
   info = jnp.maximum(tree.infostate, 0)
   chance = jnp.nonzero(player == CHANCE, size=num_chance)[0]
-  chance_row = jnp.zeros(H, jnp.int32).at[chance].set(jnp.arange(num_chance, dtype=jnp.int32))
+  chance_row = jnp.zeros(H, itype).at[chance].set(jnp.arange(num_chance).astype(itype))
   I0, I1 = tree.num_infostates
   row = jnp.where(player == 0, info, jnp.where(player == 1, I0 + info, I0 + I1 + chance_row))
-  ints = jnp.concatenate([jnp.stack([kind, count, row, info], -1), rank, children], -1)
-  ints = jnp.concatenate([ints.astype(jnp.int32), jnp.zeros((1, 4 + A + W), jnp.int32)])
-  term = tree.history_terminal
-  dtype = tree.chance_probs.dtype
-  leaf = jnp.where(term >= 0, (1.0 if p == 0 else -1.0)
-                   * tree.terminal_payoff[jnp.maximum(term, 0)], 0.0).astype(dtype)
+  bits = lax.bitcast_convert_type(jnp.pad(payoff, ((0, 0), (0, W - C))), itype)
+  hist = jnp.concatenate([jnp.stack([kind, count, row, info], -1).astype(itype),
+                          rank.astype(itype), slots.astype(itype), bits], -1)
+  hist = jnp.concatenate([hist, jnp.zeros((1, hist.shape[1]), itype)])
   cdf = jnp.pad(jnp.cumsum(tree.chance_probs[chance], -1), ((0, 0), (0, W - C)), mode="edge")
-  return ints, jnp.concatenate([leaf, jnp.zeros(1, dtype)]), cdf.astype(dtype)
+  return hist, cdf.astype(dtype)
 
 
 def _sum_last(x):
@@ -295,15 +313,19 @@ def _running_sum(x):
 
 
 def _parents(ends, n: int):
-  """``(parent [B, n], valid [B, n])``: the slot whose children fill each slot of the next
-  frontier, from the running child counts ``ends [B, S]`` (slot ``j``'s kept children fill
-  ``ends[j] - count[j] .. ends[j] - 1``)."""
+  """``(parent, start, valid)``, each ``[B, n]``: for each slot of the next frontier, the slot
+  whose kept children fill it, where that slot's children start, and whether it is filled, from
+  the running child counts ``ends [B, S]`` (slot ``j``'s children fill ``ends[j - 1] ..
+  ends[j] - 1``)."""
   k = jnp.arange(n, dtype=ends.dtype)
   if ends.shape[1] <= 16:
-    parent = _sum_last((ends[:, None, :] <= k[:, None]).astype(jnp.int32))
+    before = ends[:, None, :] <= k[:, None]  # [B, n, S]
+    parent = _sum_last(before.astype(ends.dtype))
+    start = jnp.max(jnp.where(before, ends[:, None, :], 0), axis=-1)
   else:
     parent = jax.vmap(lambda e: jnp.searchsorted(e, k, side="right", method="scan"))(ends)
-  return jnp.minimum(parent, ends.shape[1] - 1), k < ends[:, -1:]
+    start = jnp.where(parent > 0, jnp.take_along_axis(ends, jnp.maximum(parent - 1, 0), 1), 0)
+  return jnp.minimum(parent, ends.shape[1] - 1), start, k < ends[:, -1:]
 
 
 def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
@@ -313,21 +335,23 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
   the current regret-matching strategies; ``uni [B, U]`` uniforms, one per
   chance/opponent history a traversal visits, in visiting order (``U`` is
   the most there can be). The frontier of depth ``d`` is ``[B, sizes[d]]``
-  histories (``H`` pads): the children of the frontier above in slot order,
-  all legal children at ``p``'s histories and one child elsewhere, drawn with
-  :func:`~jaxgt.core.sampling.sample_cdf` from the chance probabilities or
-  the opponent's ``sigma``. Going up, a history is worth ``sum_a sigma(a)
+  non-terminal histories (``H`` pads): the children of the frontier above in
+  slot order, every legal child at ``p``'s histories and one child elsewhere,
+  drawn with :func:`~jaxgt.core.sampling.sample_cdf` from the chance
+  probabilities or the opponent's ``sigma``; terminal children are valued
+  from their parent's row. Going up, a history is worth ``sum_a sigma(a)
   v(ha)`` at ``p``'s and its sampled child's value elsewhere. Returns the
   summed regret increments ``q(h, a) - v(h)`` of ``p``'s visited histories
   and how often each opponent information state was visited (its average
   strategy gets ``sigma`` per visit). The work is ``B * sum(sizes)`` slots,
-  what the traversals can touch, not the tree's ``H`` histories.
+  the non-terminal histories the traversals can touch, not the tree's ``H``.
   """
-  ints, leaf_h, chance_cdf = tables
+  hist, chance_cdf = tables
   A, H = tree.num_actions, tree.num_histories
   W = chance_cdf.shape[1]
   B, U = uni.shape
   sig = jnp.concatenate(sigma)  # [I0 + I1, A]
+  dtype = sig.dtype
   # One row per distribution: its CDF padded to W children, then sigma (zero at chance).
   rows = jnp.concatenate([
       jnp.concatenate([jnp.pad(jnp.cumsum(sig, -1), ((0, 0), (0, W - A)), mode="edge"), sig], -1),
@@ -337,57 +361,58 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
   drawn = jnp.zeros((B, 1), jnp.int32)  # uniforms used so far
   levels = []
   for d, n in enumerate(sizes):
-    t = ints[front]  # [B, S, 4 + A + W]
+    t = hist[front]  # [B, S, 4 + A + 2W]: all a slot needs, one gather
     row = rows[t[..., _ROW]]  # [B, S, W + A]
-    kind, count = t[..., _KIND], t[..., _COUNT]
-    ends = _running_sum(count)
-    levels.append((front, t, row[..., W:], ends - count))
+    kind = t[..., _KIND]
+    draws = (kind > _EXPLORE).astype(jnp.int32)
+    at = drawn + _running_sum(draws) - 1
+    drawn = drawn + _sum_last(draws)[:, None]
+    s = sample_cdf(row[..., :W], uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
+    children = t[..., _RANK + A:_RANK + A + W]
+    pick = jnp.arange(W) == s[..., None]
+    sampled = _sum_last(jnp.where(pick, children, 0))  # H: a terminal child (no slot)
+    payoff = lax.bitcast_convert_type(t[..., _RANK + A + W:], dtype)
+    count = jnp.where(kind == _EXPLORE, t[..., _COUNT], (draws > 0) & (sampled < H))
+    ends = _running_sum(count.astype(jnp.int32))
+    levels.append((t, row[..., W:], payoff, _sum_last(jnp.where(pick, payoff, 0.0)),
+                   count, ends - count))
     if d + 1 == len(sizes):
       break
-    draws = kind > _EXPLORE
-    at = drawn + _running_sum(draws.astype(jnp.int32)) - 1
-    drawn = drawn + _sum_last(draws.astype(jnp.int32))[:, None]
-    s = sample_cdf(row[..., :W], uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
-    children = t[..., _RANK + A:]
-    sampled = _sum_last(jnp.where(jnp.arange(W) == s[..., None], children, 0))
     # The children each slot keeps, in order ([B, S, A], H-padded).
     kept = jnp.where((kind == _EXPLORE)[..., None], children[..., :A],
                      jnp.where(jnp.arange(A) == 0, sampled[..., None], H))
-    parent, valid = _parents(ends, sizes[d + 1])
-    r = jnp.arange(sizes[d + 1]) - jnp.take_along_axis(ends - count, parent, axis=1)
+    parent, start, valid = _parents(ends, sizes[d + 1])
+    r = jnp.arange(sizes[d + 1]) - start
     at = (batch * n + parent) * A + jnp.clip(r, 0, A - 1)
-    # Materialised: a gather fused with the computation of its indices recomputes it per
-    # gathered element (XLA CPU).
-    front = lax.optimization_barrier(jnp.where(valid, kept.reshape(-1)[at], H))
+    front = jnp.where(valid, kept.reshape(-1)[at], H)
   value = None
   regret_at, regrets, visit_at = [], [], []
   I_p, I_o = tree.num_infostates[p], tree.num_infostates[1 - p]
-  for front, t, sig_h, start in reversed(levels):
+  for t, sig_h, payoff, sampled_payoff, count, start in reversed(levels):
     kind, info = t[..., _KIND], t[..., _INFO]
     rank = t[..., _RANK:_RANK + A]  # [B, S, A]
-    if value is None:  # the deepest level holds only terminals
-      q = jnp.zeros(rank.shape, sig_h.dtype)
-    else:  # the children's values by action (the sampled child's in column 0)
+    if value is None:  # every child is terminal
+      below = jnp.zeros_like(payoff[..., :A])
+    else:  # the children's slot values by rank (the sampled child's in column 0)
       n = value.shape[1]
       idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), n - 1)
-      q = value.reshape(-1)[lax.optimization_barrier(batch[..., None] * n + idx)]
+      below = value.reshape(-1)[batch[..., None] * n + idx]
+    q = jnp.where(rank >= 0, below, payoff[..., :A])
     mine = kind == _EXPLORE
-    value = jnp.where(mine, _sum_last(sig_h * q),
-                      jnp.where(kind > _EXPLORE, q[..., 0], leaf_h[front]))
-    regrets.append(jnp.where(rank >= 0, q - value[..., None], 0.0).reshape(-1, A))
+    value = jnp.where(mine, _sum_last(sig_h * q), jnp.where(
+        count > 0, below[..., 0], sampled_payoff))
+    regrets.append(jnp.where(rank >= _TERMINAL_CHILD, q - value[..., None], 0.0).reshape(-1, A))
     regret_at.append(jnp.where(mine, info, I_p).reshape(-1))
     visit_at.append(jnp.where(kind == _OPPONENT, info, I_o).reshape(-1))
-  regret = jnp.zeros((I_p, A), value.dtype).at[jnp.concatenate(regret_at)].add(
+  regret = jnp.zeros((I_p, A), dtype).at[jnp.concatenate(regret_at)].add(
       jnp.concatenate(regrets), mode="drop")
-  visits = jnp.zeros(I_o, value.dtype).at[jnp.concatenate(visit_at)].add(1.0, mode="drop")
+  visits = jnp.zeros(I_o, dtype).at[jnp.concatenate(visit_at)].add(1.0, mode="drop")
   return regret, visits
 
 
-def _es_half_step(cfg: MCCFRSolver, tree: GameTree, tables, regrets, cum, p: int, frontier, key):
+def _es_half_step(cfg: MCCFRSolver, tree: GameTree, tables, regrets, cum, p: int, sizes, uni):
   """External sampling for player ``p`` from ``batch`` traversals (:func:`es_traversals`)."""
-  sizes, draws = frontier
   sigma = tuple(sequence_form.regret_matching(r, pt.legal) for r, pt in zip(regrets, tree.players))
-  uni = jax.random.uniform(key, (cfg.batch, draws), regrets[0].dtype)
   regret, visits = es_traversals(tree, tables, sigma, p, sizes, uni)
   regrets, cum = list(regrets), list(cum)
   regrets[p] = regrets[p] + regret
@@ -401,14 +426,17 @@ def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) ->
   tables = tuple(es_tables(tree, p, state.frontier[2]) for p in (0, 1)) if cfg.name == "mccfr-es" else None
 
   def body(_, s):
-    k0, k1 = jax.random.split(step_key(key, s.iteration))
     regrets, cum = s.regrets, s.cum_policy
-    for p, k in ((0, k0), (1, k1)):
-      if cfg.name == "mccfr-os":
+    if cfg.name == "mccfr-es":  # one draw of both players' uniforms
+      (sizes0, draws0), (sizes1, draws1) = state.frontier[:2]
+      uni = jax.random.uniform(step_key(key, s.iteration), (cfg.batch, draws0 + draws1),
+                               regrets[0].dtype)
+      for p, sizes, u in ((0, sizes0, uni[:, :draws0]), (1, sizes1, uni[:, draws0:])):
+        regrets, cum = _es_half_step(cfg, tree, tables[p], regrets, cum, p, sizes, u)
+    else:
+      k0, k1 = jax.random.split(step_key(key, s.iteration))
+      for p, k in ((0, k0), (1, k1)):
         regrets, cum = _os_half_step(cfg, tree, regrets, cum, p, k)
-      else:
-        regrets, cum = _es_half_step(cfg, tree, tables[p], regrets, cum, p,
-                                      state.frontier[p], k)
     return s.replace(regrets=regrets, cum_policy=cum, iteration=s.iteration + 1)
 
   return lax.fori_loop(0, num_steps, body, state)
