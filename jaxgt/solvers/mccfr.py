@@ -368,22 +368,24 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
     at = drawn + _running_sum(draws) - 1
     drawn = drawn + _sum_last(draws)[:, None]
     s = sample_cdf(row[..., :W], uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
-    children = t[..., _RANK + A:_RANK + A + W]
-    pick = jnp.arange(W) == s[..., None]
-    sampled = _sum_last(jnp.where(pick, children, 0))  # H: a terminal child (no slot)
-    payoff = lax.bitcast_convert_type(t[..., _RANK + A + W:], dtype)
+    # The sampled child (H: terminal, no slot) and its payoff, read off the table row.
+    cell = front * hist.shape[1] + _RANK + A + s
+    sampled = hist.reshape(-1)[cell]
+    sampled_payoff = lax.bitcast_convert_type(hist.reshape(-1)[cell + W], dtype)
     count = jnp.where(kind == _EXPLORE, t[..., _COUNT], (draws > 0) & (sampled < H))
     ends = _running_sum(count.astype(jnp.int32))
-    levels.append((t, row[..., W:], payoff, _sum_last(jnp.where(pick, payoff, 0.0)),
-                   count, ends - count))
+    payoff = lax.bitcast_convert_type(t[..., _RANK + A + W:_RANK + 2 * A + W], dtype)
+    levels.append((t, row[..., W:], payoff, sampled_payoff, count, ends - count))
     if d + 1 == len(sizes):
       break
     # The children each slot keeps, in order ([B, S, A], H-padded).
-    kept = jnp.where((kind == _EXPLORE)[..., None], children[..., :A],
+    kept = jnp.where((kind == _EXPLORE)[..., None], t[..., _RANK + A:_RANK + 2 * A],
                      jnp.where(jnp.arange(A) == 0, sampled[..., None], H))
     parent, start, valid = _parents(ends, sizes[d + 1])
     r = jnp.arange(sizes[d + 1]) - start
     at = (batch * n + parent) * A + jnp.clip(r, 0, A - 1)
+    # Materialised: XLA would fuse this into the next level's row gather and recompute it
+    # for each of the row's columns.
     front = jnp.where(valid, kept.reshape(-1)[at], H)
   value = None
   regret_at, regrets, visit_at = [], [], []
@@ -392,12 +394,12 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
     kind, info = t[..., _KIND], t[..., _INFO]
     rank = t[..., _RANK:_RANK + A]  # [B, S, A]
     if value is None:  # every child is terminal
-      below = jnp.zeros_like(payoff[..., :A])
+      below = jnp.zeros_like(payoff)
     else:  # the children's slot values by rank (the sampled child's in column 0)
       n = value.shape[1]
       idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), n - 1)
       below = value.reshape(-1)[batch[..., None] * n + idx]
-    q = jnp.where(rank >= 0, below, payoff[..., :A])
+    q = jnp.where(rank >= 0, below, payoff)
     mine = kind == _EXPLORE
     value = jnp.where(mine, _sum_last(sig_h * q), jnp.where(
         count > 0, below[..., 0], sampled_payoff))
