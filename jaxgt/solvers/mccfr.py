@@ -228,8 +228,8 @@ def _frontier_sizes(tree: GameTree) -> tuple:
 
 
 # Columns of a history's row in the traversal table (:func:`es_tables`): kind, number of
-# non-terminal children explored, row of its distribution, information state, then A action
-# ranks, W children and W children's payoffs (float bits).
+# non-terminal children explored, row of its distribution, information state, then per action
+# its rank, explored child and payoff (float bits).
 _KIND, _COUNT, _ROW, _INFO, _RANK = range(5)
 # Kinds of history in a traversal for player p: p acts (every legal action explored), chance or
 # the opponent acts (one sampled outcome), else padding (0).
@@ -240,19 +240,20 @@ _TERMINAL_CHILD, _ILLEGAL = -1, -2  # ranks of actions without a frontier slot
 def es_tables(tree: GameTree, p: int, num_chance: int):
   """Per-history rows of an external-sampling traversal for player ``p``; row ``H`` pads.
 
-  Returns ``(hist [H + 1, 4 + A + 2W], chance_cdf [Hc, W])`` with ``W = max(A,
-  C)`` and ``Hc = num_chance`` chance histories; ``hist`` is an integer table
-  as wide as the tree's float dtype, so one gather reads all a slot needs.
-  Columns: kind (``_EXPLORE``, ``_CHANCE``, ``_OPPONENT``, 0), how many
-  non-terminal children ``p`` explores, the row of the history's
-  distribution in ``concat(table0, table1, chance_cdf)``, the acting
-  player's information state; per action its rank among the non-terminal
-  children ``p`` explores (``_TERMINAL_CHILD``, ``_ILLEGAL``; always
-  ``_ILLEGAL`` off ``p``'s turns); the children that can take a frontier slot
-  (``p``'s non-terminal children in action order at ``p``'s histories, the
-  non-terminal children by index elsewhere; ``H`` pads); and the children's
-  payoffs to ``p`` (zero off terminals; by action at ``p``'s histories), as
-  float bits. Built once per jitted run from the tree's arrays.
+  Returns ``(head [H + 1, 4 + 3A], tail [H + 1, 2W], chance_cdf [Hc, W])``
+  with ``W = max(A, C)`` and ``Hc = num_chance`` chance histories; ``head``
+  and ``tail`` are integer tables as wide as the tree's float dtype (payoffs
+  as float bits), so one gather reads all a slot needs. ``head`` columns:
+  kind (``_EXPLORE``, ``_CHANCE``, ``_OPPONENT``, 0), how many non-terminal
+  children ``p`` explores, the row of the history's distribution in
+  ``concat(table0, table1, chance_cdf)``, the acting player's information
+  state; then per action, at ``p``'s histories, its rank among the
+  non-terminal children ``p`` explores (``_TERMINAL_CHILD``, ``_ILLEGAL``;
+  ``_ILLEGAL`` off ``p``'s turns), the explored non-terminal children in
+  action order (``H`` pads) and the children's payoffs to ``p`` (zero off
+  terminals). ``tail``, read at the one sampled child of chance and opponent
+  histories: each child if it is not terminal (else ``H``), then each
+  child's payoff to ``p``. Built once per jitted run from the tree's arrays.
   """
   A, H, C = tree.num_actions, tree.num_histories, tree.children.shape[1]
   W = max(A, C)
@@ -267,27 +268,26 @@ def es_tables(tree: GameTree, p: int, num_chance: int):
   term = tree.history_terminal
   payoff = jnp.where(exists & (term[child] >= 0), (1.0 if p == 0 else -1.0)
                      * tree.terminal_payoff[jnp.maximum(term[child], 0)], 0.0).astype(dtype)
+  payoff = lax.bitcast_convert_type(jnp.pad(payoff, ((0, 0), (0, W - C))), itype)  # [H, W]
   inner = exists & (term[child] < 0)  # [H, C] children that take a frontier slot
   explored = inner[:, :A] & mine[:, None]
   rank = jnp.where(explored, jnp.cumsum(explored, axis=-1) - 1,
                    jnp.where(exists[:, :A] & mine[:, None], _TERMINAL_CHILD, _ILLEGAL))
   by_rank = jnp.stack([jnp.sum(jnp.where(rank == r, child[:, :A], 0), -1)
                        + jnp.where(jnp.any(rank == r, -1), 0, H) for r in range(A)], -1)
-  slots = jnp.pad(jnp.where(inner, child, H), ((0, 0), (0, W - C)), constant_values=H)
-  slots = slots.at[:, :A].set(jnp.where(mine[:, None], by_rank, slots[:, :A]).astype(
-      slots.dtype))
   count = jnp.where(mine, jnp.sum(explored, -1), 0)
   info = jnp.maximum(tree.infostate, 0)
   chance = jnp.nonzero(player == CHANCE, size=num_chance)[0]
   chance_row = jnp.zeros(H, itype).at[chance].set(jnp.arange(num_chance).astype(itype))
   I0, I1 = tree.num_infostates
   row = jnp.where(player == 0, info, jnp.where(player == 1, I0 + info, I0 + I1 + chance_row))
-  bits = lax.bitcast_convert_type(jnp.pad(payoff, ((0, 0), (0, W - C))), itype)
-  hist = jnp.concatenate([jnp.stack([kind, count, row, info], -1).astype(itype),
-                          rank.astype(itype), slots.astype(itype), bits], -1)
-  hist = jnp.concatenate([hist, jnp.zeros((1, hist.shape[1]), itype)])
+  head = jnp.concatenate([jnp.stack([kind, count, row, info], -1).astype(itype),
+                          rank.astype(itype), by_rank.astype(itype), payoff[:, :A]], -1)
+  slots = jnp.pad(jnp.where(inner, child, H), ((0, 0), (0, W - C)), constant_values=H)
+  tail = jnp.concatenate([slots.astype(itype), payoff], -1)
+  pad = lambda x: jnp.concatenate([x, jnp.zeros((1, x.shape[1]), itype)])
   cdf = jnp.pad(jnp.cumsum(tree.chance_probs[chance], -1), ((0, 0), (0, W - C)), mode="edge")
-  return hist, cdf.astype(dtype)
+  return pad(head), pad(tail), cdf.astype(dtype)
 
 
 def _sum_last(x):
@@ -346,36 +346,37 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
   strategy gets ``sigma`` per visit). The work is ``B * sum(sizes)`` slots,
   the non-terminal histories the traversals can touch, not the tree's ``H``.
   """
-  hist, chance_cdf = tables
+  head, tail, chance_cdf = tables
   A, H = tree.num_actions, tree.num_histories
   W = chance_cdf.shape[1]
   B, U = uni.shape
-  sig = jnp.concatenate(sigma)  # [I0 + I1, A]
-  dtype = sig.dtype
-  # One row per distribution: its CDF padded to W children, then sigma (zero at chance).
-  rows = jnp.concatenate([
-      jnp.concatenate([jnp.pad(jnp.cumsum(sig, -1), ((0, 0), (0, W - A)), mode="edge"), sig], -1),
-      jnp.pad(chance_cdf, ((0, 0), (0, A)))])
+  dtype = sigma[0].dtype
+  # One row per distribution, W wide: sigma at p's information states (to value them), the CDF
+  # of sigma at the opponent's and of chance's probabilities (to sample them).
+  pad = lambda x, mode: jnp.pad(x, ((0, 0), (0, W - A)), mode=mode)
+  rows = jnp.concatenate([pad(sigma[i], "constant") if i == p else pad(jnp.cumsum(sigma[i], -1),
+                                                                        "edge")
+                          for i in (0, 1)] + [chance_cdf])
   batch = jnp.arange(B)[:, None]
   front = jnp.zeros((B, 1), jnp.int32)
   drawn = jnp.zeros((B, 1), jnp.int32)  # uniforms used so far
   levels = []
   for d, n in enumerate(sizes):
-    t = hist[front]  # [B, S, 4 + A + 2W]: all a slot needs, one gather
-    row = rows[t[..., _ROW]]  # [B, S, W + A]
+    t = head[front]  # [B, S, 4 + 3A]: all a slot needs, one gather
+    row = rows[t[..., _ROW]]  # [B, S, W]
     kind = t[..., _KIND]
     draws = (kind > _EXPLORE).astype(jnp.int32)
     at = drawn + _running_sum(draws) - 1
     drawn = drawn + _sum_last(draws)[:, None]
-    s = sample_cdf(row[..., :W], uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
-    # The sampled child (H: terminal, no slot) and its payoff, read off the table row.
-    cell = front * hist.shape[1] + _RANK + A + s
-    sampled = hist.reshape(-1)[cell]
-    sampled_payoff = lax.bitcast_convert_type(hist.reshape(-1)[cell + W], dtype)
+    s = sample_cdf(row, uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
+    # The sampled child (H: terminal, no slot) and its payoff, read off the tail row.
+    cell = front * 2 * W + s
+    sampled = tail.reshape(-1)[cell]
+    sampled_payoff = lax.bitcast_convert_type(tail.reshape(-1)[cell + W], dtype)
     count = jnp.where(kind == _EXPLORE, t[..., _COUNT], (draws > 0) & (sampled < H))
     ends = _running_sum(count.astype(jnp.int32))
-    payoff = lax.bitcast_convert_type(t[..., _RANK + A + W:_RANK + 2 * A + W], dtype)
-    levels.append((t, row[..., W:], payoff, sampled_payoff, count, ends - count))
+    payoff = lax.bitcast_convert_type(t[..., _RANK + 2 * A:], dtype)
+    levels.append((t, row[..., :A], payoff, sampled_payoff, count, ends - count))
     if d + 1 == len(sizes):
       break
     # The children each slot keeps, in order ([B, S, A], H-padded).
@@ -384,8 +385,6 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
     parent, start, valid = _parents(ends, sizes[d + 1])
     r = jnp.arange(sizes[d + 1]) - start
     at = (batch * n + parent) * A + jnp.clip(r, 0, A - 1)
-    # Materialised: XLA would fuse this into the next level's row gather and recompute it
-    # for each of the row's columns.
     front = jnp.where(valid, kept.reshape(-1)[at], H)
   value = None
   regret_at, regrets, visit_at = [], [], []
