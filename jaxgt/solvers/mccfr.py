@@ -22,16 +22,20 @@ updates are summed with one scatter-add.
 * **External sampling** (Lanctot et al. 2009): chance and opponent actions
   sampled once per visited history, every action of the updated player
   explored. This is a traversal, not one trajectory, so it does not use
-  :func:`~jaxgt.solvers.walk.walk`; it reads the same nodes
-  (:func:`~jaxgt.solvers.walk.node_at`), regret-matches with the same
-  function and draws chance/opponent outcomes with the same weights
-  (:func:`~jaxgt.solvers.walk.with_chance`) and sampler. A traversal walks
-  depth by depth over a frontier of static size
-  (the most histories one traversal can reach at that depth, computed at
-  ``init``): values flow up with the sampled outcome at chance/opponent
-  histories and ``sigma`` at the updated player's; regrets ``q(h, a) - v(h)``
-  at visited histories; the opponent's average strategy gets ``sigma`` once
-  per visited history (OpenSpiel's default "simple" averaging).
+  :func:`~jaxgt.solvers.walk.walk`. The ``batch`` traversals of a half-step
+  go down together, depth by depth, over frontiers ``[batch, S_d]`` of the
+  non-terminal histories they reach (``S_d``: the most one traversal can
+  reach at depth ``d``, computed at ``init``; Leduc: 30 slots in all for
+  player 0, 16 for player 1, against 9,457 histories): each slot reads its
+  history's row of a table built once per run (:func:`es_tables`), draws at
+  chance and opponent histories with the one sampler
+  (:func:`~jaxgt.core.sampling.sample_cdf`, one uniform per draw), and the
+  next frontier is compacted from running child counts. Values flow up with
+  the sampled outcome at chance/opponent histories and ``sigma`` at the
+  updated player's (terminal children read from their parent's row);
+  regrets ``q(h, a) - v(h)`` at visited histories; the opponent's average
+  strategy gets ``sigma`` once per visited history (OpenSpiel's default
+  "simple" averaging), summed as visit counts times ``sigma``.
 """
 
 from __future__ import annotations
@@ -47,13 +51,13 @@ from jax import lax
 
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
-from jaxgt.core.compiler import NO_PLAYER, GameTree
+from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
 from jaxgt.core.sampling import mix_uniform, sample_cdf
 from jaxgt.core.tables import infostate_rows
+from jaxgt.games.base import CHANCE
 from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
                                 walking_init_dtype)
-from jaxgt.games.base import CHANCE
 from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables
 
 
