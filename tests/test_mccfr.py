@@ -241,11 +241,12 @@ def test_external_traversals_match_a_numpy_traversal(game):
     w = rng.random(t.legal.shape) * np.asarray(t.legal) * (rng.random(t.legal.shape) > 0.2)
     sigma.append(np.asarray(sf.regret_matching(w, t.legal)))
   B = 48
+  traversals = jax.jit(mccfr.es_traversals, static_argnums=(3, 4))
   for p in (0, 1):
     sizes, draws = static[p]
     uni = rng.random((B, draws))
-    regret, visits = mccfr.es_traversals(tree, mccfr.es_tables(tree, p, static[2]),
-                                         tuple(sigma), p, sizes, uni)
+    regret, visits = traversals(tree, mccfr.es_tables(tree, p, static[2]), tuple(sigma), p, sizes,
+                                uni)
     want_r = np.zeros(np.shape(regret))
     want_v = np.zeros(np.shape(visits))
     used = 0
