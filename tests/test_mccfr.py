@@ -9,6 +9,7 @@ from jaxgt import policy as policy_lib
 from jaxgt.solvers import mccfr
 from jaxgt.solvers.base import compilations
 from jaxgt.core import sequence_form as sf
+from jaxgt.core.compiler import NO_PLAYER
 
 pyspiel = pytest.importorskip("pyspiel")
 from open_spiel.python.algorithms import exploitability as os_expl  # noqa: E402
@@ -170,7 +171,7 @@ def test_walk_records_probabilities_of_the_drawn_actions():
     for b in range(64):
       h, p, a = (int(np.asarray(x)[t, b]) for x in (traj.history, traj.player, traj.action))
       if h < 0:
-        assert p == mccfr.NO_PLAYER and float(traj.sample_prob[t, b]) == 1.0
+        assert p == NO_PLAYER and float(traj.sample_prob[t, b]) == 1.0
         continue
       assert int(np.asarray(tree.children)[h, a]) == (int(traj.history[t + 1, b])
                                                       if t + 1 < tree.max_depth and
@@ -234,7 +235,7 @@ def test_external_traversals_match_a_numpy_traversal(game):
   """The batched traversal equals a recursive NumPy traversal fed the same uniforms, for a
   non-uniform profile, both players: regrets, visit counts, and no more draws than sized."""
   tree = jaxgt.load(game).device_tree("float64")
-  static = mccfr._es_static(tree)
+  static = mccfr.es_sizes(tree)
   rng = np.random.default_rng(0)
   sigma = []
   for t in tree.players:  # a random profile with some zero probabilities

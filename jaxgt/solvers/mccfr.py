@@ -91,7 +91,7 @@ class MCCFRSolver(Solver):
     dtype = walking_init_dtype(self, tree, weights)
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
-                      frontier=_es_static(tree) if self.name == "mccfr-es" else ())
+                      frontier=es_sizes(tree) if self.name == "mccfr-es" else ())
 
   @property
   def jitted_run(self):
@@ -191,8 +191,10 @@ def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
   return tuple(regrets), tuple(cum)
 
 
-def _es_static(tree: GameTree) -> tuple:
-  """The static sizes of external sampling: ``(_frontier_sizes(tree)[0], [1], chance histories)``."""
+def es_sizes(tree: GameTree) -> tuple:
+  """The static sizes of external sampling: ``((sizes0, draws0), (sizes1, draws1), Hc)``, per
+  player the frontier sizes and most draws of a traversal (:func:`_frontier_sizes`), then the
+  number of chance histories (for :func:`es_tables`)."""
   return _frontier_sizes(tree) + (int(np.sum(np.asarray(tree.player) == CHANCE)),)
 
 
