@@ -2,24 +2,28 @@
 
 For each game and sampler (outcome ``os``, external ``es``) and each batch
 size: compile time (``run(tree, state, 0)``), steady-state trajectories per
-second (a step is ``2 * batch`` trajectories, one per player each), and the
-ratio to ``pyspiel.OutcomeSamplingMCCFRSolver`` /
-``ExternalSamplingMCCFRSolver`` (one ``run_iteration()`` = 2 trajectories)
-timed in the same run. Then, at an equal number of trajectories
-(``--samples``), the exploitability (NashConv / 2) of the average policy and
-the seconds it took, ours at each of ``--convergence-batches`` and
-OpenSpiel's: convergence per sample and per second. A batch is one regret
-update, so at a fixed sample count very large batches make few updates and
-converge less per sample; with thousands of updates they match OpenSpiel.
+second (a step is ``2 * batch`` trajectories, one per player each; for
+external sampling a trajectory is one traversal), and the ratio to
+``pyspiel.OutcomeSamplingMCCFRSolver`` / ``ExternalSamplingMCCFRSolver``
+(one ``run_iteration()`` = 2 trajectories) timed in the same process,
+interleaved with ours: ``--repeats`` alternating timings of each, the median
+of each and the median of the per-repeat ratios (the machine may be shared).
+Then, at an equal number of trajectories (``--samples``), the exploitability
+(NashConv / 2) of the average policy and the seconds it took, ours at each of
+``--convergence-batches`` and OpenSpiel's: convergence per sample and per
+second. A batch is one regret update, so at a fixed sample count very large
+batches make few updates and converge less per sample; with thousands of
+updates they match OpenSpiel.
 
   python benchmarks/sampling_speed.py [--games kuhn_poker,leduc_poker]
-      [--batches 1,4,16,64,256,1024,4096] [--seconds 1.0] [--samples 2000000]
-      [--convergence-batches 16,256,4096] [--no-liars-dice]
+      [--batches 1,4,16,64,256,1024,4096] [--seconds 1.0] [--repeats 3]
+      [--samples 2000000] [--convergence-batches 16,256,4096] [--no-liars-dice]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import jax
@@ -41,38 +45,68 @@ def throughput(run, state, per_step: int, seconds: float, warmup_steps: int = 1)
   The first call (``warmup_steps`` steps) compiles; the number of steps then
   grows until one timed call lasts ``seconds``.
   """
+  compile_s, meter = _meter(run, state, per_step, warmup_steps)
+  return compile_s, meter(seconds)
+
+
+def _meter(run, state, per_step: int, warmup_steps: int = 1):
+  """``(compile s, meter)``: ``meter(seconds)`` times one call of at least ``seconds`` (the step
+  count grows on the first call and is kept) and returns units/s."""
   t0 = time.perf_counter()
-  state = jax.block_until_ready(run(state, warmup_steps))
+  box = [jax.block_until_ready(run(state, warmup_steps)), 1]
   compile_s = time.perf_counter() - t0
-  steps = 1
-  while True:
-    t0 = time.perf_counter()
-    state = jax.block_until_ready(run(state, steps))
-    dt = time.perf_counter() - t0
-    if dt >= seconds or steps >= 1 << 24:
-      return compile_s, per_step * steps / dt
-    steps *= 4 if dt < seconds / 8 else 2
+
+  def meter(seconds: float) -> float:
+    while True:
+      t0 = time.perf_counter()
+      box[0] = jax.block_until_ready(run(box[0], box[1]))
+      dt = time.perf_counter() - t0
+      if dt >= seconds or box[1] >= 1 << 24:
+        return per_step * box[1] / dt
+      box[1] *= 4 if dt < seconds / 8 else 2
+
+  return compile_s, meter
 
 
-def _ours(game: str, kind: str, batch: int, seconds: float):
+def _ours(game: str, kind: str, batch: int):
+  """``(compile s, meter)`` of our sampler (:func:`_meter`)."""
   tree = jaxgt.load(game).device_tree("float32")
   solver = mccfr.make_sampling_solver(f"mccfr-{kind}", batch=batch)
   key = jax.random.key(0)
-  return throughput(lambda st, n: solver.run(tree, st, n, key), solver.init(tree),
-                    2 * batch, seconds, warmup_steps=0)
+  return _meter(lambda st, n: solver.run(tree, st, n, key), solver.init(tree), 2 * batch,
+                warmup_steps=0)
 
 
 def _openspiel(pyspiel, game: str, kind: str, seconds: float) -> float:
+  """Traj/s of a fresh OpenSpiel solver over at least ``seconds``."""
+  return _openspiel_meter(pyspiel, game, kind)(seconds)
+
+
+def _openspiel_meter(pyspiel, game: str, kind: str):
+  """``meter(seconds) -> traj/s`` of one OpenSpiel solver (kept warm between calls)."""
   solver = getattr(pyspiel, OS_NAMES[kind])(pyspiel.load_game(game))
-  n = 16
-  while True:
-    t0 = time.perf_counter()
-    for _ in range(n):
-      solver.run_iteration()
-    dt = time.perf_counter() - t0
-    if dt >= seconds:
-      return 2 * n / dt
-    n *= 2
+  box = [16]
+
+  def meter(seconds: float) -> float:
+    while True:
+      n = box[0]
+      t0 = time.perf_counter()
+      for _ in range(n):
+        solver.run_iteration()
+      dt = time.perf_counter() - t0
+      if dt >= seconds:
+        return 2 * n / dt
+      box[0] *= 2
+
+  meter(seconds=0.05)  # warm: the solver's tables fill during the first iterations
+  return meter
+
+
+def interleaved(ours, peer, seconds: float, repeats: int):
+  """``(ours, peer, ratio)``: medians of ``repeats`` alternating timings and of their ratios."""
+  pairs = [(peer(seconds), ours(seconds)) for _ in range(repeats)]
+  return (statistics.median(o for _, o in pairs), statistics.median(p for p, _ in pairs),
+          statistics.median(o / p for p, o in pairs))
 
 
 def _convergence(pyspiel, game: str, kind: str, batches, samples: int, seed: int = 0):
@@ -107,6 +141,8 @@ def main(argv=None):
   ap.add_argument("--kinds", default="os,es")
   ap.add_argument("--batches", default="1,4,16,64,256,1024,4096")
   ap.add_argument("--seconds", type=float, default=1.0, help="minimum timed interval")
+  ap.add_argument("--repeats", type=int, default=3,
+                  help="alternating timings of ours and the peer per batch (medians reported)")
   ap.add_argument("--no-liars-dice", dest="liars_dice", action="store_false",
                   help="skip liars_dice(numdice=1) even when it is registered")
   ap.add_argument("--samples", type=int, default=2_000_000,
@@ -125,16 +161,19 @@ def main(argv=None):
   for game in games:
     os_game = "liars_dice" if game.startswith("liars_dice") else game
     for kind in args.kinds.split(","):
-      ref = _openspiel(pyspiel, os_game, kind, args.seconds)
-      print(f"\n{game} mccfr-{kind}: OpenSpiel C++ {ref:,.0f} traj/s")
-      print(f"{'batch':>6} {'compile s':>10} {'traj/s':>14} {'ratio':>8}")
+      unit = "traversals/s" if kind == "es" else "traj/s"
+      peer = _openspiel_meter(pyspiel, os_game, kind)
+      print(f"\n{game} mccfr-{kind} ({unit}; OpenSpiel C++ {OS_NAMES[kind]} timed between "
+            f"ours, {args.repeats} alternating timings, medians)")
+      print(f"{'batch':>6} {'compile s':>10} {'jaxgt':>14} {'OpenSpiel':>12} {'ratio':>8}")
       best = (0.0, batches[0])
       for b in batches:
-        c, rate = _ours(game, kind, b, args.seconds)
+        c, ours = _ours(game, kind, b)
+        rate, ref, ratio = interleaved(ours, peer, args.seconds, args.repeats)
         best = max(best, (rate, b))
-        print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {rate / ref:>8.1f}x")
+        print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ref:>12,.0f} {ratio:>8.1f}x")
         figure(f"mccfr-{kind}", rate, "traj/s", game=game, batch=b,
-               peer=f"OpenSpiel C++ {OS_NAMES[kind]}", peer_value=ref)
+               peer=f"OpenSpiel C++ {OS_NAMES[kind]}", peer_value=rate / ratio)
       print(f"fastest: batch {best[1]}; equal samples (exploitability, seconds; larger "
             f"batches make fewer regret updates per sample):")
       conv = [int(b) for b in args.convergence_batches.split(",") if b]

@@ -9,6 +9,7 @@ from jaxgt import policy as policy_lib
 from jaxgt.solvers import mccfr
 from jaxgt.solvers.base import compilations
 from jaxgt.core import sequence_form as sf
+from jaxgt.core.compiler import NO_PLAYER
 
 pyspiel = pytest.importorskip("pyspiel")
 from open_spiel.python.algorithms import exploitability as os_expl  # noqa: E402
@@ -170,7 +171,7 @@ def test_walk_records_probabilities_of_the_drawn_actions():
     for b in range(64):
       h, p, a = (int(np.asarray(x)[t, b]) for x in (traj.history, traj.player, traj.action))
       if h < 0:
-        assert p == mccfr.NO_PLAYER and float(traj.sample_prob[t, b]) == 1.0
+        assert p == NO_PLAYER and float(traj.sample_prob[t, b]) == 1.0
         continue
       assert int(np.asarray(tree.children)[h, a]) == (int(traj.history[t + 1, b])
                                                       if t + 1 < tree.max_depth and
@@ -185,3 +186,79 @@ def test_walk_records_probabilities_of_the_drawn_actions():
       np.testing.assert_allclose(float(traj.sample_prob[t, b]), want_q, rtol=1e-12)
       np.testing.assert_allclose(float(traj.target_prob[t, b]), want_s, rtol=1e-12)
   assert np.all(np.asarray(traj.terminal) >= 0)
+
+
+def _reference_traversal(tree, sigma, p, uniforms):
+  """One external-sampling traversal in NumPy: histories breadth first (children in action
+  order, terminals skipped), one uniform per chance/opponent history in that order, values by
+  recursion. Returns (regret increments {info: [A]}, opponent visits {info: count})."""
+  ch, pl = np.asarray(tree.children), np.asarray(tree.player)
+  info, term = np.asarray(tree.infostate), np.asarray(tree.history_terminal)
+  payoff, cp = np.asarray(tree.terminal_payoff), np.asarray(tree.chance_probs)
+  legal = [np.asarray(t.legal) for t in tree.players]
+  A = tree.num_actions
+  sampled, level, k = {}, [0], 0
+  while level:
+    nxt = []
+    for h in level:
+      if pl[h] == p:
+        kids = [ch[h, a] for a in range(A) if legal[p][info[h], a]]
+      else:
+        w = cp[h] if pl[h] < 0 else np.pad(sigma[pl[h]][info[h]], (0, ch.shape[1] - A))
+        cdf = np.cumsum(w)
+        s = min(int(np.sum(cdf <= uniforms[k] * cdf[-1])), len(w) - 1)
+        k += 1
+        sampled[h] = s
+        kids = [ch[h, s]]
+      nxt += [c for c in kids if term[c] < 0]
+    level = nxt
+  regret, visits = {}, {}
+
+  def value(h):
+    if term[h] >= 0:
+      return payoff[term[h]] * (1 if p == 0 else -1)
+    if pl[h] != p:
+      if pl[h] == 1 - p:
+        visits[info[h]] = visits.get(info[h], 0) + 1
+      return value(ch[h, sampled[h]])
+    q = np.array([value(ch[h, a]) if legal[p][info[h], a] else 0.0 for a in range(A)])
+    v = float(np.sum(sigma[p][info[h]] * q))
+    regret[info[h]] = regret.get(info[h], 0) + np.where(legal[p][info[h]], q - v, 0.0)
+    return v
+
+  value(0)
+  return regret, visits, k
+
+
+@pytest.mark.parametrize("game", ["kuhn_poker", "leduc_poker"])
+def test_external_traversals_match_a_numpy_traversal(game):
+  """The batched traversal equals a recursive NumPy traversal fed the same uniforms, for a
+  non-uniform profile, both players: regrets, visit counts, and no more draws than sized."""
+  tree = jaxgt.load(game).device_tree("float64")
+  static = mccfr.es_sizes(tree)
+  rng = np.random.default_rng(0)
+  sigma = []
+  for t in tree.players:  # a random profile with some zero probabilities
+    w = rng.random(t.legal.shape) * np.asarray(t.legal) * (rng.random(t.legal.shape) > 0.2)
+    sigma.append(np.asarray(sf.regret_matching(w, t.legal)))
+  B = 48
+  traversals = jax.jit(mccfr.es_traversals, static_argnums=(3, 4))
+  for p in (0, 1):
+    sizes, draws = static[p]
+    uni = rng.random((B, draws))
+    regret, visits = traversals(tree, mccfr.es_tables(tree, p, static[2]), tuple(sigma), p, sizes,
+                                uni)
+    want_r = np.zeros(np.shape(regret))
+    want_v = np.zeros(np.shape(visits))
+    used = 0
+    for b in range(B):
+      r, v, k = _reference_traversal(tree, sigma, p, uni[b])
+      used = max(used, k)
+      for i, x in r.items():
+        want_r[i] += x
+      for i, x in v.items():
+        want_v[i] += x
+    assert used <= draws
+    np.testing.assert_allclose(np.asarray(regret), want_r, atol=1e-9)
+    np.testing.assert_array_equal(np.asarray(visits), want_v)
+    assert np.abs(want_r).sum() > 0 and want_v.sum() > 0

@@ -10,9 +10,14 @@ import jax.numpy as jnp
 def sample_index(weights: jax.Array, u: jax.Array) -> jax.Array:
   """``int32 [...]`` index ``min(#{k: cdf_k <= u * total}, K - 1)`` drawn from unnormalised
   ``weights [..., K]`` with uniforms ``u [...]`` (zero weights are never drawn unless all are)."""
-  cdf = jnp.cumsum(weights, axis=-1)
+  return sample_cdf(jnp.cumsum(weights, axis=-1), u)
+
+
+def sample_cdf(cdf: jax.Array, u: jax.Array) -> jax.Array:
+  """:func:`sample_index` from the cumulative sums ``cdf [..., K]`` of the weights (for tables
+  whose CDFs are computed once and read many times)."""
   idx = jnp.sum(cdf <= (u * cdf[..., -1])[..., None], axis=-1)
-  return jnp.minimum(idx, weights.shape[-1] - 1).astype(jnp.int32)
+  return jnp.minimum(idx, cdf.shape[-1] - 1).astype(jnp.int32)
 
 
 def mix_uniform(policy: jax.Array, legal: jax.Array, epsilon) -> jax.Array:

@@ -22,16 +22,20 @@ updates are summed with one scatter-add.
 * **External sampling** (Lanctot et al. 2009): chance and opponent actions
   sampled once per visited history, every action of the updated player
   explored. This is a traversal, not one trajectory, so it does not use
-  :func:`~jaxgt.solvers.walk.walk`; it reads the same nodes
-  (:func:`~jaxgt.solvers.walk.node_at`), regret-matches with the same
-  function and draws chance/opponent outcomes with the same weights
-  (:func:`~jaxgt.solvers.walk.with_chance`) and sampler. A traversal walks
-  depth by depth over a frontier of static size
-  (the most histories one traversal can reach at that depth, computed at
-  ``init``): values flow up with the sampled outcome at chance/opponent
-  histories and ``sigma`` at the updated player's; regrets ``q(h, a) - v(h)``
-  at visited histories; the opponent's average strategy gets ``sigma`` once
-  per visited history (OpenSpiel's default "simple" averaging).
+  :func:`~jaxgt.solvers.walk.walk`. The ``batch`` traversals of a half-step
+  go down together, depth by depth, over frontiers ``[batch, S_d]`` of the
+  non-terminal histories they reach (``S_d``: the most one traversal can
+  reach at depth ``d``, computed at ``init``; Leduc: 30 slots in all for
+  player 0, 16 for player 1, against 9,457 histories): each slot reads its
+  history's row of a table built once per run (:func:`es_tables`), draws at
+  chance and opponent histories with the one sampler
+  (:func:`~jaxgt.core.sampling.sample_cdf`, one uniform per draw), and the
+  next frontier is compacted from running child counts. Values flow up with
+  the sampled outcome at chance/opponent histories and ``sigma`` at the
+  updated player's (terminal children read from their parent's row);
+  regrets ``q(h, a) - v(h)`` at visited histories; the opponent's average
+  strategy gets ``sigma`` once per visited history (OpenSpiel's default
+  "simple" averaging), summed as visit counts times ``sigma``.
 """
 
 from __future__ import annotations
@@ -47,13 +51,14 @@ from jax import lax
 
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
-from jaxgt.core.compiler import NO_PLAYER, GameTree
+from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
-from jaxgt.core.sampling import mix_uniform, sample_index
+from jaxgt.core.sampling import mix_uniform, sample_cdf
 from jaxgt.core.tables import infostate_rows
+from jaxgt.games.base import CHANCE
 from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
                                 walking_init_dtype)
-from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables, with_chance
+from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables
 
 
 @struct.dataclass
@@ -63,8 +68,8 @@ class MCCFRState:
   regrets: tuple  # ([I0, A], [I1, A]) cumulative sampled regrets
   cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators
   iteration: jax.Array  # [] int32 completed steps (2 * batch trajectories each)
-  # static, per player, the external-sampling frontier size of each depth (see
-  # :func:`_frontier_sizes`)
+  # static, external sampling only: per player the frontier size of each depth and the most
+  # draws of a traversal (:func:`_frontier_sizes`), then the number of chance histories
   frontier: tuple = struct.field(pytree_node=False)
 
 
@@ -86,7 +91,7 @@ class MCCFRSolver(Solver):
     dtype = walking_init_dtype(self, tree, weights)
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
-                      frontier=_frontier_sizes(tree) if self.name == "mccfr-es" else ())
+                      frontier=es_sizes(tree) if self.name == "mccfr-es" else ())
 
   @property
   def jitted_run(self):
@@ -186,120 +191,259 @@ def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
   return tuple(regrets), tuple(cum)
 
 
+def es_sizes(tree: GameTree) -> tuple:
+  """The static sizes of external sampling: ``((sizes0, draws0), (sizes1, draws1), Hc)``, per
+  player the frontier sizes and most draws of a traversal (:func:`_frontier_sizes`), then the
+  number of chance histories (for :func:`es_tables`)."""
+  return _frontier_sizes(tree) + (int(np.sum(np.asarray(tree.player) == CHANCE)),)
+
+
 def _frontier_sizes(tree: GameTree) -> tuple:
-  """Per player ``p``, the most histories one external-sampling traversal reaches at each depth.
+  """Per player ``p``, ``(sizes, draws)``: the most non-terminal histories one external-sampling
+  traversal reaches at each depth (trailing zeros cut), and the most chance/opponent histories
+  (one draw each) it visits.
 
   ``M(h) = sum_a M(ha)`` at ``p``'s histories, ``max_a M(ha)`` at chance and
   opponent histories (one sampled outcome), computed for every target depth;
-  these static bounds size the traversal's frontier arrays.
+  these static bounds size the traversal's frontier arrays and its uniforms.
+  Terminals take no frontier slot: their parents read their payoffs.
   """
   levels = tree.depth_levels
   depth = np.asarray(tree.depth)
   ch = np.asarray(tree.children)
   pl = np.asarray(tree.player)
+  inner = np.asarray(tree.history_terminal) < 0
   out = []
   for p in (0, 1):
     sizes = []
     for d in range(len(levels)):
-      m = (depth == d).astype(np.int64)
+      m = ((depth == d) & inner).astype(np.int64)
       for e in range(d - 1, -1, -1):
         lo, hi = levels[e]
         c = np.where(ch[lo:hi] >= 0, m[np.maximum(ch[lo:hi], 0)], 0)
         m[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), c.max(1, initial=0))
-      sizes.append(max(int(m[0]), 1))
-    out.append(tuple(sizes))
+      sizes.append(int(m[0]))
+    while len(sizes) > 1 and sizes[-1] == 0:
+      sizes.pop()
+    draws = np.zeros(len(pl), np.int64)
+    for lo, hi in reversed(levels):
+      c = np.where(ch[lo:hi] >= 0, draws[np.maximum(ch[lo:hi], 0)], 0)
+      draws[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), np.where(inner[lo:hi], 1 + c.max(1), 0))
+    out.append((tuple(max(s, 1) for s in sizes), max(int(draws[0]), 1)))
   return tuple(out)
 
 
-def _es_traversal(tree: GameTree, sigma_at, p: int, sizes, uni):
-  """One external-sampling traversal for player ``p`` over fixed-size frontiers.
+# Columns of a history's row in the traversal table (:func:`es_tables`): kind, number of
+# non-terminal children explored, row of its distribution, information state, then per action
+# its rank, explored child and payoff (float bits).
+_KIND, _COUNT, _ROW, _INFO, _RANK = range(5)
+# Kinds of history in a traversal for player p: p acts (every legal action explored), chance or
+# the opponent acts (one sampled outcome), else padding (0).
+_EXPLORE, _CHANCE, _OPPONENT = 1, 2, 3
+_TERMINAL_CHILD, _ILLEGAL = -1, -2  # ranks of actions without a frontier slot
 
-  The frontier of depth ``d`` holds at most ``sizes[d]`` histories (``-1``
-  padding). Going down, ``p``'s histories keep every child and the others
-  their sampled child (drawn like a :func:`~jaxgt.solvers.walk.walk` step:
-  :func:`~jaxgt.solvers.walk.with_chance` weights, the one sampler), compacted
-  into the next frontier; going up, a history is worth ``sum_a sigma(a)
-  v(ha)`` at ``p`` and its sampled child's value elsewhere; ``uni
-  [sum(sizes)]`` are the uniforms of the sampled outcomes. Returns per
-  frontier slot (all depths concatenated): acting player, information
-  state, regret increment ``[K, A]`` and the opponent's average increment
-  ``[K, A]``.
+
+def es_tables(tree: GameTree, p: int, num_chance: int):
+  """Per-history rows of an external-sampling traversal for player ``p``; row ``H`` pads.
+
+  Returns ``(head [H + 1, 4 + 3A], tail [H + 1, 2W], chance_cdf [Hc, W])``
+  with ``W = max(A, C)`` and ``Hc = num_chance`` chance histories; ``head``
+  and ``tail`` are integer tables as wide as the tree's float dtype (payoffs
+  as float bits), so one gather reads all a slot needs. ``head`` columns:
+  kind (``_EXPLORE``, ``_CHANCE``, ``_OPPONENT``, 0), how many non-terminal
+  children ``p`` explores, the row of the history's distribution in
+  ``concat(table0, table1, chance_cdf)``, the acting player's information
+  state; then per action, at ``p``'s histories, its rank among the
+  non-terminal children ``p`` explores (``_TERMINAL_CHILD``, ``_ILLEGAL``;
+  ``_ILLEGAL`` off ``p``'s turns), the explored non-terminal children in
+  action order (``H`` pads) and the children's payoffs to ``p`` (zero off
+  terminals). ``tail``, read at the one sampled child of chance and opponent
+  histories: each child if it is not terminal (else ``H``), then each
+  child's payoff to ``p``. Built once per jitted run from the tree's arrays.
   """
-  A = tree.num_actions
-  C = tree.children.shape[1]
-  sign = 1.0 if p == 0 else -1.0
-  fronts = [jnp.zeros(1, jnp.int32)]
-  slots, nodes = [], []
-  for d in range(len(sizes)):
-    f = fronts[d]
-    valid = f >= 0
-    node = node_at(tree, jnp.maximum(f, 0))
-    sig = sigma_at(node)
-    nodes.append((valid, node, sig))
-    off = sum(sizes[:d])
-    # Chance and the opponent sample one outcome; p's own draw is unused.
-    s = sample_index(with_chance(tree, node, jnp.where((node.player == 1 - p)[:, None], sig, 0.0)),
-                     uni[off:off + sizes[d]])
-    ch = tree.children[node.history]
-    pl = jnp.where(valid, node.player, NO_PLAYER)
-    keep = valid[:, None] & (ch >= 0) & ((pl == p)[:, None] | (jnp.arange(C) == s[:, None]))
+  A, H, C = tree.num_actions, tree.num_histories, tree.children.shape[1]
+  W = max(A, C)
+  dtype = tree.chance_probs.dtype
+  itype = jnp.int32 if jnp.dtype(dtype).itemsize == 4 else jnp.int64
+  player = tree.player
+  mine = player == p
+  kind = jnp.where(mine, _EXPLORE, jnp.where(
+      player == CHANCE, _CHANCE, jnp.where(player == 1 - p, _OPPONENT, 0)))
+  exists = tree.children >= 0
+  child = jnp.maximum(tree.children, 0)
+  term = tree.history_terminal
+  payoff = jnp.where(exists & (term[child] >= 0), (1.0 if p == 0 else -1.0)
+                     * tree.terminal_payoff[jnp.maximum(term[child], 0)], 0.0).astype(dtype)
+  payoff = lax.bitcast_convert_type(jnp.pad(payoff, ((0, 0), (0, W - C))), itype)  # [H, W]
+  inner = exists & (term[child] < 0)  # [H, C] children that take a frontier slot
+  explored = inner[:, :A] & mine[:, None]
+  rank = jnp.where(explored, jnp.cumsum(explored, axis=-1) - 1,
+                   jnp.where(exists[:, :A] & mine[:, None], _TERMINAL_CHILD, _ILLEGAL))
+  by_rank = jnp.stack([jnp.sum(jnp.where(rank == r, child[:, :A], 0), -1)
+                       + jnp.where(jnp.any(rank == r, -1), 0, H) for r in range(A)], -1)
+  count = jnp.where(mine, jnp.sum(explored, -1), 0)
+  info = jnp.maximum(tree.infostate, 0)
+  chance = jnp.nonzero(player == CHANCE, size=num_chance)[0]
+  chance_row = jnp.zeros(H, itype).at[chance].set(jnp.arange(num_chance).astype(itype))
+  I0, I1 = tree.num_infostates
+  row = jnp.where(player == 0, info, jnp.where(player == 1, I0 + info, I0 + I1 + chance_row))
+  head = jnp.concatenate([jnp.stack([kind, count, row, info], -1).astype(itype),
+                          rank.astype(itype), by_rank.astype(itype), payoff[:, :A]], -1)
+  slots = jnp.pad(jnp.where(inner, child, H), ((0, 0), (0, W - C)), constant_values=H)
+  tail = jnp.concatenate([slots.astype(itype), payoff], -1)
+  pad = lambda x: jnp.concatenate([x, jnp.zeros((1, x.shape[1]), itype)])
+  cdf = jnp.pad(jnp.cumsum(tree.chance_probs[chance], -1), ((0, 0), (0, W - C)), mode="edge")
+  return pad(head), pad(tail), cdf.astype(dtype)
+
+
+def _sum_last(x):
+  """``sum(x, -1)`` as unrolled adds when the axis is short (XLA's CPU reductions over a few
+  elements cost far more than the adds)."""
+  if x.shape[-1] > 16:
+    return jnp.sum(x, -1)
+  out = x[..., 0]
+  for k in range(1, x.shape[-1]):
+    out = out + x[..., k]
+  return out
+
+
+def _running_sum(x):
+  """Inclusive cumulative sum of ``x [B, S]`` along ``S``: unrolled adds for the short frontiers
+  of a traversal (XLA's CPU cumsum is a reduce-window), a scan for long ones."""
+  if x.shape[1] > 16:
+    return lax.associative_scan(jnp.add, x, axis=1)
+  cols = [x[:, 0]]
+  for k in range(1, x.shape[1]):
+    cols.append(cols[-1] + x[:, k])
+  return jnp.stack(cols, 1)
+
+
+def _parents(ends, n: int):
+  """``(parent, start, valid)``, each ``[B, n]``: for each slot of the next frontier, the slot
+  whose kept children fill it, where that slot's children start, and whether it is filled, from
+  the running child counts ``ends [B, S]`` (slot ``j``'s children fill ``ends[j - 1] ..
+  ends[j] - 1``)."""
+  k = jnp.arange(n, dtype=ends.dtype)
+  if ends.shape[1] <= 16:
+    before = ends[:, None, :] <= k[:, None]  # [B, n, S]
+    parent = _sum_last(before.astype(ends.dtype))
+    start = jnp.max(jnp.where(before, ends[:, None, :], 0), axis=-1)
+  else:
+    parent = jax.vmap(lambda e: jnp.searchsorted(e, k, side="right", method="scan"))(ends)
+    start = jnp.where(parent > 0, jnp.take_along_axis(ends, jnp.maximum(parent - 1, 0), 1), 0)
+  return jnp.minimum(parent, ends.shape[1] - 1), start, k < ends[:, -1:]
+
+
+def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
+  """``B`` external-sampling traversals for player ``p``; returns ``(regret [I_p, A], visits [I_o])``.
+
+  ``tables = es_tables(tree, p, ...)``; ``sigma = (s0 [I0, A], s1 [I1, A])``
+  the current regret-matching strategies; ``uni [B, U]`` uniforms, one per
+  chance/opponent history a traversal visits, in visiting order (``U`` is
+  the most there can be). The frontier of depth ``d`` is ``[B, sizes[d]]``
+  non-terminal histories (``H`` pads): the children of the frontier above in
+  slot order, every legal child at ``p``'s histories and one child elsewhere,
+  drawn with :func:`~jaxgt.core.sampling.sample_cdf` from the chance
+  probabilities or the opponent's ``sigma``; terminal children are valued
+  from their parent's row. Going up, a history is worth ``sum_a sigma(a)
+  v(ha)`` at ``p``'s and its sampled child's value elsewhere. Returns the
+  summed regret increments ``q(h, a) - v(h)`` of ``p``'s visited histories
+  and how often each opponent information state was visited (its average
+  strategy gets ``sigma`` per visit). The work is ``B * sum(sizes)`` slots,
+  the non-terminal histories the traversals can touch, not the tree's ``H``.
+  """
+  head, tail, chance_cdf = tables
+  A, H = tree.num_actions, tree.num_histories
+  W = chance_cdf.shape[1]
+  B, U = uni.shape
+  dtype = sigma[0].dtype
+  # One row per distribution, W wide: sigma at p's information states (to value them), the CDF
+  # of sigma at the opponent's and of chance's probabilities (to sample them).
+  pad = lambda x, mode: jnp.pad(x, ((0, 0), (0, W - A)), mode=mode)
+  rows = jnp.concatenate([pad(sigma[i], "constant") if i == p else pad(jnp.cumsum(sigma[i], -1),
+                                                                        "edge")
+                          for i in (0, 1)] + [chance_cdf])
+  batch = jnp.arange(B)[:, None]
+  front = jnp.zeros((B, 1), jnp.int32)
+  drawn = jnp.zeros((B, 1), jnp.int32)  # uniforms used so far
+  levels = []
+  for d, n in enumerate(sizes):
+    t = head[front]  # [B, S, 4 + 3A]: all a slot needs, one gather
+    row = rows[t[..., _ROW]]  # [B, S, W]
+    kind = t[..., _KIND]
+    draws = (kind > _EXPLORE).astype(jnp.int32)
+    at = drawn + _running_sum(draws) - 1
+    drawn = drawn + _sum_last(draws)[:, None]
+    s = sample_cdf(row, uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
+    # The sampled child (H: terminal, no slot) and its payoff, read off the tail row.
+    cell = front * 2 * W + s
+    sampled = tail.reshape(-1)[cell]
+    sampled_payoff = lax.bitcast_convert_type(tail.reshape(-1)[cell + W], dtype)
+    count = jnp.where(kind == _EXPLORE, t[..., _COUNT], (draws > 0) & (sampled < H))
+    ends = _running_sum(count.astype(jnp.int32))
+    payoff = lax.bitcast_convert_type(t[..., _RANK + 2 * A:], dtype)
+    levels.append((t, row[..., :A], payoff, sampled_payoff, count, ends - count))
     if d + 1 == len(sizes):
-      slots.append(jnp.full(ch.shape, -1, jnp.int32))
       break
-    pos = jnp.cumsum(keep.reshape(-1)).reshape(keep.shape) - 1
-    slot = jnp.where(keep, pos, -1).astype(jnp.int32)
-    slots.append(slot)
-    nxt = jnp.full(sizes[d + 1], -1, jnp.int32)
-    fronts.append(nxt.at[jnp.where(keep, pos, sizes[d + 1]).reshape(-1)].set(
-        ch.reshape(-1), mode="drop"))
+    # The children each slot keeps, in order ([B, S, A], H-padded).
+    kept = jnp.where((kind == _EXPLORE)[..., None], t[..., _RANK + A:_RANK + 2 * A],
+                     jnp.where(jnp.arange(A) == 0, sampled[..., None], H))
+    parent, start, valid = _parents(ends, sizes[d + 1])
+    r = jnp.arange(sizes[d + 1]) - start
+    at = (batch * n + parent) * A + jnp.clip(r, 0, A - 1)
+    front = jnp.where(valid, kept.reshape(-1)[at], H)
   value = None
-  out = []
-  for d in reversed(range(len(sizes))):
-    valid, node, sig = nodes[d]
-    pl = jnp.where(valid, node.player, NO_PLAYER)
-    term = tree.history_terminal[node.history]
-    leaf = jnp.where(term >= 0, sign * tree.terminal_payoff[jnp.maximum(term, 0)], 0.0)
-    if value is None:
-      q = jnp.zeros(node.history.shape + (C,), sig.dtype)
-    else:
-      q = jnp.where(slots[d] >= 0, value[jnp.maximum(slots[d], 0)], 0.0)
-    mine = pl == p
-    inner = jnp.where(mine, jnp.sum(sig * q[:, :A], axis=-1), jnp.sum(q, axis=-1))
-    v = jnp.where(term >= 0, leaf, inner)
-    regret = jnp.where((mine[:, None] & node.legal), q[:, :A] - v[:, None], 0.0)
-    avg = jnp.where((pl == 1 - p)[:, None], sig, 0.0)
-    out.append((pl, node.infostate, regret, avg))
-    value = v
-  return tuple(jnp.concatenate(x) for x in zip(*out))
+  regret_at, regrets, visit_at = [], [], []
+  I_p, I_o = tree.num_infostates[p], tree.num_infostates[1 - p]
+  for t, sig_h, payoff, sampled_payoff, count, start in reversed(levels):
+    kind, info = t[..., _KIND], t[..., _INFO]
+    rank = t[..., _RANK:_RANK + A]  # [B, S, A]
+    if value is None:  # every child is terminal
+      below = jnp.zeros_like(payoff)
+    else:  # the children's slot values by rank (the sampled child's in column 0)
+      n = value.shape[1]
+      idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), n - 1)
+      below = value.reshape(-1)[batch[..., None] * n + idx]
+    q = jnp.where(rank >= 0, below, payoff)
+    mine = kind == _EXPLORE
+    value = jnp.where(mine, _sum_last(sig_h * q), jnp.where(
+        count > 0, below[..., 0], sampled_payoff))
+    regrets.append(jnp.where(rank >= _TERMINAL_CHILD, q - value[..., None], 0.0).reshape(-1, A))
+    regret_at.append(jnp.where(mine, info, I_p).reshape(-1))
+    visit_at.append(jnp.where(kind == _OPPONENT, info, I_o).reshape(-1))
+  regret = jnp.zeros((I_p, A), dtype).at[jnp.concatenate(regret_at)].add(
+      jnp.concatenate(regrets), mode="drop")
+  visits = jnp.zeros(I_o, dtype).at[jnp.concatenate(visit_at)].add(1.0, mode="drop")
+  return regret, visits
 
 
-def _es_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, sizes, key):
-  """External sampling for player ``p`` from ``batch`` traversals (one scatter-add)."""
-  A = tree.num_actions
-  dtype = regrets[0].dtype
-  # Large batches regret-match every information state once, small ones the visited rows.
-  sigma_at = regret_matching_at(tree, regrets, cfg.batch * sum(sizes) >= tree.num_histories)
-  uni = jax.random.uniform(key, (cfg.batch, sum(sizes)), dtype)
-  pl, info, regret, avg = jax.vmap(lambda u: _es_traversal(tree, sigma_at, p, sizes, u))(uni)
-  pl, info = pl.reshape(-1), info.reshape(-1)
+def _es_half_step(cfg: MCCFRSolver, tree: GameTree, tables, regrets, cum, p: int, sizes, uni):
+  """External sampling for player ``p`` from ``batch`` traversals (:func:`es_traversals`)."""
+  sigma = tuple(sequence_form.regret_matching(r, pt.legal) for r, pt in zip(regrets, tree.players))
+  regret, visits = es_traversals(tree, tables, sigma, p, sizes, uni)
   regrets, cum = list(regrets), list(cum)
-  regrets[p] = regrets[p].at[jnp.where(pl == p, info, 0)].add(regret.reshape(-1, A))
-  cum[1 - p] = cum[1 - p].at[jnp.where(pl == 1 - p, info, 0)].add(avg.reshape(-1, A))
+  regrets[p] = regrets[p] + regret
+  cum[1 - p] = cum[1 - p] + visits[:, None] * sigma[1 - p]
   return tuple(regrets), tuple(cum)
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) -> MCCFRState:
   tree = cast_tree(tree, state.regrets[0].dtype)
+  tables = tuple(es_tables(tree, p, state.frontier[2]) for p in (0, 1)) if cfg.name == "mccfr-es" else None
 
   def body(_, s):
-    k0, k1 = jax.random.split(step_key(key, s.iteration))
     regrets, cum = s.regrets, s.cum_policy
-    for p, k in ((0, k0), (1, k1)):
-      if cfg.name == "mccfr-os":
+    if cfg.name == "mccfr-es":  # one draw of both players' uniforms
+      (sizes0, draws0), (sizes1, draws1) = state.frontier[:2]
+      uni = jax.random.uniform(step_key(key, s.iteration), (cfg.batch, draws0 + draws1),
+                               regrets[0].dtype)
+      for p, sizes, u in ((0, sizes0, uni[:, :draws0]), (1, sizes1, uni[:, draws0:])):
+        regrets, cum = _es_half_step(cfg, tree, tables[p], regrets, cum, p, sizes, u)
+    else:
+      k0, k1 = jax.random.split(step_key(key, s.iteration))
+      for p, k in ((0, k0), (1, k1)):
         regrets, cum = _os_half_step(cfg, tree, regrets, cum, p, k)
-      else:
-        regrets, cum = _es_half_step(cfg, tree, regrets, cum, p, state.frontier[p], k)
     return s.replace(regrets=regrets, cum_policy=cum, iteration=s.iteration + 1)
 
   return lax.fori_loop(0, num_steps, body, state)

@@ -35,9 +35,8 @@ targeting, a trajectory is drawn from the mixture ``delta prod targeted_prob
 
 **External sampling** (Lanctot et al. 2009) explores every action of the
 traverser, so it is a traversal over a frontier, not ``B`` single
-trajectories; it reads the same nodes (:func:`node_at`), builds its
-chance/opponent distributions with :func:`with_chance` and draws with the
-same sampler (see :mod:`jaxgt.solvers.mccfr`).
+trajectories; it reads per-history table rows instead of nodes and
+draws with the same sampler (see :mod:`jaxgt.solvers.mccfr`).
 """
 
 from __future__ import annotations
