@@ -246,6 +246,17 @@ def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None, 
   return sign * payoff * w * opponent_x[seq]
 
 
+def player_leaf_values(tree: GameTree, player: int, opponent_x, weights=None, *,
+                       grouped: bool = True):
+  """``(leaf [T], leaf_seq)`` for :func:`sequence_values`: :func:`terminal_leaf_values` in
+  ``player``'s grouped terminal order with ``leaf_seq = None`` where the tree groups its
+  terminals (:func:`grouped_order`), else (or with ``grouped=False``) in terminal order with
+  ``leaf_seq = tree.terminal_seq[player]``."""
+  order = grouped_order(tree, player) if grouped else None
+  leaf = terminal_leaf_values(tree, player, opponent_x, weights, order)
+  return leaf, (tree.terminal_seq[player] if order is None else None)
+
+
 def counterfactual_values(tree: GameTree, policy, player: int, weights=None, *,
                           best_response: bool = False):
   """Counterfactual action values ``[I_p, A]`` of ``player`` under ``policy``, and the root value
@@ -253,10 +264,8 @@ def counterfactual_values(tree: GameTree, policy, player: int, weights=None, *,
   check_policy(tree, policy)
   check_weights(tree, weights)
   xo = realization(tree.players[1 - player], policy[1 - player])
-  order = grouped_order(tree, player)
-  leaf = terminal_leaf_values(tree, player, xo, weights, order)
-  return sequence_values(tree.players[player], leaf,
-                         tree.terminal_seq[player] if order is None else None,
+  leaf, leaf_seq = player_leaf_values(tree, player, xo, weights)
+  return sequence_values(tree.players[player], leaf, leaf_seq,
                          None if best_response else policy[player], tree.num_actions)
 
 

@@ -151,10 +151,9 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
     tree, pt = trees[p], trees[p].players[p]
     # leaf values in p's grouped terminal order (sequence_form.terminal_sums), except for a
     # root transform, which sees them in terminal order
-    order = sequence_form.grouped_order(tree, p) if root is None else None
-    values = sequence_form.terminal_leaf_values(tree, p, x[1 - p], ws[p], order)
-    q, _ = sequence_form.sequence_values(pt, values, tree.terminal_seq[p] if order is None
-                                         else None, sigma[p], tree.num_actions)
+    values, leaf_seq = sequence_form.player_leaf_values(tree, p, x[1 - p], ws[p],
+                                                        grouped=root is None)
+    q, _ = sequence_form.sequence_values(pt, values, leaf_seq, sigma[p], tree.num_actions)
     value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
     instant = jnp.where(pt.legal, exact_ties(q - value, q), 0.0)
     if update_mask is not None:

@@ -160,10 +160,9 @@ def step(solver: MMDSolver, tree: GameTree, state: MMDState) -> MMDState:
   x = [sequence_form.realization(tree.players[p], sigma[p]) for p in (0, 1)]
   for p in (0, 1):
     pt = tree.players[p]
-    order = sequence_form.grouped_order(tree, p)
-    leaf = sequence_form.terminal_leaf_values(tree, p, x[1 - p], state.weights, order)
-    sigma[p] = proximal_policy(pt, leaf, tree.terminal_seq[p] if order is None else None,
-                               sigma[p], state.stepsize, solver.alpha, tree.num_actions)
+    leaf, leaf_seq = sequence_form.player_leaf_values(tree, p, x[1 - p], state.weights)
+    sigma[p] = proximal_policy(pt, leaf, leaf_seq, sigma[p], state.stepsize, solver.alpha,
+                               tree.num_actions)
     if solver.alternating:
       x[p] = sequence_form.realization(pt, sigma[p])
   cum = [c + _reach_times_sigma(pt, s) for c, pt, s in zip(state.cum_policy, tree.players, sigma)]
