@@ -39,7 +39,7 @@ from flax import struct
 
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_positive_int, concrete_int
-from jaxgt.core.compiler import NO_INDEX, CompiledGame
+from jaxgt.core.compiler import NO_INDEX, CompiledGame, infostate_histories
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.search.gadget import check_alpha
@@ -252,10 +252,7 @@ class GTCFRAgent(Agent):
     for p in (0, 1):
       n = tree.players[p].num_infostates
       kinit = jax.random.fold_in(jax.random.fold_in(key, p), n)
-      hs = np.flatnonzero(np.asarray(tree.player) == p)
-      info = np.asarray(tree.infostate)[hs]
-      ids, first = np.unique(info, return_index=True)
-      reps = hs[first]  # one history per information state
+      reps = infostate_histories(tree, p)  # one history per information state
       publics = np.asarray(tree.history_public)[reps]
       uniq, inv = np.unique(publics, return_inverse=True)
       sig = np.zeros((n, tree.num_actions))
@@ -265,7 +262,7 @@ class GTCFRAgent(Agent):
         res = self._batched(kinit, jnp.asarray(pad, jnp.int32))
         sel = np.flatnonzero((inv >= lo) & (inv < lo + len(chunk)))
         rows = self._read_batch(res, jnp.asarray(inv[sel] - lo), jnp.asarray(reps[sel]))
-        sig[ids[sel]] = np.asarray(rows)
+        sig[sel] = np.asarray(rows)
       out.append(sig)
     return tuple(out)
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from jaxgt.agents.gtcfr import GTCFRAgent
 from jaxgt.core.checks import check_nonnegative_int, check_positive_int
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame, infostate_histories
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr as gtcfr_search
@@ -145,16 +145,12 @@ class ContinualResolvingAgent(GTCFRAgent):
     tree = self.game.tree
     A = tree.num_actions
     public = np.asarray(tree.history_public)
-    player = np.asarray(tree.player)
-    info = np.asarray(tree.infostate)
     parent = np.asarray(self.source.public_parent)
     depth = np.asarray(self.source.public_depth)
     slot = np.asarray(self.source.history_info)
     out = []
     for p in (0, 1):
-      hs = np.flatnonzero(player == p)
-      ids, first = np.unique(info[hs], return_index=True)
-      reps = hs[first]  # one history per information state
+      reps = infostate_histories(tree, p)  # one history per information state
       acting = sorted(set(public[reps].tolist()), key=lambda u: (depth[u], u))
       on = set(acting)
       prev = {}
@@ -180,7 +176,7 @@ class ContinualResolvingAgent(GTCFRAgent):
             after[u] = jax.tree_util.tree_map(lambda x, b=b: x[b], st)
           self.num_searches += len(chunk)
       sig = np.zeros((tree.players[p].num_infostates, A))
-      for I, h in zip(ids, reps):
+      for I, h in enumerate(reps):
         sig[I] = rows[int(public[h])][slot[p, h], :A]
       out.append(sig)
     return tuple(out)

@@ -237,6 +237,14 @@ def first_seen_ids(codes) -> tuple[np.ndarray, np.ndarray]:
   return rank[inv.reshape(-1)].astype(np.int32), first[order]
 
 
+def infostate_histories(tree: GameTree, player: int) -> np.ndarray:
+  """``[I_p]`` int64: the first (breadth-first) history of each of ``player``'s information
+  states (host; every information state has one)."""
+  hs = np.flatnonzero(np.asarray(tree.player) == player)
+  _, first = np.unique(np.asarray(tree.infostate)[hs], return_index=True)
+  return hs[first]
+
+
 # at most this many distinct counts of terminals per sequence are grouped (each group is one
 # reduction; past this, sequence sums scatter)
 MAX_TERMINAL_GROUPS = 32

@@ -36,7 +36,7 @@ import numpy as np
 from jaxgt import policy as policy_lib
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import PROB_ATOL
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.compiler import CompiledGame, infostate_histories
 from jaxgt.core.evaluate import evaluate as evaluate_policy
 
 
@@ -56,18 +56,13 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL,
   game: CompiledGame = agent.game
   tree = game.tree
   A = tree.num_actions
-  player = np.asarray(tree.player)
-  info = np.asarray(tree.infostate)
   out = []
   total = sum(tree.num_infostates)
   for p in (0, 1):
     pt = tree.players[p]
     n = pt.num_infostates
     parent_seq = np.asarray(pt.parent_seq)
-    hist = np.full(n, -1, np.int64)
-    hs = np.flatnonzero(player == p)
-    ids, first = np.unique(info[hs], return_index=True)
-    hist[ids] = hs[first]  # first (breadth-first) history of each information state
+    hist = infostate_histories(tree, p)
     kp = jax.random.fold_in(key, p)
     start = agent.init(jax.random.fold_in(kp, n))
     after = [None] * n

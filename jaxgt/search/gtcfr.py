@@ -45,7 +45,7 @@ from jax import lax
 from jaxgt.core.checks import (check_distribution, check_key, check_nonnegative_int,
                                check_positive_int, check_real)
 from jaxgt.core import sequence_form
-from jaxgt.core.compiler import NO_INDEX, ancestor_at_depth
+from jaxgt.core.compiler import NO_INDEX, ancestor_at_depth, infostate_histories
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree
@@ -172,11 +172,7 @@ def _continuation_tables(game, dtype) -> dict:
       xu = np.asarray(sequence_form.realization(pt, jnp.asarray(sigma)))
       uniform.append(xu[np.asarray(t.last_seq[p])])
     uniform = np.stack(uniform)
-    reps = []
-    for p, pt in enumerate(t.players):
-      hs = np.flatnonzero(np.asarray(t.player) == p)
-      _, first = np.unique(np.asarray(t.infostate)[hs], return_index=True)
-      reps.append(anc(hs[first]))
+    reps = [anc(infostate_histories(t, p)) for p in (0, 1)]
     den = np.asarray(t.chance_reach, np.float64) * uniform[0] * uniform[1]
     return {"tree": game.device_tree(dtype),
             "terminal_ancestors": jnp.asarray(anc(t.terminal_history)),
