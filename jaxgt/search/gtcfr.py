@@ -400,9 +400,12 @@ class _Program:
       o = 1 - player
       gadget = self._gadget(tree, ranges, opp_values, player)
       ours = _among(player, players)
-      r_new, gs_new = gadget.mix(gs, t)
-      # the opponent's update: its counterfactual values do not see its range
-      r_o = jnp.where(ours, r_new, gs.range)
+      # The opponent's range of the gadget's current strategy, in either half-update (its own
+      # counterfactual values do not see it; the leaf query and its averaging weights do), as
+      # search.resolving.resolve queries; recorded for averaging in our update only. (An
+      # opponent updated first used to see the range recorded at the previous iteration,
+      # r_prev at the first: the query of iteration 1 then saw another range than our update.)
+      r_o, gs_new = gadget.mix(gs, t)
       gs = _select(ours, gs_new, gs)
       ranges_t = ranges.at[o].set(jnp.where(on, r_o, ranges[o]))
     fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
