@@ -265,24 +265,25 @@ def test_bad_inputs():
 @pytest.mark.slow
 def test_leduc_acceptance_continual_resolving():
   """Issue 5/15 acceptance: Leduc, exact leaf values, depth limit 2, 1000 alternating CFR+
-  iterations per re-solve on the device tree, alpha = 0.5: composed policy <= 5 mbb/h (the
-  host-extracted implementation gave 0.47 mbb/h), checked with OpenSpiel's exploitability on
-  the exported policy; one compiled re-solve per mode (fixed ranges, gadget) for all 186
-  re-solves."""
+  iterations per re-solve on the device tree, alpha = 0.5: composed policy <= 0.55 mbb/h
+  (0.428 here; the host-extracted implementation gave 0.47, root ranges off by one rounding
+  unit give 0.43-0.47; before issue 15's fix of the gadget's first-iteration range 0.611),
+  checked with OpenSpiel's exploitability on the exported policy; one compiled re-solve per
+  mode (fixed ranges, gadget) for all 186 re-solves."""
   g = jaxgt.load("leduc_poker")
   # the agent's default leaves: the continuation solved by its own (alternating) CFR+
   ev, count = counting(gt.exact(dt.source_from_game(g), solver=jaxgt.cfr_plus(dtype="float64")))
   agent = ContinualResolvingAgent(g, depth_limit=2, iterations=1000, evaluator=ev)
   result = cs.evaluate(agent, seeds=(0,))
   assert agent.num_searches == 186 and count[0] == 2  # one query per iteration
-  assert result.max <= 0.005
+  assert result.max <= 0.00055
   pyspiel = pytest.importorskip("pyspiel")
   from open_spiel.python.algorithms import exploitability
   policy = pol_lib.Policy.from_arrays(g, result.policies[0])
   os_game = pyspiel.load_game(pol_lib.openspiel_game_string(g))
   ref = exploitability.exploitability(os_game, pol_lib.to_openspiel(policy, g, os_game))
   assert ref == pytest.approx(result.max, abs=1e-9)
-  assert ref <= 0.005
+  assert ref <= 0.00055
 
 
 @pytest.mark.slow
