@@ -82,7 +82,7 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core import sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_decision_history, check_positive_int, check_real
 from jaxgt.core.compiler import NO_INDEX, GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
@@ -369,8 +369,8 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
   A = tree.num_actions
   dtype = state.regrets[0].dtype
   B = cfg.batch
-  uni = jax.random.uniform(key, (tree.max_depth, B), dtype)
-  targeted = jax.random.uniform(jax.random.fold_in(key, 1), (B,), dtype) < cfg.delta
+  uni = rng.uniform(key, (tree.max_depth, B), dtype)
+  targeted = rng.uniform(rng.fold_in(key, 1), (B,), dtype) < cfg.delta
   traj, _ = walk(tree, oos_node_policy(cfg, tree, state, i, target), uni,
                  carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=targeted)
   sig, legal, tree_node, new_node = traj.record
@@ -407,7 +407,7 @@ def _run(cfg: OOS, tree: GameTree, state: OOSState, num_steps, key, history,
   target = (member_set, anc, history >= 0)
 
   def body(_, s):
-    for i, k in enumerate(jax.random.split(step_key(key, s.iteration))):
+    for i, k in enumerate(rng.split(step_key(key, s.iteration))):
       s = _half_step(cfg, tree, s, i, target, w_t, k)
     return s.replace(iteration=s.iteration + 1)
 
