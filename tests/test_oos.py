@@ -269,7 +269,8 @@ def test_playout_below_the_tree_is_uniform_and_untargeted():
                                  jnp.asarray(h))
   B = 4000
   uni = jax.random.uniform(jax.random.key(0), (tree.max_depth, B), jnp.float64)
-  traj, _ = walk(tree, oos.oos_node_policy(solver, tree, state, 0, (members, anc, True)), uni,
+  traj, _ = walk(tree, oos.oos_node_policy(solver, tree, state, 0,
+                                              (members, oos.ancestor_children(tree, anc), True)), uni,
                  carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=jnp.ones(B, bool))
   pl, hist = np.asarray(traj.player), np.asarray(traj.history)
   dec = (pl == 0) | (pl == 1)

@@ -295,6 +295,12 @@ def _targets(cfg: OOS, tree: GameTree, state: OOSState, members, history):
   return ancestor_mask(tree, row), ancestor_mask(tree, chain), w_t
 
 
+def ancestor_children(tree: GameTree, anc):
+  """``[H, C] bool``: the children of each history that are in ``anc [H]`` (computed once per
+  search, so that a walk step reads one row instead of gathering ``anc`` at its children)."""
+  return (tree.children >= 0) & anc[jnp.maximum(tree.children, 0)]
+
+
 def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
   """The OOS node policy for update player ``i`` (a :func:`~jaxgt.solvers.walk.walk` callback).
 
@@ -302,13 +308,14 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
   has passed the targeted set. At an in-memory state the target is
   explorative regret matching ``sigma`` and the sampling policy ``Phi`` its
   ``epsilon``-mix at ``i``'s states; at the first state outside memory and
-  in the playout both are uniform. ``target = (members [H], anc [H], has
-  [])``: inside memory a child is in ``Z_sub`` when it is an ancestor of (or
-  in) the targeted set or the trajectory has passed it; from the first state
-  outside memory on, every child is (the playout is not targeted, Sec. 4).
+  in the playout both are uniform. ``target = (members [H], anc_child [H, C],
+  has [])`` (:func:`ancestor_children`): inside memory a child is in ``Z_sub``
+  when it is an ancestor of (or in) the targeted set or the trajectory has
+  passed it; from the first state outside memory on, every child is (the
+  playout is not targeted, Sec. 4).
   Records ``(sigma [B, A], legal [B, A], tree_node [B], new_node [B])``.
   """
-  members, anc, has = target
+  members, anc_child, has = target
 
   def node_policy(t, node, carry):
     del t
@@ -323,9 +330,8 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
     sig = jnp.where(tree_node[:, None], rm, unif)
     phi = jnp.where((tree_node & (node.player == i))[:, None],
                     mix_uniform(sig, node.legal, cfg.epsilon), sig)
-    ch = tree.children[node.history]
     free = below | ~has | ~head | new_node  # past Z_sub's entry, no target, or the playout
-    on = (ch >= 0) & (anc[jnp.maximum(ch, 0)] | free[:, None])
+    on = anc_child[node.history] | ((tree.children[node.history] >= 0) & free[:, None])
     draw = Draw(sample=phi, target=sig, record=(sig, node.legal, tree_node, new_node),
                 on_target=on)
     return draw, (head & ~new_node, below)
@@ -404,7 +410,7 @@ def _run(cfg: OOS, tree: GameTree, state: OOSState, num_steps, key, history,
          members) -> OOSState:
   tree = cast_tree(tree, state.regrets[0].dtype)
   member_set, anc, w_t = _targets(cfg, tree, state, members, history)
-  target = (member_set, anc, history >= 0)
+  target = (member_set, ancestor_children(tree, anc), history >= 0)
 
   def body(_, s):
     for i, k in enumerate(rng.split(step_key(key, s.iteration))):
