@@ -217,10 +217,15 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
       return weights, None
     return weights, jnp.where(draw.on_target, weights, 0.0)
 
+  # What each step keeps, packed (see _packing): (history, action, the carry it saw) and, with
+  # targeting, the action's targeted probability.
+  kept = jax.eval_shape(lambda: (hs, hs, carry) + ((jnp.zeros(B, dtype),) if targeting else ()))
+  pack_kept, unpack_kept = _packing(kept)
+
   def body(t, loop):
-    hs, carry, at, acts, carries, tps = loop
+    hs, carry, out = loop
     node = node_at(tree, hs)
-    carries = jax.tree_util.tree_map(lambda x, c: x.at[t].set(c), carries, carry)
+    seen = carry
     draw, carry = node_policy(t, node, carry)
     weights, restricted = draw_weights(draw, node)
     live = node.decision | (node.player == CHANCE)
@@ -231,17 +236,15 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
       # The targeted probability of the action here, where the restricted weights are at hand.
       tp = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(on_total > 0, on_total, 1.0),
                      0.0)
-      tps = lax.dynamic_update_index_in_dim(tps, jnp.where(live, tp, 1.0).astype(dtype), t, 0)
+      row = (hs, jnp.where(live, a, 0), seen, jnp.where(live, tp, 1.0).astype(dtype))
     else:
       a = sample_index(weights, uniforms[t])
-    at = at.at[t].set(hs)
-    acts = acts.at[t].set(jnp.where(live, a, 0))
-    return jnp.where(live, tree.children[hs, a], hs), carry, at, acts, carries, tps
+      row = (hs, jnp.where(live, a, 0), seen)
+    out = tuple(x.at[t].set(r) for x, r in zip(out, pack_kept(row)))
+    return jnp.where(live, tree.children[hs, a], hs), carry, out
 
-  carries = jax.tree_util.tree_map(lambda c: jnp.zeros((D,) + c.shape, c.dtype), carry)
-  hs, carry, at, acts, carries, targeted_p = lax.fori_loop(
-      0, D, body, (hs, carry, jnp.zeros((D, B), jnp.int32), jnp.zeros((D, B), jnp.int32),
-                   carries, jnp.ones((D, B), dtype) if targeting else None))
+  hs, carry, kept_out = lax.fori_loop(0, D, body, (hs, carry, tuple(
+      jnp.zeros((D,) + x.shape, x.dtype) for x in pack_kept(kept, abstract=True))))
   A = probe.target.shape[-1]
 
   def replay(step, h, a, carry_rows):
@@ -259,15 +262,17 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
             jnp.where(on, sample_p, 1.0).astype(dtype), jnp.where(on, target_p, 1.0).astype(dtype),
             draw.record)
 
+  at, acts, carries, *targeted_p = unpack_kept(kept_out)
+  targeted_p = targeted_p[0] if targeting else None
   if B * D <= REPLAY_LOOP_ROWS:
     # Few rows: replay step by step in a second loop (a small loop compiles to one kernel on
     # the CPU, where the same gathers on all D x B rows at once cost one dispatch each).
-    shapes = jax.eval_shape(lambda: replay(jnp.int32(0), at[0], acts[0], jax.tree_util.tree_map(
-        lambda c: c[0], carries)))
+    shapes = jax.eval_shape(lambda: replay(jnp.int32(0), *unpack_kept(tuple(x[0] for x in kept_out))[:3]))
     pack, unpack = _packing(shapes)
 
     def replay_body(t, out):
-      row = pack(replay(t, at[t], acts[t], jax.tree_util.tree_map(lambda c: c[t], carries)))
+      h, a, seen, *_ = unpack_kept(tuple(x[t] for x in kept_out))
+      row = pack(replay(t, h, a, seen))
       return tuple(lax.dynamic_update_index_in_dim(x, r, t, 0) for x, r in zip(out, row))
 
     out = lax.fori_loop(0, D, replay_body, tuple(jnp.zeros((D,) + x.shape, x.dtype)
