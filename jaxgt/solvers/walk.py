@@ -267,7 +267,8 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
   if B * D <= REPLAY_LOOP_ROWS:
     # Few rows: replay step by step in a second loop (a small loop compiles to one kernel on
     # the CPU, where the same gathers on all D x B rows at once cost one dispatch each).
-    shapes = jax.eval_shape(lambda: replay(jnp.int32(0), *unpack_kept(tuple(x[0] for x in kept_out))[:3]))
+    first = unpack_kept(tuple(x[0] for x in kept_out))[:3]
+    shapes = jax.eval_shape(lambda: replay(jnp.int32(0), *first))
     pack, unpack = _packing(shapes)
 
     def replay_body(t, out):
