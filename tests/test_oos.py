@@ -269,7 +269,8 @@ def test_playout_below_the_tree_is_uniform_and_untargeted():
                                  jnp.asarray(h))
   B = 4000
   uni = jax.random.uniform(jax.random.key(0), (tree.max_depth, B), jnp.float64)
-  traj, _ = walk(tree, oos.oos_node_policy(solver, tree, state, 0, (members, anc, True)), uni,
+  traj, _ = walk(tree, oos.oos_node_policy(solver, tree, state, 0,
+                                              (members, oos.ancestor_children(tree, anc), True)), uni,
                  carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=jnp.ones(B, bool))
   pl, hist = np.asarray(traj.player), np.asarray(traj.history)
   dec = (pl == 0) | (pl == 1)
@@ -298,3 +299,27 @@ def test_agent_exposes_average_strategy_sums_for_aggregation():
   # Successors of the reached states get information too: all of player 0's states in Kuhn.
   assert res.coverage[0] == 1.0 and res.exploitability < uniform
   assert not np.all(np.isin(np.asarray(res.policy[0]), (0.0, 1.0)))  # not the one-hot moves
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_walk_replay_loop_gives_the_vectorised_replays_trajectory(monkeypatch, batch):
+  """Small walks replay their draws step by step in a loop (one CPU kernel); the trajectory is
+  the one of replaying all rows at once, targeted probabilities and records included."""
+  from jaxgt.solvers import walk as walk_lib
+  tree = jaxgt.load("leduc_poker").device_tree("float64")
+  solver = OOS(delta=0.9, targeting="ist", dtype="float64")
+  state = solver.run(tree, solver.init(tree), 20, jax.random.key(1), history=None)
+  h = int(np.flatnonzero(np.asarray(tree.player) == 1)[3])
+  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(oos.target_members(tree, "ist")),
+                                 jnp.asarray(h))
+  policy = oos.oos_node_policy(solver, tree, state, 1, (members, oos.ancestor_children(tree, anc),
+                                                         True))
+  uni = jax.random.uniform(jax.random.key(2), (tree.max_depth, batch), jnp.float64)
+  args = dict(carry=(jnp.ones(batch, bool), jnp.zeros(batch, bool)),
+              targeted=jnp.arange(batch) % 2 == 0)
+  assert batch * tree.max_depth <= walk_lib.REPLAY_LOOP_ROWS
+  looped, _ = walk(tree, policy, uni, **args)
+  monkeypatch.setattr(walk_lib, "REPLAY_LOOP_ROWS", 0)
+  at_once, _ = walk(tree, policy, uni, **args)
+  for a, b in zip(jax.tree_util.tree_leaves(looped), jax.tree_util.tree_leaves(at_once)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -10,6 +10,8 @@
 * :mod:`jaxgt.core.evaluate`: exact evaluation of a policy (exploitability).
 * :mod:`jaxgt.core.tables`, :mod:`jaxgt.core.checks`,
   :mod:`jaxgt.core.dtypes`: per-player table gathers, argument checks, dtypes.
+* :mod:`jaxgt.core.rng`: ``jax.random``'s threefry ``fold_in`` / ``split`` /
+  ``uniform``, the same bits with the hash unrolled (the sampled solvers' draws).
 
 ``core`` imports nothing of jaxgt but :mod:`jaxgt.games`.
 """

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core import sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int, max_depth
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.evaluate import policy_evaluation
@@ -155,7 +155,7 @@ def walking_init_dtype(solver: Solver, tree, weights):
 
 def step_key(key: jax.Array, iteration) -> jax.Array:
   """The key of step ``iteration`` (0-based) of a run driven by ``key``."""
-  return jax.random.fold_in(key, iteration)
+  return rng.fold_in(key, iteration)
 
 
 def exploitability_curve(solver: Solver, tree, checkpoints, key: jax.Array,

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax import lax
 
-from jaxgt.core import sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_real
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree
@@ -193,7 +193,7 @@ def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, weights, 
   B = cfg.batch
   dtype = state.visits[0].dtype
   # One draw per step: the walk's uniforms (rows 0..D-1) and the determinization's (row D).
-  uni = jax.random.uniform(key, (tree.max_depth + 1, B), dtype)
+  uni = rng.uniform(key, (tree.max_depth + 1, B), dtype)
   # Determinization: a history of the information state, by chance reach.
   k = sample_index(weights, uni[-1].astype(weights.dtype))
   uni = uni[:-1]

@@ -49,7 +49,7 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core import sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
@@ -166,7 +166,7 @@ def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
   A = tree.num_actions
   dtype = regrets[0].dtype
   B = cfg.batch
-  uni = jax.random.uniform(key, (tree.max_depth, B), dtype)
+  uni = rng.uniform(key, (tree.max_depth, B), dtype)
   # Large batches regret-match every information state once; small ones
   # only the visited rows (same numbers either way).
   traj, sig_t, legal_t = outcome_walk(cfg, tree, regrets, p, uni,
@@ -436,12 +436,12 @@ def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) ->
     regrets, cum = s.regrets, s.cum_policy
     if cfg.name == "mccfr-es":  # one draw of both players' uniforms
       (sizes0, draws0), (sizes1, draws1) = state.frontier[:2]
-      uni = jax.random.uniform(step_key(key, s.iteration), (cfg.batch, draws0 + draws1),
+      uni = rng.uniform(step_key(key, s.iteration), (cfg.batch, draws0 + draws1),
                                regrets[0].dtype)
       for p, sizes, u in ((0, sizes0, uni[:, :draws0]), (1, sizes1, uni[:, draws0:])):
         regrets, cum = _es_half_step(cfg, tree, tables[p], regrets, cum, p, sizes, u)
     else:
-      k0, k1 = jax.random.split(step_key(key, s.iteration))
+      k0, k1 = rng.split(step_key(key, s.iteration))
       for p, k in ((0, k0), (1, k1)):
         regrets, cum = _os_half_step(cfg, tree, regrets, cum, p, k)
     return s.replace(regrets=regrets, cum_policy=cum, iteration=s.iteration + 1)

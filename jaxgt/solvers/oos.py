@@ -82,7 +82,7 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core import sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_decision_history, check_positive_int, check_real
 from jaxgt.core.compiler import NO_INDEX, GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
@@ -295,6 +295,12 @@ def _targets(cfg: OOS, tree: GameTree, state: OOSState, members, history):
   return ancestor_mask(tree, row), ancestor_mask(tree, chain), w_t
 
 
+def ancestor_children(tree: GameTree, anc):
+  """``[H, C] bool``: the children of each history that are in ``anc [H]`` (computed once per
+  search, so that a walk step reads one row instead of gathering ``anc`` at its children)."""
+  return (tree.children >= 0) & anc[jnp.maximum(tree.children, 0)]
+
+
 def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
   """The OOS node policy for update player ``i`` (a :func:`~jaxgt.solvers.walk.walk` callback).
 
@@ -302,13 +308,14 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
   has passed the targeted set. At an in-memory state the target is
   explorative regret matching ``sigma`` and the sampling policy ``Phi`` its
   ``epsilon``-mix at ``i``'s states; at the first state outside memory and
-  in the playout both are uniform. ``target = (members [H], anc [H], has
-  [])``: inside memory a child is in ``Z_sub`` when it is an ancestor of (or
-  in) the targeted set or the trajectory has passed it; from the first state
-  outside memory on, every child is (the playout is not targeted, Sec. 4).
+  in the playout both are uniform. ``target = (members [H], anc_child [H, C],
+  has [])`` (:func:`ancestor_children`): inside memory a child is in ``Z_sub``
+  when it is an ancestor of (or in) the targeted set or the trajectory has
+  passed it; from the first state outside memory on, every child is (the
+  playout is not targeted, Sec. 4).
   Records ``(sigma [B, A], legal [B, A], tree_node [B], new_node [B])``.
   """
-  members, anc, has = target
+  members, anc_child, has = target
 
   def node_policy(t, node, carry):
     del t
@@ -323,9 +330,8 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
     sig = jnp.where(tree_node[:, None], rm, unif)
     phi = jnp.where((tree_node & (node.player == i))[:, None],
                     mix_uniform(sig, node.legal, cfg.epsilon), sig)
-    ch = tree.children[node.history]
     free = below | ~has | ~head | new_node  # past Z_sub's entry, no target, or the playout
-    on = (ch >= 0) & (anc[jnp.maximum(ch, 0)] | free[:, None])
+    on = anc_child[node.history] | ((tree.children[node.history] >= 0) & free[:, None])
     draw = Draw(sample=phi, target=sig, record=(sig, node.legal, tree_node, new_node),
                 on_target=on)
     return draw, (head & ~new_node, below)
@@ -369,8 +375,8 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
   A = tree.num_actions
   dtype = state.regrets[0].dtype
   B = cfg.batch
-  uni = jax.random.uniform(key, (tree.max_depth, B), dtype)
-  targeted = jax.random.uniform(jax.random.fold_in(key, 1), (B,), dtype) < cfg.delta
+  uni = rng.uniform(key, (tree.max_depth, B), dtype)
+  targeted = rng.uniform(rng.fold_in(key, 1), (B,), dtype) < cfg.delta
   traj, _ = walk(tree, oos_node_policy(cfg, tree, state, i, target), uni,
                  carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=targeted)
   sig, legal, tree_node, new_node = traj.record
@@ -404,10 +410,10 @@ def _run(cfg: OOS, tree: GameTree, state: OOSState, num_steps, key, history,
          members) -> OOSState:
   tree = cast_tree(tree, state.regrets[0].dtype)
   member_set, anc, w_t = _targets(cfg, tree, state, members, history)
-  target = (member_set, anc, history >= 0)
+  target = (member_set, ancestor_children(tree, anc), history >= 0)
 
   def body(_, s):
-    for i, k in enumerate(jax.random.split(step_key(key, s.iteration))):
+    for i, k in enumerate(rng.split(step_key(key, s.iteration))):
       s = _half_step(cfg, tree, s, i, target, w_t, k)
     return s.replace(iteration=s.iteration + 1)
 

@@ -58,7 +58,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax import lax
 
-from jaxgt.core import sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
@@ -226,7 +226,7 @@ def _run(cfg: UCTSolver, tree: GameTree, state: UCTState, num_steps, key) -> UCT
   A = tree.num_actions
 
   def body(_, s):
-    uni = jax.random.uniform(step_key(key, s.iteration), (tree.max_depth, cfg.batch), dtype)
+    uni = rng.uniform(step_key(key, s.iteration), (tree.max_depth, cfg.batch), dtype)
     traj, _ = walk(tree, uct_node_policy(cfg, s.visits, s.values), uni,
                    carry=jnp.zeros((cfg.batch, 2), bool))
     upd = traj.record

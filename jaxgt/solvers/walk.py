@@ -45,6 +45,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from jax import lax
 
@@ -111,6 +112,46 @@ class Trajectory:
     return tree.terminal_payoff[jnp.maximum(self.terminal, 0)]
 
 
+# Walks of at most this many rows (batch x depth) replay their draws in a loop (see walk).
+REPLAY_LOOP_ROWS = 64
+
+
+def _packing(shapes):
+  """``(pack, unpack)``: a pytree of ``[B, ...]`` rows as one ``[B, k]`` array per dtype kind
+  (bools and integers as int32, each float dtype apart) and back, with a leading axis added.
+
+  A loop that records many small arrays step by step pays for each of its buffers outside
+  the loop (a copy each); packed, it has one buffer per kind.
+  """
+  leaves, treedef = jax.tree_util.tree_flatten(shapes)
+  kind = [jnp.int32 if not jnp.issubdtype(x.dtype, jnp.floating) else x.dtype for x in leaves]
+  kinds = list(dict.fromkeys(jnp.dtype(k) for k in kind))
+  sizes = [int(np.prod(x.shape[1:], dtype=np.int64)) for x in leaves]
+
+  def pack(tree, abstract=False):
+    xs = jax.tree_util.tree_leaves(tree)
+    out = []
+    for k in kinds:
+      part = [(x, n) for x, n, kk in zip(xs, sizes, kind) if jnp.dtype(kk) == k]
+      if abstract:
+        out.append(jax.ShapeDtypeStruct((xs[0].shape[0], sum(n for _, n in part)), k))
+      else:
+        out.append(jnp.concatenate([x.reshape(x.shape[0], n).astype(k) for x, n in part], axis=1))
+    return tuple(out)
+
+  def unpack(packed):
+    offsets = {k: 0 for k in kinds}
+    xs = []
+    for x, n, kk in zip(leaves, sizes, kind):
+      p = packed[kinds.index(jnp.dtype(kk))]
+      o = offsets[jnp.dtype(kk)]
+      offsets[jnp.dtype(kk)] = o + n
+      xs.append(p[..., o:o + n].reshape(p.shape[:-2] + x.shape).astype(x.dtype))
+    return jax.tree_util.tree_unflatten(treedef, xs)
+
+  return pack, unpack
+
+
 def node_at(tree: GameTree, history) -> Node:
   """The :class:`Node` at ``history [B]`` (acting player, information state, legal mask)."""
   player = tree.player[history]
@@ -137,15 +178,20 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
   """Walks ``B`` trajectories down ``tree`` for ``D`` steps; returns ``(Trajectory, carry)``.
 
   The loop only samples: each step evaluates ``node_policy`` for its draw and
-  keeps the history, the action and the carry the step saw. Everything else
-  of the :class:`Trajectory` (probabilities, records) is computed after the
-  loop by one call of ``node_policy`` on all ``D x B`` recorded nodes and
-  carries (the same function of the same inputs, so the same numbers); a
-  step of the loop is then only what sampling needs (few operations per
-  step, what one trajectory at a time is bound by). ``node_policy`` must
-  therefore be a function of ``(node, carry)`` row by row (``t`` is passed
-  as an int32 array broadcastable to the rows: the scalar step in the loop,
-  ``[D * B]`` after it).
+  keeps the history, the action and the carry the step saw (and, with
+  targeting, the action's targeted probability, where the restricted weights
+  are at hand). Everything else of the :class:`Trajectory` (probabilities,
+  records) is computed after it by calling ``node_policy`` again on the
+  recorded nodes and carries (the same function of the same inputs, so the
+  same numbers): for small walks (``B * D <= REPLAY_LOOP_ROWS``) in a second
+  loop over the steps, else once on all ``D x B`` rows. On the CPU, XLA
+  compiles a loop whose body reads and writes under 1 kB into a single kernel
+  and runs anything else operation by operation at a fixed cost each, so at
+  batch 1 both loops are kept that small (few operations per step, what one
+  trajectory at a time is bound by). ``node_policy`` must therefore be a
+  function of ``(node, carry)`` row by row (``t`` is passed as an int32
+  array broadcastable to the rows: the scalar step in the loops, ``[D * B]``
+  on all rows).
 
   Args:
     tree: the compiled tree.
@@ -171,52 +217,78 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
       return weights, None
     return weights, jnp.where(draw.on_target, weights, 0.0)
 
+  # What each step keeps, packed (see _packing): (history, action, the carry it saw) and, with
+  # targeting, the action's targeted probability.
+  kept = jax.eval_shape(lambda: (hs, hs, carry) + ((jnp.zeros(B, dtype),) if targeting else ()))
+  pack_kept, unpack_kept = _packing(kept)
+
   def body(t, loop):
-    hs, carry, at, acts, carries = loop
+    hs, carry, out = loop
     node = node_at(tree, hs)
-    carries = jax.tree_util.tree_map(lambda x, c: x.at[t].set(c), carries, carry)
+    seen = carry
     draw, carry = node_policy(t, node, carry)
     weights, restricted = draw_weights(draw, node)
-    if targeting:
-      use = targeted & (jnp.sum(restricted, axis=-1) > 0)
-      weights = jnp.where(use[:, None], restricted, weights)
-    a = sample_index(weights, uniforms[t])
     live = node.decision | (node.player == CHANCE)
-    at = at.at[t].set(hs)
-    acts = acts.at[t].set(jnp.where(live, a, 0))
-    return jnp.where(live, tree.children[hs, a], hs), carry, at, acts, carries
+    if targeting:
+      on_total = jnp.sum(restricted, axis=-1)
+      use = targeted & (on_total > 0)
+      a = sample_index(jnp.where(use[:, None], restricted, weights), uniforms[t])
+      # The targeted probability of the action here, where the restricted weights are at hand.
+      tp = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(on_total > 0, on_total, 1.0),
+                     0.0)
+      row = (hs, jnp.where(live, a, 0), seen, jnp.where(live, tp, 1.0).astype(dtype))
+    else:
+      a = sample_index(weights, uniforms[t])
+      row = (hs, jnp.where(live, a, 0), seen)
+    out = tuple(x.at[t].set(r) for x, r in zip(out, pack_kept(row)))
+    return jnp.where(live, tree.children[hs, a], hs), carry, out
 
-  carries = jax.tree_util.tree_map(lambda c: jnp.zeros((D,) + c.shape, c.dtype), carry)
-  hs, carry, at, acts, carries = lax.fori_loop(
-      0, D, body, (hs, carry, jnp.zeros((D, B), jnp.int32), jnp.zeros((D, B), jnp.int32),
-                   carries))
-  # Every step's draw again, all D x B at once (the same function of the same inputs; past the
-  # end of a trajectory the node is the history where it ended, as in the loop).
-  node = node_at(tree, at.reshape(-1))
-  on = (node.decision | (node.player == CHANCE)).reshape(D, B)
-  path = jnp.where(on, at, NO_INDEX)
-  step = jnp.repeat(jnp.arange(D, dtype=jnp.int32), B)
-  draw, _ = node_policy(step, node, jax.tree_util.tree_map(
-      lambda c: c.reshape((D * B,) + c.shape[2:]), carries))
-  weights, restricted = draw_weights(draw, node)
-  a = acts.reshape(-1)
-  total = jnp.sum(weights, axis=-1)
-  sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
-  A = draw.target.shape[-1]
-  target_p = jnp.where(node.player == CHANCE, sample_p,
-                       _take(draw.target.astype(dtype), jnp.minimum(a, A - 1)))
-  one = jnp.ones((D, B), dtype)
-  targeted_p = None
-  if targeting:
-    on_total = jnp.sum(restricted, axis=-1)
-    targeted_p = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(on_total > 0, on_total,
-                                                                          1.0), 0.0)
-    targeted_p = jnp.where(on, targeted_p.reshape(D, B), one)
-  record = jax.tree_util.tree_map(lambda x: x.reshape((D, B) + x.shape[1:]), draw.record)
-  return Trajectory(history=path, player=jnp.where(on, node.player.reshape(D, B), NO_PLAYER),
-                    infostate=jnp.where(on, node.infostate.reshape(D, B), NO_INDEX),
-                    action=acts, sample_prob=jnp.where(on, sample_p.reshape(D, B), one),
-                    target_prob=jnp.where(on, target_p.reshape(D, B), one),
+  hs, carry, kept_out = lax.fori_loop(0, D, body, (hs, carry, tuple(
+      jnp.zeros((D,) + x.shape, x.dtype) for x in pack_kept(kept, abstract=True))))
+  A = probe.target.shape[-1]
+
+  def replay(step, h, a, carry_rows):
+    """The draw of rows ``h [N]`` again: ``(on, player, infostate, sample_p, target_p,
+    record)`` of the recorded actions ``a [N]``."""
+    node = node_at(tree, h)
+    on = node.decision | (node.player == CHANCE)
+    draw, _ = node_policy(step, node, carry_rows)
+    weights = with_chance(tree, node, draw.sample.astype(dtype))
+    total = jnp.sum(weights, axis=-1)
+    sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
+    target_p = jnp.where(node.player == CHANCE, sample_p,
+                         _take(draw.target.astype(dtype), jnp.minimum(a, A - 1)))
+    return (on, jnp.where(on, node.player, NO_PLAYER), jnp.where(on, node.infostate, NO_INDEX),
+            jnp.where(on, sample_p, 1.0).astype(dtype), jnp.where(on, target_p, 1.0).astype(dtype),
+            draw.record)
+
+  at, acts, carries, *targeted_p = unpack_kept(kept_out)
+  targeted_p = targeted_p[0] if targeting else None
+  if B * D <= REPLAY_LOOP_ROWS:
+    # Few rows: replay step by step in a second loop (a small loop compiles to one kernel on
+    # the CPU, where the same gathers on all D x B rows at once cost one dispatch each).
+    first = unpack_kept(tuple(x[0] for x in kept_out))[:3]
+    shapes = jax.eval_shape(lambda: replay(jnp.int32(0), *first))
+    pack, unpack = _packing(shapes)
+
+    def replay_body(t, out):
+      h, a, seen, *_ = unpack_kept(tuple(x[t] for x in kept_out))
+      row = pack(replay(t, h, a, seen))
+      return tuple(lax.dynamic_update_index_in_dim(x, r, t, 0) for x, r in zip(out, row))
+
+    out = lax.fori_loop(0, D, replay_body, tuple(jnp.zeros((D,) + x.shape, x.dtype)
+                                                 for x in pack(shapes, abstract=True)))
+    on, player, infostate, sample_p, target_p, record = unpack(out)
+  else:
+    # Every step's draw again, all D x B at once (the same function of the same inputs; past
+    # the end of a trajectory the node is the history where it ended, as in the loop).
+    step = jnp.repeat(jnp.arange(D, dtype=jnp.int32), B)
+    rows = replay(step, at.reshape(-1), acts.reshape(-1), jax.tree_util.tree_map(
+        lambda c: c.reshape((D * B,) + c.shape[2:]), carries))
+    on, player, infostate, sample_p, target_p, record = jax.tree_util.tree_map(
+        lambda x: x.reshape((D, B) + x.shape[1:]), rows)
+  return Trajectory(history=jnp.where(on, at, NO_INDEX), player=player, infostate=infostate,
+                    action=acts, sample_prob=sample_p, target_prob=target_p,
                     targeted_prob=targeted_p, terminal=tree.history_terminal[hs], last=hs,
                     record=record), carry
 
