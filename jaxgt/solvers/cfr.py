@@ -81,6 +81,9 @@ class Iterate:
   # [I, A] with sequences i*A + a; True [A, I] with sequences a*I + i (action-major,
   # sequence_form.action_major), where the sums over actions run along the long axis
   actions_first: bool = struct.field(pytree_node=False, default=False)
+  # (legal0, legal1) in that layout when actions_first ([A, I] bools, transposed once by
+  # start, outside the loop), else () (the trees' [I, A] masks)
+  legal: tuple = ()
 
 
 class RootTransform(Protocol):
@@ -107,22 +110,25 @@ def start(solver: CFRSolver, tree: GameTree, state: CFRState, root_state=(), *,
           actions_first: bool = False) -> Iterate:
   """The engine's carry for ``state``: its current strategies and realization plans
   (``actions_first``: ``state``'s arrays are already action-major, :func:`transpose_state`)."""
-  pairs = [_strategy(solver, tree, p, state.regrets[p], state.regret_state[p], actions_first)
+  legal = tuple(jnp.asarray(pt.legal).T for pt in tree.players) if actions_first else ()
+  pairs = [_strategy(solver, tree, p, state.regrets[p], state.regret_state[p], legal)
            for p in (0, 1)]
   return Iterate(state=state, sigma=tuple(s for s, _ in pairs), x=tuple(x for _, x in pairs),
-                 root_state=root_state, actions_first=actions_first)
+                 root_state=root_state, actions_first=actions_first, legal=legal)
 
 
-def _strategy(solver, tree, p, regrets, extra, actions_first=False):
+def _strategy(solver, tree, p, regrets, extra, legal=()):
+  """``(sigma, x)`` of player ``p``; ``legal``: :attr:`Iterate.legal` (action-major if set)."""
   pt = tree.players[p]
   rule = solver.regret_rule
-  if not actions_first:
+  if not legal:
     sigma = rule.strategy(regrets, pt.legal, extra)
-  elif "axis" in inspect.signature(rule.strategy).parameters:
-    sigma = rule.strategy(regrets, pt.legal.T, extra, axis=-2)
+    return sigma, sequence_form.realization(pt, sigma)
+  if "axis" in inspect.signature(rule.strategy).parameters:
+    sigma = rule.strategy(regrets, legal[p], extra, axis=-2)
   else:  # a rule written for [I, A] only: called on transposed arrays
     sigma = _swap(tree, p, rule.strategy(_swap(tree, p, regrets), pt.legal, _swap(tree, p, extra)))
-  return sigma, sequence_form.realization(pt, sigma, actions_first)
+  return sigma, sequence_form.realization(pt, sigma, actions_first=True)
 
 
 def _swap(tree: GameTree, p: int, arrays):
@@ -188,7 +194,7 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
     q, _ = sequence_form.sequence_values(pt, values, leaf_seq, sigma[p], tree.num_actions, af)
     axis = -2 if af else -1  # the actions' axis
     value = jnp.sum(sigma[p] * q, axis=axis, keepdims=True)
-    instant = jnp.where(pt.legal.T if af else pt.legal, exact_ties(q - value, q, axis), 0.0)
+    instant = jnp.where(carry.legal[p] if af else pt.legal, exact_ties(q - value, q, axis), 0.0)
     if update_mask is not None:
       mask = update_mask[p][None, :] if af else update_mask[p][:, None]
       instant = jnp.where(mask, instant, 0.0)
@@ -207,14 +213,14 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
         own = sequence_form.action_major(own, pt.num_infostates, tree.num_actions)
       root_state = root.update(root_state, p, values, x[p][own], t)
     if solver.alternating:
-      sigma[p], x[p] = _strategy(solver, tree, p, regrets[p], extra[p], af)
+      sigma[p], x[p] = _strategy(solver, tree, p, regrets[p], extra[p], carry.legal)
   if not solver.alternating:
     for p in (0, 1):
-      sigma[p], x[p] = _strategy(solver, trees[p], p, regrets[p], extra[p], af)
+      sigma[p], x[p] = _strategy(solver, trees[p], p, regrets[p], extra[p], carry.legal)
   state = state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
                         regret_state=tuple(extra), cum_compensation=tuple(comp))
   return Iterate(state=state, sigma=tuple(sigma), x=tuple(x), root_state=root_state,
-                 partial=tuple(partial), actions_first=af)
+                 partial=tuple(partial), actions_first=af, legal=carry.legal)
 
 
 def exact_ties(regret: jax.Array, q: jax.Array, axis: int = -1) -> jax.Array:
