@@ -28,6 +28,11 @@ the last iterate. A :class:`RootTransform` may change a
 player's terminal weights before its update and observe its counterfactual
 values after. The carry (:class:`Iterate`) keeps the current strategies and
 realization plans, so an iteration costs two regret matchings.
+:meth:`CFRSolver.loop` runs the engine action-major (``Iterate.actions_first``:
+``[A, I]`` arrays, sequences numbered ``a*I + i``, the legal masks transposed
+once), where the sums over an information state's few actions run along the
+long axis (on the CPU: Leduc 1.16-1.27x faster per iteration than ``[I, A]``);
+``CFRState`` stays ``[I, A]`` (:func:`transpose_state` on entry and exit).
 """
 
 from __future__ import annotations
