@@ -46,9 +46,21 @@ def _row_segment_sum(n: int):
   return f
 
 
-def realization(pt: PlayerTree, sigma: jax.Array) -> jax.Array:
+def action_major(seq: jax.Array, num_infostates: int, A: int) -> jax.Array:
+  """Sequence ids ``i*A + a`` renumbered action-major, ``a*I + i`` (the empty sequence
+  ``I*A`` stays): the numbering of an action-major layout (``actions_first``), where a
+  strategy is ``[A, I]`` and the ``A``-term sums over actions run along a long axis."""
+  n = num_infostates * A
+  return jnp.where(seq >= n, seq, (seq % A) * num_infostates + seq // A)
+
+
+def realization(pt: PlayerTree, sigma: jax.Array, actions_first: bool = False) -> jax.Array:
   """Own reach of every sequence ``[S]``: ``x[i*A + a] = x[parent_seq[i]] * sigma[i, a]``,
-  ``x[I*A] = 1``; level ``k`` reads only level ``k - 1``'s block."""
+  ``x[I*A] = 1``; level ``k`` reads only level ``k - 1``'s block. With ``actions_first``,
+  ``sigma`` is ``[A, I]`` and ``x`` is numbered action-major (:func:`action_major`), the
+  same products."""
+  if actions_first:
+    return _realization_action_major(pt, sigma)
   n, A = sigma.shape
   blocks = []
   prev, prev_lo = None, 0
@@ -63,8 +75,30 @@ def realization(pt: PlayerTree, sigma: jax.Array) -> jax.Array:
   return jnp.concatenate(blocks)
 
 
-def infostate_reach(pt: PlayerTree, x: jax.Array) -> jax.Array:
-  """Own reach of each information state ``[I]`` from a realization plan."""
+def _realization_action_major(pt: PlayerTree, sigma: jax.Array) -> jax.Array:
+  """:func:`realization` of ``sigma [A, I]``, numbered action-major: level ``k``'s block
+  ``[A, n_k]`` is its parent sequences' reach (gathered from level ``k - 1``'s block) times
+  its strategies, the products of :func:`realization`."""
+  A, n = sigma.shape
+  blocks = []
+  prev, prev_lo = None, 0
+  for lo, hi in pt.levels:
+    if prev is None:
+      xk = sigma[:, lo:hi]
+    else:
+      ps = pt.parent_seq[lo:hi]  # parent sequences (i, a) in level k - 1's [A, n_prev] block
+      xk = prev.reshape(-1)[(ps % A) * prev.shape[1] + ps // A - prev_lo][None, :] * sigma[:, lo:hi]
+    blocks.append(xk)
+    prev, prev_lo = xk, lo
+  return jnp.concatenate([jnp.concatenate(blocks, axis=1).reshape(-1), jnp.ones(1, sigma.dtype)])
+
+
+def infostate_reach(pt: PlayerTree, x: jax.Array, actions_first: bool = False) -> jax.Array:
+  """Own reach of each information state ``[I]`` from a realization plan (numbered
+  action-major with ``actions_first``)."""
+  if actions_first:
+    n = pt.num_infostates
+    return x[action_major(pt.parent_seq, n, (x.shape[-1] - 1) // n)]
   return x[pt.parent_seq]
 
 
@@ -83,7 +117,7 @@ def grouped_order(tree: GameTree, player: int):
 
 
 def terminal_sums(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array | None,
-                  A: int) -> jax.Array:
+                  A: int, actions_first: bool = False) -> jax.Array:
   """``leaf [T]`` summed per sequence ``[S]``.
 
   ``leaf_seq [T]`` is each leaf's sequence, the tree's ``terminal_seq[p]`` for ``pt =
@@ -94,14 +128,23 @@ def terminal_sums(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array | None,
   iteration). The scatter stays where it is faster or the only way: vmapped over ``leaf``
   (whole rows of ``B`` values, as :func:`segment_sum`; the same additions in the same order,
   so batched and single runs agree to the last bit) and for a tree without groups or other
-  ``leaf`` sizes (a padded, sharded tree).
+  ``leaf`` sizes (a padded, sharded tree). With ``actions_first`` the sums are numbered
+  action-major (:func:`action_major`; ``leaf_seq`` stays in the tree's numbering).
   """
   blocks, S = tuple(pt.terminal_blocks), pt.num_infostates * A + 1
+  row = pt.terminal_group_row
+  if actions_first:  # the sums numbered action-major (loop-invariant index arithmetic)
+    if leaf_seq is not None:
+      leaf_seq = action_major(leaf_seq, pt.num_infostates, A)
+    if blocks:
+      n = pt.num_infostates
+      s = jnp.arange(S)
+      row = row[jnp.where(s >= n * A, s, (s % n) * A + s // n)]
   if leaf_seq is None:
-    return _grouped_sums(blocks, S)(leaf, pt.terminal_group_row)
+    return _grouped_sums(blocks, S)(leaf, row)
   if not blocks or leaf.shape[-1] != sum(n * c for n, c in blocks):
     return segment_sum(leaf, leaf_seq, S)
-  return _ordered_sums(blocks, S)(leaf, leaf_seq, pt.terminal_order, pt.terminal_group_row)
+  return _ordered_sums(blocks, S)(leaf, leaf_seq, pt.terminal_order, row)
 
 
 def _row_sums(blocks, leaf, row):
@@ -165,28 +208,39 @@ def _ordered_sums(blocks: tuple, num_sequences: int):
 
 
 def sequence_values(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array,
-                    sigma: jax.Array | None, A: int) -> tuple[jax.Array, jax.Array]:
+                    sigma: jax.Array | None, A: int,
+                    actions_first: bool = False) -> tuple[jax.Array, jax.Array]:
   """Counterfactual action values ``q [I, A]`` and the root value from ``leaf [T]`` (utility
   times counterfactual reach) at sequences ``leaf_seq [T]`` (the tree's terminals, or
   ``None`` for leaves in ``pt.terminal_order``: :func:`terminal_sums`); an information
   state is worth ``sum_a sigma q``, or with ``sigma=None`` the legal ``max_a q`` (best
   response). Level by level from the deepest, the information states' values are added into
-  their parent sequences' values in place."""
+  their parent sequences' values in place. With ``actions_first``, ``sigma`` and ``q`` are
+  ``[A, I]`` (the same sums, numbered action-major: :func:`realization`)."""
   n = pt.num_infostates
-  v = terminal_sums(pt, leaf, leaf_seq, A)  # [S], complete for level k once k + 1 is added
+  # [S], complete for level k once k + 1 is added
+  v = terminal_sums(pt, leaf, leaf_seq, A, actions_first)
   neg = jnp.asarray(-jnp.inf, leaf.dtype)
   root = v[n * A]
   for k in reversed(range(len(pt.levels))):
     lo, hi = pt.levels[k]
-    q = v[lo * A:hi * A].reshape(hi - lo, A)
-    if sigma is None:
-      node = jnp.max(jnp.where(pt.legal[lo:hi], q, neg), axis=-1)
+    if actions_first:
+      q = v[:n * A].reshape(A, n)[:, lo:hi]
+      legal, s, axis = pt.legal[lo:hi].T, None if sigma is None else sigma[:, lo:hi], 0
     else:
-      node = jnp.sum(sigma[lo:hi] * q, axis=-1)
+      q = v[lo * A:hi * A].reshape(hi - lo, A)
+      legal, s, axis = pt.legal[lo:hi], None if sigma is None else sigma[lo:hi], -1
+    if sigma is None:
+      node = jnp.max(jnp.where(legal, q, neg), axis=axis)
+    else:
+      node = jnp.sum(s * q, axis=axis)
     if k == 0:
       root = root + jnp.sum(node)
     else:
-      v = add_at(v, pt.parent_seq[lo:hi], node)
+      parent = pt.parent_seq[lo:hi]
+      v = add_at(v, action_major(parent, n, A) if actions_first else parent, node)
+  if actions_first:
+    return v[:n * A].reshape(A, n), root
   return v[:n * A].reshape(n, A), root
 
 
@@ -234,26 +288,30 @@ def check_weights(tree: GameTree, weights) -> None:
                      f"[..., {tree.num_terminals}] (one weight per terminal history)")
 
 
-def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None, order=None):
+def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None, order=None,
+                         actions_first: bool = False):
   """``[T]`` utility to ``player`` times chance/external and opponent reach; with ``order [T]``
   (:func:`grouped_order`) at the terminals in that order, for :func:`terminal_sums` (the
-  gathers of the tree's arrays are loop-invariant: XLA hoists them out of a solver's loop)."""
+  gathers of the tree's arrays are loop-invariant: XLA hoists them out of a solver's loop);
+  ``actions_first``: ``opponent_x`` is numbered action-major (:func:`realization`)."""
   w = tree.terminal_chance if weights is None else weights
   sign = 1.0 if player == 0 else -1.0
   payoff, seq = tree.terminal_payoff, tree.terminal_seq[1 - player]
+  if actions_first:
+    seq = action_major(seq, tree.num_infostates[1 - player], tree.num_actions)
   if order is not None:
     payoff, w, seq = payoff[order], w[order], seq[order]
   return sign * payoff * w * opponent_x[seq]
 
 
 def player_leaf_values(tree: GameTree, player: int, opponent_x, weights=None, *,
-                       grouped: bool = True):
+                       grouped: bool = True, actions_first: bool = False):
   """``(leaf [T], leaf_seq)`` for :func:`sequence_values`: :func:`terminal_leaf_values` in
   ``player``'s grouped terminal order with ``leaf_seq = None`` where the tree groups its
   terminals (:func:`grouped_order`), else (or with ``grouped=False``) in terminal order with
   ``leaf_seq = tree.terminal_seq[player]``."""
   order = grouped_order(tree, player) if grouped else None
-  leaf = terminal_leaf_values(tree, player, opponent_x, weights, order)
+  leaf = terminal_leaf_values(tree, player, opponent_x, weights, order, actions_first)
   return leaf, (tree.terminal_seq[player] if order is None else None)
 
 
@@ -301,21 +359,24 @@ def exploitability(tree: GameTree, policy, weights=None):
   return 0.5 * nash_conv(tree, policy, weights)
 
 
-def regret_matching(regrets: jax.Array, legal: jax.Array) -> jax.Array:
-  """Positive-part regret matching; uniform over legal actions when none positive."""
-  return normalize(jnp.maximum(regrets, 0.0), legal)
+def regret_matching(regrets: jax.Array, legal: jax.Array, axis: int = -1) -> jax.Array:
+  """Positive-part regret matching; uniform over legal actions when none positive
+  (``axis``: the actions' axis)."""
+  return normalize(jnp.maximum(regrets, 0.0), legal, axis)
 
 
-def normalize(cum: jax.Array, legal: jax.Array) -> jax.Array:
-  """Normalises accumulated strategy weights; uniform where they sum to zero."""
+def normalize(cum: jax.Array, legal: jax.Array, axis: int = -1) -> jax.Array:
+  """Normalises accumulated strategy weights along ``axis`` (the actions); uniform where
+  they sum to zero."""
   cum = jnp.where(legal, cum, 0.0)
-  total = jnp.sum(cum, axis=-1, keepdims=True)
-  return jnp.where(total > 0, cum / jnp.where(total > 0, total, 1.0), _uniform(legal, cum.dtype))
+  total = jnp.sum(cum, axis=axis, keepdims=True)
+  return jnp.where(total > 0, cum / jnp.where(total > 0, total, 1.0),
+                   _uniform(legal, cum.dtype, axis))
 
 
-def _uniform(legal, dtype):
+def _uniform(legal, dtype, axis=-1):
   legal = jnp.asarray(legal)
-  return (legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)).astype(dtype)
+  return (legal / jnp.maximum(jnp.sum(legal, axis=axis, keepdims=True), 1)).astype(dtype)
 
 
 def uniform_policy(tree: GameTree, dtype=jnp.float32):

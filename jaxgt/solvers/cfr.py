@@ -28,11 +28,17 @@ the last iterate. A :class:`RootTransform` may change a
 player's terminal weights before its update and observe its counterfactual
 values after. The carry (:class:`Iterate`) keeps the current strategies and
 realization plans, so an iteration costs two regret matchings.
+:meth:`CFRSolver.loop` runs the engine action-major (``Iterate.actions_first``:
+``[A, I]`` arrays, sequences numbered ``a*I + i``, the legal masks transposed
+once), where the sums over an information state's few actions run along the
+long axis (on the CPU: Leduc 1.16-1.27x faster per iteration than ``[I, A]``);
+``CFRState`` stays ``[I, A]`` (:func:`transpose_state` on entry and exit).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Protocol
 
 import jax
@@ -76,6 +82,13 @@ class Iterate:
   root_state: Any = ()  # the root transform's state (() without one)
   # (PartialSum, PartialSum) the average's block in progress inside CFRSolver.loop (() outside)
   partial: tuple = ()
+  # static: the layout of every [I, A] array above (state, sigma, partial), and of x: False
+  # [I, A] with sequences i*A + a; True [A, I] with sequences a*I + i (action-major,
+  # sequence_form.action_major), where the sums over actions run along the long axis
+  actions_first: bool = struct.field(pytree_node=False, default=False)
+  # (legal0, legal1) in that layout when actions_first ([A, I] bools, transposed once by
+  # start, outside the loop), else () (the trees' [I, A] masks)
+  legal: tuple = ()
 
 
 class RootTransform(Protocol):
@@ -98,16 +111,45 @@ class RootTransform(Protocol):
 
 
 # ------------------------------------------------------------------ the engine
-def start(solver: CFRSolver, tree: GameTree, state: CFRState, root_state=()) -> Iterate:
-  """The engine's carry for ``state``: its current strategies and realization plans."""
-  pairs = [_strategy(solver, tree, p, state.regrets[p], state.regret_state[p]) for p in (0, 1)]
+def start(solver: CFRSolver, tree: GameTree, state: CFRState, root_state=(), *,
+          actions_first: bool = False) -> Iterate:
+  """The engine's carry for ``state``: its current strategies and realization plans
+  (``actions_first``: ``state``'s arrays are already action-major, :func:`transpose_state`)."""
+  legal = tuple(jnp.asarray(pt.legal).T for pt in tree.players) if actions_first else ()
+  pairs = [_strategy(solver, tree, p, state.regrets[p], state.regret_state[p], legal)
+           for p in (0, 1)]
   return Iterate(state=state, sigma=tuple(s for s, _ in pairs), x=tuple(x for _, x in pairs),
-                 root_state=root_state)
+                 root_state=root_state, actions_first=actions_first, legal=legal)
 
 
-def _strategy(solver, tree, p, regrets, extra):
-  sigma = solver.regret_rule.strategy(regrets, tree.players[p].legal, extra)
-  return sigma, sequence_form.realization(tree.players[p], sigma)
+def _strategy(solver, tree, p, regrets, extra, legal=()):
+  """``(sigma, x)`` of player ``p``; ``legal``: :attr:`Iterate.legal` (action-major if set)."""
+  pt = tree.players[p]
+  rule = solver.regret_rule
+  if not legal:
+    sigma = rule.strategy(regrets, pt.legal, extra)
+    return sigma, sequence_form.realization(pt, sigma)
+  if "axis" in inspect.signature(rule.strategy).parameters:
+    sigma = rule.strategy(regrets, legal[p], extra, axis=-2)
+  else:  # a rule written for [I, A] only: called on transposed arrays
+    sigma = _swap(tree, p, rule.strategy(_swap(tree, p, regrets), pt.legal, _swap(tree, p, extra)))
+  return sigma, sequence_form.realization(pt, sigma, actions_first=True)
+
+
+def _swap(tree: GameTree, p: int, arrays):
+  """``arrays`` (a pytree) with the last two axes of every ``[..., I_p, A]`` or ``[..., A,
+  I_p]`` array swapped."""
+  shapes = {(tree.num_infostates[p], tree.num_actions), (tree.num_actions, tree.num_infostates[p])}
+  return jax.tree.map(lambda a: jnp.swapaxes(a, -1, -2)
+                      if getattr(a, "ndim", 0) >= 2 and a.shape[-2:] in shapes else a, arrays)
+
+
+def transpose_state(tree: GameTree, state: CFRState) -> CFRState:
+  """``state`` with every per-(information state, action) array's last two axes swapped:
+  ``[..., I, A]`` <-> ``[..., A, I]`` (the regrets, averages, compensations and the regret
+  rule's arrays shaped like them), for the action-major loop (:meth:`CFRSolver.loop`)."""
+  return state.replace(**{f: tuple(_swap(tree, p, getattr(state, f)[p]) for p in (0, 1))
+                          for f in ("regrets", "cum_policy", "regret_state", "cum_compensation")})
 
 
 def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
@@ -132,6 +174,7 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
   """
   trees = trees if isinstance(trees, (tuple, list)) else (trees, trees)
   state = carry.state
+  af = carry.actions_first
   t = state.iteration + 1
   sigma, x = list(carry.sigma), list(carry.x)
   regrets, extra, cum = list(state.regrets), list(state.regret_state), list(state.cum_policy)
@@ -152,34 +195,40 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
     # leaf values in p's grouped terminal order (sequence_form.terminal_sums), except for a
     # root transform, which sees them in terminal order
     values, leaf_seq = sequence_form.player_leaf_values(tree, p, x[1 - p], ws[p],
-                                                        grouped=root is None)
-    q, _ = sequence_form.sequence_values(pt, values, leaf_seq, sigma[p], tree.num_actions)
-    value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
-    instant = jnp.where(pt.legal, exact_ties(q - value, q), 0.0)
+                                                        grouped=root is None, actions_first=af)
+    q, _ = sequence_form.sequence_values(pt, values, leaf_seq, sigma[p], tree.num_actions, af)
+    axis = -2 if af else -1  # the actions' axis
+    value = jnp.sum(sigma[p] * q, axis=axis, keepdims=True)
+    instant = jnp.where(carry.legal[p] if af else pt.legal, exact_ties(q - value, q, axis), 0.0)
     if update_mask is not None:
-      instant = jnp.where(update_mask[p][:, None], instant, 0.0)
+      mask = update_mask[p][None, :] if af else update_mask[p][:, None]
+      instant = jnp.where(mask, instant, 0.0)
     regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
-    reach = sequence_form.infostate_reach(pt, x[p])
+    reach = sequence_form.infostate_reach(pt, x[p], af)
+    increment = (reach[None, :] if af else reach[:, None]) * sigma[p]
     if partial:  # static: a block of the average in progress (CFRSolver.loop)
-      partial[p] = solver.averaging.add_partial(partial[p], reach[:, None] * sigma[p], t)
+      partial[p] = solver.averaging.add_partial(partial[p], increment, t)
     elif solver.compensated:
-      cum[p], comp[p] = solver.averaging.add(cum[p], comp[p], reach[:, None] * sigma[p], t)
+      cum[p], comp[p] = solver.averaging.add(cum[p], comp[p], increment, t)
     else:
-      cum[p] = solver.averaging.accumulate(cum[p], reach[:, None] * sigma[p], t)
+      cum[p] = solver.averaging.accumulate(cum[p], increment, t)
     if root is not None:
-      root_state = root.update(root_state, p, values, x[p][tree.terminal_seq[p]], t)
+      own = tree.terminal_seq[p]
+      if af:
+        own = sequence_form.action_major(own, pt.num_infostates, tree.num_actions)
+      root_state = root.update(root_state, p, values, x[p][own], t)
     if solver.alternating:
-      sigma[p], x[p] = _strategy(solver, tree, p, regrets[p], extra[p])
+      sigma[p], x[p] = _strategy(solver, tree, p, regrets[p], extra[p], carry.legal)
   if not solver.alternating:
     for p in (0, 1):
-      sigma[p], x[p] = _strategy(solver, trees[p], p, regrets[p], extra[p])
+      sigma[p], x[p] = _strategy(solver, trees[p], p, regrets[p], extra[p], carry.legal)
   state = state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
                         regret_state=tuple(extra), cum_compensation=tuple(comp))
   return Iterate(state=state, sigma=tuple(sigma), x=tuple(x), root_state=root_state,
-                 partial=tuple(partial))
+                 partial=tuple(partial), actions_first=af, legal=carry.legal)
 
 
-def exact_ties(regret: jax.Array, q: jax.Array) -> jax.Array:
+def exact_ties(regret: jax.Array, q: jax.Array, axis: int = -1) -> jax.Array:
   """Instantaneous regrets ``[I, A]`` with rounding residuals of exact ties set to zero.
 
   Where an action's value equals the information state's value in exact
@@ -190,8 +239,8 @@ def exact_ties(regret: jax.Array, q: jax.Array) -> jax.Array:
   not change with the XLA version or the chunking of a run).
   """
   eps = jnp.finfo(regret.dtype).eps
-  scale = jnp.max(jnp.abs(q), axis=-1, keepdims=True)
-  return jnp.where(jnp.abs(regret) <= q.shape[-1] * eps * scale, 0.0, regret)
+  scale = jnp.max(jnp.abs(q), axis=axis, keepdims=True)
+  return jnp.where(jnp.abs(regret) <= q.shape[axis] * eps * scale, 0.0, regret)
 
 
 # ------------------------------------------------------------------ the solver
@@ -257,8 +306,9 @@ class CFRSolver(FullWidthSolver):
     """
     tree = cast_tree(tree, state.weights.dtype)
     body = lambda _, c: iteration(self, tree, c)
+    init = start(self, tree, transpose_state(tree, state), actions_first=True)
     if not self.compensated or self.average_block == 1:
-      return lax.fori_loop(0, num_steps, body, start(self, tree, state)).state
+      return transpose_state(tree, lax.fori_loop(0, num_steps, body, init).state)
     k = self.average_block
 
     def block(b, carry):
@@ -274,7 +324,7 @@ class CFRSolver(FullWidthSolver):
           cum_policy=tuple(m[0] for m in merged), cum_compensation=tuple(m[1] for m in merged)),
           partial=())
 
-    return lax.fori_loop(0, (num_steps + k - 1) // k, block, start(self, tree, state)).state
+    return transpose_state(tree, lax.fori_loop(0, (num_steps + k - 1) // k, block, init).state)
 
 
 # ------------------------------------------------------------------ the variants

@@ -55,10 +55,11 @@ class RegretMatching:
     del t
     return regrets + instant, extra
 
-  def strategy(self, regrets: jax.Array, legal: jax.Array, extra) -> jax.Array:
-    """The current strategy ``[..., I, A]``."""
+  def strategy(self, regrets: jax.Array, legal: jax.Array, extra, axis: int = -1) -> jax.Array:
+    """The current strategy ``[..., I, A]`` (``axis``: the actions' axis; the engine's loop
+    passes ``[..., A, I]`` arrays and ``axis=-2``)."""
     del extra
-    return sequence_form.regret_matching(regrets, legal)
+    return sequence_form.regret_matching(regrets, legal, axis)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,9 +166,9 @@ class PredictiveRegretMatchingPlus(RegretMatching):
     return regrets, Prediction(instant=instant,
                                discount=plus_discount(t + 1, self.alpha, regrets.dtype))
 
-  def strategy(self, regrets, legal, extra):
+  def strategy(self, regrets, legal, extra, axis=-1):
     predicted = regrets * extra.discount[..., None, None] + extra.instant
-    return sequence_form.regret_matching(predicted, legal)
+    return sequence_form.regret_matching(predicted, legal, axis)
 
 
 def compensated_add(total: jax.Array, compensation: jax.Array, increment) -> tuple:
