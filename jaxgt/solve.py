@@ -12,9 +12,9 @@ strategy (:meth:`current_policy`). ``target=eps`` stops at the first
 evaluation at or below ``eps``, evaluating on a geometric grid (``eval_every``
 then x :data:`TARGET_GROWTH`), so checks cost a few percent of the run.
 
-The default solver is :data:`DEFAULT_SOLVER`, chosen when it reached 1e-4 in
-Leduc first in ``benchmarks/convergence.py``; its iteration count there moves
-with float rounding, and DCFR is now the faster (see the README's table).
+The default solver is :data:`DEFAULT_SOLVER` (DCFR), the one that reaches 1e-4
+and 1e-5 in Leduc in the fewest iterations in ``benchmarks/convergence.py`` (the
+README's table; DCFR+'s count there moves with float rounding).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 # the full-width solvers by name: the CFR family and MMD
 SOLVERS = {**cfr_lib.SOLVERS, "mmd": mmd_lib.mmd}
 # measured best to 1e-4 in Leduc (benchmarks/convergence.py, README)
-DEFAULT_SOLVER = "dcfr+"
+DEFAULT_SOLVER = "dcfr"
 # with a target, each evaluation comes this factor of iterations after the previous one: an
 # exact evaluation costs ~15 CFR iterations in Leduc, so ~x1.25 balances checks and overshoot
 TARGET_GROWTH = 1.25
