@@ -102,6 +102,10 @@ def test_resume_continues_exactly_and_programs_compile_once(tmp_path, p_td1, see
   # once or (TD(1)) when its game ended.
   pending = int(np.sum(np.asarray(whole.actors.pending_valid)))
   assert int(whole.replay.added) + pending == 4 * cfg.num_actors + int(whole.solved)
+  # The log's TD(1) counts: every decision held back was written when its game ended, or
+  # is still pending.
+  assert sum(r["td1_sampled"] for r in rows) == sum(r["td1_added"] for r in rows) + pending
+  assert (sum(r["td1_sampled"] for r in rows) > 0) == (p_td1 > 0)
   # A checkpoint of another game is refused.
   other = jaxgt.load("leduc_poker")
   with pytest.raises(ValueError, match="holds a run of kuhn_poker"):

@@ -13,8 +13,9 @@ pending records, counters, key).
 
 Run directory ``DIR``: ``config.json`` (game and :class:`TrainConfig`), ``metrics.jsonl``
 (one JSON object per iteration: ``step`` = learner steps, losses, buffer sizes, searches/s,
-queries/s, the share of time per part, and ``exploitability`` of the current SoG policy
-every ``eval_every`` learner steps, exact: :func:`jaxgt.evaluation.construct.evaluate` of
+queries/s, the share of time per part, the TD(1) counts ``td1_sampled`` (decisions held
+back for an outcome target) and ``td1_added`` (rows written at their game's end), and
+``exploitability`` of the current SoG policy every ``eval_every`` learner steps, exact: :func:`jaxgt.evaluation.construct.evaluate` of
 ``SoG(eval_simulations, 1)``), ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
 learner steps and at the end).
 """
@@ -142,9 +143,11 @@ class Trainer:
     replay, queries, actors = state.replay, state.queries, state.actors
     times = {}
     t0 = time.perf_counter()
+    td1 = {"td1_sampled": 0, "td1_added": 0}  # TD(1) counts of this iteration's actor steps
     for j in range(cfg.actor_steps):
-      actors, replay, queries, _ = self.actors.step(params, actors, replay, queries,
-                                                    jax.random.fold_in(k_act, j))
+      actors, replay, queries, am = self.actors.step(params, actors, replay, queries,
+                                                     jax.random.fold_in(k_act, j))
+      td1 = {k: v + am[k] for k, v in td1.items()}
     jax.block_until_ready(replay)
     t1 = time.perf_counter()
     solved = state.solved
@@ -168,6 +171,7 @@ class Trainer:
                      learner_steps=state.learner_steps + cfg.learner_steps,
                      searches=state.searches + cfg.actor_steps * cfg.num_actors, solved=solved)
     metrics = {k: float(v) for k, v in lm.items()}
+    metrics.update({k: int(v) for k, v in td1.items()})
     metrics.update(times)
     return new, metrics
 
