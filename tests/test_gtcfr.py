@@ -136,7 +136,8 @@ def _blueprint(name):
   g = jaxgt.load(name)
   tree = g.device_tree("float64")
   solver = jaxgt.cfr_plus(dtype="float64")
-  return g, build_public_tree(g), solver.average_policy(tree, solver.run(tree, solver.init(tree), 30))
+  avg = solver.average_policy(tree, solver.run(tree, solver.init(tree), 30))
+  return g, build_public_tree(g), avg
 
 
 def _kuhn_summary():

@@ -15,7 +15,8 @@ Run directory ``DIR``: ``config.json`` (game and :class:`TrainConfig`), ``metric
 (one JSON object per iteration: ``step`` = learner steps, losses, buffer sizes, searches/s,
 queries/s, the share of time per part, the TD(1) counts ``td1_sampled`` (decisions held
 back for an outcome target) and ``td1_added`` (rows written at their game's end), and
-``exploitability`` of the current SoG policy every ``eval_every`` learner steps, exact: :func:`jaxgt.evaluation.construct.evaluate` of
+``exploitability`` of the current SoG policy every ``eval_every`` learner steps, exact:
+:func:`jaxgt.evaluation.construct.evaluate` of
 ``SoG(eval_simulations, 1)``), ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
 learner steps and at the end).
 """
