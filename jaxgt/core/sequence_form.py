@@ -126,9 +126,9 @@ def terminal_sums(pt: PlayerTree, leaf: jax.Array, leaf_seq: jax.Array | None,
   (terminal by terminal) and one gather into sequence order. In terminal order, one more
   gather first. On a CPU the scatter of ``segment_sum`` costs more (Leduc CFR: 2x the whole
   iteration). The scatter stays where it is faster or the only way: vmapped over ``leaf``
-  (whole rows of ``B`` values, as :func:`segment_sum`; the same additions in the same order,
-  so batched and single runs agree to the last bit) and for a tree without groups or other
-  ``leaf`` sizes (a padded, sharded tree). With ``actions_first`` the sums are numbered
+  (whole rows of ``B`` values, as :func:`segment_sum`; a single run sums by rows in another
+  order, so batched and single runs may differ in the last bit) and for a tree without groups
+  or other ``leaf`` sizes (a padded, sharded tree). With ``actions_first`` the sums are numbered
   action-major (:func:`action_major`; ``leaf_seq`` stays in the tree's numbering).
   """
   blocks, S = tuple(pt.terminal_blocks), pt.num_infostates * A + 1
