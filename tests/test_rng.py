@@ -40,6 +40,15 @@ def test_fold_in_split_uniform_equal_jax_random(kind, seed):
       np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
+def test_uniform_default_shape_and_dtype_follow_jax_random():
+  """No shape gives a scalar; no dtype gives jax.random's default float (float64 under x64, as
+  in these tests), the same values."""
+  key = jax.random.key(5)
+  got, want = jax.jit(rng.uniform)(key), jax.random.uniform(key)
+  assert got.shape == want.shape == () and got.dtype == want.dtype == jnp.float64
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 def test_fold_in_under_vmap_and_traced_data_equal_jax_random():
   keys = jax.random.split(jax.random.key(3), 4)
   steps = jnp.arange(4, dtype=jnp.int32)

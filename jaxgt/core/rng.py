@@ -93,10 +93,11 @@ def split(key, num: int = 2):
   return _like(key, *threefry2x32(words[0], words[1], hi, lo))
 
 
-def uniform(key, shape, dtype=jnp.float32):
-  """:func:`jax.random.uniform` in ``[0, 1)`` of ``shape`` and float ``dtype`` (the same values)."""
+def uniform(key, shape=(), dtype=None):
+  """:func:`jax.random.uniform` in ``[0, 1)`` of ``shape`` and float ``dtype`` (the same values;
+  ``dtype`` defaults like ``jax.random``'s: float64 under ``jax_enable_x64``, else float32)."""
   shape = tuple(int(s) for s in shape)
-  dtype = jnp.dtype(dtype)
+  dtype = jnp.zeros((), float).dtype if dtype is None else jnp.dtype(dtype)
   words = _threefry_words(key)
   if words is None or not jax.config.jax_threefry_partitionable or dtype.itemsize not in (4, 8):
     return jax.random.uniform(key, shape, dtype)

@@ -91,6 +91,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgt.core import rng
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype
 from jaxgt.core.tables import infostate_rows
@@ -844,7 +845,7 @@ def sample_episodes(compiled: CompiledGame, profile, num: int, key) -> tuple[np.
   dtype = tree.terminal_payoff.dtype
   table = infostate_rows(tuple(jnp.asarray(p, dtype) for p in profile), tree.player,
                          tree.infostate)
-  uniforms = jax.random.uniform(key, (tree.max_depth, num), dtype)
+  uniforms = rng.uniform(key, (tree.max_depth, num), dtype)
   traj = walk_tables(tree, table, table, uniforms)
   actions = jnp.where(traj.history >= 0, traj.action, PADDING).T
   u0 = traj.payoff(tree)

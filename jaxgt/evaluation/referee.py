@@ -49,6 +49,7 @@ import numpy as np
 from jax import lax
 
 from jaxgt.agents.base import Agent
+from jaxgt.core import rng
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.sampling import sample_index
@@ -104,7 +105,7 @@ def draw(tree: GameTree, history, probs, key, dtype):
   when they have no finite positive mass on the legal actions."""
   probs = jnp.where(tree.children[history] >= 0, probs, 0.0)
   total = jnp.sum(probs)
-  child = tree.children[history, sample_index(probs, jax.random.uniform(key, (), dtype))]
+  child = tree.children[history, sample_index(probs, rng.uniform(key, (), dtype))]
   return jnp.where(jnp.isfinite(total) & (total > 0), child, NO_INDEX)
 
 
@@ -113,7 +114,7 @@ def through_chance(tree: GameTree, history, key, dtype):
 
   def node(carry):
     h, key = carry
-    key, _, ku = jax.random.split(key, 3)
+    key, _, ku = rng.split(key, 3)
     return draw(tree, h, tree.chance_probs[h], ku, dtype), key
 
   return lax.while_loop(
@@ -134,7 +135,7 @@ def terminal_payoff(tree: GameTree, history, seat0):
 
 def _advance(tree, history, probs, key, dtype):
   """Draws the decision's action (uniform from ``split(key, 3)[2]``), then chance."""
-  key, _, ku = jax.random.split(key, 3)
+  key, _, ku = rng.split(key, 3)
   return through_chance(tree, draw(tree, history, probs, ku, dtype), key, dtype)
 
 
@@ -153,7 +154,7 @@ class Referee:
 
   def start(self, key, eager: bool = False):
     """Both agents' states and the first decision: ``(history, (state0, state1), walk key)``."""
-    k0, k1, key = jax.random.split(key, 3)
+    k0, k1, key = rng.split(key, 3)
     states = (self.agents[0].init(k0), self.agents[1].init(k1))
     h, key = (_through_chance_jit if eager else through_chance)(self.tree, 0, key, self.dtype)
     return h, states, key
@@ -166,7 +167,7 @@ class Referee:
     """
     tree = self.tree
     A, C = tree.num_actions, tree.children.shape[1]
-    _, ka, _ = jax.random.split(key, 3)
+    _, ka, _ = rng.split(key, 3)
     probs, state = self.agents[i].act(ka, state, int(history) if eager else history)
     probs = jnp.asarray(probs, self.dtype)
     if self.hook is not None:

@@ -17,6 +17,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from jaxgt.core import rng
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.encoding import PBS
 from jaxgt.search import gtcfr as gtcfr_search
@@ -48,18 +49,18 @@ class QuerySolver:
     cfg = sp.config
     src = sp.source
     B = cfg.solver_batch
-    k_take, k_search, k_keep = jax.random.split(key, 3)
+    k_take, k_search, k_keep = rng.split(key, 3)
     queries, pbs, valid = buffers.sample_queries(queries, k_take, B)
     public = jnp.where(valid, pbs.public, 0)
     ranges = gtcfr_evaluator.to_device_order(self.smap, public, pbs.ranges).astype(DTYPE)
     root = jnp.broadcast_to(sp.agent.ranges, ranges.shape)
     ranges = jnp.where(valid[:, None, None], ranges, root)
     res = gtcfr_search.search(src, self.search_config, sp.evaluator, public, ranges,
-                              jax.random.split(k_search, B), evaluator_state=params)
+                              rng.split(k_search, B), evaluator_state=params)
     examples, ok = jax.vmap(sp.examples)(res, ranges, valid)
     replay = buffers.add_replay(replay, examples, ok)
     qpbs, qvalid = gtcfr_evaluator.query_pbs(sp.model.encoding, src, res.state.queries)
-    keep = qvalid & valid[:, None] & (jax.random.uniform(k_keep, qvalid.shape) < cfg.q_recursive)
+    keep = qvalid & valid[:, None] & (rng.uniform(k_keep, qvalid.shape) < cfg.q_recursive)
     flat = PBS(public=qpbs.public.reshape(-1),
                ranges=qpbs.ranges.reshape((-1,) + qpbs.ranges.shape[2:]).astype(DTYPE))
     queries = buffers.add_queries(queries, flat, keep.reshape(-1))

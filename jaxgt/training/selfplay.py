@@ -81,6 +81,7 @@ import numpy as np
 from flax import struct
 
 from jaxgt.agents.gtcfr import GTCFRAgent, GTCFRAgentState
+from jaxgt.core import rng
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.evaluation import referee
 from jaxgt.nets import gtcfr_evaluator
@@ -213,7 +214,7 @@ class SelfPlay:
 
   def _restart(self, key):
     """A fresh game: ``(first decision history, empty summary)``."""
-    k_walk, k_agent = jax.random.split(key)
+    k_walk, k_agent = rng.split(key)
     h, _ = referee.through_chance(self.tree, 0, k_walk, jnp.dtype(DTYPE))
     return h, self.agent.init(k_agent)
 
@@ -240,7 +241,7 @@ class SelfPlay:
     cfg = self.config
     tree = self.tree
     A = tree.num_actions
-    k_search, k_move, k_chance, k_keep, k_restart = jax.random.split(key, 5)
+    k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
     probs, summary, ex, ex_valid, qpbs, qvalid, visits = self._search(params, summary, history,
                                                                       k_search)
     legal = (tree.children[history, :A] >= 0).astype(probs.dtype)
@@ -254,7 +255,7 @@ class SelfPlay:
     done = ~referee.live(tree, nxt)
     terminal = jnp.where(done, nxt, NO_INDEX)
     if cfg.p_td1 > 0:  # static: p_td1 = 0 draws no coin and leaves the record empty
-      td1 = ex_valid & (jax.random.uniform(jax.random.fold_in(key, TD1_STREAM), (),
+      td1 = ex_valid & (rng.uniform(rng.fold_in(key, TD1_STREAM), (),
                                            jnp.dtype(DTYPE)) < cfg.p_td1)
       row = jnp.where(td1, moves, self.td1_rows)  # T: dropped
       pending = jax.tree_util.tree_map(lambda x, r: x.at[row].set(r, mode="drop"), pending,
@@ -273,7 +274,7 @@ class SelfPlay:
     nxt = jnp.where(done, h0, nxt)
     summary = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, summary)
     moves = jnp.where(done, 0, moves + 1)
-    keep = qvalid & (jax.random.uniform(k_keep, qvalid.shape) < cfg.q_search)
+    keep = qvalid & (rng.uniform(k_keep, qvalid.shape) < cfg.q_search)
     dec = Decision(example=ex, example_valid=ex_valid, td1=td1, terminal=terminal, queries=qpbs,
                    query_valid=keep, history_visits=visits)
     return nxt, summary, moves, done, dec, pending, pending_valid, flush, flush_valid
@@ -281,7 +282,7 @@ class SelfPlay:
   # ---------------------------------------------------------------- the batch
   def init(self, key) -> Actors:
     """``G`` fresh games."""
-    keys = jax.random.split(key, self.config.num_actors)
+    keys = rng.split(key, self.config.num_actors)
     h, summary = jax.vmap(self._restart)(keys)
     G, T = self.config.num_actors, self.td1_rows
     empty = buffers.replay_buffer(self.model.encoding, G * T, DTYPE).data  # [G * T]
@@ -300,7 +301,7 @@ class SelfPlay:
     (TD(1) rows written), ``history_visits`` and ``terminal`` ``[G]`` int32 (the terminal
     history each game ended at in this step, -1 where it goes on)."""
     G = self.config.num_actors
-    keys = jax.random.split(key, G)
+    keys = rng.split(key, G)
     h, summary, moves, done, dec, pending, pending_valid, flush, flush_valid = jax.vmap(
         self._one, in_axes=(None, 0, 0, 0, 0, 0, 0))(
             params, actors.history, actors.summary, actors.moves, actors.pending,
