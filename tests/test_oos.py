@@ -318,8 +318,24 @@ def test_walk_replay_loop_gives_the_vectorised_replays_trajectory(monkeypatch, b
   args = dict(carry=(jnp.ones(batch, bool), jnp.zeros(batch, bool)),
               targeted=jnp.arange(batch) % 2 == 0)
   assert batch * tree.max_depth <= walk_lib.REPLAY_LOOP_ROWS
-  looped, _ = walk(tree, policy, uni, **args)
+  run = lambda: jax.jit(lambda u, a: walk(tree, policy, u, **a)[0])(uni, args)  # traced anew
+  looped = run()
   monkeypatch.setattr(walk_lib, "REPLAY_LOOP_ROWS", 0)
-  at_once, _ = walk(tree, policy, uni, **args)
+  at_once = run()
   for a, b in zip(jax.tree_util.tree_leaves(looped), jax.tree_util.tree_leaves(at_once)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA CPU's small-loop kernels")
+def test_batch_one_walk_loops_compile_to_single_cpu_kernels():
+  """At batch 1 both loops of each walk (sampling and replay; one walk per update player)
+  stay under XLA CPU's small-loop size and compile to one kernel each, which is what the
+  batch-1 speed rests on: a change that grows a loop body past the limit fails here."""
+  tree = jaxgt.load("leduc_poker").device_tree("float32")
+  h = int(np.flatnonzero(np.asarray(tree.player) == 1)[3])
+  solver = OOS(targeting="ist", batch=1)
+  jax.clear_caches()  # a fresh trace of _run
+  hlo = jax.jit(oos._run, static_argnums=0).lower(
+      solver, tree, solver.init(tree), 10, jax.random.key(0),
+      *oos.search_position(tree, "ist", h, None)).compile().as_text()
+  assert hlo.count('xla_cpu_small_call="true"') == 4
