@@ -1,4 +1,7 @@
 import os
+import shutil
+import tempfile
+import uuid
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
@@ -6,3 +9,27 @@ import jax  # noqa: E402
 
 # Tests compare against OpenSpiel to 1e-6 relative: run in 64-bit.
 jax.config.update("jax_enable_x64", True)
+
+
+def _run_id(config):
+  """The run's id, shared by the controller and its xdist workers (xdist's ``testrunuid``)."""
+  if hasattr(config, "workerinput"):
+    return config.workerinput["testrunuid"]
+  if getattr(config.option, "testrunuid", None) is None:
+    config.option.testrunuid = uuid.uuid4().hex  # xdist's workers get this one
+  return config.option.testrunuid
+
+
+def pytest_configure(config):
+  """Many tests compile the same programs (a solver built anew per test traces to the same XLA
+  program): a persistent compilation cache, fresh for each run (never a warm one from an
+  earlier run) and shared by its workers, compiles each once per run."""
+  path = os.path.join(tempfile.gettempdir(), f"jaxgt-tests-xla-{_run_id(config)}")
+  jax.config.update("jax_compilation_cache_dir", path)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.3)
+
+
+def pytest_unconfigure(config):
+  if not hasattr(config, "workerinput"):  # the controller (or a run without xdist): clean up
+    shutil.rmtree(os.path.join(tempfile.gettempdir(), f"jaxgt-tests-xla-{_run_id(config)}"),
+                  ignore_errors=True)
