@@ -382,6 +382,52 @@ def test_arguments_checked():
     gt.root_ranges(src, 0, [np.array([0.5]), np.array([1.0])])
   with pytest.raises(ValueError, match="evaluator"):
     GTCFRAgent(g, simulations=5, evaluator="bogus")
+  with pytest.raises(ValueError, match="chance"):
+    gt.make_config(src, simulations=5, chance="exact")
+  with pytest.raises(ValueError, match="select_policy"):
+    gt.make_config(src, simulations=5, select_policy="mean")
+  with pytest.raises(ValueError, match="puct_visit_offset"):
+    GTCFRAgent(g, simulations=5, puct_visit_offset=-1.0)
+
+
+def test_puct_scores_are_the_documented_formula():
+  """``puct_scores`` against a NumPy transcription of :func:`make_config`'s formula; at an
+  information state's first visit the exploration term vanishes without a visit offset
+  (the largest ``q`` wins) and follows the prior with one."""
+  src = dt.source_from_game(jaxgt.load("kuhn_poker"))
+  rng = np.random.default_rng(0)
+  legal = np.array([True, True, False])
+  for c, off, vl in [(1.0, 0.0, 1.0), (0.25, 1.0, 2.0), (4.0, 0.5, 0.0)]:
+    cfg = gt.make_config(src, simulations=5, puct_constant=c, puct_visit_offset=off,
+                         virtual_loss=vl)
+    q, n, v = rng.normal(size=3), rng.integers(0, 5, 3).astype(float), rng.integers(0, 2, 3)
+    prior = np.array([0.3, 0.7, 0.0])
+    want = q - vl * 2.0 * v / (n + 1) + c * 2.0 * prior * np.sqrt(n.sum() + off) / (1 + n)
+    got = np.asarray(gt.puct_scores(cfg, 2.0, q, n, v, prior, legal))
+    np.testing.assert_allclose(got[:2], want[:2], rtol=1e-12)
+    assert got[2] == -np.inf
+  q, zero, prior = np.array([0.1, 0.0, 0.0]), np.zeros(3), np.array([0.0, 1.0, 0.0])
+  for off, best in [(0.0, 0), (1.0, 1)]:
+    cfg = gt.make_config(src, simulations=5, puct_visit_offset=off)
+    assert int(np.argmax(gt.puct_scores(cfg, 1.0, q, zero, zero, prior, legal))) == best
+
+
+def test_virtual_loss_is_inert_with_one_simulation_per_phase():
+  """With ``ceil(c) = 1`` a phase's single simulation visits each information state once,
+  after scoring it: the virtual loss cannot change the search (it separates the ``ceil(c)``
+  simulations of one phase)."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  out = []
+  for vl in (0.0, 5.0):
+    cfg = gt.make_config(src, simulations=6, virtual_loss=vl)
+    out.append(gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0),
+                         jax.random.PRNGKey(3)))
+  assert int(out[0].state.tree.num_nodes) == int(out[1].state.tree.num_nodes)
+  np.testing.assert_array_equal(np.asarray(out[0].state.tree.public),
+                                np.asarray(out[1].state.tree.public))
+  for p in (0, 1):
+    np.testing.assert_array_equal(np.asarray(out[0].policy[p]), np.asarray(out[1].policy[p]))
 
 
 @pytest.mark.slow

@@ -203,11 +203,13 @@ def from_callable(fn: Callable[[LeafInput], Any]) -> Evaluator:
 class GTCFRConfig:
   """Static configuration of a GT-CFR search (``SoG(simulations, expansions_per_update)``).
 
-  ``puct_constant`` (``c`` of PUCT, not given in ``003``; default 1, in
-  units of the game's largest payoff), ``prior_temperature`` (``T_prior``
-  of ``003`` Table S2), ``virtual_loss`` (each visit of the current phase
-  counts as a loss of ``virtual_loss * value_scale``), ``chance`` (how a
-  simulation crosses chance: ``"sample"`` by the chance probabilities).
+  The choices ``003`` leaves open (see :func:`make_config`): ``puct_constant``
+  (``c`` of PUCT, in units of the game's largest payoff), ``puct_visit_offset``
+  (added to an information state's visit count under PUCT's square root),
+  ``prior_temperature`` (``T_prior`` of ``003`` Table S2), ``virtual_loss``
+  (each visit of the current phase counts as a loss of ``virtual_loss *
+  value_scale``), ``chance`` (how a simulation crosses chance) and
+  ``select_policy`` (which CFR policy ``pi_CFR`` of ``pi_select`` is).
   """
 
   capacity: int
@@ -216,6 +218,9 @@ class GTCFRConfig:
   puct_constant: float = 1.0
   prior_temperature: float = 1.0
   virtual_loss: float = 1.0
+  puct_visit_offset: float = 0.0
+  chance: str = "sample"  # "sample": by the chance probabilities; "uniform": uniformly
+  select_policy: str = "average"  # pi_CFR of pi_select: CFR's "average" or "current" policy
   # the CFR rules (default simultaneous CFR+, 003; alternating: player 0's update, then 1's)
   solver: Any = None
   log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
@@ -234,24 +239,59 @@ class GTCFRConfig:
     return int(math.ceil(self.simulations / self.sims_per_phase))
 
 
+CHANCE_MODES = ("sample", "uniform")
+SELECT_POLICIES = ("average", "current")
+
+
 def make_config(source: device_tree.Source, *, simulations: int, expansions_per_update: float = 1.0,
                 capacity: int | None = None, puct_constant: float = 1.0,
-                prior_temperature: float = 1.0, virtual_loss: float = 1.0, solver=None,
-                log_queries: int = 0, dtype="float64") -> GTCFRConfig:
+                prior_temperature: float = 1.0, virtual_loss: float = 1.0,
+                puct_visit_offset: float = 0.0, chance: str = "sample",
+                select_policy: str = "average", solver=None, log_queries: int = 0,
+                dtype="float64") -> GTCFRConfig:
   """A checked :class:`GTCFRConfig`; ``capacity`` defaults to what ``simulations`` can add
-  (capped at the source's public states)."""
+  (capped at the source's public states).
+
+  The expansion phase's choices that ``003`` leaves open. At a decision the simulation
+  takes ``pi_select = 1/2 one_hot(argmax_a PUCT(a)) + 1/2 pi_CFR`` with ``PUCT(a) = q(a) -
+  virtual_loss * value_scale * v(a) / (n(a) + 1) + puct_constant * value_scale * prior(a) *
+  sqrt(sum_b n(b) + puct_visit_offset) / (1 + n(a))``: ``q`` the last iterate's
+  counterfactual action values normalised by the opponent's (and chance's) reach, ``n`` the
+  visits of the search, ``v`` those of the current expansion phase, ``prior`` the evaluator's
+  policy at temperature ``prior_temperature`` (uniform without one).
+
+  Args:
+    puct_constant: ``c`` of PUCT (``>= 0``), in units of ``value_scale`` (the largest
+      ``|payoff|``).
+    puct_visit_offset: ``>= 0`` added to the visit count under the square root (0:
+      AlphaZero's form, whose exploration term is zero at an information state's first
+      visit, so that visit takes the largest ``q``).
+    prior_temperature: ``T_prior > 0`` (``003`` Table S2): the prior is ``p ** (1 / T)``
+      renormalised (a softmax of the logits at temperature ``T``).
+    virtual_loss: ``>= 0``, in units of ``value_scale`` per visit of the current phase.
+    chance: ``"sample"`` (a chance node's outcome by its probabilities given the sampled
+      history) or ``"uniform"`` (uniformly among its outcomes).
+    select_policy: ``pi_CFR`` of ``pi_select``: CFR's ``"average"`` policy (``003``,
+      "Search via Growing-Tree CFR") or its ``"current"`` one (regret matching's iterate).
+  """
   simulations = check_positive_int("simulations", simulations)
   c = check_real("expansions_per_update", expansions_per_update, 0, math.inf, lo_open=True)
   if capacity is None:
     capacity = min(1 + source.num_children * (simulations + 1 + source.max_public_depth),
                    max(source.num_public_states, 1 + source.num_children))
   capacity = device_tree.check_capacity(source, capacity)
+  if chance not in CHANCE_MODES:
+    raise ValueError(f"chance must be one of {CHANCE_MODES}, got {chance!r}")
+  if select_policy not in SELECT_POLICIES:
+    raise ValueError(f"select_policy must be one of {SELECT_POLICIES}, got {select_policy!r}")
   solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False, dtype=dtype)
   return GTCFRConfig(capacity=capacity, simulations=simulations, expansions_per_update=c,
                      puct_constant=check_real("puct_constant", puct_constant, 0),
                      prior_temperature=check_real("prior_temperature", prior_temperature, 0,
                                                   lo_open=True),
-                     virtual_loss=check_real("virtual_loss", virtual_loss, 0), solver=solver,
+                     virtual_loss=check_real("virtual_loss", virtual_loss, 0),
+                     puct_visit_offset=check_real("puct_visit_offset", puct_visit_offset, 0),
+                     chance=chance, select_policy=select_policy, solver=solver,
                      log_queries=check_nonnegative_int("log_queries", log_queries))
 
 
@@ -346,6 +386,17 @@ def _prior(tree, prior, temperature):
   p = p ** (1.0 / temperature)
   tot = p.sum(-1, keepdims=True)
   return jnp.where(tot > 0, p / jnp.where(tot > 0, tot, 1.0), uniform)
+
+
+def puct_scores(config: GTCFRConfig, scale, q, visits, virtual, prior, legal):
+  """``[A]`` PUCT scores at one information state (``-inf`` at illegal actions; formula in
+  :func:`make_config`): ``q``, ``visits``, ``virtual`` (this phase's visits), ``prior`` ``[A]``
+  (all zero: uniform over ``legal [A]``), ``scale`` the game's largest ``|payoff|``."""
+  pr = jnp.where(jnp.sum(prior) > 0, prior, legal / jnp.maximum(jnp.sum(legal), 1))
+  qv = q - config.virtual_loss * scale * virtual / (visits + 1.0)
+  u = (config.puct_constant * scale * pr * jnp.sqrt(jnp.sum(visits) + config.puct_visit_offset)
+       / (1.0 + visits))
+  return jnp.where(legal, qv + u, -jnp.inf)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -503,8 +554,11 @@ class _Program:
     w = jnp.where(in_focus, st.joint_reach[focus], 0.0)
     w = jnp.where(jnp.sum(w) > 0, w, in_focus.astype(dtype))
     start = focus * M + sample_index(w, jax.random.uniform(keys[0], dtype=dtype))
-    avg = history_cfr.average_policy(_legal(tree), st.cfr)
     legal = _legal(tree)
+    if cfg.select_policy == "current":
+      pol_cfr = history_cfr.strategy(cfg.solver, legal, st.cfr)
+    else:
+      pol_cfr = history_cfr.average_policy(legal, st.cfr)
     player_flat = tree.player.reshape(-1)
     info_flat = tree.info.reshape(2, -1)
     chance_flat = tree.chance.reshape(-1)
@@ -520,8 +574,10 @@ class _Program:
       expand_node = jnp.where(at_frontier, n, expand_node)
       done = done | at_frontier | ~nonterminal
       kids = kids_flat[slot]
-      # chance: sample by the chance probabilities
+      # chance: by the chance probabilities, or uniformly among the outcomes
       cw = jnp.where(kids >= 0, chance_flat[jnp.maximum(kids, 0)], 0.0)
+      if cfg.chance == "uniform":
+        cw = (cw > 0).astype(dtype)
       a_chance = sample_index(cw, jax.random.uniform(keys[i + 1], dtype=dtype))
       # decision: pi_select = 1/2 PUCT (argmax) + 1/2 average CFR policy
       p = jnp.clip(pl, 0, 1)
@@ -529,13 +585,9 @@ class _Program:
       lg = jnp.where(p == 0, legal[0][row], legal[1][row])
       nv = visits[p, row]
       vv = virtual[p, row]
-      pr = st.prior[p, row]
-      pr = jnp.where(jnp.sum(pr) > 0, pr, lg / jnp.maximum(jnp.sum(lg), 1))
-      qv = st.q[p, row] - cfg.virtual_loss * scale * vv / (nv + 1.0)
-      u = cfg.puct_constant * scale * pr * jnp.sqrt(jnp.sum(nv)) / (1.0 + nv)
-      score = jnp.where(lg, qv + u, -jnp.inf)
+      score = puct_scores(cfg, scale, st.q[p, row], nv, vv, st.prior[p, row], lg)
       puct = jax.nn.one_hot(jnp.argmax(score), A, dtype=dtype)
-      pcfr = jnp.where(p == 0, avg[0][row], avg[1][row])
+      pcfr = jnp.where(p == 0, pol_cfr[0][row], pol_cfr[1][row])
       a_dec = sample_index(jnp.where(lg, 0.5 * puct + 0.5 * pcfr, 0.0),
                            jax.random.uniform(jax.random.fold_in(keys[i + 1], 1), dtype=dtype))
       is_dec = ~done & ((pl == 0) | (pl == 1))
