@@ -473,3 +473,39 @@ def test_agent_plays_jitted_matches():
   uniform = PolicyAgent(g, sf.uniform_policy(g.device_tree("float64"), jnp.float64))
   res = play(g, GTCFRAgent(g, simulations=20), uniform, 64, jax.random.PRNGKey(0), mode="jit")
   assert np.isfinite(res.mean)
+
+
+@pytest.mark.slow
+def test_node_values_average_over_the_iterations_each_node_was_in_the_tree():
+  """A node added during the search averages its self-play values over its own iterations
+  (``003``, "Self-play Values as Re-solving Constraints": the average of the values the
+  node had): its weight is the sum of ``t^gamma`` from the update after the expansion that
+  added it (found from the shorter searches, which share the key's phases), not the whole
+  search's; nodes present from the start keep the whole search's weight."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  s, cap = 6, 11
+  ranges, key = gt.root_ranges(src, 0), jax.random.PRNGKey(1)
+  initial = np.asarray(jax.jit(lambda: dt.expand(src, dt.init_tree(src, cap, 0), 0))().public)
+  trees = [initial]
+  for j in range(1, s + 1):
+    cfg = gt.make_config(src, simulations=max(j, 1), capacity=cap)
+    res = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
+    trees.append(np.asarray(res.state.tree.public))
+  st = res.state
+  gamma = cfg.solver.averaging.exponent
+  weight = lambda first: sum(float(t) ** gamma for t in range(first, s + 1))  # noqa: E731
+  added = 0
+  for n in range(cap):
+    if trees[s][n] < 0:
+      continue
+    j = next(j for j in range(s + 1) if trees[j][n] >= 0)  # 0: the initial tree
+    first = j + 1
+    added += first > 1
+    np.testing.assert_allclose(float(st.node_weight[n]), weight(first), rtol=1e-12)
+  assert added > 0
+  np.testing.assert_allclose(float(st.value_weight), weight(1), rtol=1e-12)
+  K = src.num_infostates
+  nw = np.repeat(np.asarray(st.node_weight), K)
+  want = np.where(nw > 0, np.asarray(st.node_values) / np.where(nw > 0, nw, 1.0), 0.0)
+  np.testing.assert_allclose(np.asarray(res.node_values), want, rtol=1e-12)

@@ -310,7 +310,10 @@ class SearchState:
   # [2, N * K] averaging-weighted sum of every node's counterfactual values (entry histories;
   # player p's utility, chance and the other player's reach included): 003's self-play values
   node_values: Any
-  value_weight: Any  # [] sum of the averaging weights of root_values and node_values
+  value_weight: Any  # [] sum of the averaging weights of root_values
+  # [N] sum of the averaging weights of the iterations in which each node was in the tree
+  # (node_values' normaliser: a node added during the search averages its own iterations)
+  node_weight: Any
   gadget: Any  # GadgetState, or () without re-solving
   evaluator: Any  # the evaluator's state
   num_queries: Any  # [] int32 leaf histories valued by the evaluator
@@ -496,6 +499,7 @@ class _Program:
     else:
       prior_out = st.prior
     rows = updated[:, None]
+    in_tree = jnp.any((forest.live & tree.entry.reshape(-1)).reshape(N, M), axis=1)  # [N]
     return st.replace(
         cfr=cfr, q=jnp.where(rows[..., None], q, st.q), prior=prior_out, evaluator=es, gadget=gs,
         queries=self._log(st.queries, tree, forest, fw, t) if query else st.queries,
@@ -505,6 +509,8 @@ class _Program:
                               st.node_values),
         value_weight=(averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t) if last
                       else st.value_weight),
+        node_weight=(averaging.accumulate(st.node_weight, in_tree.astype(rv.dtype), t) if last
+                     else st.node_weight),
         num_queries=st.num_queries + (jnp.sum(forest.leaf, dtype=jnp.int32) if query else 0),
         history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32)), leaf_values
 
@@ -626,7 +632,7 @@ class _Program:
         tree=tree, cfr=history_cfr.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
         root_values=jnp.zeros((2, K), dtype), node_values=jnp.zeros((2, N * K), dtype),
-        value_weight=jnp.zeros((), dtype), gadget=gs,
+        value_weight=jnp.zeros((), dtype), node_weight=jnp.zeros(N, dtype), gadget=gs,
         evaluator=evaluator_state, num_queries=jnp.zeros((), jnp.int32),
         history_visits=jnp.zeros((), jnp.int32), focus=focus,
         queries=QueryLog(public=jnp.full(cfg.log_queries, NO_INDEX, jnp.int32),
@@ -644,10 +650,11 @@ class _Program:
     pol = history_cfr.average_policy(_legal(tree), st.cfr)
     w = jnp.where(st.value_weight > 0, st.value_weight, 1.0)
     rv = jnp.where(st.value_weight > 0, st.root_values / w, 0.0)
-    nv = jnp.where(st.value_weight > 0, st.node_values / w, 0.0)
+    K = self.source.num_infostates
+    nw = jnp.repeat(st.node_weight, K)
+    nv = jnp.where(nw > 0, st.node_values / jnp.where(nw > 0, nw, 1.0), 0.0)
     if self.resolving:  # the opponent's average gadget range
       o = 1 - player
-      K = self.source.num_infostates
       gadget = self._gadget(tree, ranges, jnp.zeros(K, ranges.dtype), player)
       ranges = ranges.at[o].set(jnp.where(on, gadget.average_range(st.gadget), ranges[o]))
     forest = tree_forest(self.source, tree)
