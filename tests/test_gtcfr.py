@@ -386,6 +386,8 @@ def test_arguments_checked():
     gt.make_config(src, simulations=5, chance="exact")
   with pytest.raises(ValueError, match="select_policy"):
     gt.make_config(src, simulations=5, select_policy="mean")
+  with pytest.raises(ValueError, match="value_average"):
+    gt.make_config(src, simulations=5, value_average="all")
   with pytest.raises(ValueError, match="puct_visit_offset"):
     GTCFRAgent(g, simulations=5, puct_visit_offset=-1.0)
 
@@ -476,12 +478,11 @@ def test_agent_plays_jitted_matches():
 
 
 @pytest.mark.slow
-def test_node_values_average_over_the_iterations_each_node_was_in_the_tree():
-  """A node added during the search averages its self-play values over its own iterations
-  (``003``, "Self-play Values as Re-solving Constraints": the average of the values the
-  node had): its weight is the sum of ``t^gamma`` from the update after the expansion that
-  added it (found from the shorter searches, which share the key's phases), not the whole
-  search's; nodes present from the start keep the whole search's weight."""
+def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
+  """``node_weight`` of a node is the sum of ``t^gamma`` from the update after the expansion
+  that added it (found from the shorter searches, which share the key's phases); nodes of
+  the initial tree have the whole search's weight. ``value_average="node"`` divides a node's
+  summed self-play values by it, ``"search"`` (the default) by the whole search's weight."""
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
   s, cap = 6, 11
@@ -489,7 +490,7 @@ def test_node_values_average_over_the_iterations_each_node_was_in_the_tree():
   initial = np.asarray(jax.jit(lambda: dt.expand(src, dt.init_tree(src, cap, 0), 0))().public)
   trees = [initial]
   for j in range(1, s + 1):
-    cfg = gt.make_config(src, simulations=max(j, 1), capacity=cap)
+    cfg = gt.make_config(src, simulations=max(j, 1), capacity=cap, value_average="node")
     res = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
     trees.append(np.asarray(res.state.tree.public))
   st = res.state
@@ -509,3 +510,7 @@ def test_node_values_average_over_the_iterations_each_node_was_in_the_tree():
   nw = np.repeat(np.asarray(st.node_weight), K)
   want = np.where(nw > 0, np.asarray(st.node_values) / np.where(nw > 0, nw, 1.0), 0.0)
   np.testing.assert_allclose(np.asarray(res.node_values), want, rtol=1e-12)
+  cfg = gt.make_config(src, simulations=s, capacity=cap)
+  default = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
+  np.testing.assert_allclose(np.asarray(default.node_values),
+                             np.asarray(st.node_values) / float(st.value_weight), rtol=1e-12)
