@@ -208,18 +208,19 @@ class GTCFRConfig:
   (added to an information state's visit count under PUCT's square root),
   ``prior_temperature`` (``T_prior`` of ``003`` Table S2), ``virtual_loss``
   (each visit of the current phase counts as a loss of ``virtual_loss *
-  value_scale``), ``chance`` (how a simulation crosses chance) and
-  ``select_policy`` (which CFR policy ``pi_CFR`` of ``pi_select`` is).
+  value_scale``), ``chance`` (how a simulation crosses chance), ``select_policy``
+  (which CFR policy ``pi_CFR`` of ``pi_select`` is) and ``value_average`` (the normaliser
+  of the averaged node values).
 
   The defaults (``c = 1``, offset 0, ``T_prior = 1``, virtual loss 1, ``"sample"``,
-  ``"average"``) were kept by measurement: Leduc, ``SoG(100, 1)``, exact leaves, continual
+  ``"average"``, ``"search"``) were kept by measurement: Leduc, ``SoG(100, 1)``, exact leaves, continual
   re-solving, policy construction, seeds 0-4 paired (README, "Growing-Tree CFR on a
   fixed-capacity device tree"): today's defaults 60.5 / 81.6 / 126 mbb/h (min / avg / max);
   ``puct_constant`` 0.25: 55.5 / 79.3 / 100, 4: 54.6 / 76.7 / 128; ``puct_visit_offset`` 1:
   58.5 / 72.0 / 87.7 (seeds 0-9: 58.5 / 87.5 / 116, defaults 60.5 / 90.4 / 131);
   ``prior_temperature`` 2: 52.5 / 73.3 / 89.4; ``select_policy="current"``: 56.2 / 82.9 / 131.
   No variant moved the mean by more than the paired seed-to-seed spread (standard deviation
-  of the per-seed differences 6-40 mbb/h). ``virtual_loss`` is inert at ``ceil(c) = 1`` (one
+  of the per-seed differences 6-41 mbb/h). ``virtual_loss`` is inert at ``ceil(c) = 1`` (one
   simulation per phase); ``chance="uniform"`` was not measured. ``value_average="node"``:
   54.0 / 76.3 / 139 at ``s = 100`` (seeds 0-4) but 548 / 596 / 680 at ``s = 10`` (seeds 0-9;
   defaults 477 / 544 / 587, 8 of 10 paired seeds worse).
