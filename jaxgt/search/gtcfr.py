@@ -221,9 +221,10 @@ class GTCFRConfig:
   ``prior_temperature`` 2: 52.5 / 73.3 / 89.4; ``select_policy="current"``: 56.2 / 82.9 / 131.
   No variant moved the mean by more than the paired seed-to-seed spread (standard deviation
   of the per-seed differences 6-41 mbb/h). ``virtual_loss`` is inert at ``ceil(c) = 1`` (one
-  simulation per phase); ``chance="uniform"`` was not measured. ``value_average="node"``:
-  54.0 / 76.3 / 139 at ``s = 100`` (seeds 0-4) but 548 / 596 / 680 at ``s = 10`` (seeds 0-9;
-  defaults 477 / 544 / 587, 8 of 10 paired seeds worse).
+  simulation per phase); ``chance="uniform"`` was not measured. ``value_average="node"`` is
+  better at ``s = 100`` (seeds 0-9: 53.1 / 68.6 / 139, defaults 60.5 / 90.4 / 131, 9 of 10
+  paired seeds better) but worse at ``s = 10`` (548 / 596 / 680, defaults 477 / 544 / 587,
+  8 of 10 worse).
   """
 
   capacity: int
