@@ -382,6 +382,54 @@ def test_arguments_checked():
     gt.root_ranges(src, 0, [np.array([0.5]), np.array([1.0])])
   with pytest.raises(ValueError, match="evaluator"):
     GTCFRAgent(g, simulations=5, evaluator="bogus")
+  with pytest.raises(ValueError, match="chance"):
+    gt.make_config(src, simulations=5, chance="exact")
+  with pytest.raises(ValueError, match="select_policy"):
+    gt.make_config(src, simulations=5, select_policy="mean")
+  with pytest.raises(ValueError, match="value_average"):
+    gt.make_config(src, simulations=5, value_average="all")
+  with pytest.raises(ValueError, match="puct_visit_offset"):
+    GTCFRAgent(g, simulations=5, puct_visit_offset=-1.0)
+
+
+def test_puct_scores_are_the_documented_formula():
+  """``puct_scores`` against a NumPy transcription of :func:`make_config`'s formula; at an
+  information state's first visit the exploration term vanishes without a visit offset
+  (the largest ``q`` wins) and follows the prior with one."""
+  src = dt.source_from_game(jaxgt.load("kuhn_poker"))
+  rng = np.random.default_rng(0)
+  legal = np.array([True, True, False])
+  for c, off, vl in [(1.0, 0.0, 1.0), (0.25, 1.0, 2.0), (4.0, 0.5, 0.0)]:
+    cfg = gt.make_config(src, simulations=5, puct_constant=c, puct_visit_offset=off,
+                         virtual_loss=vl)
+    q, n, v = rng.normal(size=3), rng.integers(0, 5, 3).astype(float), rng.integers(0, 2, 3)
+    prior = np.array([0.3, 0.7, 0.0])
+    want = q - vl * 2.0 * v / (n + 1) + c * 2.0 * prior * np.sqrt(n.sum() + off) / (1 + n)
+    got = np.asarray(gt.puct_scores(cfg, 2.0, q, n, v, prior, legal))
+    np.testing.assert_allclose(got[:2], want[:2], rtol=1e-12)
+    assert got[2] == -np.inf
+  q, zero, prior = np.array([0.1, 0.0, 0.0]), np.zeros(3), np.array([0.0, 1.0, 0.0])
+  for off, best in [(0.0, 0), (1.0, 1)]:
+    cfg = gt.make_config(src, simulations=5, puct_visit_offset=off)
+    assert int(np.argmax(gt.puct_scores(cfg, 1.0, q, zero, zero, prior, legal))) == best
+
+
+def test_virtual_loss_is_inert_with_one_simulation_per_phase():
+  """With ``ceil(c) = 1`` a phase's single simulation visits each information state once,
+  after scoring it: the virtual loss cannot change the search (it separates the ``ceil(c)``
+  simulations of one phase)."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  out = []
+  for vl in (0.0, 5.0):
+    cfg = gt.make_config(src, simulations=6, virtual_loss=vl)
+    out.append(gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0),
+                         jax.random.PRNGKey(3)))
+  assert int(out[0].state.tree.num_nodes) == int(out[1].state.tree.num_nodes)
+  np.testing.assert_array_equal(np.asarray(out[0].state.tree.public),
+                                np.asarray(out[1].state.tree.public))
+  for p in (0, 1):
+    np.testing.assert_array_equal(np.asarray(out[0].policy[p]), np.asarray(out[1].policy[p]))
 
 
 @pytest.mark.slow
@@ -427,3 +475,42 @@ def test_agent_plays_jitted_matches():
   uniform = PolicyAgent(g, sf.uniform_policy(g.device_tree("float64"), jnp.float64))
   res = play(g, GTCFRAgent(g, simulations=20), uniform, 64, jax.random.PRNGKey(0), mode="jit")
   assert np.isfinite(res.mean)
+
+
+@pytest.mark.slow
+def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
+  """``node_weight`` of a node is the sum of ``t^gamma`` from the update after the expansion
+  that added it (found from the shorter searches, which share the key's phases); nodes of
+  the initial tree have the whole search's weight. ``value_average="node"`` divides a node's
+  summed self-play values by it, ``"search"`` (the default) by the whole search's weight."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  s, cap = 6, 11
+  ranges, key = gt.root_ranges(src, 0), jax.random.PRNGKey(1)
+  initial = np.asarray(jax.jit(lambda: dt.expand(src, dt.init_tree(src, cap, 0), 0))().public)
+  trees = [initial]
+  for j in range(1, s + 1):
+    cfg = gt.make_config(src, simulations=max(j, 1), capacity=cap, value_average="node")
+    res = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
+    trees.append(np.asarray(res.state.tree.public))
+  st = res.state
+  gamma = cfg.solver.averaging.exponent
+  weight = lambda first: sum(float(t) ** gamma for t in range(first, s + 1))  # noqa: E731
+  added = 0
+  for n in range(cap):
+    if trees[s][n] < 0:
+      continue
+    j = next(j for j in range(s + 1) if trees[j][n] >= 0)  # 0: the initial tree
+    first = j + 1
+    added += first > 1
+    np.testing.assert_allclose(float(st.node_weight[n]), weight(first), rtol=1e-12)
+  assert added > 0
+  np.testing.assert_allclose(float(st.value_weight), weight(1), rtol=1e-12)
+  K = src.num_infostates
+  nw = np.repeat(np.asarray(st.node_weight), K)
+  want = np.where(nw > 0, np.asarray(st.node_values) / np.where(nw > 0, nw, 1.0), 0.0)
+  np.testing.assert_allclose(np.asarray(res.node_values), want, rtol=1e-12)
+  cfg = gt.make_config(src, simulations=s, capacity=cap)
+  default = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
+  np.testing.assert_allclose(np.asarray(default.node_values),
+                             np.asarray(st.node_values) / float(st.value_weight), rtol=1e-12)

@@ -68,14 +68,17 @@ class GTCFRAgent(Agent):
     evaluator: ``"exact"`` (the remaining game solved for the current ranges), a
       :class:`jaxgt.search.gtcfr.Evaluator`, or a callable ``(LeafInput) -> values``.
     capacity: nodes of the search tree (default: what ``simulations`` can add).
-    puct_constant, prior_temperature, virtual_loss: see :class:`jaxgt.search.gtcfr.GTCFRConfig`.
+    puct_constant, prior_temperature, virtual_loss, puct_visit_offset, chance, select_policy,
+      value_average: the search's open choices (:func:`jaxgt.search.gtcfr.make_config`).
   """
 
   def __init__(self, game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
                evaluator: str | Callable | gtcfr_search.Evaluator = "exact",
                capacity: int | None = None,
                puct_constant: float = 1.0, prior_temperature: float = 1.0,
-               virtual_loss: float = 1.0, resolve: bool = True,
+               virtual_loss: float = 1.0, puct_visit_offset: float = 0.0,
+               chance: str = "sample", select_policy: str = "average",
+               value_average: str = "search", resolve: bool = True,
                alpha: float | None = DEFAULT_ALPHA, cache_size: int = 4096, dtype="float64"):
     if not isinstance(game, CompiledGame):
       raise ValueError(f"GTCFRAgent needs a CompiledGame (jaxgt.load(...)), got "
@@ -85,7 +88,10 @@ class GTCFRAgent(Agent):
                                       expansions_per_update=expansions_per_update,
                                       capacity=capacity, puct_constant=puct_constant,
                                       prior_temperature=prior_temperature,
-                                      virtual_loss=virtual_loss, dtype=dtype)
+                                      virtual_loss=virtual_loss,
+                                      puct_visit_offset=puct_visit_offset, chance=chance,
+                                      select_policy=select_policy,
+                                      value_average=value_average, dtype=dtype)
     self._setup(game, source, config, evaluator, resolve, alpha, cache_size)
 
   def _setup(self, game, source, config, evaluator, resolve, alpha, cache_size):

@@ -436,6 +436,13 @@ register_agent(
      Param("expansions_per_update", float, 1.0, "c: simulations per regret update (may be fractional)"),
      Param("evaluator", str, "exact", "leaf values: the remaining game solved exactly", choices=("exact",)),
      Param("puct_constant", float, 1.0, "PUCT exploration constant", minimum=0),
+     Param("puct_visit_offset", float, 0.0, "added to the visit count under PUCT's square root",
+           minimum=0),
+     Param("chance", str, "sample", "how simulations cross chance", choices=("sample", "uniform")),
+     Param("select_policy", str, "average", "CFR policy mixed into pi_select",
+           choices=("average", "current")),
+     Param("value_average", str, "search", "node values averaged over the search's or the node's "
+           "iterations", choices=("search", "node")),
      Param("resolve", bool, True, "continual re-solving from the previous search (false: root-anchored)"),
      _dtype("float64")),
     "Growing-Tree CFR (003, Algorithm 1) on the fixed-capacity device public tree")
