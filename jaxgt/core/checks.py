@@ -49,6 +49,12 @@ def check_real(name: str, value, lo: float = -math.inf, hi: float = math.inf, *,
   return x
 
 
+def check_choice(name: str, value, choices) -> None:
+  """Raises a ValueError naming ``choices`` unless ``value`` is one of them."""
+  if value not in choices:
+    raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
 def concrete_int(x):
   """``int(x)`` when ``x`` is concrete, else ``None`` (a tracer)."""
   try:

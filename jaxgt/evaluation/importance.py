@@ -92,6 +92,7 @@ import numpy as np
 from flax import struct
 
 from jaxgt.core import rng
+from jaxgt.core.checks import check_choice
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype
 from jaxgt.core.tables import infostate_rows
@@ -415,11 +416,6 @@ def locate(tree: GameTree, actions, *, completions: int):
 
 
 # ------------------------------------------------------------------------ host entry points
-def _check_choice(name, value, choices):
-  if value not in choices:
-    raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-
-
 def _strategy(compiled: CompiledGame, player: int, policy, what: str) -> np.ndarray:
   """Player ``player``'s table from a Policy or a ``(sigma0, sigma1)`` pair, checked."""
   if hasattr(policy, "check_game"):
@@ -447,7 +443,7 @@ def baseline_values(compiled: CompiledGame, baseline, player: int, *, policy=Non
   if baseline is None or (isinstance(baseline, str) and baseline == "none"):
     return None
   if isinstance(baseline, str):
-    _check_choice("baseline", baseline, BASELINES)
+    check_choice("baseline", baseline, BASELINES)
     if baseline == "bc":
       profile = bet_call_profile(compiled)
     else:
@@ -520,7 +516,7 @@ def estimator_table(compiled: CompiledGame, policy, *, player: int, logged_polic
   """
   if player not in (0, 1):
     raise ValueError(f"player must be 0 or 1, got {player!r}")
-  _check_choice("estimator", estimator, ESTIMATORS)
+  check_choice("estimator", estimator, ESTIMATORS)
   target = _strategy(compiled, player, policy, "policy")
   logged = target if logged_policy is None else _strategy(compiled, player, logged_policy,
                                                           "logged policy")

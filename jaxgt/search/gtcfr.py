@@ -42,8 +42,8 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.checks import (check_distribution, check_key, check_nonnegative_int,
-                               check_positive_int, check_real)
+from jaxgt.core.checks import (check_choice, check_distribution, check_key,
+                               check_nonnegative_int, check_positive_int, check_real)
 from jaxgt.core import sequence_form
 from jaxgt.core.compiler import NO_INDEX, ancestor_at_depth, infostate_histories
 from jaxgt.core.sampling import sample_index
@@ -302,12 +302,9 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
     capacity = min(1 + source.num_children * (simulations + 1 + source.max_public_depth),
                    max(source.num_public_states, 1 + source.num_children))
   capacity = device_tree.check_capacity(source, capacity)
-  if chance not in CHANCE_MODES:
-    raise ValueError(f"chance must be one of {CHANCE_MODES}, got {chance!r}")
-  if select_policy not in SELECT_POLICIES:
-    raise ValueError(f"select_policy must be one of {SELECT_POLICIES}, got {select_policy!r}")
-  if value_average not in VALUE_AVERAGES:
-    raise ValueError(f"value_average must be one of {VALUE_AVERAGES}, got {value_average!r}")
+  check_choice("chance", chance, CHANCE_MODES)
+  check_choice("select_policy", select_policy, SELECT_POLICIES)
+  check_choice("value_average", value_average, VALUE_AVERAGES)
   solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False, dtype=dtype)
   return GTCFRConfig(capacity=capacity, simulations=simulations, expansions_per_update=c,
                      puct_constant=check_real("puct_constant", puct_constant, 0),
