@@ -335,7 +335,7 @@ class SearchState:
   value_weight: Any  # [] sum of the averaging weights of root_values (and of node_values with
   # config.value_average "search")
   # [N] sum of the averaging weights of the iterations in which each node was in the tree
-  # (node_values' normaliser with config.value_average "node")
+  # (node_values' normaliser with config.value_average "node"; stays zero with "search")
   node_weight: Any
   gadget: Any  # GadgetState, or () without re-solving
   evaluator: Any  # the evaluator's state
@@ -522,7 +522,10 @@ class _Program:
     else:
       prior_out = st.prior
     rows = updated[:, None]
-    in_tree = jnp.any((forest.live & tree.entry.reshape(-1)).reshape(N, M), axis=1)  # [N]
+    node_weight = st.node_weight
+    if last and self.config.value_average == "node":  # static: only "node" reads it
+      in_tree = jnp.any((forest.live & tree.entry.reshape(-1)).reshape(N, M), axis=1)  # [N]
+      node_weight = averaging.accumulate(node_weight, in_tree.astype(rv.dtype), t)
     return st.replace(
         cfr=cfr, q=jnp.where(rows[..., None], q, st.q), prior=prior_out, evaluator=es, gadget=gs,
         queries=self._log(st.queries, tree, forest, fw, t) if query else st.queries,
@@ -532,8 +535,7 @@ class _Program:
                               st.node_values),
         value_weight=(averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t) if last
                       else st.value_weight),
-        node_weight=(averaging.accumulate(st.node_weight, in_tree.astype(rv.dtype), t) if last
-                     else st.node_weight),
+        node_weight=node_weight,
         num_queries=st.num_queries + (jnp.sum(forest.leaf, dtype=jnp.int32) if query else 0),
         history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32)), leaf_values
 
