@@ -80,6 +80,24 @@ def test_other_game_or_architecture_is_refused(tmp_path):
     ck.save(d, 2, _state(0), {"x": object()})
 
 
+def test_normalised_entry_accepts_an_older_form_and_still_refuses_another(tmp_path):
+  """A stored config written before a field existed is compared after ``normalise`` (the
+  training loop reads it as a TrainConfig, the missing field at its default)."""
+  from jaxgt.training import config as config_lib
+  d = tmp_path / "run"
+  current = config_lib.TrainConfig(hidden=(16,)).to_json()
+  older = {k: v for k, v in current.items() if k != "value_average"}
+  ck.save(d, 1, _state(0), ck.network_metadata(_model()) | {"config": older})
+  meta = ck.network_metadata(_model()) | {"config": current}
+  norm = {"config": lambda c: config_lib.from_dict(c).to_json()}
+  with pytest.raises(ck.CheckpointError, match="another architecture/configuration: config"):
+    ck.restore(d, _state(0), meta)  # compared raw
+  _assert_same(ck.restore(d, _state(0), meta, normalise=norm), _state(0))
+  other = dict(current, value_average="node")
+  with pytest.raises(ck.CheckpointError, match="another architecture/configuration: config"):
+    ck.restore(d, _state(0), ck.network_metadata(_model()) | {"config": other}, normalise=norm)
+
+
 def test_missing_corrupt_or_other_structure_gives_clear_errors(tmp_path):
   meta = ck.network_metadata(_model())
   with pytest.raises(ck.CheckpointError, match="no checkpoint directory"):

@@ -46,6 +46,23 @@ def test_presets_and_json_configs(tmp_path):
   assert config_lib.from_dict(cfg.to_json()) == cfg
 
 
+def test_value_average_of_a_run_is_its_configs():
+  """Training keeps the normaliser its presets were measured with ("search"; the search
+  default is "node"), refuses others, and hands it to every search of the run."""
+  from jaxgt.search import gtcfr as gtcfr_search
+  assert config_lib.TrainConfig().value_average == "search"
+  assert gtcfr_search.GTCFRConfig(capacity=1).value_average == "node"
+  with pytest.raises(ValueError, match="value_average must be one of"):
+    config_lib.from_dict({"value_average": "mean"})
+  cfg = dataclasses.replace(TINY, value_average="node")
+  tr = loop.trainer_for(jaxgt.load("kuhn_poker"), cfg)
+  assert tr.actors.search_config.value_average == "node"
+  assert tr.actors.agent.config.value_average == "node"
+  assert tr.solver.search_config.value_average == "node"
+  assert loop.trainer_for(jaxgt.load("kuhn_poker"), TINY).actors.agent.config.value_average \
+      == "search"
+
+
 @pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, math.inf, "0.5", True])
 def test_p_td1_outside_the_unit_interval_is_refused(bad):
   with pytest.raises(ValueError, match="p_td1 must be"):

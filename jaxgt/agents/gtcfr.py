@@ -78,7 +78,7 @@ class GTCFRAgent(Agent):
                puct_constant: float = 1.0, prior_temperature: float = 1.0,
                virtual_loss: float = 1.0, puct_visit_offset: float = 0.0,
                chance: str = "sample", select_policy: str = "average",
-               value_average: str = "search", resolve: bool = True,
+               value_average: str = "node", resolve: bool = True,
                alpha: float | None = DEFAULT_ALPHA, cache_size: int = 4096, dtype="float64"):
     if not isinstance(game, CompiledGame):
       raise ValueError(f"GTCFRAgent needs a CompiledGame (jaxgt.load(...)), got "

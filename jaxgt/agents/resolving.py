@@ -109,8 +109,10 @@ class ContinualResolvingAgent(GTCFRAgent):
     source = device_tree.source_from_game(game, dtype)
     if capacity is None:
       capacity = resolving_capacity(game, self.depth_limit)
+    # the re-solving tree does not grow, so both value normalisers agree; "search" skips the
+    # per-iteration node weights
     config = gtcfr_search.make_config(source, simulations=1, capacity=capacity, solver=solver,
-                                      dtype=dtype)
+                                      value_average="search", dtype=dtype)
     if evaluator == "equilibrium":  # the continuation solved with the re-solving solver
       evaluator = gtcfr_search.exact(source, solver=solver)
     self._setup(game, source, config, evaluator, True, alpha, cache_size)

@@ -441,8 +441,8 @@ register_agent(
      Param("chance", str, "sample", "how simulations cross chance", choices=("sample", "uniform")),
      Param("select_policy", str, "average", "CFR policy mixed into pi_select",
            choices=("average", "current")),
-     Param("value_average", str, "search", "node values averaged over the search's or the node's "
-           "iterations", choices=("search", "node")),
+     Param("value_average", str, "node", "node values averaged over the node's or the search's "
+           "iterations", choices=("node", "search")),
      Param("resolve", bool, True, "continual re-solving from the previous search (false: root-anchored)"),
      _dtype("float64")),
     "Growing-Tree CFR (003, Algorithm 1) on the fixed-capacity device public tree")

@@ -213,8 +213,8 @@ class GTCFRConfig:
   of the averaged node values).
 
   The defaults (``c = 1``, offset 0, ``T_prior = 1``, virtual loss 1, ``"sample"``,
-  ``"average"``, ``"search"``) were kept by measurement: Leduc, ``SoG(100, 1)``, exact
-  leaves, continual re-solving, policy construction, seeds 0-4 paired (README,
+  ``"average"``) were kept by measurement (``value_average`` then ``"search"``): Leduc,
+  ``SoG(100, 1)``, exact leaves, continual re-solving, policy construction, seeds 0-4 paired (README,
   "Growing-Tree CFR on a fixed-capacity device tree"): today's defaults 60.5 / 81.6 / 126
   mbb/h (min / avg / max);
   ``puct_constant`` 0.25: 55.5 / 79.3 / 100, 4: 54.6 / 76.7 / 128; ``puct_visit_offset`` 1:
@@ -222,10 +222,12 @@ class GTCFRConfig:
   ``prior_temperature`` 2: 52.5 / 73.3 / 89.4; ``select_policy="current"``: 56.2 / 82.9 / 131.
   No variant moved the mean by more than the paired seed-to-seed spread (standard deviation
   of the per-seed differences 6-41 mbb/h). ``virtual_loss`` is inert at ``ceil(c) = 1`` (one
-  simulation per phase); ``chance="uniform"`` was not measured. ``value_average="node"`` is
-  better at ``s = 100`` (seeds 0-9: 53.1 / 68.6 / 139, defaults 60.5 / 90.4 / 131, 9 of 10
-  paired seeds better) but worse at ``s = 10`` (548 / 596 / 680, defaults 477 / 544 / 587,
-  8 of 10 worse).
+  simulation per phase); ``chance="uniform"`` was not measured. ``value_average`` is
+  ``"node"`` by default (since stop 17; ``"search"`` before): the unbiased average of a node's
+  own iterates, it removed the one outlier of ``SoG(1000, 1)`` (seed 4: 9.40 against 38.6
+  mbb/h) and is better at ``s = 100`` (seeds 0-9: 53.1 / 68.6 / 139 against 60.5 / 90.4 /
+  131, 9 of 10 paired seeds better), worse at ``s = 10`` (548 / 596 / 680 against 477 / 544 /
+  587, 8 of 10 worse: a late node's values then come from its first few iterates).
   """
 
   capacity: int
@@ -237,7 +239,7 @@ class GTCFRConfig:
   puct_visit_offset: float = 0.0
   chance: str = "sample"  # "sample": by the chance probabilities; "uniform": uniformly
   select_policy: str = "average"  # pi_CFR of pi_select: CFR's "average" or "current" policy
-  value_average: str = "search"  # node_values: over the "search"'s or the "node"'s iterations
+  value_average: str = "node"  # node_values: over the "node"'s or the "search"'s iterations
   # the CFR rules (default simultaneous CFR+, 003; alternating: player 0's update, then 1's)
   solver: Any = None
   log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
@@ -265,7 +267,7 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
                 capacity: int | None = None, puct_constant: float = 1.0,
                 prior_temperature: float = 1.0, virtual_loss: float = 1.0,
                 puct_visit_offset: float = 0.0, chance: str = "sample",
-                select_policy: str = "average", value_average: str = "search", solver=None,
+                select_policy: str = "average", value_average: str = "node", solver=None,
                 log_queries: int = 0, dtype="float64") -> GTCFRConfig:
   """A checked :class:`GTCFRConfig`; ``capacity`` defaults to what ``simulations`` can add
   (capped at the source's public states).
@@ -292,9 +294,10 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
     select_policy: ``pi_CFR`` of ``pi_select``: CFR's ``"average"`` policy (``003``,
       "Search via Growing-Tree CFR") or its ``"current"`` one (regret matching's iterate).
     value_average: the normaliser of the averaged self-play values of a node
-      (:attr:`SearchResult.node_values`, the next re-solve's constraints): ``"search"``
-      the whole search's averaging weight (the iterations before the node was added count
-      as zero values) or ``"node"`` the weight of the iterations it was in the tree.
+      (:attr:`SearchResult.node_values`, the next re-solve's constraints): ``"node"``
+      (default) the weight of the iterations it was in the tree, or ``"search"`` the whole
+      search's averaging weight (the iterations before the node was added count as zero
+      values; on a tree that does not grow both agree).
   """
   simulations = check_positive_int("simulations", simulations)
   c = check_real("expansions_per_update", expansions_per_update, 0, math.inf, lo_open=True)

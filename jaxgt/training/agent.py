@@ -56,10 +56,12 @@ def sog_agent(game: CompiledGame, model: CVPN, params, *, simulations: int,
 def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100,
         expansions_per_update: float = 1.0, dtype: str = "float32") -> GTCFRAgent:
   """The agent-spec factory: the newest checkpoint of the training run in ``checkpoint``
-  (a ``jaxgt train --out`` directory) as ``SoG(simulations, expansions_per_update)``;
-  ``ValueError`` for a missing run or a run of another game."""
+  (a ``jaxgt train --out`` directory) as ``SoG(simulations, expansions_per_update)``, its
+  node values averaged as in the run (``TrainConfig.value_average``); ``ValueError`` for a
+  missing run or a run of another game."""
   from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
   run = loop.load_run(pathlib.Path(checkpoint), game)
   return sog_agent(game, run.model, run.params, simulations=simulations,
-                   expansions_per_update=expansions_per_update, dtype=dtype)
+                   expansions_per_update=expansions_per_update, dtype=dtype,
+                   value_average=run.config.value_average)
 

@@ -93,7 +93,7 @@ def latest_step(directory) -> int | None:
   return None if step is None else int(step)
 
 
-def _check_metadata(stored: dict, expected: dict, where: str) -> None:
+def _check_metadata(stored: dict, expected: dict, where: str, normalise=None) -> None:
   keys = [k for k in GAME_KEYS if k in expected] + sorted(k for k in expected
                                                            if k not in GAME_KEYS)
   want = _jsonable(expected)
@@ -101,6 +101,11 @@ def _check_metadata(stored: dict, expected: dict, where: str) -> None:
     if k not in stored:
       raise CheckpointError(f"checkpoint {where} has no metadata entry {k!r} (expected "
                             f"{want[k]!r})")
+    if k in (normalise or {}):
+      try:  # e.g. a config written before a field existed, read with that field's default
+        stored = dict(stored, **{k: _jsonable(normalise[k](stored[k]))})
+      except (ValueError, TypeError, KeyError):
+        pass  # compared as stored: the mismatch below names it
     if stored[k] != want[k]:
       what = "game" if k in GAME_KEYS else "architecture/configuration"
       raise CheckpointError(f"checkpoint {where} is for another {what}: {k} = {stored[k]!r} in "
@@ -136,10 +141,12 @@ def _open(directory, step):
   return ocp, manager, int(step), f"{directory} step {step}"
 
 
-def restore(directory, template: Any, metadata: dict, step: int | None = None) -> Any:
+def restore(directory, template: Any, metadata: dict, step: int | None = None, *,
+            normalise: dict | None = None) -> Any:
   """The pytree of checkpoint ``step`` (default the latest) with ``template``'s structure,
   shapes and dtypes (typed keys re-wrapped), after checking that its metadata agrees with
-  ``metadata`` on every entry ``metadata`` names (:class:`CheckpointError` otherwise)."""
+  ``metadata`` on every entry ``metadata`` names (:class:`CheckpointError` otherwise);
+  ``normalise`` maps an entry's name to a function applied to the stored value first."""
   ocp, manager, step, where = _open(directory, step)
   try:
     try:
@@ -148,7 +155,7 @@ def restore(directory, template: Any, metadata: dict, step: int | None = None) -
     except Exception as e:
       raise CheckpointError(f"checkpoint {where} cannot be read (corrupt or incomplete): "
                             f"{type(e).__name__}: {e}") from e
-    _check_metadata(stored, metadata, where)
+    _check_metadata(stored, metadata, where, normalise)
     target = jax.tree_util.tree_map(
         lambda x: np.zeros(np.shape(x), np.asarray(x).dtype) if not _is_typed_key(x)
         else np.zeros(jax.random.key_data(x).shape, np.uint32), template)

@@ -26,7 +26,9 @@ import json
 import math
 import pathlib
 
-from jaxgt.core.checks import check_nonnegative_int, check_positive_int, check_real
+from jaxgt.core.checks import (check_choice, check_nonnegative_int, check_positive_int,
+                               check_real)
+from jaxgt.search.gtcfr import VALUE_AVERAGES
 from jaxgt.training.learner import OPTIMIZERS, LearnerConfig
 
 
@@ -43,6 +45,9 @@ class TrainConfig:
   expansions_per_update: float = 1.0  # c of SoG(s, c)
   capacity: int = 0  # search-tree nodes (0: what the simulations can add)
   alpha: float = 0.5  # modified re-solving gadget's mixing
+  # normaliser of a node's averaged values (jaxgt.search.gtcfr.make_config): the presets were
+  # measured with "search", the search default before "node" (stop 17)
+  value_average: str = "search"
   epsilon: float = 0.1  # exploration: (1 - epsilon) pi + epsilon uniform
   greedy_after: int = 1_000_000  # decisions of a game after which the move is pi's argmax
   q_search: float = 0.1  # probability a self-play search's leaf query goes to the query buffer
@@ -95,6 +100,7 @@ class TrainConfig:
     if self.solver_batch > self.query_capacity:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")
+    check_choice("value_average", self.value_average, VALUE_AVERAGES)
     if self.optimizer not in OPTIMIZERS:
       raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
     self.learner()  # its own checks

@@ -181,7 +181,8 @@ class Trainer:
     (one compilation for all parameter versions: the shared evaluator reads them)."""
     self.holder.params = params
     agent = sog_agent(self.game, self.model, params, simulations=self.config.eval_simulations,
-                      evaluator=self.eval_evaluator, dtype=DTYPE)
+                      evaluator=self.eval_evaluator,
+                      value_average=self.config.value_average, dtype=DTYPE)
     return float(construct.evaluate(agent, seeds=(seed,)).avg)
 
 
@@ -218,7 +219,10 @@ def save(trainer: Trainer, out: pathlib.Path, state: TrainState) -> None:
 
 def restore(trainer: Trainer, out: pathlib.Path, seed: int) -> TrainState:
   """The newest checkpoint of ``out`` (``CheckpointError`` for another game/architecture)."""
-  return checkpoint.restore(out / CHECKPOINTS, trainer.init(seed), trainer.metadata())
+  # a run's config is compared as a TrainConfig: a checkpoint written before a config field
+  # existed holds that field's default (the behaviour of its time)
+  return checkpoint.restore(out / CHECKPOINTS, trainer.init(seed), trainer.metadata(),
+                            normalise={"config": lambda c: from_dict(c).to_json()})
 
 
 @dataclasses.dataclass
@@ -228,6 +232,7 @@ class LoadedRun:
   model: CVPN
   params: Any
   step: int
+  config: TrainConfig
 
 
 def load_run(out: pathlib.Path, game: CompiledGame) -> LoadedRun:
@@ -238,7 +243,7 @@ def load_run(out: pathlib.Path, game: CompiledGame) -> LoadedRun:
   trainer = trainer_for(game, config)
   state = restore(trainer, pathlib.Path(out), 0)
   return LoadedRun(model=trainer.model, params=state.learner.params,
-                   step=int(state.learner_steps))
+                   step=int(state.learner_steps), config=config)
 
 
 def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = None,

@@ -37,7 +37,7 @@ class QuerySolver:
     search_cfg = gtcfr_search.make_config(
         source, simulations=cfg.solver_simulations,
         expansions_per_update=cfg.expansions_per_update, capacity=cfg.capacity or None,
-        log_queries=cfg.log_queries, dtype=DTYPE)
+        log_queries=cfg.log_queries, value_average=cfg.value_average, dtype=DTYPE)
     object.__setattr__(self, "search_config", search_cfg)
     object.__setattr__(self, "smap", gtcfr_evaluator.slot_map(source, self.actors.model.encoding))
     object.__setattr__(self, "step", jax.jit(self._step))

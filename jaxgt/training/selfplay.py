@@ -153,11 +153,13 @@ class SelfPlay:
     source = device_tree.source_from_game(self.game, DTYPE)
     search_cfg = gtcfr_search.make_config(
         source, simulations=cfg.simulations, expansions_per_update=cfg.expansions_per_update,
-        capacity=cfg.capacity or None, log_queries=cfg.log_queries, dtype=DTYPE)
+        capacity=cfg.capacity or None, log_queries=cfg.log_queries,
+        value_average=cfg.value_average, dtype=DTYPE)
     evaluator = gtcfr_evaluator.cvpn_evaluator(source, self.model)
     agent = GTCFRAgent(self.game, simulations=cfg.simulations,
                        expansions_per_update=cfg.expansions_per_update, evaluator=evaluator,
-                       capacity=search_cfg.capacity, alpha=cfg.alpha, dtype=DTYPE)
+                       capacity=search_cfg.capacity, alpha=cfg.alpha,
+                       value_average=cfg.value_average, dtype=DTYPE)
     smap = gtcfr_evaluator.slot_map(source, self.model.encoding)
     enc = self.model.encoding
     held = np.stack([np.where(enc.pt.aug[p] >= 0, enc.slot_of[p][np.maximum(enc.pt.aug[p], 0)],
