@@ -38,6 +38,7 @@ import numpy as np
 from flax import struct
 
 from jaxgt.agents.base import Agent
+from jaxgt.core import rng
 from jaxgt.core.checks import check_positive_int, concrete_int
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, infostate_histories
 from jaxgt.search import device_tree
@@ -148,7 +149,7 @@ class GTCFRAgent(Agent):
     """The root-anchored search at ``public`` (no re-solving)."""
     path = device_tree.public_path(self.source, public)
     return self._run_search(jnp.zeros((), jnp.int32), self.ranges,
-                            jax.random.fold_in(key, public), path)
+                            rng.fold_in(key, public), path)
 
   def resolve_args(self, state, public, player):
     """``(root, ranges [2, K], opp_values [K], path)`` of the re-solve at ``public`` from the
@@ -190,7 +191,7 @@ class GTCFRAgent(Agent):
 
   def _decision_search(self, state, public, player):
     root, ranges, opp_values, path, on = self.decision_args(state, public, player)
-    return self._run_search(root, ranges, jax.random.fold_in(state.key, public), path, player,
+    return self._run_search(root, ranges, rng.fold_in(state.key, public), path, player,
                             opp_values, on)
 
   def after_search(self, state, res, public):
@@ -274,7 +275,7 @@ class GTCFRAgent(Agent):
 
   def _batched(self, kinit, publics):
     paths = jax.vmap(lambda s: device_tree.public_path(self.source, s))(publics)
-    keys = jax.vmap(lambda s: jax.random.fold_in(kinit, s))(publics)
+    keys = jax.vmap(lambda s: rng.fold_in(kinit, s))(publics)
     B = publics.shape[0]
     return gtcfr_search.search(self.source, self.config, self.evaluator, jnp.zeros(B, jnp.int32),
                      jnp.broadcast_to(self.ranges, (B,) + self.ranges.shape), keys, path=paths)

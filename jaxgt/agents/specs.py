@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from jaxgt.agents.base import Agent, PolicyAgent
-from jaxgt.core.checks import check_nonnegative_int, check_positive_int
+from jaxgt.core.checks import check_choice, check_nonnegative_int, check_positive_int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,8 +92,8 @@ class Param:
     else:
       if not raw:
         raise ValueError(f"{where} expects a non-empty string")
-      if self.choices and raw not in self.choices:
-        raise ValueError(f"{where} must be one of {', '.join(self.choices)}; got {raw!r}")
+      if self.choices:
+        check_choice(where, raw, self.choices)
       return raw
     if self.minimum is not None and value < self.minimum:
       raise ValueError(f"{where} must be >= {_show(self.minimum)}, got {raw!r}")

@@ -44,7 +44,7 @@ from jax import lax
 
 from jaxgt.core.checks import (check_choice, check_distribution, check_key,
                                check_nonnegative_int, check_positive_int, check_real)
-from jaxgt.core import sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.compiler import NO_INDEX, ancestor_at_depth, infostate_histories
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
@@ -582,12 +582,12 @@ class _Program:
     tree = st.tree
     N, M, K, A = tree.capacity, src.num_histories, src.num_infostates, src.num_actions
     dtype = tree.chance.dtype
-    keys = jax.random.split(key, src.max_depth + 3)
+    keys = rng.split(key, src.max_depth + 3)
     focus = st.focus
     in_focus = tree.entry[focus] & (tree.history[focus] >= 0)
     w = jnp.where(in_focus, st.joint_reach[focus], 0.0)
     w = jnp.where(jnp.sum(w) > 0, w, in_focus.astype(dtype))
-    start = focus * M + sample_index(w, jax.random.uniform(keys[0], dtype=dtype))
+    start = focus * M + sample_index(w, rng.uniform(keys[0], dtype=dtype))
     legal = _legal(tree)
     if cfg.select_policy == "current":
       pol_cfr = history_cfr.strategy(cfg.solver, legal, st.cfr)
@@ -612,7 +612,7 @@ class _Program:
       cw = jnp.where(kids >= 0, chance_flat[jnp.maximum(kids, 0)], 0.0)
       if cfg.chance == "uniform":
         cw = (cw > 0).astype(dtype)
-      a_chance = sample_index(cw, jax.random.uniform(keys[i + 1], dtype=dtype))
+      a_chance = sample_index(cw, rng.uniform(keys[i + 1], dtype=dtype))
       # decision: pi_select = 1/2 PUCT (argmax) + 1/2 average CFR policy
       p = jnp.clip(pl, 0, 1)
       row = n * K + jnp.maximum(info_flat[p, slot], 0)
@@ -623,7 +623,7 @@ class _Program:
       puct = jax.nn.one_hot(jnp.argmax(score), A, dtype=dtype)
       pcfr = jnp.where(p == 0, pol_cfr[0][row], pol_cfr[1][row])
       a_dec = sample_index(jnp.where(lg, 0.5 * puct + 0.5 * pcfr, 0.0),
-                           jax.random.uniform(jax.random.fold_in(keys[i + 1], 1), dtype=dtype))
+                           rng.uniform(rng.fold_in(keys[i + 1], 1), dtype=dtype))
       is_dec = ~done & ((pl == 0) | (pl == 1))
       a = jnp.where(pl == CHANCE, a_chance, a_dec)
       bump = jnp.where(is_dec, 1.0, 0.0)
@@ -709,9 +709,9 @@ class _Program:
     def phase(i, st):
       st = lax.fori_loop(0, cfg.updates_per_phase,
                          lambda _, s: self.regret_update(s, ranges, opp_values, player, on), st)
-      kp = jax.random.fold_in(key, i)
+      kp = rng.fold_in(key, i)
       st = lax.fori_loop(0, cfg.sims_per_phase,
-                         lambda j, s: self.simulate(s, jax.random.fold_in(kp, j)), st)
+                         lambda j, s: self.simulate(s, rng.fold_in(kp, j)), st)
       return st.replace(virtual=jnp.zeros_like(st.virtual))
 
     return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges, player, on)

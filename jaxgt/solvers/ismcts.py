@@ -40,7 +40,7 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import rng, sequence_form
-from jaxgt.core.checks import check_real
+from jaxgt.core.checks import check_choice, check_real
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree
 from jaxgt.core.sampling import mix_uniform, sample_index
@@ -89,15 +89,13 @@ class ISMCTS(Solver):
     return self.batch
 
   def __post_init__(self):
-    if self.selection not in SELECTION:
-      raise ValueError(f"selection must be one of {SELECTION}, got {self.selection!r}")
+    check_choice("selection", self.selection, SELECTION)
     if self.c is not None:
       check_real("c", self.c, 0, hi_open=True)
     check_real("exploration", self.exploration, 0, 1, lo_open=True)
     if self.final is None:
       object.__setattr__(self, "final", "visits" if self.selection == "uct" else "mean")
-    if self.final not in FINAL:
-      raise ValueError(f"final must be one of {FINAL}, got {self.final!r}")
+    check_choice("final", self.final, FINAL)
     if self.final == "mean" and self.selection == "uct":
       raise ValueError("final='mean' needs selection='rm' (UCT keeps no mean strategy)")
     check_memory_config(self)

@@ -83,7 +83,8 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import rng, sequence_form
-from jaxgt.core.checks import check_decision_history, check_positive_int, check_real
+from jaxgt.core.checks import (check_choice, check_decision_history, check_positive_int,
+                               check_real)
 from jaxgt.core.compiler import NO_INDEX, GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name
 from jaxgt.core.sampling import mix_uniform
@@ -229,8 +230,7 @@ class OOS(Solver):
     check_real("delta", self.delta, 0, 1)
     check_real("epsilon", self.epsilon, 0, 1, lo_open=True)
     check_real("gamma", self.gamma, 0, 1)
-    if self.targeting not in TARGETING:
-      raise ValueError(f"targeting must be one of {TARGETING}, got {self.targeting!r}")
+    check_choice("targeting", self.targeting, TARGETING)
     check_memory_config(self)
 
   def init(self, tree: GameTree, *, prefill: bool = False, weights=None) -> OOSState:

@@ -101,8 +101,7 @@ class TrainConfig:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")
     check_choice("value_average", self.value_average, VALUE_AVERAGES)
-    if self.optimizer not in OPTIMIZERS:
-      raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+    check_choice("optimizer", self.optimizer, OPTIMIZERS)
     self.learner()  # its own checks
 
   def learner(self) -> LearnerConfig:

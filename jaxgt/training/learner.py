@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxgt.core.checks import check_positive_int, check_real
+from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.nets.cvpn import CVPN, init as cvpn_init
 from jaxgt.nets.encoding import masks
 from jaxgt.training import buffers
@@ -63,8 +63,7 @@ class LearnerConfig:
     check_positive_int("decay_steps", self.decay_steps)
     check_real("max_updates", self.max_updates, 0, lo_open=True)
     check_real("momentum", self.momentum, 0, 1, hi_open=True)
-    if self.optimizer not in OPTIMIZERS:
-      raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+    check_choice("optimizer", self.optimizer, OPTIMIZERS)
 
 
 # Table S2's Scotland Yard column (replay buffer size 1M is the buffer's capacity).
