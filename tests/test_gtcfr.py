@@ -482,7 +482,7 @@ def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
   """``node_weight`` of a node is the sum of ``t^gamma`` from the update after the expansion
   that added it (found from the shorter searches, which share the key's phases); nodes of
   the initial tree have the whole search's weight. ``value_average="node"`` divides a node's
-  summed self-play values by it, ``"search"`` (the default) by the whole search's weight."""
+  summed self-play values by it (the default), ``"search"`` by the whole search's weight."""
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
   s, cap = 6, 11
@@ -490,7 +490,8 @@ def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
   initial = np.asarray(jax.jit(lambda: dt.expand(src, dt.init_tree(src, cap, 0), 0))().public)
   trees = [initial]
   for j in range(1, s + 1):
-    cfg = gt.make_config(src, simulations=max(j, 1), capacity=cap, value_average="node")
+    cfg = gt.make_config(src, simulations=max(j, 1), capacity=cap)
+    assert cfg.value_average == "node"
     res = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
     trees.append(np.asarray(res.state.tree.public))
   st = res.state
@@ -510,7 +511,7 @@ def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
   nw = np.repeat(np.asarray(st.node_weight), K)
   want = np.where(nw > 0, np.asarray(st.node_values) / np.where(nw > 0, nw, 1.0), 0.0)
   np.testing.assert_allclose(np.asarray(res.node_values), want, rtol=1e-12)
-  cfg = gt.make_config(src, simulations=s, capacity=cap)
-  default = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
-  np.testing.assert_allclose(np.asarray(default.node_values),
+  cfg = gt.make_config(src, simulations=s, capacity=cap, value_average="search")
+  whole = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
+  np.testing.assert_allclose(np.asarray(whole.node_values),
                              np.asarray(st.node_values) / float(st.value_weight), rtol=1e-12)
