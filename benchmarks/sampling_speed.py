@@ -29,7 +29,7 @@ import time
 import jax
 
 import jaxgt
-from jaxgt.bench_report import figure
+from jaxgt.bench_report import figure, pin_to_core
 from jaxgt.solvers import mccfr
 from jaxgt.core import sequence_form as sf
 
@@ -149,14 +149,23 @@ def main(argv=None):
                   help="trajectories for the equal-sample exploitability comparison")
   ap.add_argument("--convergence-batches", default="16,256,4096",
                   help="our batch sizes in the equal-sample comparison")
+  ap.add_argument("--pin", type=int, metavar="CORE", default=None,
+                  help="run on this one CPU core, jaxgt and the OpenSpiel peer alike (like for "
+                       "like against a single-threaded peer; default: unpinned)")
   args = ap.parse_args(argv)
+  try:
+    pin_to_core(args.pin)  # before JAX starts its CPU runtime
+  except ValueError as e:
+    ap.error(str(e))
   import pyspiel
   jax.config.update("jax_enable_x64", True)  # float64 exploitability; timings stay float32
   games = [g for g in args.games.split(",") if g]
   if args.liars_dice and "liars_dice" in jaxgt.games.registry():
     games.append("liars_dice(numdice=1)")  # OpenSpiel's liars_dice defaults to one die each
   batches = [int(b) for b in args.batches.split(",")]
-  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; trajectories/s "
+  pinned = {} if args.pin is None else {"core": args.pin}  # a figure's parameters
+  where = "" if args.pin is None else f" (pinned to core {args.pin})"
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform}{where}; trajectories/s "
         f"(a step is 2 x batch trajectories; an OpenSpiel iteration is 2)")
   for game in games:
     os_game = "liars_dice" if game.startswith("liars_dice") else game
@@ -172,7 +181,7 @@ def main(argv=None):
         rate, ref, ratio = interleaved(ours, peer, args.seconds, args.repeats)
         best = max(best, (rate, b))
         print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ref:>12,.0f} {ratio:>8.1f}x")
-        figure(f"mccfr-{kind}", rate, "traj/s", game=game, batch=b,
+        figure(f"mccfr-{kind}", rate, "traj/s", game=game, batch=b, **pinned,
                peer=f"OpenSpiel C++ {OS_NAMES[kind]}", peer_value=rate / ratio)
       print(f"fastest: batch {best[1]}; equal samples (exploitability, seconds; larger "
             f"batches make fewer regret updates per sample):")

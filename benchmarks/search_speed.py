@@ -42,7 +42,7 @@ import jax
 import numpy as np
 
 import jaxgt
-from jaxgt.bench_report import figure, missing_peer
+from jaxgt.bench_report import figure, missing_peer, pin_to_core
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers.ismcts import ISMCTS
@@ -117,7 +117,14 @@ def main(argv=None):
                   help="simulations per ISMCTSBot.step")
   ap.add_argument("--no-liars-dice", dest="liars_dice", action="store_false",
                   help="skip liars_dice(numdice=1) even when it is registered")
+  ap.add_argument("--pin", type=int, metavar="CORE", default=None,
+                  help="run on this one CPU core, jaxgt and the OpenSpiel peer alike (like for "
+                       "like against a single-threaded peer; default: unpinned)")
   args = ap.parse_args(argv)
+  try:
+    pin_to_core(args.pin)  # before JAX starts its CPU runtime
+  except ValueError as e:
+    ap.error(str(e))
   solvers = [s for s in args.solvers.split(",") if s]
   if bad := set(solvers) - set(SOLVERS):
     ap.error(f"unknown solvers {sorted(bad)}; choose from {','.join(SOLVERS)}")
@@ -129,7 +136,9 @@ def main(argv=None):
   if args.liars_dice and "liars_dice" in jaxgt.games.registry():
     games.append("liars_dice(numdice=1)")  # OpenSpiel's liars_dice defaults to one die each
   batches = [int(b) for b in args.batches.split(",")]
-  print(f"jax {jax.__version__} on {jax.devices()[0].platform}; "
+  pinned = {} if args.pin is None else {"core": args.pin}  # a figure's parameters
+  where = "" if args.pin is None else f" (pinned to core {args.pin})"
+  print(f"jax {jax.__version__} on {jax.devices()[0].platform}{where}; "
         f"OpenSpiel {'present' if pyspiel else 'absent (peer columns n/a)'}")
   print("units: traj = sampled trajectories (OOS: 2 x batch per iteration), sims = ISMCTS "
         "simulations, episodes = UCT self-play episodes.\npeers: ISMCTSBot = OpenSpiel C++ "
@@ -165,7 +174,7 @@ def main(argv=None):
         print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ratio:>{w}}", flush=True)
         if isinstance(ref, str):
           missing_peer(f"OpenSpiel C++ {peer}", ref, game=game, solver=solver)
-        figure(solver, rate, f"{unit}/s", game=game, batch=b,
+        figure(solver, rate, f"{unit}/s", game=game, batch=b, **pinned,
                peer=None if isinstance(ref, str) else f"OpenSpiel C++ {peer}",
                peer_value=None if isinstance(ref, str) else ref)
 

@@ -2,6 +2,7 @@
 
 import ast
 import json
+import os
 import pathlib
 import textwrap
 
@@ -118,3 +119,18 @@ def test_figure_records_in_memory_without_the_runner(monkeypatch):
   n = len(bench_report.RECORDED)
   r = bench_report.figure("x", 3.0, "s", higher_is_better=False, peer="p", peer_value=6.0)
   assert r["ratio"] == 2.0 and len(bench_report.RECORDED) == n + 1
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
+def test_pin_to_core_checks_the_core_and_pins_the_calling_thread():
+  assert bench_report.pin_to_core(None) is None
+  before = os.sched_getaffinity(0)
+  with pytest.raises(ValueError, match="not available"):
+    bench_report.pin_to_core(max(before) + 1000)
+  assert os.sched_getaffinity(0) == before  # a refused core changes nothing
+  core = min(before)
+  try:
+    assert bench_report.pin_to_core(core) == core
+    assert os.sched_getaffinity(0) == {core}
+  finally:
+    os.sched_setaffinity(0, before)
