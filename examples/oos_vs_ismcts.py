@@ -2,8 +2,10 @@
 
 Reproduces the shape of the paper's match tables (Sec. 5.5, Fig. "matches"):
 every row agent plays ``--matches`` matches against every column agent, half
-of them in each seat; a cell is the row agent's win rate in percent (draws
-count half) with its 95% half-width, and its mean payoff. Budgets are
+of them in each seat; a cell is the row agent's win rate in percent (a match
+won when its payoff is positive, draws count half) with its 95% half-width,
+and its mean payoff (the paper's measure for Generic Poker, whose payoffs are
+chips; for the win/loss games the two say the same). Budgets are
 trajectories per move: OOS runs ``budget / 2`` iterations (one trajectory per
 update player each), ISMCTS ``budget`` simulations. The paper's budgets are
 seconds per move (0.1 s for II-GS(6), LD(1,1), GP(3,3,2,2); 1 s / 5 s for the
@@ -83,13 +85,13 @@ def main(argv=None):
     raise SystemExit("budgets must be positive and --matches at least 2")
   rows, cols = args.rows.split(","), args.cols.split(",")
   print(f"{args.matches} matches per cell; cells: row agent's win % "
-        f"(draws half) +- 95% half-width [mean payoff]")
+        f"(draws half) (95% half-width) [mean payoff (95% half-width)]")
   key = jax.random.key(args.seed)
   for game_string in args.games.split(","):
     game = jaxgt.load(GAMES.get(game_string, game_string))
     for budget in budgets:
       print(f"\n{game.name}, {budget} trajectories per move")
-      print(f"{'':>6}" + "".join(f"{c.upper():>26}" for c in cols))
+      print(f"{'':>6}" + "".join(f"{c.upper():>32}" for c in cols))
       for r in rows:
         cells = []
         for c in cols:
@@ -97,10 +99,10 @@ def main(argv=None):
           t0 = time.perf_counter()
           res = play(game, make_agent(r, game, budget, args), make_agent(c, game, budget, args),
                      args.matches, k, swap_seats=True)
-          win = 50.0 * (1.0 + res.mean)
           secs = time.perf_counter() - t0
-          cells.append(f"{win:5.1f}({50.0 * res.ci95:4.1f}) [{res.mean:+.2f}] {secs:4.0f}s")
-        print(f"{r.upper():>6}" + "".join(f"{cell:>26}" for cell in cells))
+          cells.append(f"{100 * res.win_rate:5.1f}({100 * res.win_ci95:4.1f}) "
+                       f"[{res.mean:+.2f}({res.ci95:.2f})] {secs:4.0f}s")
+        print(f"{r.upper():>6}" + "".join(f"{cell:>32}" for cell in cells))
 
 
 if __name__ == "__main__":
