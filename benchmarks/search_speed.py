@@ -2,7 +2,11 @@
 
 For each game, solver and batch size: compile time (the first call, one
 step) and steady-state work per second, with the ratio to an OpenSpiel C++
-peer timed in the same run:
+peer timed in the same process, interleaved with ours (``--repeats``
+alternating timings of each, the medians of each and of the per-repeat ratios:
+the machine may be shared). ``--pin CORE`` runs both on one core, the
+like-for-like comparison with a single-threaded peer
+(:func:`jaxgt.bench_report.pin_to_core`). Peers:
 
 * ``oos-ist`` / ``oos-pst``: ``OOS(targeting=...).run`` from the search
   position below; trajectories/s (an iteration is ``2 * batch``
@@ -28,7 +32,7 @@ libraries. Without OpenSpiel the peer columns read ``n/a``.
 
   python benchmarks/search_speed.py [--games kuhn_poker,leduc_poker]
       [--solvers oos-ist,oos-pst,ismcts,uct,smooth-uct] [--batches 1,16,256]
-      [--seconds 0.25] [--peer-simulations 1000] [--no-liars-dice]
+      [--seconds 0.25] [--repeats 3] [--peer-simulations 1000] [--no-liars-dice] [--pin CORE]
 """
 
 from __future__ import annotations
@@ -49,8 +53,8 @@ from jaxgt.solvers.ismcts import ISMCTS
 from jaxgt.solvers.oos import OOS, target_members
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sampling_speed import _openspiel as _openspiel_mccfr  # noqa: E402  (OS-MCCFR traj/s)
-from sampling_speed import throughput  # noqa: E402
+from sampling_speed import _meter, interleaved  # noqa: E402
+from sampling_speed import _openspiel_meter as _openspiel_mccfr_meter  # noqa: E402  (OS-MCCFR)
 
 SOLVERS = ("oos-ist", "oos-pst", "ismcts", "uct", "smooth-uct")
 BENCH_QUICK = ["--games", "kuhn_poker", "--batches", "16", "--seconds", "0.2",
@@ -69,26 +73,29 @@ def _first_decision(tree) -> int:
   return h
 
 
-def _ours(game: str, solver: str, batch: int, seconds: float):
+def _ours(game: str, solver: str, batch: int):
+  """``(compile s, meter)`` of one of our solvers (``sampling_speed._meter``: ``meter(seconds)``
+  times one call of at least ``seconds`` and returns units/s)."""
   tree = jaxgt.load(game).device_tree("float32")
   key = jax.random.key(0)
   if solver.startswith("oos"):
     s = OOS(targeting=solver[4:], batch=batch)
     h, members = _first_decision(tree), target_members(tree, s.targeting)
     run = lambda st, n: s.run(tree, st, n, key, history=h, members=members)
-    return throughput(run, s.init(tree), 2 * batch, seconds)
+    return _meter(run, s.init(tree), 2 * batch)
   if solver == "ismcts":
     s = ISMCTS(selection="uct", batch=batch)
     h, members = _first_decision(tree), target_members(tree, "ist")
     run = lambda st, n: s.run(tree, st, n, key, history=h, members=members)
-    return throughput(run, s.init(tree), batch, seconds)
+    return _meter(run, s.init(tree), batch)
   consts = uct_lib.PAPER_CONSTANTS[solver].get(game, {})
   s = (uct_lib.uct if solver == "uct" else uct_lib.smooth_uct)(**consts, batch=batch)
-  return throughput(lambda st, n: s.run(tree, st, n, key), s.init(tree), batch, seconds)
+  return _meter(lambda st, n: s.run(tree, st, n, key), s.init(tree), batch)
 
 
-def _openspiel_ismcts(pyspiel, game: str, uct_c: float, sims: int, seconds: float) -> float:
-  """``pyspiel.ISMCTSBot`` simulations/s: ``bot.step`` at the first decision after the deal."""
+def _openspiel_ismcts_meter(pyspiel, game: str, uct_c: float, sims: int):
+  """``meter(seconds) -> sims/s`` of ``pyspiel.ISMCTSBot``: ``bot.step`` at the first decision
+  after the deal (kept warm between calls)."""
   g = pyspiel.load_game(game)
   state = g.new_initial_state()
   while state.is_chance_node():
@@ -96,15 +103,20 @@ def _openspiel_ismcts(pyspiel, game: str, uct_c: float, sims: int, seconds: floa
   bot = pyspiel.ISMCTSBot(0, pyspiel.RandomRolloutEvaluator(1, 0), uct_c, sims,
                           final_policy_type=pyspiel.ISMCTSFinalPolicyType.MAX_VISIT_COUNT)
   bot.step(state)  # warm-up
-  n = 1
-  while True:
-    t0 = time.perf_counter()
-    for _ in range(n):
-      bot.step(state)
-    dt = time.perf_counter() - t0
-    if dt >= seconds:
-      return sims * n / dt
-    n *= 2
+  box = [1]
+
+  def meter(seconds: float) -> float:
+    while True:
+      n = box[0]
+      t0 = time.perf_counter()
+      for _ in range(n):
+        bot.step(state)
+      dt = time.perf_counter() - t0
+      if dt >= seconds:
+        return sims * n / dt
+      box[0] *= 2
+
+  return meter
 
 
 def main(argv=None):
@@ -113,6 +125,8 @@ def main(argv=None):
   ap.add_argument("--solvers", default=",".join(SOLVERS), help=f"subset of {','.join(SOLVERS)}")
   ap.add_argument("--batches", default="1,16,256")
   ap.add_argument("--seconds", type=float, default=0.25, help="minimum timed interval")
+  ap.add_argument("--repeats", type=int, default=3,
+                  help="alternating timings of ours and the peer per row (medians reported)")
   ap.add_argument("--peer-simulations", type=int, default=1000,
                   help="simulations per ISMCTSBot.step")
   ap.add_argument("--no-liars-dice", dest="liars_dice", action="store_false",
@@ -147,7 +161,7 @@ def main(argv=None):
         "targeting; its MCTSBot is perfect-information only, so no UCT peer).")
   for game in games:
     os_game = "liars_dice" if game.startswith("liars_dice") else game
-    peers = {}  # OpenSpiel rate, or why there is none; each timed once per game
+    peers = {}  # a warm OpenSpiel meter, or why there is none; one of each per game
     for solver in solvers:
       peer = "ISMCTSBot" if solver == "ismcts" else "OS-MCCFR"
       if peer not in peers:
@@ -155,29 +169,31 @@ def main(argv=None):
         try:
           if pyspiel and peer == "ISMCTSBot":
             c = float(ISMCTS().exploration_constant(jaxgt.load(game).tree))  # ours' uct_c
-            peers[peer] = _openspiel_ismcts(pyspiel, os_game, c, args.peer_simulations,
-                                            args.seconds)
+            peers[peer] = _openspiel_ismcts_meter(pyspiel, os_game, c, args.peer_simulations)
           elif pyspiel:
-            peers[peer] = _openspiel_mccfr(pyspiel, os_game, "os", args.seconds)
+            peers[peer] = _openspiel_mccfr_meter(pyspiel, os_game, "os")
         except pyspiel.SpielError as e:
           peers[peer] = f"n/a ({e})"
-      ref, unit = peers[peer], UNIT[solver]
-      ref_s = ref if isinstance(ref, str) else \
-          f"{ref:,.0f} {'sims' if solver == 'ismcts' else 'traj'}/s"
-      print(f"\n{game} {solver}: OpenSpiel C++ {peer} {ref_s}")
+      peer_meter, unit = peers[peer], UNIT[solver]
+      missing = isinstance(peer_meter, str)
+      print(f"\n{game} {solver} ({unit}/s; OpenSpiel C++ {peer}"
+            + (f" {peer_meter})" if missing else f" timed between ours, {args.repeats} "
+               "alternating timings, medians)"))
       ratio_h = f"ours/{peer}" + ("" if solver == "ismcts" else " (nearest peer)")
       w = len(ratio_h) + 2
-      print(f"{'batch':>6} {'compile s':>10} {unit + '/s':>14} {ratio_h:>{w}}")
+      print(f"{'batch':>6} {'compile s':>10} {'jaxgt':>14} {'OpenSpiel':>12} {ratio_h:>{w}}")
       for b in batches:
-        c, rate = _ours(game, solver, b, args.seconds)
-        ratio = "n/a" if isinstance(ref, str) else f"{rate / ref:.2f}x"
-        print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ratio:>{w}}", flush=True)
-        if isinstance(ref, str):
-          missing_peer(f"OpenSpiel C++ {peer}", ref, game=game, solver=solver)
+        c, ours = _ours(game, solver, b)
+        if missing:
+          rate, ref, ratio = ours(args.seconds), None, None
+          missing_peer(f"OpenSpiel C++ {peer}", peer_meter, game=game, solver=solver)
+        else:
+          rate, ref, ratio = interleaved(ours, peer_meter, args.seconds, args.repeats)
+        ref_s, ratio_s = ("n/a", "n/a") if missing else (f"{ref:,.0f}", f"{ratio:.2f}x")
+        print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ref_s:>12} {ratio_s:>{w}}", flush=True)
         figure(solver, rate, f"{unit}/s", game=game, batch=b, **pinned,
-               peer=None if isinstance(ref, str) else f"OpenSpiel C++ {peer}",
-               peer_value=None if isinstance(ref, str) else ref)
-
+               peer=None if missing else f"OpenSpiel C++ {peer}",
+               peer_value=None if missing else rate / ratio)
 
 if __name__ == "__main__":
   main()
