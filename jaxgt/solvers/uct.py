@@ -184,7 +184,13 @@ def uct_node_policy(cfg: UCTSolver, visits, values):
                              / jnp.maximum(nf, 1.0))
     score = jnp.where(n > 0, q + bonus, jnp.inf)
     score = jnp.where(legal, score, -jnp.inf)
-    best = legal & (score == jnp.max(score, axis=-1, keepdims=True))
+    # The maximisers, up to rounding: XLA may evaluate `score` once for the max and again for
+    # this comparison, in different fusions whose FMA contraction differs in the last bit, and
+    # then no action would equal the max (UCB1's share of the draw lost); A ulps of |top| are a
+    # tie (the untried actions' +inf compare exactly).
+    top = jnp.max(score, axis=-1, keepdims=True)
+    slack = score.shape[-1] * jnp.finfo(dtype).eps * jnp.abs(top)
+    best = legal & jnp.where(jnp.isinf(top), score == top, score >= top - slack)
     sel = best / jnp.maximum(jnp.sum(best, axis=-1, keepdims=True), 1).astype(dtype)
     if cfg.smooth:
       eta_k = cfg.mixing(n_u, dtype)[:, None]
