@@ -6,14 +6,18 @@ policy is scored by one exact evaluation (:func:`evaluate`). The layers and
 what each owns are described in ``docs/ARCHITECTURE.md``.
 """
 
-from jaxgt import games
-from jaxgt.core.compiler import CompiledGame, GameTree, PlayerTree, compile_game, load
-from jaxgt.core.evaluate import evaluate
-from jaxgt.core.sequence_form import (best_response, best_response_value, exploitability,
-                                      expected_value, nash_conv)
-from jaxgt.games import make
-from jaxgt.policy import Policy
-from jaxgt.solve import BatchResult, SolveResult, solve, solve_batch
-from jaxgt.solvers.cfr import cfr, cfr_plus, discounted_cfr, linear_cfr, make_solver
+from jaxgt.core import xla_flags as _xla_flags
+
+_xla_flags.tune_cpu()  # before JAX's first backend: see jaxgt/core/xla_flags.py
+
+from jaxgt import games  # noqa: E402
+from jaxgt.core.compiler import CompiledGame, GameTree, PlayerTree, compile_game, load  # noqa: E402
+from jaxgt.core.evaluate import evaluate  # noqa: E402
+from jaxgt.core.sequence_form import (  # noqa: E402
+    best_response, best_response_value, exploitability, expected_value, nash_conv)
+from jaxgt.games import make  # noqa: E402
+from jaxgt.policy import Policy  # noqa: E402
+from jaxgt.solve import BatchResult, SolveResult, solve, solve_batch  # noqa: E402
+from jaxgt.solvers.cfr import cfr, cfr_plus, discounted_cfr, linear_cfr, make_solver  # noqa: E402
 
 __version__ = "0.1.0"
