@@ -82,22 +82,29 @@ def _openspiel(pyspiel, game: str, kind: str, seconds: float) -> float:
   return _openspiel_meter(pyspiel, game, kind)(seconds)
 
 
-def _openspiel_meter(pyspiel, game: str, kind: str):
-  """``meter(seconds) -> traj/s`` of one OpenSpiel solver (kept warm between calls)."""
-  solver = getattr(pyspiel, OS_NAMES[kind])(pyspiel.load_game(game))
-  box = [16]
+def call_meter(call, units: float, start: int = 1):
+  """``meter(seconds) -> units/s`` of ``call()`` repeated (``units`` each): the repeat count
+  doubles until one timing lasts ``seconds``, and is kept for the next timing."""
+  box = [start]
 
   def meter(seconds: float) -> float:
     while True:
       n = box[0]
       t0 = time.perf_counter()
       for _ in range(n):
-        solver.run_iteration()
+        call()
       dt = time.perf_counter() - t0
       if dt >= seconds:
-        return 2 * n / dt
+        return units * n / dt
       box[0] *= 2
 
+  return meter
+
+
+def _openspiel_meter(pyspiel, game: str, kind: str):
+  """``meter(seconds) -> traj/s`` of one OpenSpiel solver (kept warm between calls)."""
+  solver = getattr(pyspiel, OS_NAMES[kind])(pyspiel.load_game(game))
+  meter = call_meter(solver.run_iteration, 2, start=16)
   meter(seconds=0.05)  # warm: the solver's tables fill during the first iterations
   return meter
 

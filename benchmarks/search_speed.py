@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import jax
 import numpy as np
@@ -53,7 +52,7 @@ from jaxgt.solvers.ismcts import ISMCTS
 from jaxgt.solvers.oos import OOS, target_members
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sampling_speed import _meter, interleaved  # noqa: E402
+from sampling_speed import _meter, call_meter, interleaved  # noqa: E402
 from sampling_speed import _openspiel_meter as _openspiel_mccfr_meter  # noqa: E402  (OS-MCCFR)
 
 SOLVERS = ("oos-ist", "oos-pst", "ismcts", "uct", "smooth-uct")
@@ -103,20 +102,7 @@ def _openspiel_ismcts_meter(pyspiel, game: str, uct_c: float, sims: int):
   bot = pyspiel.ISMCTSBot(0, pyspiel.RandomRolloutEvaluator(1, 0), uct_c, sims,
                           final_policy_type=pyspiel.ISMCTSFinalPolicyType.MAX_VISIT_COUNT)
   bot.step(state)  # warm-up
-  box = [1]
-
-  def meter(seconds: float) -> float:
-    while True:
-      n = box[0]
-      t0 = time.perf_counter()
-      for _ in range(n):
-        bot.step(state)
-      dt = time.perf_counter() - t0
-      if dt >= seconds:
-        return sims * n / dt
-      box[0] *= 2
-
-  return meter
+  return call_meter(lambda: bot.step(state), sims)
 
 
 def main(argv=None):
