@@ -79,7 +79,6 @@ def missing_peer(peer: str, reason: str, **params: Any) -> dict:
                 "params": params})
 
 
-
 def pin_to_core(core: int | None) -> int | None:
   """Pins this process to one CPU core (``None``: leaves it as it is); returns ``core``.
 
@@ -101,6 +100,7 @@ def pin_to_core(core: int | None) -> int | None:
                      f"choose one of {available}")
   os.sched_setaffinity(0, {core})
   return core
+
 
 # ------------------------------------------------------------------ the run's environment
 def _git_revision(root: pathlib.Path) -> str | None:
