@@ -296,6 +296,21 @@ def es_tables(tree: GameTree, p: int, num_chance: int):
   return pad(head), pad(tail), cdf.astype(dtype)
 
 
+def _computed_once(x, true):
+  """``x``, computed into a buffer once (``true``: a traced boolean that is always true).
+
+  XLA's CPU fusion copies a cheap elementwise producer into each consumer, so
+  an array that a gather reads several times per element (a slot's value, read
+  by each of its parent's ``A`` action columns; the uniforms, read once per
+  frontier slot and each a threefry hash) is recomputed per read. Optimization
+  barriers are gone before fusion runs; a conditional on a runtime predicate
+  is not, and its result is a buffer. Values are unchanged (the false branch,
+  which never runs, only keeps the two branches from being merged). Leduc
+  external sampling, batch 256: 1.6x the traversals per second.
+  """
+  return lax.cond(true, lambda v: v, lambda v: jnp.where(v == v, v, jnp.zeros_like(v)), x)
+
+
 def _sum_last(x):
   """``sum(x, -1)`` as unrolled adds when the axis is short (XLA's CPU reductions over a few
   elements cost far more than the adds)."""
@@ -353,6 +368,7 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
   the non-terminal histories the traversals can touch, not the tree's ``H``.
   """
   head, tail, chance_cdf = tables
+  uni = _computed_once(uni, uni[0, 0] >= 0)  # read once per frontier slot, hashed once
   A, H = tree.num_actions, tree.num_histories
   W = chance_cdf.shape[1]
   B, U = uni.shape
@@ -408,6 +424,7 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
     mine = kind == _EXPLORE
     value = jnp.where(mine, _sum_last(sig_h * q), jnp.where(
         count > 0, below[..., 0], sampled_payoff))
+    value = _computed_once(value, uni[0, 0] >= 0)  # the level above reads it A times a slot
     regrets.append(jnp.where(rank >= _TERMINAL_CHILD, q - value[..., None], 0.0).reshape(-1, A))
     regret_at.append(jnp.where(mine, info, I_p).reshape(-1))
     visit_at.append(jnp.where(kind == _OPPONENT, info, I_o).reshape(-1))
