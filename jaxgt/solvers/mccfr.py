@@ -306,7 +306,9 @@ def _computed_once(x, true):
   barriers are gone before fusion runs; a conditional on a runtime predicate
   is not, and its result is a buffer. Values are unchanged (the false branch,
   which never runs, only keeps the two branches from being merged). Leduc
-  external sampling, batch 256: 1.6x the traversals per second.
+  external sampling, batch 256, one core: 511k to 1.1M traversals/s with the
+  uniforms, the slots' rows, the running child counts, the children's values
+  and each level's values computed once.
   """
   return lax.cond(true, lambda v: v, lambda v: jnp.where(v == v, v, jnp.zeros_like(v)), x)
 
@@ -368,7 +370,8 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
   the non-terminal histories the traversals can touch, not the tree's ``H``.
   """
   head, tail, chance_cdf = tables
-  uni = _computed_once(uni, uni[0, 0] >= 0)  # read once per frontier slot, hashed once
+  once = uni[0, 0] >= 0  # always true; unknown to XLA (see _computed_once)
+  uni = _computed_once(uni, once)  # read once per frontier slot, hashed once
   A, H = tree.num_actions, tree.num_histories
   W = chance_cdf.shape[1]
   B, U = uni.shape
@@ -384,7 +387,7 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
   drawn = jnp.zeros((B, 1), jnp.int32)  # uniforms used so far
   levels = []
   for d, n in enumerate(sizes):
-    t = head[front]  # [B, S, 4 + 3A]: all a slot needs, one gather
+    t = _computed_once(head[front], once)  # [B, S, 4 + 3A]: all a slot needs, one gather
     row = rows[t[..., _ROW]]  # [B, S, W]
     kind = t[..., _KIND]
     draws = (kind > _EXPLORE).astype(jnp.int32)
@@ -396,7 +399,7 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
     sampled = tail.reshape(-1)[cell]
     sampled_payoff = lax.bitcast_convert_type(tail.reshape(-1)[cell + W], dtype)
     count = jnp.where(kind == _EXPLORE, t[..., _COUNT], (draws > 0) & (sampled < H))
-    ends = _running_sum(count.astype(jnp.int32))
+    ends = _computed_once(_running_sum(count.astype(jnp.int32)), once)  # read per next slot
     payoff = lax.bitcast_convert_type(t[..., _RANK + 2 * A:], dtype)
     levels.append((t, row[..., :A], payoff, sampled_payoff, count, ends - count))
     if d + 1 == len(sizes):
@@ -419,12 +422,12 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
     else:  # the children's slot values by rank (the sampled child's in column 0)
       n = value.shape[1]
       idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), n - 1)
-      below = value.reshape(-1)[batch[..., None] * n + idx]
+      below = _computed_once(value.reshape(-1)[batch[..., None] * n + idx], once)
     q = jnp.where(rank >= 0, below, payoff)
     mine = kind == _EXPLORE
     value = jnp.where(mine, _sum_last(sig_h * q), jnp.where(
         count > 0, below[..., 0], sampled_payoff))
-    value = _computed_once(value, uni[0, 0] >= 0)  # the level above reads it A times a slot
+    value = _computed_once(value, once)  # the level above reads it A times a slot
     regrets.append(jnp.where(rank >= _TERMINAL_CHILD, q - value[..., None], 0.0).reshape(-1, A))
     regret_at.append(jnp.where(mine, info, I_p).reshape(-1))
     visit_at.append(jnp.where(kind == _OPPONENT, info, I_o).reshape(-1))
