@@ -13,7 +13,6 @@ from jaxgt.solvers import base
 from jaxgt.solvers.base import compilations
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers import walk as walk_lib
-from jaxgt.core import sampling
 
 
 def _curves(solver, tree, checkpoints, seeds):
@@ -271,31 +270,22 @@ def test_smooth_ucb_keeps_its_maximisers_when_the_tree_is_a_compile_time_constan
   """Inside an outer loop with the tree closed over, XLA compiles the walk's sampling loop
   differently and evaluates the UCB scores twice with different FMA contraction; an exact
   ``score == max(score)`` then matched no action and UCB1's share of the draw was lost (Kuhn,
-  float64, the 11th episode of key 7: weights (0.23, 0.345) instead of (0.655, 0.345))."""
+  float64, the 11th episode of key 7: action 1 drawn with probability 0.345 where the
+  distribution is (0.655, 0.345) and the uniform 0.546)."""
   tree = jaxgt.load("kuhn_poker").device_tree("float64")
   cfg = uct_lib.smooth_uct(d=0.5, dtype="float64")
   key = jax.random.key(7)
   st = cfg.run(tree, cfg.init(tree), 10, key)
   uni = jax.random.uniform(base.step_key(key, 10), (tree.max_depth, 1), jnp.float64)
 
-  def weights(visits, values):
-    policy = uct_lib.uct_node_policy(cfg, visits, values)
+  def trajectory(visits, values):
+    traj, _ = walk_lib.walk(tree, uct_lib.uct_node_policy(cfg, visits, values), uni,
+                            carry=jnp.zeros((1, 2), bool))
+    return traj.action[:, 0], traj.sample_prob[:, 0]
 
-    def step(t, c):
-      h, carry, out = c
-      node = walk_lib.node_at(tree, h)
-      draw, carry = policy(t, node, carry)
-      w = walk_lib.with_chance(tree, node, draw.sample)
-      a = sampling.sample_index(w, uni[t])
-      live = node.decision | (node.player == CHANCE)
-      return jnp.where(live, tree.children[h, a], h), carry, out.at[t].set(w[0])
-
-    init = (jnp.zeros(1, jnp.int32), jnp.zeros((1, 2), bool),
-            jnp.zeros((tree.max_depth, tree.children.shape[1]), jnp.float64))
-    return lax.fori_loop(0, tree.max_depth, step, init)[2]
-
-  plain = jax.jit(weights)(st.visits, st.values)
-  nested = jax.jit(lambda s: lax.fori_loop(0, 1, lambda i, w: weights(s.visits, s.values),
-                                           jnp.zeros_like(plain)))(st)
-  np.testing.assert_allclose(np.asarray(nested), np.asarray(plain), rtol=1e-12)
-  np.testing.assert_allclose(np.asarray(plain)[2, :2], [0.65495342, 0.34504658], rtol=1e-6)
+  plain = jax.jit(trajectory)(st.visits, st.values)
+  nested = jax.jit(lambda s: lax.fori_loop(0, 1, lambda i, c: trajectory(s.visits, s.values),
+                                           jax.tree.map(jnp.zeros_like, plain)))(st)
+  for a, b in zip(nested, plain):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  np.testing.assert_allclose(np.asarray(plain[1])[2], 0.65495342, rtol=1e-6)
