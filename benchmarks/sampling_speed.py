@@ -29,7 +29,7 @@ import time
 import jax
 
 import jaxgt
-from jaxgt.bench_report import figure, pin_to_core
+from jaxgt.bench_report import add_pin_option, figure, pin_from_args
 from jaxgt.solvers import mccfr
 from jaxgt.core import sequence_form as sf
 
@@ -37,16 +37,6 @@ OS_NAMES = {"os": "OutcomeSamplingMCCFRSolver", "es": "ExternalSamplingMCCFRSolv
 BENCH_QUICK = ["--games", "leduc_poker", "--kinds", "os", "--batches", "16,1024",
                "--seconds", "0.3", "--no-liars-dice", "--samples", "20000",
                "--convergence-batches", "64"]
-
-
-def throughput(run, state, per_step: int, seconds: float, warmup_steps: int = 1):
-  """``(compile s, units/s)`` of ``run(state, steps) -> state``, ``per_step`` units a step.
-
-  The first call (``warmup_steps`` steps) compiles; the number of steps then
-  grows until one timed call lasts ``seconds``.
-  """
-  compile_s, meter = _meter(run, state, per_step, warmup_steps)
-  return compile_s, meter(seconds)
 
 
 def _meter(run, state, per_step: int, warmup_steps: int = 1):
@@ -75,11 +65,6 @@ def _ours(game: str, kind: str, batch: int):
   key = jax.random.key(0)
   return _meter(lambda st, n: solver.run(tree, st, n, key), solver.init(tree), 2 * batch,
                 warmup_steps=0)
-
-
-def _openspiel(pyspiel, game: str, kind: str, seconds: float) -> float:
-  """Traj/s of a fresh OpenSpiel solver over at least ``seconds``."""
-  return _openspiel_meter(pyspiel, game, kind)(seconds)
 
 
 def call_meter(call, units: float, start: int = 1):
@@ -156,21 +141,15 @@ def main(argv=None):
                   help="trajectories for the equal-sample exploitability comparison")
   ap.add_argument("--convergence-batches", default="16,256,4096",
                   help="our batch sizes in the equal-sample comparison")
-  ap.add_argument("--pin", type=int, metavar="CORE", default=None,
-                  help="run on this one CPU core, jaxgt and the OpenSpiel peer alike (like for "
-                       "like against a single-threaded peer; default: unpinned)")
+  add_pin_option(ap)
   args = ap.parse_args(argv)
-  try:
-    pin_to_core(args.pin)  # before JAX starts its CPU runtime
-  except ValueError as e:
-    ap.error(str(e))
+  pinned = pin_from_args(ap, args)  # before JAX starts its CPU runtime; a figure's parameters
   import pyspiel
   jax.config.update("jax_enable_x64", True)  # float64 exploitability; timings stay float32
   games = [g for g in args.games.split(",") if g]
   if args.liars_dice and "liars_dice" in jaxgt.games.registry():
     games.append("liars_dice(numdice=1)")  # OpenSpiel's liars_dice defaults to one die each
   batches = [int(b) for b in args.batches.split(",")]
-  pinned = {} if args.pin is None else {"core": args.pin}  # a figure's parameters
   where = "" if args.pin is None else f" (pinned to core {args.pin})"
   print(f"jax {jax.__version__} on {jax.devices()[0].platform}{where}; trajectories/s "
         f"(a step is 2 x batch trajectories; an OpenSpiel iteration is 2)")

@@ -45,7 +45,7 @@ import jax
 import numpy as np
 
 import jaxgt
-from jaxgt.bench_report import figure, missing_peer, pin_to_core
+from jaxgt.bench_report import add_pin_option, figure, missing_peer, pin_from_args
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers.ismcts import ISMCTS
@@ -117,14 +117,9 @@ def main(argv=None):
                   help="simulations per ISMCTSBot.step")
   ap.add_argument("--no-liars-dice", dest="liars_dice", action="store_false",
                   help="skip liars_dice(numdice=1) even when it is registered")
-  ap.add_argument("--pin", type=int, metavar="CORE", default=None,
-                  help="run on this one CPU core, jaxgt and the OpenSpiel peer alike (like for "
-                       "like against a single-threaded peer; default: unpinned)")
+  add_pin_option(ap)
   args = ap.parse_args(argv)
-  try:
-    pin_to_core(args.pin)  # before JAX starts its CPU runtime
-  except ValueError as e:
-    ap.error(str(e))
+  pinned = pin_from_args(ap, args)  # before JAX starts its CPU runtime; a figure's parameters
   solvers = [s for s in args.solvers.split(",") if s]
   if bad := set(solvers) - set(SOLVERS):
     ap.error(f"unknown solvers {sorted(bad)}; choose from {','.join(SOLVERS)}")
@@ -136,7 +131,6 @@ def main(argv=None):
   if args.liars_dice and "liars_dice" in jaxgt.games.registry():
     games.append("liars_dice(numdice=1)")  # OpenSpiel's liars_dice defaults to one die each
   batches = [int(b) for b in args.batches.split(",")]
-  pinned = {} if args.pin is None else {"core": args.pin}  # a figure's parameters
   where = "" if args.pin is None else f" (pinned to core {args.pin})"
   print(f"jax {jax.__version__} on {jax.devices()[0].platform}{where}; "
         f"OpenSpiel {'present' if pyspiel else 'absent (peer columns n/a)'}")
@@ -180,6 +174,7 @@ def main(argv=None):
         figure(solver, rate, f"{unit}/s", game=game, batch=b, **pinned,
                peer=None if missing else f"OpenSpiel C++ {peer}",
                peer_value=None if missing else rate / ratio)
+
 
 if __name__ == "__main__":
   main()

@@ -102,6 +102,23 @@ def pin_to_core(core: int | None) -> int | None:
   return core
 
 
+def add_pin_option(parser) -> None:
+  """Adds ``--pin CORE`` (:func:`pin_to_core`) to a benchmark's argparse ``parser``."""
+  parser.add_argument("--pin", type=int, metavar="CORE", default=None,
+                      help="run on this one CPU core, jaxgt and the OpenSpiel peer alike (like "
+                           "for like against a single-threaded peer; default: unpinned)")
+
+
+def pin_from_args(parser, args) -> dict:
+  """Applies ``args.pin`` (:func:`add_pin_option`; a bad core is ``parser.error``) and returns
+  the parameters it adds to each :func:`figure` (``{}`` unpinned, else ``{"core": CORE}``)."""
+  try:
+    pin_to_core(args.pin)
+  except ValueError as e:
+    parser.error(str(e))
+  return {} if args.pin is None else {"core": args.pin}
+
+
 # ------------------------------------------------------------------ the run's environment
 def _git_revision(root: pathlib.Path) -> str | None:
   try:

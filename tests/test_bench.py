@@ -1,5 +1,6 @@
 """jaxgt bench: the benchmark protocol, results.json/md, plots, --only, --compare."""
 
+import argparse
 import ast
 import json
 import os
@@ -134,3 +135,13 @@ def test_pin_to_core_checks_the_core_and_pins_the_calling_thread():
     assert os.sched_getaffinity(0) == {core}
   finally:
     os.sched_setaffinity(0, before)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
+def test_pin_option_is_unpinned_by_default_and_refuses_a_core_it_cannot_use():
+  ap = argparse.ArgumentParser()
+  bench_report.add_pin_option(ap)
+  assert bench_report.pin_from_args(ap, ap.parse_args([])) == {}
+  bad = str(max(os.sched_getaffinity(0)) + 1000)
+  with pytest.raises(SystemExit):
+    bench_report.pin_from_args(ap, ap.parse_args(["--pin", bad]))
