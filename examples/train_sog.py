@@ -27,10 +27,12 @@ from jaxgt.training.agent import sog_agent
 
 
 def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 1,
-                 steps=None, log=None):
+                 steps=None, log=None, first_seed: int = 0):
   """``{s: [(step, [exploitability per seed])]}`` over the run's checkpoints (``steps``:
-  these learner steps only; step 0 is the run's initial network); ``log``: a file the
-  results are appended to as JSON lines while they come."""
+  these learner steps only; step 0 is the run's initial network), seeds ``first_seed``
+  to ``first_seed + seeds - 1``; ``log``: a file the results are appended to as JSON
+  lines while they come (the plot merges lines of the same step and s, so seeds can be
+  split over processes)."""
   _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
   saved = sorted(int(p.name) for p in (out / loop.CHECKPOINTS).iterdir() if p.name.isdigit())
@@ -48,35 +50,55 @@ def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 
     for s in simulations:
       agent = lambda: sog_agent(game, trainer.model, params, simulations=s)  # noqa: E731
       t0 = time.perf_counter()
-      res = construct.evaluate(agent, seeds=range(seeds))
+      res = construct.evaluate(agent, seeds=range(first_seed, first_seed + seeds))
       curves[s].append((step, res.exploitability.tolist()))
       print(f"step {step:6d}  SoG({s}, 1): exploitability min {res.min:.4f}  avg {res.avg:.4f}"
             f"  max {res.max:.4f}  ({time.perf_counter() - t0:.0f}s)", flush=True)
       if log is not None:
         with open(log, "a") as f:
-          f.write(json.dumps({"step": step, "simulations": s,
+          f.write(json.dumps({"step": step, "simulations": s, "first_seed": first_seed,
                               "exploitability": res.exploitability.tolist()}) + "\n")
   return curves
 
 
-def plot(curves, path, title):
+def plot(curves, path, title, *, scale: float = 1.0, unit: str = "chips", references=None):
+  """Exploitability (times ``scale``, in ``unit``) against learner steps, mean and min-max
+  ribbon over seeds per SoG(s, 1); ``references``: ``{s: value}`` drawn as dashed lines in
+  the curve's colour (e.g. SoG(s, 1) with exact leaf values, a bound no network reaches)."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  references = references or {}
   for s, rows in curves.items():
     x = [r[0] for r in rows]
-    ys = [np.asarray(r[1]) for r in rows]  # seeds may differ between points
-    ax.plot(x, [y.mean() for y in ys], marker="o", label=f"SoG({s}, 1)")
-    ax.fill_between(x, [y.min() for y in ys], [y.max() for y in ys], alpha=0.2)
+    ys = [scale * np.asarray(r[1]) for r in rows]  # seeds may differ between points
+    line, = ax.plot(x, [y.mean() for y in ys], marker="o", label=f"SoG({s}, 1)")
+    ax.fill_between(x, [y.min() for y in ys], [y.max() for y in ys], alpha=0.2,
+                    color=line.get_color())
+    if s in references:
+      ax.axhline(scale * references[s], ls="--", lw=1, color=line.get_color(),
+                 label=f"SoG({s}, 1), exact leaves")
   ax.set_xlabel("learner steps")
-  ax.set_ylabel("exploitability (chips)")
+  ax.set_ylabel(f"exploitability ({unit})")
   ax.set_yscale("log")
   ax.set_title(title)
   ax.grid(True, alpha=0.3)
-  ax.legend()
+  ax.legend(fontsize=7)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
+
+
+def _plot(game, curves, args):
+  bb = game.game.big_blind
+  scale, unit = (1.0, "game units") if bb is None else (1000.0 / bb, "mbb/h")
+  refs = {}
+  for item in (args.reference or "").split(","):
+    if item:
+      k, v = item.split("=")
+      refs[int(k)] = float(v)
+  plot(curves, args.plot, f"Student of Games on {game.name}", scale=scale, unit=unit,
+       references=refs)
 
 
 def main(argv=None):
@@ -88,21 +110,27 @@ def main(argv=None):
   ap.add_argument("--evaluate-only", action="store_true", help="evaluate an existing run")
   ap.add_argument("--simulations", default="2,10")
   ap.add_argument("--seeds", type=int, default=2)
+  ap.add_argument("--first-seed", type=int, default=0, help="evaluate seeds from this one")
   ap.add_argument("--every", type=int, default=1, help="evaluate every k-th checkpoint")
   ap.add_argument("--steps-list", help="evaluate these learner steps (comma-separated)")
   ap.add_argument("--log", help="append results as JSON lines to this file")
-  ap.add_argument("--plot-log", help="only plot the JSON lines of an earlier --log")
+  ap.add_argument("--plot-log", help="only plot the JSON lines of earlier --log files "
+                  "(comma-separated; a step's seeds from several files are merged)")
   ap.add_argument("--plot")
+  ap.add_argument("--reference", help="S=VALUE,...: exploitability of SoG(S, 1) with exact leaf "
+                  "values (game units), drawn as dashed lines")
   ap.add_argument("--json", help="write the curves as JSON")
   args = ap.parse_args(argv)
   game = jaxgt.load(args.game)
   if args.plot_log:
     curves = {}
-    for line in pathlib.Path(args.plot_log).read_text().splitlines():
-      r = json.loads(line)
-      curves.setdefault(r["simulations"], []).append((r["step"], r["exploitability"]))
-    curves = {k: sorted(v) for k, v in sorted(curves.items())}
-    plot(curves, args.plot, f"Student of Games on {game.name}")
+    for path in args.plot_log.split(","):
+      for line in pathlib.Path(path).read_text().splitlines():
+        r = json.loads(line)
+        rows = curves.setdefault(r["simulations"], {})
+        rows[r["step"]] = rows.get(r["step"], []) + r["exploitability"]
+    curves = {k: sorted(v.items()) for k, v in sorted(curves.items())}
+    _plot(game, curves, args)
     return
   out = pathlib.Path(args.out)
   if not args.evaluate_only:
@@ -111,11 +139,11 @@ def main(argv=None):
                on_metrics=lambda m: print(f"step {m['step']} loss {m['loss']:.4f}", flush=True))
   sims = [int(s) for s in args.simulations.split(",")]
   only = None if not args.steps_list else [int(x) for x in args.steps_list.split(",")]
-  curves = evaluate_run(game, out, sims, args.seeds, args.every, only, args.log)
+  curves = evaluate_run(game, out, sims, args.seeds, args.every, only, args.log, args.first_seed)
   if args.json:
     pathlib.Path(args.json).write_text(json.dumps({str(k): v for k, v in curves.items()}))
   if args.plot:
-    plot(curves, args.plot, f"Student of Games on {game.name}")
+    _plot(game, curves, args)
 
 
 if __name__ == "__main__":
