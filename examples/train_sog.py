@@ -20,6 +20,7 @@ import numpy as np
 
 import jaxgt
 from jaxgt.evaluation import construct
+from jaxgt.search.gtcfr import VALUE_AVERAGES
 from jaxgt.training import checkpoint
 from jaxgt.training import config as config_lib
 from jaxgt.training import loop
@@ -27,12 +28,13 @@ from jaxgt.training.agent import sog_agent
 
 
 def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 1,
-                 steps=None, log=None, first_seed: int = 0):
+                 steps=None, log=None, first_seed: int = 0, value_average=None):
   """``{s: [(step, [exploitability per seed])]}`` over the run's checkpoints (``steps``:
   these learner steps only; step 0 is the run's initial network), seeds ``first_seed``
   to ``first_seed + seeds - 1``; ``log``: a file the results are appended to as JSON
   lines while they come (the plot merges lines of the same step and s, so seeds can be
-  split over processes)."""
+  split over processes). Node values are averaged as in the run (``TrainConfig.value_average``,
+  as ``sog(checkpoint=...)`` does) unless ``value_average`` says otherwise."""
   _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
   saved = sorted(int(p.name) for p in (out / loop.CHECKPOINTS).iterdir() if p.name.isdigit())
@@ -48,7 +50,8 @@ def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 
                                  step)
       params = state.learner.params
     for s in simulations:
-      agent = lambda: sog_agent(game, trainer.model, params, simulations=s)  # noqa: E731
+      agent = lambda: sog_agent(game, trainer.model, params, simulations=s,  # noqa: E731
+                                value_average=value_average or cfg.value_average)
       t0 = time.perf_counter()
       res = construct.evaluate(agent, seeds=range(first_seed, first_seed + seeds))
       curves[s].append((step, res.exploitability.tolist()))
@@ -111,6 +114,8 @@ def main(argv=None):
   ap.add_argument("--simulations", default="2,10")
   ap.add_argument("--seeds", type=int, default=2)
   ap.add_argument("--first-seed", type=int, default=0, help="evaluate seeds from this one")
+  ap.add_argument("--value-average", choices=VALUE_AVERAGES,
+                  help="the searches' node-value normaliser (default: the run's)")
   ap.add_argument("--every", type=int, default=1, help="evaluate every k-th checkpoint")
   ap.add_argument("--steps-list", help="evaluate these learner steps (comma-separated)")
   ap.add_argument("--log", help="append results as JSON lines to this file")
@@ -139,7 +144,8 @@ def main(argv=None):
                on_metrics=lambda m: print(f"step {m['step']} loss {m['loss']:.4f}", flush=True))
   sims = [int(s) for s in args.simulations.split(",")]
   only = None if not args.steps_list else [int(x) for x in args.steps_list.split(",")]
-  curves = evaluate_run(game, out, sims, args.seeds, args.every, only, args.log, args.first_seed)
+  curves = evaluate_run(game, out, sims, args.seeds, args.every, only, args.log, args.first_seed,
+                        args.value_average)
   if args.json:
     pathlib.Path(args.json).write_text(json.dumps({str(k): v for k, v in curves.items()}))
   if args.plot:
