@@ -13,9 +13,10 @@ Presets:
   6 x 512 MLP is for the full map; 4 x 512 here), SoG(400, 1) searches and the actor and
   solver batch widths (the paper's distributed run does not transfer to one host).
 * ``leduc``: small settings for a 2-core CPU budget: 16 actors with SoG(10, 1), 16 query
-  solves and 2 learner steps (batch 128) per iteration. Measured on the shared, loaded
-  machine (load ~12 on 2 cores): about 3 minutes of compilation, then about one iteration
-  per second (4 to 16 self-play searches/s). Not tuned by a sweep (issue 12 notes).
+  solves and 2 learner steps (batch 128) per iteration. On 2 otherwise idle CPU cores (stop
+  19): about 20 s of compilation, then 3 iterations per second (an hour: 21,468 learner
+  steps, 172k self-play searches and as many query solves; actors 51% of the time, solver
+  48%, learner 1%). Not tuned by a sweep; the README's SoG section has what limits it.
 * ``tiny``: the smallest useful run (tests, Kuhn).
 """
 
