@@ -37,7 +37,7 @@ import time
 import jax
 
 import jaxgt
-from jaxgt.bench_report import figure, missing_peer
+from jaxgt.bench_report import PEER_INSTALL, figure, missing_peer
 from jaxgt.core.evaluate import policy_evaluation_jit
 from jaxgt.solve import SOLVERS, make_full_width_solver
 
@@ -262,15 +262,21 @@ def best_at(curves, eps):
   return min(got) if got else None
 
 
-def plot(label, curves, path):
+def plot(label, curves, path, ours=()):
+  """Exploitability against iterations and against seconds; the solvers not in ``ours`` (the
+  peers) dashed, every curve its own colour."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
   fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-  for c in curves:
+  tab20 = plt.get_cmap("tab20").colors
+  colours = tab20[::2] + tab20[1::2]  # ten strong colours, then their light shades
+  for i, c in enumerate(curves):
     ys = [max(v, 1e-12) for v in c.values]
-    axes[0].loglog(c.iterations, ys, label=c.name)
-    axes[1].loglog([max(s, 1e-6) for s in c.seconds], ys, label=c.name)
+    style = dict(label=c.name, color=colours[i % len(colours)],
+                 linestyle="-" if c.name in ours else "--")
+    axes[0].loglog(c.iterations, ys, **style)
+    axes[1].loglog([max(s, 1e-6) for s in c.seconds], ys, **style)
   for ax, xl in zip(axes, ("iterations", "solve seconds (compilation excluded)")):
     ax.set_xlabel(xl)
     ax.set_ylabel("exploitability")
@@ -345,8 +351,8 @@ def main(argv=None):
                                    args.peer_target, args.grid,
                                    beat=fastest[0] if fastest else None))
       except ImportError:
-        print("  LiteEFG: missing (pip install LiteEFG)")
-        missing_peer("LiteEFG", "not installed (pip install LiteEFG)", game=label)
+        print(f"  LiteEFG: missing ({PEER_INSTALL['LiteEFG']})")
+        missing_peer("LiteEFG", f"not installed ({PEER_INSTALL['LiteEFG']})", game=label)
       for c in peers:
         print(f"  {c.name:20s} {c.ms_per_iteration():.4f} ms/it  " + "  ".join(f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
               + f"  last {c.values[-1]:.2e} at {c.iterations[-1]} ({c.cut})", flush=True)
@@ -398,7 +404,7 @@ def main(argv=None):
       report += [line]
     report.append("")
     png = os.path.join(args.out, f"convergence_{label.replace(' ', '_').replace(',', '_')}.png")
-    plot(label, curves + peers, png)
+    plot(label, curves + peers, png, ours=set(names))
   with open(os.path.join(args.out, "convergence.md"), "w") as f:
     f.write("\n".join(report) + "\n")
   print("\n".join(report))

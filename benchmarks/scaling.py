@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 import jaxgt
-from jaxgt.bench_report import figure, missing_peer
+from jaxgt.bench_report import PEER_INSTALL, figure, missing_peer
 from jaxgt.core import compiler
 from jaxgt.games import make_from_string
 from jaxgt.solvers import cfr as cfr_lib
@@ -277,7 +277,7 @@ def main(argv=None):
           ms = peer_ms(peer, os_name, args.peer_seconds)
           print(f"  {peer} CFR+ {ms:.3f} ms/iter: jaxgt {ms / r['ms_per_iteration']:.1f}x")
         except ImportError as e:
-          missing_peer(peer, f"not installed ({e})", game=r["game"])
+          missing_peer(peer, f"not installed ({e}; {PEER_INSTALL[peer]})", game=r["game"])
       figure(label, r["ms_per_iteration"], "ms/iter", higher_is_better=False, game=r["game"],
              histories=H, peer=peer if ms is not None else None, peer_value=ms)
   if rows:

@@ -38,6 +38,10 @@ NAME_ENV = "JAXGT_BENCH_NAME"
 """Environment variable with the running benchmark's name (default: the script's name)."""
 PEERS = {"OpenSpiel C++": "pyspiel", "LiteEFG": "LiteEFG"}
 """Peer libraries the suite looks for: label -> module imported to find it."""
+PEER_INSTALL = {"OpenSpiel C++": "pip install open_spiel",
+                "LiteEFG": "pip install --no-deps LiteEFG pandas"}
+"""How to install each peer. LiteEFG 1.0.0 declares jax<0.8 and flax<0.11 and runs with newer
+ones: installed with its dependencies, pip would downgrade jaxgt's JAX."""
 RECORDED: list = []
 """Every record made in this process (figures and missing peers)."""
 
