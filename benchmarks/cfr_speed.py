@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgt
-from jaxgt.bench_report import figure, missing_peer
+from jaxgt.bench_report import PEER_INSTALL, figure, missing_peer
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.core import sequence_form as sf
 
@@ -157,7 +157,7 @@ def main(argv=None):
       for ours_name, cls in [("cfr+", "CFRPlusSolver"), ("cfr", "CFRSolver")]:
         ms = time_openspiel(os_name, cls, args.openspiel_seconds)
         if ms is None:
-          print("  OpenSpiel: pyspiel not installed (pip install 'jaxgt[bench]')")
+          print(f"  OpenSpiel: pyspiel not installed ({PEER_INSTALL['OpenSpiel C++']})")
           missing_peer("OpenSpiel C++", "pyspiel not installed", game=g.name)
           break
         figure("iteration", ours[ours_name], "ms/iter", higher_is_better=False, game=g.name,

@@ -342,7 +342,7 @@ def main(argv=None):
         peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, peer_budget, args.peer_target,
                                             args.grid))
       except ImportError:
-        print("  OpenSpiel C++ CFR+: missing (pyspiel not installed)")
+        print(f"  OpenSpiel C++ CFR+: missing (pyspiel not installed: {PEER_INSTALL['OpenSpiel C++']})")
         missing_peer("OpenSpiel C++", "pyspiel not installed", game=label)
       try:
         for lbl, factory, conv, sargs in liteefg_solvers():
