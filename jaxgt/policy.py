@@ -15,7 +15,7 @@ import io
 import json
 import os
 import zipfile
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -117,6 +117,47 @@ def load(path: str | os.PathLike, game: CompiledGame | None = None) -> tuple[Pol
   pol.check_game(game)
   validate(game, probs)
   return pol, game
+
+
+def lift(policy, source: CompiledGame, target: CompiledGame,
+         key_map: Callable[[str], str]) -> Policy:
+  """The policy of ``target`` that plays, at each of its information states ``k``, the
+  strategy of ``policy`` (a :class:`Policy` of ``source`` or its ``(sigma0, sigma1)``) at
+  ``source``'s information state ``key_map(k)`` of the same player.
+
+  For a game and its quotient by a symmetry (``source`` the quotient, ``key_map``
+  the canonical key, e.g. :func:`jaxgt.games.leduc.suit_isomorphic_key`), the lifted
+  policy has the quotient policy's exploitability. Raises :class:`PolicyError` where
+  ``key_map`` names no information state of ``source`` or the legal actions differ.
+  """
+  if isinstance(policy, Policy):
+    policy.check_game(source)
+    probs = policy.probs
+  else:
+    validate(source, policy)
+    probs = tuple(np.asarray(p, np.float64) for p in policy)
+  if source.tree.num_actions != target.tree.num_actions:
+    raise PolicyError(f"{source.name} has {source.tree.num_actions} actions, {target.name} "
+                      f"{target.tree.num_actions}: a policy cannot be lifted between them")
+  lifted = []
+  for p in (0, 1):
+    index = {k: i for i, k in enumerate(source.infostate_keys[p])}
+    rows = []
+    for key in target.infostate_keys[p]:
+      mapped = key_map(key)
+      if mapped not in index:
+        raise PolicyError(f"player {p}: {target.name}'s information state {key!r} maps to "
+                          f"{mapped!r}, which {source.name} does not have")
+      rows.append(index[mapped])
+    rows = np.asarray(rows, np.int64)
+    legal_s = np.asarray(source.tree.players[p].legal)[rows]
+    legal_t = np.asarray(target.tree.players[p].legal)
+    if np.any(legal_s != legal_t):
+      bad = int(np.argwhere(np.any(legal_s != legal_t, axis=1))[0, 0])
+      raise PolicyError(f"player {p}: legal actions differ at {target.infostate_keys[p][bad]!r} "
+                        f"and {source.name}'s {key_map(target.infostate_keys[p][bad])!r}")
+    lifted.append(probs[p][rows])
+  return Policy.from_arrays(target, lifted)
 
 
 # ---------------------------------------------------------------- OpenSpiel

@@ -11,10 +11,11 @@ pyspiel = pytest.importorskip("pyspiel")
 from openspiel_reference import walk_lockstep  # noqa: E402
 
 
-@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker",
+                                  "leduc_poker(suit_isomorphism=true)"])
 def test_rules_and_infostate_strings_equal_openspiel(name):
-  counts, infos = walk_lockstep(make(name), pyspiel.load_game(name))
   g = jaxgt.load(name)
+  counts, infos = walk_lockstep(g.game, pyspiel.load_game(name))
   assert g.tree.num_histories == counts["histories"]
   assert g.tree.num_terminals == counts["terminals"]
   for p in (0, 1):

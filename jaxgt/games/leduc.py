@@ -6,13 +6,26 @@ raises per round, player 0 opens. ``0`` fold (facing a bet), ``1``
 call/check, ``2`` raise. A pair with the public card wins, else the higher
 rank; equal ranks split. Information states are OpenSpiel's strings; public
 state: cards dealt, the public card, both rounds' actions. Big blind: one chip.
+
+``suit_isomorphism=True`` (OpenSpiel's parameter, the same game as its
+``leduc_poker(suit_isomorphism=True)``): chance deals ranks ``0..2`` (rank
+``r`` with probability copies of ``r`` left / cards left) and the strings
+show ranks; information states that differ only by suits are one. The suits
+never matter to payoffs, so it is the full game's quotient by the suit
+permutation (1939 histories and 144 information states per player against
+9457 and 468): a strategy of it, played in the full game at every
+information state with the same ranks (:func:`suit_isomorphic_key`,
+:func:`jaxgt.policy.lift`), has the same exploitability there, and CFR's
+iterates on it are the full game's iterates (float64: equal to rounding).
 """
 
 from __future__ import annotations
 
+import re
+
 from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
 
-PARAMS = {"players": 2}
+PARAMS = {"players": 2, "suit_isomorphism": False}
 _STACK = 100
 _SUITS = 2
 
@@ -44,6 +57,7 @@ class LeducPoker(Game):
     if params["players"] != 2:
       raise ValueError("leduc_poker: jaxgt solves two-player games; players must be 2")
     super().__init__(**params)
+    self._suits = 1 if params["suit_isomorphism"] else _SUITS  # cards of a rank told apart
 
   # state: (private cards tuple, public card or None, round1 actions, round2 actions)
   def initial_state(self):
@@ -65,9 +79,9 @@ class LeducPoker(Game):
     return ([0] if acts and acts[-1] == 2 else []) + [1] + ([2] if acts.count(2) < 2 else [])
 
   def chance_outcomes(self, s):
-    priv = s[0]
-    rest = [c for c in range(6) if c not in priv]
-    return [(c, 1.0 / len(rest)) for c in rest]
+    priv, k = s[0], self._suits
+    left = [_SUITS // k - priv.count(d) for d in range(3 * k)]  # copies of each card left
+    return [(c, n / sum(left)) for c, n in enumerate(left) if n > 0]
 
   def next_state(self, s, a):
     priv, pub, r1, r2 = s
@@ -87,15 +101,15 @@ class LeducPoker(Game):
       folder = (len(acts) - 1) % 2
       u0 = -c[0] if folder == 0 else c[1]
       return (float(u0), float(-u0))
-    ranks = [self._rank(priv[p], pub) for p in (0, 1)]
+    ranks = [self._rank(priv[p] // self._suits, pub // self._suits) for p in (0, 1)]
     if ranks[0] == ranks[1]:
       return (0.0, 0.0)
     u0 = c[1] if ranks[0] > ranks[1] else -c[0]
     return (float(u0), float(-u0))
 
   @staticmethod
-  def _rank(card, pub):
-    r, rp = card // _SUITS, pub // _SUITS
+  def _rank(r, rp):
+    """Showdown strength of rank ``r`` with the public card's rank ``rp``."""
     return 100 + r if r == rp else r
 
   def information_state(self, s, player):
@@ -120,4 +134,13 @@ class LeducPoker(Game):
     return ("Fold", "Call", "Raise")[a]
 
   def openspiel_game_string(self):
-    return "leduc_poker"
+    return self.game_string()
+
+
+_CARD = re.compile(r"\[(Private|Public): (\d+)\]")
+
+
+def suit_isomorphic_key(key: str) -> str:
+  """The ``leduc_poker(suit_isomorphism=True)`` information state of a ``leduc_poker`` one
+  (its cards replaced by their ranks), for :func:`jaxgt.policy.lift`."""
+  return _CARD.sub(lambda m: f"[{m.group(1)}: {int(m.group(2)) // _SUITS}]", key)
