@@ -23,6 +23,7 @@ table and one plot.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -36,12 +37,23 @@ FIGURES_ENV = "JAXGT_BENCH_FIGURES"
 """Environment variable naming the JSON-Lines file figures are appended to."""
 NAME_ENV = "JAXGT_BENCH_NAME"
 """Environment variable with the running benchmark's name (default: the script's name)."""
-PEERS = {"OpenSpiel C++": "pyspiel", "LiteEFG": "LiteEFG"}
-"""Peer libraries the suite looks for: label -> module imported to find it."""
-PEER_INSTALL = {"OpenSpiel C++": "pip install open_spiel",
-                "LiteEFG": "pip install --no-deps LiteEFG pandas"}
-"""How to install each peer. LiteEFG 1.0.0 declares jax<0.8 and flax<0.11 and runs with newer
-ones: installed with its dependencies, pip would downgrade jaxgt's JAX."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Peer:
+  """A peer library the suite looks for."""
+
+  module: str  # imported to find it
+  dist: str  # its distribution on PyPI (for its version)
+  install: str  # the command that installs it beside jaxgt
+
+
+PEERS = {"OpenSpiel C++": Peer("pyspiel", "open_spiel", "pip install open_spiel"),
+         "LiteEFG": Peer("LiteEFG", "LiteEFG", "pip install --no-deps LiteEFG pandas")}
+"""Peer label -> :class:`Peer`. LiteEFG 1.0.0 declares jax<0.8 and flax<0.11 and runs with
+newer ones: installed with its dependencies, pip would downgrade jaxgt's JAX."""
+PEER_INSTALL = {label: peer.install for label, peer in PEERS.items()}
+"""Peer label -> how to install it (from :data:`PEERS`)."""
 RECORDED: list = []
 """Every record made in this process (figures and missing peers)."""
 
@@ -142,15 +154,14 @@ def peer_versions() -> dict:
   import importlib
   import importlib.metadata as md
   out = {}
-  for label, module in PEERS.items():
+  for label, peer in PEERS.items():
     try:
-      importlib.import_module(module)
+      importlib.import_module(peer.module)
     except ImportError:
       out[label] = None
       continue
-    dist = {"pyspiel": "open_spiel", "LiteEFG": "LiteEFG"}.get(module, module)
     try:
-      out[label] = md.version(dist)
+      out[label] = md.version(peer.dist)
     except md.PackageNotFoundError:
       out[label] = "installed"
   return out
