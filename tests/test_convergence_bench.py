@@ -76,3 +76,20 @@ def test_quick_settings_have_no_iteration_cap_on_peers(conv):
   quick = conv.BENCH_QUICK
   assert "--peer-cap" not in quick
   assert float(quick[quick.index("--peer-target") + 1]) == conv.HEADLINE
+
+
+def test_lifted_leduc_line_compares_with_openspiel_on_both_games(conv):
+  # fake clocks: OpenSpiel 9 ms/iteration on Leduc, 2 ms on the quotient, 1e-4 at 10000
+  full = FakePeer(9.0).run(conv, "OpenSpiel C++ CFR+", budget=1000)
+  quotient = FakePeer(2.0).run(conv, "OpenSpiel C++ CFR+", budget=1000)
+  results = {"leduc_poker": ((0.02, "dcfr"), [full]),
+             conv.ISO_LEDUC: ((0.005, "dcfr"), [quotient])}
+  line = conv.lifted_leduc_line(results)
+  t_full, t_quot = full.reach(1e-4)[0], quotient.reach(1e-4)[0]
+  assert f"{t_full / 0.005:.0f}x" in line and f"{t_quot / 0.005:.0f}x" in line
+  assert conv.lifted_leduc_line({"leduc_poker": results["leduc_poker"]}) is None
+  assert conv.GAMES[conv.ISO_LEDUC][1] == conv.ISO_LEDUC  # the peers run the same quotient
+
+
+def test_short_calls_are_timed_more_often(conv):
+  assert [conv.repeats(s) for s in (2.0, 0.5, 0.02, 0.0003)] == [1, 5, 5, 25]
