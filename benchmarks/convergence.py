@@ -138,7 +138,7 @@ def run_jaxgt(game, name, dtype, cap, budget, eps_min, factor=1.1, planned=None)
     if curve.done(eps_min, budget, cap):
       break
   # the chunked run above pays a dispatch and an evaluation per checkpoint: time what a
-  # user pays, one call of the iterations that reach each target (best of REPEATS when short)
+  # user pays, one call of the iterations that reach each target (best of repeats(seconds))
   for eps in TARGETS:
     r = curve.reach(eps)
     if r is not None and r[1] not in curve.single_call:
@@ -258,15 +258,17 @@ def lifted_leduc_line(results):
   1e-4 is a time to solve Leduc to 1e-4."""
   if "leduc_poker" not in results or ISO_LEDUC not in results:
     return None
-  ours = results[ISO_LEDUC][0]
-  peers = {c.name: c.reach(HEADLINE) for c in results["leduc_poker"][1]}
-  peer = peers.get("OpenSpiel C++ CFR+")
+  def openspiel(gs):  # OpenSpiel C++ CFR+'s (seconds, iterations) to 1e-4 in game gs
+    return next((c.reach(HEADLINE) for c in results[gs][1] if c.name == "OpenSpiel C++ CFR+"),
+                None)
+
+  ours, peer = results[ISO_LEDUC][0], openspiel("leduc_poker")
   if not ours or not peer:
     return None
   line = (f"1e-4, Leduc solved through its suit-isomorphic quotient (the strategy lifted to "
           f"Leduc): jaxgt {ours[1]} {ours[0]:.3g}s; OpenSpiel C++ CFR+ on Leduc {peer[0]:.3g}s: "
           f"{peer[0] / ours[0]:.0f}x")
-  same = {c.name: c.reach(HEADLINE) for c in results[ISO_LEDUC][1]}.get("OpenSpiel C++ CFR+")
+  same = openspiel(ISO_LEDUC)
   if same:
     line += f"; on the same quotient {same[0]:.3g}s: {same[0] / ours[0]:.0f}x"
   return line

@@ -130,18 +130,15 @@ def lift(policy, source: CompiledGame, target: CompiledGame,
   policy has the quotient policy's exploitability. Raises :class:`PolicyError` where
   ``key_map`` names no information state of ``source`` or the legal actions differ.
   """
-  if isinstance(policy, Policy):
-    policy.check_game(source)
-    probs = policy.probs
-  else:
-    validate(source, policy)
-    probs = tuple(np.asarray(p, np.float64) for p in policy)
+  if not isinstance(policy, Policy):
+    policy = Policy.from_arrays(source, policy)
+  policy.check_game(source)
   if source.tree.num_actions != target.tree.num_actions:
     raise PolicyError(f"{source.name} has {source.tree.num_actions} actions, {target.name} "
                       f"{target.tree.num_actions}: a policy cannot be lifted between them")
   lifted = []
   for p in (0, 1):
-    index = {k: i for i, k in enumerate(source.infostate_keys[p])}
+    index = source.infostate_index(p)
     rows = []
     for key in target.infostate_keys[p]:
       mapped = key_map(key)
@@ -156,7 +153,7 @@ def lift(policy, source: CompiledGame, target: CompiledGame,
       bad = int(np.argwhere(np.any(legal_s != legal_t, axis=1))[0, 0])
       raise PolicyError(f"player {p}: legal actions differ at {target.infostate_keys[p][bad]!r} "
                         f"and {source.name}'s {key_map(target.infostate_keys[p][bad])!r}")
-    lifted.append(probs[p][rows])
+    lifted.append(policy.probs[p][rows])
   return Policy.from_arrays(target, lifted)
 
 

@@ -28,6 +28,7 @@ from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
 PARAMS = {"players": 2, "suit_isomorphism": False}
 _STACK = 100
 _SUITS = 2
+_RANKS = 3
 
 
 def _round_over(acts) -> bool:
@@ -80,7 +81,7 @@ class LeducPoker(Game):
 
   def chance_outcomes(self, s):
     priv, k = s[0], self._suits
-    left = [_SUITS // k - priv.count(d) for d in range(3 * k)]  # copies of each card left
+    left = [_SUITS // k - priv.count(d) for d in range(_RANKS * k)]  # copies of each card left
     return [(c, n / sum(left)) for c, n in enumerate(left) if n > 0]
 
   def next_state(self, s, a):
