@@ -320,7 +320,84 @@ def plot(label, curves, path, ours=()):
   plt.close(fig)
 
 
-def main(argv=None):
+def reach_text(c):
+  """A curve's times to each target, for the per-solver lines."""
+  return "  ".join(f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
+
+
+def run_peers(spec, label, args, peer_budget):
+  """OpenSpiel C++ CFR+ and LiteEFG's solvers on the OpenSpiel game ``spec[1]``, each
+  LiteEFG solver stopped once slower than the fastest one before it; a missing peer is
+  reported (:func:`~jaxgt.bench_report.missing_peer`) and skipped."""
+  peers = []
+  try:
+    peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, peer_budget, args.peer_target,
+                                        args.grid))
+  except ImportError:
+    print(f"  OpenSpiel C++ CFR+: missing (pyspiel not installed: {PEER_INSTALL['OpenSpiel C++']})")
+    missing_peer("OpenSpiel C++", "pyspiel not installed", game=label)
+  try:
+    for lbl, factory, conv, sargs in liteefg_solvers():
+      fastest = best_at([c for c in peers if c.name.startswith("LiteEFG")], HEADLINE)
+      peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, peer_budget,
+                               args.peer_target, args.grid, beat=fastest[0] if fastest else None))
+  except ImportError:
+    print(f"  LiteEFG: missing ({PEER_INSTALL['LiteEFG']})")
+    missing_peer("LiteEFG", f"not installed ({PEER_INSTALL['LiteEFG']})", game=label)
+  for c in peers:
+    print(f"  {c.name:20s} {c.ms_per_iteration():.4f} ms/it  {reach_text(c)}"
+          f"  last {c.values[-1]:.2e} at {c.iterations[-1]} ({c.cut})", flush=True)
+  return peers
+
+
+def openspiel_line(gs, label, curves, peers, ours, peer_best):
+  """The line comparing the best jaxgt time to 1e-4 with OpenSpiel C++ CFR+'s (the issue's
+  target peer; its figure recorded when it is not the fastest peer), or an estimate from
+  jaxgt cfr+'s iterations where OpenSpiel's iterates are the same (:data:`SAME_ITERATES`);
+  ``None`` without both."""
+  name = "OpenSpiel C++ CFR+"
+  peer = [c for c in peers if c.name == name]
+  r = peer[0].reach(HEADLINE) if peer else None
+  if not ours or not peer:
+    return None
+  if r:
+    if peer_best is None or peer_best[1] != name:  # the issue's target peer, its own row
+      figure("seconds to 1e-4", ours[0], "s", higher_is_better=False, game=label,
+             solver=ours[1], peer=name, peer_value=r[0])
+    return f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {name} {r[0]:.3g}s: {r[0] / ours[0]:.0f}x"
+  line = (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {name} did not reach it in "
+          f"{peer[0].seconds[-1]:.3g}s (>= {peer[0].seconds[-1] / ours[0]:.0f}x)")
+  same = [c for c in curves if c.name == "cfr+" and c.reach(HEADLINE)]
+  if same and gs in SAME_ITERATES:
+    its, ms = same[0].reach(HEADLINE)[1], peer[0].ms_per_iteration()
+    est = its * ms / 1e3
+    line += (f"; estimated from jaxgt cfr+'s {its} iterations (the same iterates) at its "
+             f"{ms:.3g} ms/iteration: {est:.3g}s, {est / ours[0]:.0f}x")
+  return line
+
+
+def liteefg_line(peers, ours):
+  """The line comparing the best jaxgt time to 1e-4 with LiteEFG's best (:func:`best_peer`),
+  saying which solvers stopped once slower and whether the best is unproven; ``None``
+  without both."""
+  lite_peers = [c for c in peers if c.name.startswith("LiteEFG")]
+  lite = best_peer(lite_peers)
+  if not ours or not lite_peers:
+    return None
+  if not lite:
+    longest = max(c.seconds[-1] for c in lite_peers)
+    return f"1e-4: no LiteEFG solver reached it in {longest:.3g}s (>= {longest / ours[0]:.0f}x)"
+  line = f"1e-4: LiteEFG's best {lite[1]} {lite[0]:.3g}s: {lite[0] / ours[0]:.0f}x"
+  slower = [c.name for c in lite_peers if c.cut == "slower"]
+  if slower:
+    line += f" ({', '.join(slower)} stopped once slower)"
+  if not lite[2]:
+    line += (" (unproven: a LiteEFG solver stopped by the peer budget or cap before that "
+             "time; raise --peer-budget)")
+  return line
+
+
+def parse_args(argv):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--games", default=";".join(GAMES), help="';'-separated jaxgt game strings")
   ap.add_argument("--solvers", default=",".join(SOLVERS), help="','-separated jaxgt solvers")
@@ -342,7 +419,11 @@ def main(argv=None):
                   help="iterations HS-PCFR+ / HS-DCFR plan for (default: their factories')")
   ap.add_argument("--quick", action="store_true", help="Kuhn and Leduc, 10 s budgets")
   ap.add_argument("--out", default="convergence_out", help="folder for the table and plots")
-  args = ap.parse_args(argv)
+  return ap.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
   if args.dtype == "float64":
     jax.config.update("jax_enable_x64", True)
   games = QUICK_GAMES if args.quick else tuple(g for g in args.games.split(";") if g)
@@ -353,7 +434,6 @@ def main(argv=None):
     if s not in SOLVERS:
       raise SystemExit(f"unknown solver {s!r}; choose from {', '.join(SOLVERS)}")
   os.makedirs(args.out, exist_ok=True)
-  eps_min = min(TARGETS)
   results = {}  # game string -> (best jaxgt (seconds, solver) at 1e-4, peer curves)
   report = [f"jax {jax.__version__}, {jax.devices()[0].platform}, dtype {args.dtype}, "
             f"budget {budget:g} s per solver, {os.cpu_count()} CPU cores", ""]
@@ -364,79 +444,22 @@ def main(argv=None):
     print(f"== {label} ({gs}): {game.tree.num_histories} histories", flush=True)
     curves = []
     for s in names:
-      c = run_jaxgt(game, s, args.dtype, args.cap, budget, eps_min, args.grid, args.planned)
+      c = run_jaxgt(game, s, args.dtype, args.cap, budget, min(TARGETS), args.grid, args.planned)
       curves.append(c)
-      print(f"  {s:10s} compile {c.compile_s:6.2f}s  {c.ms_per_iteration():.4f} ms/it  " + "  ".join(
-          f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
-          + f"  last {c.values[-1]:.2e} at {c.iterations[-1]}", flush=True)
-    peers = []
-    if not args.no_peers and spec[1] is not None:
-      try:
-        peers.append(run_openspiel_cfr_plus(spec, args.peer_cap, peer_budget, args.peer_target,
-                                            args.grid))
-      except ImportError:
-        print(f"  OpenSpiel C++ CFR+: missing (pyspiel not installed: {PEER_INSTALL['OpenSpiel C++']})")
-        missing_peer("OpenSpiel C++", "pyspiel not installed", game=label)
-      try:
-        for lbl, factory, conv, sargs in liteefg_solvers():
-          fastest = best_at([c for c in peers if c.name.startswith("LiteEFG")], HEADLINE)
-          peers.append(run_liteefg(spec, lbl, factory, conv, sargs, args.peer_cap, peer_budget,
-                                   args.peer_target, args.grid,
-                                   beat=fastest[0] if fastest else None))
-      except ImportError:
-        print(f"  LiteEFG: missing ({PEER_INSTALL['LiteEFG']})")
-        missing_peer("LiteEFG", f"not installed ({PEER_INSTALL['LiteEFG']})", game=label)
-      for c in peers:
-        print(f"  {c.name:20s} {c.ms_per_iteration():.4f} ms/it  " + "  ".join(f"{e:g}: {fmt_reach(c.reach(e))}" for e in TARGETS)
-              + f"  last {c.values[-1]:.2e} at {c.iterations[-1]} ({c.cut})", flush=True)
+      print(f"  {s:10s} compile {c.compile_s:6.2f}s  {c.ms_per_iteration():.4f} ms/it  "
+            f"{reach_text(c)}  last {c.values[-1]:.2e} at {c.iterations[-1]}", flush=True)
+    peers = run_peers(spec, label, args, peer_budget) if not args.no_peers and spec[1] else []
     report += table(label, curves + peers, set(names))
-    ours = best_at(curves, 1e-4)
-    peer_best = best_at(peers, 1e-4)
+    ours, peer_best = best_at(curves, HEADLINE), best_at(peers, HEADLINE)
     results[gs] = (ours, peers)
     if ours:
       figure("seconds to 1e-4", ours[0], "s", higher_is_better=False, game=label, solver=ours[1],
              **({"peer": peer_best[1], "peer_value": peer_best[0]} if peer_best else {}))
-    for peer_name in ("OpenSpiel C++ CFR+",):
-      peer = [c for c in peers if c.name == peer_name]
-      r = peer[0].reach(1e-4) if peer else None
-      if ours and r:
-        line = f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {peer_name} {r[0]:.3g}s: {r[0] / ours[0]:.0f}x"
-        if peer_best is None or peer_best[1] != peer_name:  # the issue's target peer, its own row
-          figure("seconds to 1e-4", ours[0], "s", higher_is_better=False, game=label,
-                 solver=ours[1], peer=peer_name, peer_value=r[0])
-      elif ours and peer:
-        line = (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {peer_name} did not reach it in "
-                f"{peer[0].seconds[-1]:.3g}s (>= {peer[0].seconds[-1] / ours[0]:.0f}x)")
-        same = [c for c in curves if c.name == "cfr+" and c.reach(1e-4)]
-        if same and gs in SAME_ITERATES:
-          est = same[0].reach(1e-4)[1] * peer[0].ms_per_iteration() / 1e3
-          line += (f"; estimated from jaxgt cfr+'s {same[0].reach(1e-4)[1]} iterations (the same "
-                   f"iterates) at its {peer[0].ms_per_iteration():.3g} ms/iteration: {est:.3g}s, "
-                   f"{est / ours[0]:.0f}x")
-      else:
-        line = None
-      if line:
-        print("  " + line)
-        report += ["", line]
-    lite_peers = [c for c in peers if c.name.startswith("LiteEFG")]
-    lite = best_peer(lite_peers)
-    if ours and lite:
-      line = f"1e-4: LiteEFG's best {lite[1]} {lite[0]:.3g}s: {lite[0] / ours[0]:.0f}x"
-      slower = [c.name for c in lite_peers if c.cut == "slower"]
-      if slower:
-        line += f" ({', '.join(slower)} stopped once slower)"
-      if not lite[2]:
-        line += (" (unproven: a LiteEFG solver stopped by the peer budget or cap before that "
-                 "time; raise --peer-budget)")
-    elif ours and lite_peers:
-      longest = max(c.seconds[-1] for c in lite_peers)
-      line = f"1e-4: no LiteEFG solver reached it in {longest:.3g}s (>= {longest / ours[0]:.0f}x)"
-    else:
-      line = None
-    if line:
+    lines = [line for line in (openspiel_line(gs, label, curves, peers, ours, peer_best),
+                               liteefg_line(peers, ours)) if line]
+    for line in lines:
       print("  " + line)
-      report += [line]
-    report.append("")
+    report += [""] * bool(lines) + lines + [""]  # a blank line ends the table
     png = os.path.join(args.out, f"convergence_{label.replace(' ', '_').replace(',', '_')}.png")
     plot(label, curves + peers, png, ours=set(names))
   line = lifted_leduc_line(results)
