@@ -24,6 +24,8 @@ GOOD = textwrap.dedent('''
       ap.add_argument("--n", type=int, default=100)
       args = ap.parse_args(argv)
       print("n", args.n)
+      with open("table.md", "w") as f:  # a relative path: lands in --out/good/
+        f.write("| n |")
       figure("rate", 50.0 * args.n, "it/s", game="g", peer="Peer", peer_value=25.0)
       figure("time", 2.0, "ms", higher_is_better=False, game="g", peer="Peer", peer_value=8.0)
       figure("alone", 7.0, "s", higher_is_better=False)
@@ -73,6 +75,7 @@ def test_quick_run_collects_figures_ratios_and_failures(suite, tmp_path, capsys)
   assert "old (0 s, skipped: no BENCH_QUICK)" in md
   assert (out / "ratios.png").stat().st_size > 0
   assert "\nn 3\n" in (out / "logs" / "good.log").read_text()  # the benchmark's own output
+  assert (out / "good" / "table.md").read_text() == "| n |"  # its files under --out
 
 
 def test_only_and_compare(suite, tmp_path, capsys):

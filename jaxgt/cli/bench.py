@@ -3,7 +3,9 @@
 Runs every benchmark of ``benchmarks/`` (the protocol is in
 :mod:`jaxgt.bench_report`), each in its own process with its peers timed in
 that process, and writes ``results.json``, ``results.md`` and a plot of the
-same-run ratios under ``--out``.
+same-run ratios under ``--out``. A benchmark runs in the folder ``--out/NAME/``, so
+what it writes to relative paths (its own tables and plots) lands there too; its
+output is in ``--out/logs/NAME.log``.
 """
 
 from __future__ import annotations
@@ -73,7 +75,14 @@ def _default_dir() -> pathlib.Path:
 
 def _run_one(name: str, path: pathlib.Path, args: list, logs: pathlib.Path,
              timeout: float) -> dict:
-  root = path.resolve().parents[1]
+  """Run one benchmark in its own process, in the folder ``logs/../name`` (so the files it
+  writes to relative paths, tables and plots, land under ``--out``, not in the caller's
+  folder), its output in ``logs/name.log``, its figures collected from
+  :data:`~jaxgt.bench_report.FIGURES_ENV`'s file."""
+  path = path.resolve()
+  root = path.parents[1]
+  work = logs.parent / name
+  work.mkdir(parents=True, exist_ok=True)
   with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
     figures_file = f.name
   env = dict(os.environ, JAXGT_BENCH_FIGURES=figures_file, JAXGT_BENCH_NAME=name,
@@ -85,7 +94,7 @@ def _run_one(name: str, path: pathlib.Path, args: list, logs: pathlib.Path,
     out.write(f"$ {sys.executable} {path} {' '.join(args)}\n")
     out.flush()
     try:
-      rc = subprocess.run([sys.executable, str(path), *args], stdout=out,
+      rc = subprocess.run([sys.executable, str(path), *args], stdout=out, cwd=work,
                           stderr=subprocess.STDOUT, env=env, timeout=timeout).returncode
     except subprocess.TimeoutExpired:
       rc = -1
