@@ -117,3 +117,25 @@ def test_missing_corrupt_or_other_structure_gives_clear_errors(tmp_path):
       f.write_bytes(b"garbage")
   with pytest.raises(ck.CheckpointError, match="corrupt"):
     ck.restore(d, _state(0), meta)
+
+
+def test_prune_keeps_the_newest_and_the_oldest_of_each_window(tmp_path):
+  d = tmp_path / "run"
+  meta = {"config": {}}
+  for step in range(0, 21, 2):
+    ck.save(d, step, {"x": jnp.full(3, step)}, meta)
+  assert ck.prune(d, 0) == [] and ck.latest_step(d) == 20  # 0: every checkpoint kept
+  # the two newest (18, 20) and the oldest of each window of 8 steps (0, 8, 16)
+  assert ck.prune(d, 2, keep_every=8) == [2, 4, 6, 10, 12, 14]
+  assert sorted(int(p.name) for p in d.iterdir() if p.name.isdigit()) == [0, 8, 16, 18, 20]
+  assert int(ck.restore(d, {"x": jnp.zeros(3, jnp.int32)}, meta, step=8)["x"][0]) == 8
+  with pytest.raises(ck.CheckpointError, match="no checkpoint step 6"):
+    ck.restore(d, {"x": jnp.zeros(3, jnp.int32)}, meta, step=6)
+  # a window's oldest checkpoint stays; a newer one in it goes once two newer ones exist
+  ck.save(d, 22, {"x": jnp.full(3, 22)}, meta)
+  assert ck.prune(d, 2, keep_every=8) == [18]
+  assert ck.prune(d, 1) == [0, 8, 16, 20]  # without windows, only the newest
+  assert ck.latest_step(d) == 22
+  for bad in ({"keep_latest": -1}, {"keep_latest": 1, "keep_every": 1.5}):
+    with pytest.raises(ValueError):
+      ck.prune(d, **bad)

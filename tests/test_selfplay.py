@@ -294,3 +294,22 @@ def test_td1_targets_are_drawn_with_probability_p_td1():
   full = enc.mask[np.asarray(rb.data.pbs.public[:n])].sum((1, 2))
   assert int(np.sum(slots <= 2)) >= added  # TD(1) rows: the two held slots at most
   assert int(np.sum(slots == full)) >= searches - sampled  # search rows: every slot
+
+
+def test_checkpoint_retention_keeps_the_newest_and_the_milestones(tmp_path):
+  """keep_checkpoints / keep_checkpoint_every: after each save the run directory holds the
+  newest checkpoints and the oldest of each window, and the run resumes from the newest."""
+  g = jaxgt.load("kuhn_poker")
+  cfg = dataclasses.replace(TINY, keep_checkpoints=2, keep_checkpoint_every=3)
+  tr = loop.trainer_for(g, cfg)
+  state = tr.init(0)
+  for step in range(1, 7):  # what train() saves with checkpoint_every=1
+    loop.save(tr, tmp_path, state.replace(learner_steps=np.int32(step)))
+  # windows of 3 steps keep 1 and 3; 5 and 6 are the newest two
+  assert sorted(int(p.name) for p in (tmp_path / loop.CHECKPOINTS).iterdir()
+                if p.name.isdigit()) == [1, 3, 5, 6]
+  assert int(loop.restore(tr, tmp_path, 0).learner_steps) == 6
+  for bad, message in (({"keep_checkpoints": -1}, "keep_checkpoints"),
+                       ({"keep_checkpoint_every": 5}, "needs keep_checkpoints")):
+    with pytest.raises(ValueError, match=message):
+      dataclasses.replace(TINY, **bad)

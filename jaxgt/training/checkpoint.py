@@ -83,6 +83,30 @@ def save(directory, step: int, state: Any, metadata: dict) -> pathlib.Path:
   return pathlib.Path(directory) / str(step)
 
 
+def prune(directory, keep_latest: int, keep_every: int = 0) -> list[int]:
+  """Deletes the checkpoints under ``directory`` except the ``keep_latest`` newest and, with
+  ``keep_every``, the oldest one in each window of ``keep_every`` steps (``step //
+  keep_every``; such a checkpoint stays the oldest of its window, so it is never deleted
+  later). ``keep_latest=0`` keeps every checkpoint. Returns the deleted steps, oldest first."""
+  keep_latest = check_nonnegative_int("keep_latest", keep_latest)
+  keep_every = check_nonnegative_int("keep_every", keep_every)
+  if not keep_latest or not pathlib.Path(directory).is_dir():
+    return []
+  _, manager = _manager(directory, create=False)
+  steps = sorted(int(s) for s in manager.all_steps())
+  kept = set(steps[-keep_latest:])
+  if keep_every:
+    first = {}
+    for s in steps:
+      first.setdefault(s // keep_every, s)
+    kept |= set(first.values())
+  deleted = [s for s in steps if s not in kept]
+  for s in deleted:
+    manager.delete(s)
+  manager.close()
+  return deleted
+
+
 def latest_step(directory) -> int | None:
   """The newest complete checkpoint step under ``directory`` (``None`` if there is none)."""
   if not pathlib.Path(directory).is_dir():

@@ -77,6 +77,10 @@ class TrainConfig:
   learner_steps: int = 1  # gradient steps
   # bookkeeping
   checkpoint_every: int = 100  # learner steps between checkpoints
+  keep_checkpoints: int = 0  # the newest checkpoints kept, older ones deleted (0: all kept)
+  # with keep_checkpoints: also keep the first checkpoint in every window of this many learner
+  # steps (milestones to evaluate later; 0: none)
+  keep_checkpoint_every: int = 0
   eval_every: int = 100  # learner steps between exact exploitability evaluations (0: never)
   eval_simulations: int = 10  # s of the evaluated SoG(s, 1) policy
 
@@ -93,8 +97,12 @@ class TrainConfig:
                  "decay_steps", "actor_steps", "learner_steps", "checkpoint_every",
                  "eval_simulations"):
       check_positive_int(name, getattr(self, name))
-    for name in ("capacity", "solver_steps", "greedy_after", "eval_every"):
+    for name in ("capacity", "solver_steps", "greedy_after", "eval_every", "keep_checkpoints",
+                 "keep_checkpoint_every"):
       check_nonnegative_int(name, getattr(self, name))
+    if self.keep_checkpoint_every and not self.keep_checkpoints:
+      raise ValueError("keep_checkpoint_every needs keep_checkpoints > 0 (with 0 every "
+                       "checkpoint is kept)")
     check_real("expansions_per_update", self.expansions_per_update, 0, math.inf, lo_open=True)
     for name in ("alpha", "epsilon", "q_search", "q_recursive", "p_td1"):
       check_real(name, getattr(self, name), 0, 1)

@@ -210,11 +210,15 @@ def read_config(out: pathlib.Path) -> tuple[str, TrainConfig]:
 
 
 def save(trainer: Trainer, out: pathlib.Path, state: TrainState) -> None:
-  """Checkpoint ``state`` at its learner step (skipped if that step is already saved)."""
+  """Checkpoint ``state`` at its learner step (skipped if that step is already saved), then
+  delete the checkpoints the config's retention (``keep_checkpoints``,
+  ``keep_checkpoint_every``) does not keep."""
   step = int(state.learner_steps)
   if checkpoint.latest_step(out / CHECKPOINTS) == step:
     return
   checkpoint.save(out / CHECKPOINTS, step, state, trainer.metadata())
+  checkpoint.prune(out / CHECKPOINTS, trainer.config.keep_checkpoints,
+                   trainer.config.keep_checkpoint_every)
 
 
 def restore(trainer: Trainer, out: pathlib.Path, seed: int) -> TrainState:
