@@ -75,10 +75,10 @@ def _default_dir() -> pathlib.Path:
 
 def _run_one(name: str, path: pathlib.Path, args: list, logs: pathlib.Path,
              timeout: float) -> dict:
-  """Run one benchmark in its own process, in the folder ``logs/../name`` (so the files it
-  writes to relative paths, tables and plots, land under ``--out``, not in the caller's
-  folder), its output in ``logs/name.log``, its figures collected from
-  :data:`~jaxgt.bench_report.FIGURES_ENV`'s file."""
+  """Run one benchmark in its own process with ``--out/NAME/`` as its working folder (so the
+  tables and plots it writes to relative paths land under ``--out``, not in the caller's
+  folder), its output in ``logs/NAME.log``; its figures are read back from the file named by
+  :data:`~jaxgt.bench_report.FIGURES_ENV`."""
   path = path.resolve()
   root = path.parents[1]
   work = logs.parent / name
