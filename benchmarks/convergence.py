@@ -44,6 +44,7 @@ from jaxgt.solve import SOLVERS, make_full_width_solver
 TARGETS = (1e-3, 1e-4, 1e-5)
 HEADLINE = 1e-4  # the target of the ratios (issue 16: Leduc, 1e-4)
 ISO_LEDUC = "leduc_poker(suit_isomorphism=true)"
+OPENSPIEL = "OpenSpiel C++ CFR+"  # the label of the issue's target peer
 # jaxgt game string -> (label, OpenSpiel game string or None, turn-based conversion)
 GAMES = {
     "kuhn_poker": ("Kuhn", "kuhn_poker", False),
@@ -198,7 +199,7 @@ def run_openspiel_cfr_plus(spec, cap, budget, stop_eps, factor=1.1):
   def step(n):
     for _ in range(n):
       solver.evaluate_and_update_policy()
-  return run_peer("OpenSpiel C++ CFR+", step,
+  return run_peer(OPENSPIEL, step,
                   lambda: pyspiel.exploitability(game, solver.average_policy()),
                   cap, budget, stop_eps, factor)
 
@@ -252,6 +253,11 @@ def best_peer(peers, eps=None):
   return best[0], best[1], not open_
 
 
+def openspiel_curve(peers):
+  """OpenSpiel C++ CFR+'s curve among ``peers`` (``None`` if it did not run)."""
+  return next((c for c in peers if c.name == OPENSPIEL), None)
+
+
 def lifted_leduc_line(results):
   """The suit-isomorphic solve against OpenSpiel C++ CFR+ on full Leduc (both games run), or
   ``None``: the quotient's exploitability is the lifted strategy's in Leduc, so its time to
@@ -259,8 +265,8 @@ def lifted_leduc_line(results):
   if "leduc_poker" not in results or ISO_LEDUC not in results:
     return None
   def openspiel(gs):  # OpenSpiel C++ CFR+'s (seconds, iterations) to 1e-4 in game gs
-    return next((c.reach(HEADLINE) for c in results[gs][1] if c.name == "OpenSpiel C++ CFR+"),
-                None)
+    peer = openspiel_curve(results[gs][1])
+    return peer.reach(HEADLINE) if peer else None
 
   ours, peer = results[ISO_LEDUC][0], openspiel("leduc_poker")
   if not ours or not peer:
@@ -355,21 +361,21 @@ def openspiel_line(gs, label, curves, peers, ours, peer_best):
   target peer; its figure recorded when it is not the fastest peer), or an estimate from
   jaxgt cfr+'s iterations where OpenSpiel's iterates are the same (:data:`SAME_ITERATES`);
   ``None`` without both."""
-  name = "OpenSpiel C++ CFR+"
-  peer = [c for c in peers if c.name == name]
-  r = peer[0].reach(HEADLINE) if peer else None
+  peer = openspiel_curve(peers)
   if not ours or not peer:
     return None
+  r = peer.reach(HEADLINE)
   if r:
-    if peer_best is None or peer_best[1] != name:  # the issue's target peer, its own row
+    if peer_best is None or peer_best[1] != OPENSPIEL:  # the issue's target peer, its own row
       figure("seconds to 1e-4", ours[0], "s", higher_is_better=False, game=label,
-             solver=ours[1], peer=name, peer_value=r[0])
-    return f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {name} {r[0]:.3g}s: {r[0] / ours[0]:.0f}x"
-  line = (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {name} did not reach it in "
-          f"{peer[0].seconds[-1]:.3g}s (>= {peer[0].seconds[-1] / ours[0]:.0f}x)")
+             solver=ours[1], peer=OPENSPIEL, peer_value=r[0])
+    return (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {OPENSPIEL} {r[0]:.3g}s: "
+            f"{r[0] / ours[0]:.0f}x")
+  line = (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {OPENSPIEL} did not reach it in "
+          f"{peer.seconds[-1]:.3g}s (>= {peer.seconds[-1] / ours[0]:.0f}x)")
   same = [c for c in curves if c.name == "cfr+" and c.reach(HEADLINE)]
   if same and gs in SAME_ITERATES:
-    its, ms = same[0].reach(HEADLINE)[1], peer[0].ms_per_iteration()
+    its, ms = same[0].reach(HEADLINE)[1], peer.ms_per_iteration()
     est = its * ms / 1e3
     line += (f"; estimated from jaxgt cfr+'s {its} iterations (the same iterates) at its "
              f"{ms:.3g} ms/iteration: {est:.3g}s, {est / ours[0]:.0f}x")
