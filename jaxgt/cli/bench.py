@@ -27,7 +27,9 @@ def add_parser(sub) -> None:
   p = sub.add_parser("bench", help="run the benchmark suite (or compare runs)")
   p.add_argument("--quick", action="store_true",
                  help="each benchmark's BENCH_QUICK settings (about 5 minutes on 2 CPU cores)")
-  p.add_argument("--out", default="bench_results", help="output folder (default bench_results)")
+  p.add_argument("--out", default="bench_results", help="output folder: results.json, "
+                 "results.md, logs/NAME.log and each benchmark's own files in NAME/ "
+                 "(default bench_results)")
   p.add_argument("--only", metavar="NAMES", help="comma-separated benchmark names (file stems)")
   p.add_argument("--dir", metavar="DIR", help="benchmarks folder (default: the checkout's)")
   p.add_argument("--timeout", type=float, default=1800.0,
