@@ -4,12 +4,13 @@ import json
 import re
 
 import jax
+import numpy as np
 import pytest
 
 import jaxgt
 from jaxgt.cli import main
 from jaxgt.evaluation import importance
-from jaxgt.evaluation.episode_log import write_episodes
+from jaxgt.evaluation.episode_log import read_episodes, write_episodes
 from jaxgt.policy import Policy
 from jaxgt.policy import load as load_policy
 
@@ -172,3 +173,64 @@ def test_partial_information_log_notes(files, tmp_path, capsys):
                                      partial_information=True)
   full = importance.episode_values(kuhn, table, actions, returns, player=0)
   assert partial["estimate"] == pytest.approx(full.mean(), abs=1e-12)
+
+
+# ------------------------------------------------------------------ match logs: agent specs
+def test_match_log_records_the_agent_specs(match_log):
+  d, log, _ = match_log
+  eps = read_episodes(log)
+  want = (f"policy(path={d / 'played.npz'})", f"policy(path={d / 'evaluated.npz'})")
+  assert {e.agents for e in eps} == {want}
+
+
+def test_a_policy_the_logged_agent_did_not_play_is_refused(match_log, capsys):
+  """The played policy (``--policy``, or ``--logged-policy`` when given) must be the evaluated
+  agent's, as the log's specs record: another agent's is refused with exit 2 and one line."""
+  d, log, _ = match_log
+  for argv in (["--policy", d / "evaluated.npz", "--agent", 0],
+               ["--policy", d / "played.npz", "--agent", 1],
+               ["--policy", d / "played.npz", "--agent", 1, "--player", 0],
+               ["--policy", d / "played.npz", "--logged-policy", d / "evaluated.npz", "--agent", 0]):
+    assert main(["evaluate", str(log), *map(str, argv)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert re.search(r"jaxgt: error: --(logged-)?policy .* is not the policy agent \d played", err)
+  # the right policy passes (each agent's own, and off-policy with the played one as logged)
+  _evaluate(capsys, log, "--policy", d / "played.npz", "--agent", 0)
+  _evaluate(capsys, log, "--policy", d / "evaluated.npz", "--agent", 1, "--player", 0)
+  _evaluate(capsys, log, "--policy", d / "evaluated.npz", "--logged-policy", d / "played.npz",
+            "--agent", 0)
+
+
+def test_random_and_search_agents_in_a_match_log(files, tmp_path, capsys):
+  """``random`` is the uniform policy; a search agent's lines have no policy file to match."""
+  d, _ = files
+  kuhn = jaxgt.load("kuhn_poker")
+  Policy.from_arrays(kuhn, tuple(np.asarray(pt.legal, np.float64) / pt.legal.sum(-1, keepdims=True)
+                                 for pt in kuhn.tree.players)).save(tmp_path / "uniform.npz")
+  log = tmp_path / "search.jsonl"
+  assert main(["match", "kuhn_poker", "random", "oos(iterations=10)", "--matches", "4",
+               "--json", "--log", str(log)]) == 0
+  capsys.readouterr()
+  _evaluate(capsys, log, "--policy", tmp_path / "uniform.npz", "--agent", 0)
+  assert main(["evaluate", str(log), "--policy", str(d / "played.npz"), "--agent", "0"]) == 2
+  assert "is not the policy agent 0 played" in capsys.readouterr().err
+  assert main(["evaluate", str(log), "--policy", str(tmp_path / "uniform.npz"), "--agent", "1"]) == 2
+  assert "agent 1 of this log is 'oos(iterations=10)', not a tabular policy" in (
+      capsys.readouterr().err)
+
+
+def test_a_log_without_agent_specs_warns(match_log, tmp_path, capsys):
+  """An older match log (seats, no specs) still evaluates, with a warning that nothing checks
+  the policy against the agent that played."""
+  d, log, _ = match_log
+  old = tmp_path / "old.jsonl"
+  lines = []
+  for line in log.read_text().splitlines():
+    record = json.loads(line)
+    del record["agents"]
+    lines.append(json.dumps(record))
+  old.write_text("\n".join(lines) + "\n")
+  assert main(["evaluate", str(old), "--policy", str(d / "evaluated.npz"), "--agent", "0",
+               "--json"]) == 0
+  assert "WARNING: the log does not record which agent played" in capsys.readouterr().err

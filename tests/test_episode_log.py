@@ -43,3 +43,18 @@ def test_malformed_line_is_named(tmp_path, line, message):
     read_episodes(path)
   with pytest.raises(ValueError, match=":2:"):
     read_episodes(path)
+
+
+def test_agents_field_is_optional_and_round_trips(tmp_path):
+  path = tmp_path / "log.jsonl"
+  write_episodes(path, "kuhn_poker", [[0, 1, 0, 0]], [[-1, 1]], seats=[(0, 1)],
+                 agents=("policy(path=a.npz)", "random"))
+  assert '"agents": ["policy(path=a.npz)", "random"]' in path.read_text()
+  assert read_episodes(path)[0].agents == ("policy(path=a.npz)", "random")
+  path.write_text('{"game": "kuhn_poker", "history": [0, 1, 0, 0], "returns": [-1, 1]}\n')
+  assert read_episodes(path)[0].agents is None  # an older log
+  with pytest.raises(ValueError, match="'agents'"):
+    write_episodes(path, "kuhn_poker", [[0, 1, 0, 0]], [[-1, 1]], agents=("random",))
+  path.write_text('{"game": "kuhn_poker", "history": [0], "returns": [1, -1], "agents": ["", 3]}\n')
+  with pytest.raises(ValueError, match=":1: 'agents'"):
+    read_episodes(path)

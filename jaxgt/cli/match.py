@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
                  help='print only {"mean", "ci95": [lo, hi], "win_rate", "matches"} (AGENT0)')
   p.add_argument("--log", metavar="FILE.jsonl",
                  help="write every episode (actions from the root, chance included, OpenSpiel ids; "
-                      "returns of player 0 and 1; seats: the player AGENT0 and AGENT1 played) as JSON Lines")
+                      "returns of player 0 and 1; seats: the player AGENT0 and AGENT1 played; agents: their "
+                      "specs) as JSON Lines")
 
 
 def run(args) -> int:
@@ -78,7 +79,7 @@ def run(args) -> int:
       se = x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan")
       print(f"  as player {seat}: {x.mean():+.4f} ± {1.96 * se:.4f}")
   if args.log:
-    write_log(args.log, g, res)
+    write_log(args.log, g, res, [str(s) for s in specs])
     print(f"wrote {n} episodes to {args.log}", file=info)
   if args.plot:
     plot_running_mean(res, args.plot, f"{g.name}: {specs[0]} vs {specs[1]}")
@@ -86,9 +87,10 @@ def run(args) -> int:
   return 0
 
 
-def write_log(path, game, result) -> int:
-  """Writes ``result``'s episodes in the episode-log format: returns of players 0 and 1, and
-  ``"seats": [seat of AGENT0, seat of AGENT1]`` (agent 0 is player ``m % 2`` in line ``m``)."""
+def write_log(path, game, result, specs) -> int:
+  """Writes ``result``'s episodes in the episode-log format: returns of players 0 and 1,
+  ``"seats": [seat of AGENT0, seat of AGENT1]`` (agent 0 is player ``m % 2`` in line ``m``)
+  and ``"agents": specs`` (the two agent specs)."""
   import numpy as np
   from jaxgt.evaluation.episode_log import write_episodes
   from jaxgt.evaluation.referee import action_paths
@@ -96,7 +98,7 @@ def write_log(path, game, result) -> int:
   u0 = np.asarray(tree.terminal_payoff)[np.asarray(tree.history_terminal)[result.histories]]
   return write_episodes(path, game.name, action_paths(tree, result.histories),
                         [(float(u), -float(u)) for u in u0],
-                        [(int(s), 1 - int(s)) for s in result.seats])
+                        [(int(s), 1 - int(s)) for s in result.seats], specs)
 
 
 def plot_running_mean(result, path, title: str) -> None:

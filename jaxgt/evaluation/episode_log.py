@@ -13,6 +13,11 @@ AGENT0 of the command and plays player 1 in every odd-numbered line). With two
 players the map agent -> seat is its own inverse, so ``seats[p]`` is also the
 agent that sat as player ``p``. Readers accept lines without it (logs written
 by anyone with OpenSpiel); ``jaxgt evaluate --agent K`` needs it.
+
+Optional field ``"agents": [spec0, spec1]``: the agent spec (:mod:`jaxgt.agents.specs`) of
+agent 0 and agent 1, e.g. ``"policy(path=p.npz)"`` (``jaxgt match --log`` writes it), so a
+reader can tell which policy played each seat; ``jaxgt evaluate`` refuses a ``--policy``
+that is not the logged agent's. Readers accept lines without it (older logs).
 """
 
 from __future__ import annotations
@@ -29,13 +34,15 @@ class Episode:
 
   ``line`` is its line number in the file it was read from (0: not read from a
   file); it does not take part in comparisons. ``seats``: the optional field,
-  ``(seat of agent 0, seat of agent 1)`` (``None``: the line has none).
+  ``(seat of agent 0, seat of agent 1)`` (``None``: the line has none); ``agents``: the
+  optional field, ``(spec of agent 0, spec of agent 1)`` (``None``: the line has none).
   """
   game: str
   history: tuple[Optional[int], ...]
   returns: tuple[float, float]
   line: int = dataclasses.field(default=0, compare=False)
   seats: Optional[tuple[int, int]] = None
+  agents: Optional[tuple[str, str]] = None
 
 
 SEAT_ORDERS = ((0, 1), (1, 0))
@@ -44,12 +51,16 @@ SEAT_ORDERS = ((0, 1), (1, 0))
 
 def write_episodes(path, game: str, histories: Iterable[Sequence[Optional[int]]],
                    returns: Iterable[Sequence[float]],
-                   seats: Optional[Iterable[Sequence[int]]] = None) -> int:
+                   seats: Optional[Iterable[Sequence[int]]] = None,
+                   agents: Optional[Sequence[str]] = None) -> int:
   """Writes one line per (history, returns) pair to ``path``; returns the number of lines.
 
   ``seats``: per line ``(seat of agent 0, seat of agent 1)``, written as the
-  optional ``"seats"`` field (``None``: no such field).
+  optional ``"seats"`` field (``None``: no such field). ``agents``: the two agents'
+  specs, written on every line as the optional ``"agents"`` field.
   """
+  if agents is not None:
+    agents = _check_agents(agents, "agents")
   n = 0
   histories, returns = list(histories), list(returns)
   seats = [None] * len(histories) if seats is None else list(seats)
@@ -63,9 +74,20 @@ def write_episodes(path, game: str, histories: Iterable[Sequence[Optional[int]]]
         if seat not in SEAT_ORDERS:
           raise ValueError(f"seats must be (0, 1) or (1, 0), got {seat}")
         record["seats"] = list(seat)
+      if agents is not None:
+        record["agents"] = list(agents)
       f.write(json.dumps(record) + "\n")
       n += 1
   return n
+
+
+def _check_agents(agents, where: str) -> tuple[str, str]:
+  """``agents`` as a pair of non-empty spec strings; ``ValueError`` naming ``where`` else."""
+  if (not isinstance(agents, (list, tuple)) or len(agents) != 2
+      or not all(isinstance(a, str) and a.strip() for a in agents)):
+    raise ValueError(f"{where}: 'agents' (the spec of each agent) must be two non-empty "
+                     f"strings, got {agents!r}")
+  return tuple(agents)
 
 
 def _episode(line: str, lineno: int, path) -> Episode:
@@ -95,7 +117,10 @@ def _episode(line: str, lineno: int, path) -> Episode:
       raise ValueError(f"{where}: 'seats' (the player each agent played) must be [0, 1] or "
                        f"[1, 0], got {seats!r}")
     seats = tuple(seats)
-  return Episode(game, tuple(history), (float(ret[0]), float(ret[1])), lineno, seats)
+  agents = record.get("agents")
+  if agents is not None:
+    agents = _check_agents(agents, where)
+  return Episode(game, tuple(history), (float(ret[0]), float(ret[1])), lineno, seats, agents)
 
 
 def read_episodes(path) -> list[Episode]:
