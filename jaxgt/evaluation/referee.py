@@ -12,8 +12,10 @@ statistics through it.
 
 :class:`Referee` holds the two steps of a match, :meth:`Referee.start` (init
 both agents, sample chance to the first decision) and :meth:`Referee.decide`
-(one agent's decision, the action draw and the chance after it), and two
-drivers over them:
+(one agent's decision, then :func:`advance`: the action draw and the chance
+after it, the step self-play takes too), and one match loop over them (until
+every match has ended, agent 0 then agent 1 serves the matches waiting on it)
+that runs in two ways:
 
 * :meth:`Referee.run` (traceable agents, one jitted program for all ``M``
   matches) keeps every match's position ``[M]`` and alternates a phase per
@@ -27,8 +29,8 @@ drivers over them:
   depends on its batch width, so serving every waiting match at once (fewest
   sequential phases) measured fastest; a smaller ``chunk`` computes fewer
   padding lanes for wide searches.
-* :meth:`Referee.walk` (any agent, e.g. continual re-solving) plays one match
-  in a Python loop with the same steps.
+* :meth:`Referee.walk` (any agent, e.g. one that reads ``int(history)``) plays
+  one match with the same loop in Python.
 
 Both draw the same keys and uniforms, so they play the same matches. Keys:
 match key ``k`` splits into agent0's ``init`` key, agent1's ``init`` key and
@@ -133,14 +135,30 @@ def terminal_payoff(tree: GameTree, history, seat0):
   return jnp.where(history < 0, 0.0, jnp.where(seat0 == 0, u, -u))
 
 
-def _advance(tree, history, probs, key, dtype):
-  """Draws the decision's action (uniform from ``split(key, 3)[2]``), then chance."""
-  key, _, ku = rng.split(key, 3)
-  return through_chance(tree, draw(tree, history, probs, ku, dtype), key, dtype)
+def advance(tree: GameTree, history, probs, draw_key, chance_key, dtype):
+  """The decision at ``history`` played: the action drawn from ``probs [A]`` with the uniform
+  of ``draw_key``, then chance sampled with ``chance_key`` up to the next decision or terminal.
+
+  Returns ``(history, key)`` as :func:`through_chance` (``history < 0`` when ``probs`` has
+  no finite positive mass on the legal actions). The one step of a match: the referee's
+  drivers and self-play (:mod:`jaxgt.training.selfplay`) move through it.
+  """
+  C = tree.children.shape[1]
+  probs = jnp.pad(jnp.asarray(probs, dtype), (0, C - probs.shape[-1]))
+  return through_chance(tree, draw(tree, history, probs, draw_key, dtype), chance_key, dtype)
 
 
-_advance_jit = jax.jit(_advance, static_argnums=4)
+_advance_jit = jax.jit(advance, static_argnums=5)
 _through_chance_jit = jax.jit(through_chance, static_argnums=3)
+
+
+def _while(cond, body, x, eager: bool):
+  """``lax.while_loop``, or the same loop in Python when ``eager``."""
+  if not eager:
+    return lax.while_loop(cond, body, x)
+  while bool(cond(x)):
+    x = body(x)
+  return x
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -162,27 +180,42 @@ class Referee:
   def decide(self, i: int, history, state, key, carry, eager: bool = False):
     """Agent ``i`` (static) acts at ``history``; returns ``(next decision, state, key, carry)``.
 
-    The next decision is reached by drawing the action and sampling chance
-    after it (``< 0`` when ``act`` returned no finite positive mass).
+    The next decision is reached by :func:`advance` (``< 0`` when ``act`` returned no
+    finite positive mass); ``key`` splits into the next key, ``act``'s and the draw's.
     """
-    tree = self.tree
-    A, C = tree.num_actions, tree.children.shape[1]
-    _, ka, _ = rng.split(key, 3)
+    key, ka, ku = rng.split(key, 3)
     probs, state = self.agents[i].act(ka, state, int(history) if eager else history)
     probs = jnp.asarray(probs, self.dtype)
     if self.hook is not None:
       carry = self.hook(carry, i, history, probs, state)
-    advance = _advance_jit if eager else _advance
-    h, key = advance(tree, history, jnp.pad(probs, (0, C - A)), key, self.dtype)
+    h, key = (_advance_jit if eager else advance)(self.tree, history, probs, ku, key, self.dtype)
     return h, state, key, carry
+
+  def _loop(self, lanes, seats, serve, eager: bool):
+    """The match loop: until no match goes on, agent 0 then agent 1 serves the matches waiting
+    on it (``serve(i, waiting, lanes) -> lanes``; a phase runs only when some match waits)."""
+    tree = self.tree
+
+    def phase(i, lanes):
+      h = lanes[0]
+      waiting = live(tree, h) & ((tree.player[jnp.maximum(h, 0)] == seats) == (i == 0))
+      if eager:
+        return serve(i, waiting, lanes) if bool(jnp.any(waiting)) else lanes
+      return lax.cond(jnp.any(waiting), lambda x: serve(i, waiting, x), lambda x: x, lanes)
+
+    return _while(lambda c: jnp.any(live(tree, c[0])), lambda c: phase(1, phase(0, c)), lanes,
+                  eager)
 
   def walk(self, key, seat0, carry=None):
     """One match in a Python loop (agents need not trace): ``(final history, carry)``."""
     h, states, key = self.start(key, eager=True)
-    states = list(states)
-    while bool(live(self.tree, h)):
-      i = 0 if int(self.tree.player[h]) == int(seat0) else 1
-      h, states[i], key, carry = self.decide(i, h, states[i], key, carry, eager=True)
+
+    def serve(i, waiting, lanes):
+      h, states, key, carry = lanes
+      h, s, key, carry = self.decide(i, h, states[i], key, carry, eager=True)
+      return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
+
+    h, _, _, carry = self._loop((h, states, key, carry), int(seat0), serve, eager=True)
     return h, carry
 
   def run(self, keys, seats, carry, chunk: int):
@@ -191,48 +224,24 @@ class Referee:
     ``keys [M]``, ``seats [M]``; ``carry`` is the hook's initial carry (one
     per match); each agent's phase serves up to ``chunk`` waiting matches.
     """
-    tree = self.tree
     M = keys.shape[0]
     h, states, key = jax.vmap(self.start)(keys)
     carry = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (M,) + jnp.shape(x)), carry)
 
-    def phase(i, lanes):
+    def serve(i, waiting, lanes):
       h, states, key, carry = lanes
-      waiting = live(tree, h) & ((tree.player[jnp.maximum(h, 0)] == seats) == (i == 0))
-      decide = jax.vmap(lambda *x: self.decide(i, *x))
+      own = (h, states[i], key, carry)
+      # up to chunk waiting matches; padding repeats the first, its result is dropped
+      idx = jnp.nonzero(waiting, size=chunk, fill_value=M)[0]
+      take = jnp.where(idx < M, idx, idx[0])
+      out = jax.vmap(lambda *x: self.decide(i, *x))(
+          *jax.tree_util.tree_map(lambda x: x[take], own))
+      h, s, key, carry = jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"),
+                                                own, out)
+      return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
 
-      def serve(lanes):
-        h, states, key, carry = lanes
-        own = (h, states[i], key, carry)
-        # up to chunk waiting matches; padding repeats the first, its result is dropped
-        idx = jnp.nonzero(waiting, size=chunk, fill_value=M)[0]
-        take = jnp.where(idx < M, idx, idx[0])
-        out = decide(*jax.tree_util.tree_map(lambda x: x[take], own))
-        new = jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"), own, out)
-        h, s, key, carry = new
-        return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
-
-      return lax.cond(jnp.any(waiting), serve, lambda x: x, lanes)
-
-    h, _, _, carry = lax.while_loop(lambda c: jnp.any(live(tree, c[0])),
-                                    lambda c: phase(1, phase(0, c)), (h, states, key, carry))
+    h, _, _, carry = self._loop((h, states, key, carry), seats, serve, eager=False)
     return h, carry
-
-
-def run_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
-                hook: Hook | None = None, carry=None, chunk: int | None = None):
-  """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``.
-
-  ``chunk``: matches each traced agent phase serves (default: all ``M``).
-
-  Returns ``(payoffs [M] (agent0's view), carries)`` with the hook carries
-  stacked ``[M, ...]``; raises ``ValueError`` for a match where an agent
-  returned probabilities with no finite positive mass on the legal actions.
-  """
-  h, carries = play_matches(game, agents, keys, seats, traced=traced, dtype=dtype, hook=hook,
-                            carry=carry, chunk=chunk)
-  tree = game.device_tree(dtype)
-  return np.asarray(terminal_payoff(tree, h, jnp.asarray(seats, jnp.int32)), np.float64), carries
 
 
 def play_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,

@@ -12,8 +12,9 @@ decision with the network parameters passed as data (no recompilation when they 
   ``decision_args``; in self-play the previous search is the previous decision's, of either
   player);
 * the move is drawn from ``(1 - epsilon) pi + epsilon uniform`` over the legal actions
-  (``pi``'s argmax from decision ``greedy_after`` of a game on), then chance is sampled up to
-  the next decision with :func:`jaxgt.evaluation.referee.through_chance`;
+  (``pi``'s argmax from decision ``greedy_after`` of a game on; the rule of the agent wrapper
+  :class:`jaxgt.agents.explore.Explore`), then chance is sampled up to the next decision: the
+  referee's step :func:`jaxgt.evaluation.referee.advance`;
 * outputs: the search's root training example (``search_targets``: value targets where the
   root's values are the network's leaf values, policy targets where a slot acts at the
   root) for the replay buffer (with probability ``p_td1`` held back for a TD(1) outcome
@@ -80,6 +81,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgt.agents.explore import Explore
 from jaxgt.agents.gtcfr import GTCFRAgent, GTCFRAgentState
 from jaxgt.core import rng
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
@@ -172,6 +174,7 @@ class SelfPlay:
     set_(self, "search_config", search_cfg)
     set_(self, "evaluator", evaluator)
     set_(self, "agent", agent)
+    set_(self, "explore", Explore(agent, cfg.epsilon, cfg.greedy_after))
     set_(self, "leaf_ok", jnp.asarray(smap.leaf_ok))
     set_(self, "acts", jnp.asarray(np.asarray(self.model.encoding.legal).reshape(self.model.encoding.num_public_states, -1).any(-1)))
     set_(self, "step", jax.jit(self._step))
@@ -246,14 +249,8 @@ class SelfPlay:
     k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
     probs, summary, ex, ex_valid, qpbs, qvalid, visits = self._search(params, summary, history,
                                                                       k_search)
-    legal = (tree.children[history, :A] >= 0).astype(probs.dtype)
-    uniform = legal / jnp.maximum(jnp.sum(legal), 1.0)
-    explore = (1.0 - cfg.epsilon) * probs + cfg.epsilon * uniform
-    greedy = jax.nn.one_hot(jnp.argmax(jnp.where(legal > 0, probs, -1.0)), A, dtype=probs.dtype)
-    move = jnp.where(moves < cfg.greedy_after, explore, greedy)
-    C = tree.children.shape[1]
-    child = referee.draw(tree, history, jnp.pad(move, (0, C - A)), k_move, jnp.dtype(DTYPE))
-    nxt, _ = referee.through_chance(tree, child, k_chance, jnp.dtype(DTYPE))
+    move = self.explore.mix(probs, tree.children[history, :A] >= 0, moves)
+    nxt, _ = referee.advance(tree, history, move, k_move, k_chance, jnp.dtype(DTYPE))
     done = ~referee.live(tree, nxt)
     terminal = jnp.where(done, nxt, NO_INDEX)
     if cfg.p_td1 > 0:  # static: p_td1 = 0 draws no coin and leaves the record empty
