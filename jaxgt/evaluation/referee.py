@@ -152,15 +152,6 @@ _advance_jit = jax.jit(advance, static_argnums=5)
 _through_chance_jit = jax.jit(through_chance, static_argnums=3)
 
 
-def _while(cond, body, x, eager: bool):
-  """``lax.while_loop``, or the same loop in Python when ``eager``."""
-  if not eager:
-    return lax.while_loop(cond, body, x)
-  while bool(cond(x)):
-    x = body(x)
-  return x
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class Referee:
   """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``)."""
@@ -192,30 +183,37 @@ class Referee:
     return h, state, key, carry
 
   def _loop(self, lanes, seats, serve, eager: bool):
-    """The match loop: until no match goes on, agent 0 then agent 1 serves the matches waiting
-    on it (``serve(i, waiting, lanes) -> lanes``; a phase runs only when some match waits)."""
+    """The match loop over ``lanes = (history, (state0, state1), key, carry)``: until no match
+    goes on, agent 0 then agent 1 serves the matches waiting on it (``serve(i, waiting,
+    (history, state_i, key, carry))`` returns them after the decision); a phase runs only
+    when some match waits. ``eager``: in Python (agents need not trace), else traced."""
     tree = self.tree
 
     def phase(i, lanes):
-      h = lanes[0]
-      waiting = live(tree, h) & ((tree.player[jnp.maximum(h, 0)] == seats) == (i == 0))
-      if eager:
-        return serve(i, waiting, lanes) if bool(jnp.any(waiting)) else lanes
-      return lax.cond(jnp.any(waiting), lambda x: serve(i, waiting, x), lambda x: x, lanes)
+      waiting = live(tree, lanes[0]) & ((tree.player[jnp.maximum(lanes[0], 0)] == seats)
+                                        == (i == 0))
 
-    return _while(lambda c: jnp.any(live(tree, c[0])), lambda c: phase(1, phase(0, c)), lanes,
-                  eager)
+      def play(lanes):
+        h, states, key, carry = lanes
+        h, s, key, carry = serve(i, waiting, (h, states[i], key, carry))
+        return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
+
+      if eager:
+        return play(lanes) if bool(jnp.any(waiting)) else lanes
+      return lax.cond(jnp.any(waiting), play, lambda x: x, lanes)
+
+    more, body = lambda c: jnp.any(live(tree, c[0])), lambda c: phase(1, phase(0, c))
+    if not eager:
+      return lax.while_loop(more, body, lanes)
+    while bool(more(lanes)):
+      lanes = body(lanes)
+    return lanes
 
   def walk(self, key, seat0, carry=None):
     """One match in a Python loop (agents need not trace): ``(final history, carry)``."""
     h, states, key = self.start(key, eager=True)
-
-    def serve(i, waiting, lanes):
-      h, states, key, carry = lanes
-      h, s, key, carry = self.decide(i, h, states[i], key, carry, eager=True)
-      return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
-
-    h, _, _, carry = self._loop((h, states, key, carry), int(seat0), serve, eager=True)
+    h, _, _, carry = self._loop((h, states, key, carry), int(seat0),
+                                lambda i, _, own: self.decide(i, *own, eager=True), eager=True)
     return h, carry
 
   def run(self, keys, seats, carry, chunk: int):
@@ -228,17 +226,13 @@ class Referee:
     h, states, key = jax.vmap(self.start)(keys)
     carry = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (M,) + jnp.shape(x)), carry)
 
-    def serve(i, waiting, lanes):
-      h, states, key, carry = lanes
-      own = (h, states[i], key, carry)
+    def serve(i, waiting, own):
       # up to chunk waiting matches; padding repeats the first, its result is dropped
       idx = jnp.nonzero(waiting, size=chunk, fill_value=M)[0]
       take = jnp.where(idx < M, idx, idx[0])
       out = jax.vmap(lambda *x: self.decide(i, *x))(
           *jax.tree_util.tree_map(lambda x: x[take], own))
-      h, s, key, carry = jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"),
-                                                own, out)
-      return h, tuple(s if j == i else states[j] for j in range(2)), key, carry
+      return jax.tree_util.tree_map(lambda a, b: a.at[idx].set(b, mode="drop"), own, out)
 
     h, _, _, carry = self._loop((h, states, key, carry), seats, serve, eager=False)
     return h, carry
