@@ -80,43 +80,29 @@ def select_seats(episodes, agent, player):
           f"agent {agent} as player {player} ({keep.size} of {len(episodes)} lines)")
 
 
-def evaluated_agent(episodes, agent, player):
-  """The match agent (0 or 1) whose lines are evaluated: ``agent``, else the one agent the
-  ``"seats"`` field puts in seat ``player`` (``None``: the log has no seats field)."""
-  if agent is not None:
-    return agent
-  sat = {e.seats[0 if player is None else player] for e in episodes if e.seats is not None}
-  return sat.pop() if len(sat) == 1 else None
-
-
 def check_played_policy(episodes, agent, seats, flag, path, policy, game) -> None:
-  """Raises ``ValueError`` unless ``policy`` (read from ``path``, given as ``flag``) is the
-  tabular policy that match ``agent`` played in ``episodes`` (in the ``seats [B]`` of each),
-  as the lines' ``"agents"`` specs record; warns on stderr for lines that record none."""
+  """Raises ``ValueError`` unless ``policy`` (``flag path``) is the tabular policy match
+  ``agent`` played in ``episodes`` (in seats ``seats [B]``) as their ``"agents"`` field
+  records; warns on stderr for lines without that field."""
   import numpy as np
   from jaxgt.agents.specs import parse_spec
   from jaxgt.core.checks import PROB_ATOL
-  if agent is None:
-    return
-  if any(e.agents is None for e in episodes):
-    print(f"WARNING: the log does not record which agent played (no 'agents' field; logs of "
-          f"jaxgt match --log record it): nothing checks that {flag} {path} is what agent "
-          f"{agent} played, so the estimate is {'on' if flag == '--policy' else 'off'}-policy "
-          f"only if it is", file=sys.stderr)
-  for text in sorted({e.agents[agent] for e in episodes if e.agents is not None}):
-    kind = text.split("(")[0].strip()
-    if kind not in TABULAR_KINDS:
+  if agent is not None and any(e.agents is None for e in episodes):
+    print(f"WARNING: the log does not record which agent played (no 'agents' field; jaxgt "
+          f"match --log writes it): nothing checks that {flag} {path} is what agent {agent} "
+          f"played; the estimate holds only if it is", file=sys.stderr)
+  for text in sorted({e.agents[agent] for e in episodes if e.agents} if agent is not None else ()):
+    if text.split("(")[0].strip() not in TABULAR_KINDS:
       raise ValueError(f"agent {agent} of this log is {text!r}, not a tabular policy: {flag} "
                        f"{path} did not play its lines, and no policy file describes its moves")
     try:
       played = parse_spec(text).build(game).policy
     except ValueError as e:
-      print(f"WARNING: cannot check {flag} {path} against agent {agent}'s logged spec {text!r} "
-            f"({e})", file=sys.stderr)
+      print(f"WARNING: cannot check {flag} {path} against agent {agent}'s {text!r}: {e}",
+            file=sys.stderr)
       continue
-    same = all(np.allclose(np.asarray(played[p], np.float64), np.asarray(policy[p], np.float64),
-                           rtol=0.0, atol=PROB_ATOL) for p in {int(s) for s in seats})
-    if not same:
+    if not all(np.allclose(np.asarray(played[p], np.float64), np.asarray(policy[p], np.float64),
+                           rtol=0.0, atol=PROB_ATOL) for p in set(seats.tolist())):
       raise ValueError(f"{flag} {path} is not the policy agent {agent} played in this log "
                        f"({text!r}); pass that agent's policy, or --agent for the other agent")
 
@@ -134,8 +120,9 @@ def run(args) -> int:
   logged = pol_lib.load(args.logged_policy, game)[0] if args.logged_policy else None
   flag, path, played = (("--policy", args.policy, pol) if logged is None else
                         ("--logged-policy", args.logged_policy, logged))
-  check_played_policy(episodes, evaluated_agent(episodes, args.agent, args.player), seats, flag,
-                      path, played.probs, game)
+  agent = args.agent if args.agent is not None else next(  # unique: select_seats checked
+      (e.seats[args.player or 0] for e in episodes if e.seats is not None), None)
+  check_played_policy(episodes, agent, seats, flag, path, played.probs, game)
   reference = pol_lib.load(args.baseline_policy, game)[0] if args.baseline_policy else None
   baseline = args.baseline or ("exact" if args.estimator == "aivat" else "none")
   out = importance.estimate_episodes(game, episodes, pol, player=seats,

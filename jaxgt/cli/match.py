@@ -75,9 +75,9 @@ def run(args) -> int:
           f"{res.win_rate + res.win_ci95:.4f}]  ({wins} wins, {draws} draws, "
           f"{n - wins - draws} losses; a draw counts half)")
     for seat in (0, 1):
-      x = res.payoffs[res.seats == seat]
-      se = x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan")
-      print(f"  as player {seat}: {x.mean():+.4f} ± {1.96 * se:.4f}")
+      sat = res.seats == seat
+      r = match_lib.MatchResult.from_payoffs(res.payoffs[sat], res.seats[sat])
+      print(f"  as player {seat}: {r.mean:+.4f} ± {r.ci95:.4f}")
   if args.log:
     write_log(args.log, g, res, [str(s) for s in specs])
     print(f"wrote {n} episodes to {args.log}", file=info)
