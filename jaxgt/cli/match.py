@@ -1,4 +1,4 @@
-"""``jaxgt match GAME AGENT0 AGENT1``: head-to-head matches, half in each seat (001, Sec. 5)."""
+"""``jaxgt match GAME AGENT0 AGENT1``: head-to-head matches, half in each seat (Lisý et al. 2015, Sec. 5)."""
 
 from __future__ import annotations
 

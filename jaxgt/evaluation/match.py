@@ -1,4 +1,6 @@
-"""Head-to-head matches between online agents, many at once (001, Sec. 5).
+"""Head-to-head matches between online agents, many at once (Lisý, Lanctot and Bowling,
+"Online Monte Carlo Counterfactual Regret Minimization for Search in Imperfect Information
+Games", 2015, Sec. 5).
 
 ``play(game, agent0, agent1, num_matches, key)`` runs ``num_matches``
 independent matches as one jitted program through the referee
@@ -16,7 +18,7 @@ plays through a Python loop over matches instead (same keys, same draws,
 slower), with a warning.
 
 ``round_robin`` plays every pair (and each agent against itself) and
-tabulates mean ± 95% confidence half-width like 001's head-to-head tables
+tabulates mean ± 95% confidence half-width like that paper's head-to-head tables
 (row agent's payoff against the column agent).
 
 Keys: match ``m`` uses ``split(key, num_matches)[m]``, split into the two
@@ -152,7 +154,7 @@ class RoundRobinResult:
   results: dict
 
   def table(self, digits: int = 3) -> str:
-    """Text table of ``mean ± ci95`` (row agent's payoff), like 001's head-to-head tables."""
+    """Text table of ``mean ± ci95`` (row agent's payoff), like Lisý et al. 2015's head-to-head tables."""
     cells = [[("" if np.isnan(m) else f"{m:+.{digits}f} ± {c:.{digits}f}")
               for m, c in zip(mr, cr)] for mr, cr in zip(self.mean, self.ci95)]
     w0 = max(len(n) for n in self.names)

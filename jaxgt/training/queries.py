@@ -57,8 +57,7 @@ class QuerySolver:
     ranges = jnp.where(valid[:, None, None], ranges, root)
     res = gtcfr_search.search(src, self.search_config, sp.evaluator, public, ranges,
                               rng.split(k_search, B), evaluator_state=params)
-    examples, ok = jax.vmap(sp.examples)(res, ranges, valid)
-    replay = buffers.add_replay(replay, examples, ok)
+    replay = buffers.add_replay(replay, jax.vmap(sp.examples)(res, ranges), valid)
     qpbs, qvalid = gtcfr_evaluator.query_pbs(sp.model.encoding, src, res.state.queries)
     keep = qvalid & valid[:, None] & (rng.uniform(k_keep, qvalid.shape) < cfg.q_recursive)
     flat = PBS(public=qpbs.public.reshape(-1),

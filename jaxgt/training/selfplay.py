@@ -1,5 +1,6 @@
-"""Sound self-play actors of Student of Games (``003``, Algorithm 2 "Actor", "Modified
-Continual Re-solving"), ``G`` games advancing together as one batch axis.
+"""Sound self-play actors of Student of Games (Schmid et al., "Student of Games: A unified
+learning algorithm for both perfect and imperfect information games", 2023, Algorithm 2
+"Actor", "Modified Continual Re-solving"), ``G`` games advancing together as one batch axis.
 
 :class:`SelfPlay` holds the static pieces (game, GT-CFR config, the network evaluator); its
 :meth:`SelfPlay.step` is one jitted, vmapped program that advances every game by one
@@ -26,7 +27,7 @@ Each decision runs one search: the re-solving player and whether the gadget is o
 game's first decision) are data of one search program, so under ``jax.vmap`` no branch
 computes a search it then discards.
 
-**TD(1) outcome targets** (``p_td1``; ``003``, "Training Process" and Algorithm 2's
+**TD(1) outcome targets** (``p_td1``; Schmid et al. 2023, "Training Process" and Algorithm 2's
 "Sampling states with TD(1) targets"). Each main-line decision draws a coin (its own stream,
 ``fold_in(key, 5)`` of the game's step key, so with the same network the games played do not
 depend on ``p_td1``): with probability ``1 - p_td1`` its example goes to the replay buffer
@@ -180,42 +181,32 @@ class SelfPlay:
     set_(self, "step", jax.jit(self._step))
 
   # ---------------------------------------------------------------- one game
-  def examples(self, result: gtcfr_search.SearchResult, ranges, valid):
-    """``(ReplayExample, valid)`` of a search's root (``search_targets``; value targets where
-    the root public state's values are leaf values, policy targets where a slot acts)."""
+  def examples(self, result: gtcfr_search.SearchResult, ranges) -> buffers.ReplayExample:
+    """The ReplayExample of a search's root (``search_targets``; value targets where the root
+    public state's values are leaf values, policy targets where a slot acts)."""
     enc = self.model.encoding
     pbs, values, policy = gtcfr_evaluator.search_targets(enc, self.source, result, ranges)
     pbs = PBS(public=pbs.public, ranges=pbs.ranges.astype(DTYPE))
-    ex = buffers.ReplayExample(pbs=pbs, values=values.astype(DTYPE),
-                               policy=policy.astype(DTYPE),
-                               value_mask=(valid & self.leaf_ok[pbs.public])
-                               & jnp.asarray(self.model.encoding.mask)[pbs.public],
-                               policy_mask=valid & self.acts[pbs.public])
-    return ex, valid
+    return buffers.ReplayExample(pbs=pbs, values=values.astype(DTYPE),
+                                 policy=policy.astype(DTYPE),
+                                 value_mask=self.leaf_ok[pbs.public]
+                                 & jnp.asarray(enc.mask)[pbs.public],
+                                 policy_mask=self.acts[pbs.public])
 
   def _search(self, params, summary, history, key):
-    """The decision's search from ``summary``: ``(probs [A], new summary, example, valid,
-    queries [L], logged [L], history visits)`` (fixed shapes in all three branches)."""
-    tree = self.tree
-    src, cfg = self.source, self.search_config
-    agent = self.agent
-    public = tree.history_public[history]
-    player = tree.player[history]
-
-    def outputs(res, ranges):
-      probs = agent.read_policy(res, history)
-      new = agent.after_search(summary, res, public)
-      ex, valid = self.examples(res, ranges, jnp.ones((), bool))
-      qpbs, qvalid = gtcfr_evaluator.query_pbs(self.model.encoding, src, res.state.queries)
-      qpbs = PBS(public=qpbs.public, ranges=qpbs.ranges.astype(DTYPE))
-      return probs, new, ex, valid, qpbs, qvalid, res.state.history_visits
-
-    # one search for both players, the first decision included (the gadget off there)
+    """The decision's search from ``summary`` (one search for both players, the first
+    decision included, the gadget off there): ``(probs [A], new summary, example, queries
+    [L], logged [L], history visits)``."""
+    tree, src, agent = self.tree, self.source, self.agent
+    public, player = tree.history_public[history], tree.player[history]
     root, ranges, opp_values, path, on = agent.decision_args(summary, public, player)
-    res = gtcfr_search.search(src, cfg, self.evaluator, root, ranges, key, player=player,
-                              opp_values=opp_values, alpha=agent.alpha, path=path,
+    res = gtcfr_search.search(src, self.search_config, self.evaluator, root, ranges, key,
+                              player=player, opp_values=opp_values, alpha=agent.alpha, path=path,
                               evaluator_state=params, gadget=on)
-    return outputs(res, ranges)
+    qpbs, qvalid = gtcfr_evaluator.query_pbs(self.model.encoding, src, res.state.queries)
+    qpbs = PBS(public=qpbs.public, ranges=qpbs.ranges.astype(DTYPE))
+    return (agent.read_policy(res, history), agent.after_search(summary, res, public),
+            self.examples(res, ranges), qpbs, qvalid, res.state.history_visits)
 
   def _restart(self, key):
     """A fresh game: ``(first decision history, empty summary)``."""
@@ -247,15 +238,13 @@ class SelfPlay:
     tree = self.tree
     A = tree.num_actions
     k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
-    probs, summary, ex, ex_valid, qpbs, qvalid, visits = self._search(params, summary, history,
-                                                                      k_search)
+    probs, summary, ex, qpbs, qvalid, visits = self._search(params, summary, history, k_search)
     move = self.explore.mix(probs, tree.children[history, :A] >= 0, moves)
     nxt, _ = referee.advance(tree, history, move, k_move, k_chance, jnp.dtype(DTYPE))
     done = ~referee.live(tree, nxt)
     terminal = jnp.where(done, nxt, NO_INDEX)
     if cfg.p_td1 > 0:  # static: p_td1 = 0 draws no coin and leaves the record empty
-      td1 = ex_valid & (rng.uniform(rng.fold_in(key, TD1_STREAM), (),
-                                           jnp.dtype(DTYPE)) < cfg.p_td1)
+      td1 = rng.uniform(rng.fold_in(key, TD1_STREAM), (), jnp.dtype(DTYPE)) < cfg.p_td1
       row = jnp.where(td1, moves, self.td1_rows)  # T: dropped
       pending = jax.tree_util.tree_map(lambda x, r: x.at[row].set(r, mode="drop"), pending,
                                        self.td1_example(ex, history))
@@ -265,7 +254,6 @@ class SelfPlay:
       flush = pending.replace(values=pending.values * outcome)  # [T]
       flush_valid = pending_valid & done
       pending_valid = pending_valid & ~done
-      ex_valid = ex_valid & ~td1
     else:
       td1 = jnp.zeros((), bool)
       flush, flush_valid = pending, jnp.zeros_like(pending_valid)
@@ -274,7 +262,7 @@ class SelfPlay:
     summary = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, summary)
     moves = jnp.where(done, 0, moves + 1)
     keep = qvalid & (rng.uniform(k_keep, qvalid.shape) < cfg.q_search)
-    dec = Decision(example=ex, example_valid=ex_valid, td1=td1, terminal=terminal, queries=qpbs,
+    dec = Decision(example=ex, example_valid=~td1, td1=td1, terminal=terminal, queries=qpbs,
                    query_valid=keep, history_visits=visits)
     return nxt, summary, moves, done, dec, pending, pending_valid, flush, flush_valid
 
