@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 from jaxgt.agents.base import Agent
-from jaxgt.core.checks import check_key, check_positive_int
+from jaxgt.core.checks import check_choice, check_key, check_positive_int
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.evaluation import referee
@@ -120,8 +120,7 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
 
 def _play_mode(game, agents, mode, key) -> bool:
   """Whether matches of ``agents`` run traced under ``mode`` (checked once per agent)."""
-  if mode not in ("auto", "jit", "python"):
-    raise ValueError(f"mode must be 'auto', 'jit' or 'python', got {mode!r}")
+  check_choice("mode", mode, ("auto", "jit", "python"))
   if mode == "python":
     return False
   ok = all([referee.traceable(a, game, key) for a in agents])

@@ -143,8 +143,8 @@ def advance(tree: GameTree, history, probs, draw_key, chance_key, dtype):
   no finite positive mass on the legal actions). The one step of a match: the referee's
   drivers and self-play (:mod:`jaxgt.training.selfplay`) move through it.
   """
-  C = tree.children.shape[1]
-  probs = jnp.pad(jnp.asarray(probs, dtype), (0, C - probs.shape[-1]))
+  probs = jnp.asarray(probs, dtype)
+  probs = jnp.pad(probs, (0, tree.children.shape[1] - probs.shape[-1]))
   return through_chance(tree, draw(tree, history, probs, draw_key, dtype), chance_key, dtype)
 
 
