@@ -127,7 +127,7 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
   if num_matches < 2:
     raise ValueError("num_matches must be at least 2 (half are played as each player)")
   key = check_key(key)
-  traced = all([referee.traceable(a, game, key) for a in (agent, opponent)])
+  traced = referee.play_mode(game, (agent, opponent), "auto", key)
   legal = [np.asarray(pt.legal) for pt in game.tree.players]
   weights = []
   for p in (0, 1):

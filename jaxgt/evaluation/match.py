@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 from jaxgt.agents.base import Agent
-from jaxgt.core.checks import check_choice, check_key, check_positive_int
+from jaxgt.core.checks import check_key, check_positive_int
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.evaluation import referee
@@ -112,22 +112,10 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   num_matches = referee.check_match_args(game, (("agent0", agent0), ("agent1", agent1)),
                                          num_matches)
   key = check_key(key)
-  traced = _play_mode(game, (agent0, agent1), mode, key)
+  traced = referee.play_mode(game, (agent0, agent1), mode, key)
   chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
   return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype),
                chunk, block, progress)
-
-
-def _play_mode(game, agents, mode, key) -> bool:
-  """Whether matches of ``agents`` run traced under ``mode`` (checked once per agent)."""
-  check_choice("mode", mode, ("auto", "jit", "python"))
-  if mode == "python":
-    return False
-  ok = all([referee.traceable(a, game, key) for a in agents])
-  if not ok and mode == "jit":
-    raise ValueError("an agent's act is not traceable with a traced history; use mode='python' "
-                     "or make it traceable (see jaxgt.agents.base)")
-  return ok
 
 
 def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk, block=None,
@@ -208,7 +196,7 @@ def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Arr
   chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
   names = tuple(str(k) for k in agents)
   items = list(agents.values())
-  traced = [_play_mode(game, (a,), mode, key) for a in items]
+  traced = [referee.play_mode(game, (a,), mode, key) for a in items]
   n = len(items)
   mean = np.full((n, n), np.nan)
   ci = np.full((n, n), np.nan)

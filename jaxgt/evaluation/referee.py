@@ -52,7 +52,7 @@ from jax import lax
 
 from jaxgt.agents.base import Agent
 from jaxgt.core import rng
-from jaxgt.core.checks import check_positive_int
+from jaxgt.core.checks import check_choice, check_positive_int
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE, TERMINAL
@@ -100,6 +100,19 @@ def traceable(agent: Agent, game: CompiledGame, key) -> bool:
     raise ValueError(f"{type(agent).__name__}.act must return a state with the same structure, "
                      "shapes and dtypes as init's (fixed-shape state, see jaxgt.agents.base)")
   return True
+
+
+def play_mode(game, agents, mode: str, key) -> bool:
+  """Whether matches of ``agents`` run traced under ``mode``: ``"auto"`` (when every agent
+  traces), ``"jit"`` (``ValueError`` unless they do) or ``"python"`` (never)."""
+  check_choice("mode", mode, ("auto", "jit", "python"))
+  if mode == "python":
+    return False
+  ok = all([traceable(a, game, key) for a in agents])
+  if not ok and mode == "jit":
+    raise ValueError("an agent's act is not traceable with a traced history; use mode='python' "
+                     "or make it traceable (see jaxgt.agents.base)")
+  return ok
 
 
 def draw(tree: GameTree, history, probs, key, dtype):
