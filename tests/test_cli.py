@@ -119,7 +119,7 @@ def test_solve_new_solvers_with_their_flags(solver, flags, capsys):
   import jax
   import jaxgt
   from jaxgt.core.evaluate import policy_evaluation_jit
-  from jaxgt.solve import make_full_width_solver
+  from jaxgt.solving import make_full_width_solver
   assert main(["solve", "kuhn_poker", "--solver", solver, "--iterations", "60", "--eval-every",
                "30", "--dtype", "float64", "--last-iterate"] + flags) == 0
   lines = [l.split() for l in capsys.readouterr().out.splitlines() if l.startswith("iter")]
@@ -145,7 +145,7 @@ def test_solve_flag_that_does_not_apply(capsys):
 
 
 def test_small_exploitability_prints_readably():
-  from jaxgt.solve import format_mbb
+  from jaxgt.solving import format_mbb
   assert format_mbb(1.1e-07 * 1000) == "1.10e-04"
   assert format_mbb(0.0571) == "0.057" and format_mbb(12.3456) == "12.346"
   assert format_mbb(0.0) == "0.000"

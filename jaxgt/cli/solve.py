@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jaxgt.cli.common import check_writable, load_game
-from jaxgt.solve import DEFAULT_SOLVER, SOLVERS
+from jaxgt.solving import DEFAULT_SOLVER, SOLVERS
 from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
 
 SOLVER_CHOICES = list(SOLVERS)  # the registries, so a new solver is a choice without an edit here
@@ -86,7 +86,7 @@ def run(args) -> int:
   g = load_game(args.game)
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
         f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", flush=True)
-  from jaxgt.solve import solve
+  from jaxgt.solving import solve
   if args.solver in SAMPLING_CHOICES:
     res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
                 seed=args.seed, batch=args.batch, dtype=args.dtype, progress=True,
@@ -96,7 +96,7 @@ def run(args) -> int:
     res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
                 dtype=args.dtype, alternating=alternating, progress=True,
                 last_iterate=args.last_iterate, target=args.target, **kw)
-  from jaxgt.solve import format_mbb, mbb
+  from jaxgt.solving import format_mbb, mbb
   m = mbb(g, res.exploitability)
   mtxt = f" ({format_mbb(m)} mbb/h)" if m is not None else ""
   print(f"final: iterations {res.iterations}  exploitability {res.exploitability:.6e}{mtxt}  "
@@ -105,7 +105,7 @@ def run(args) -> int:
     res.policy.save(args.save)
     print(f"saved policy to {args.save}")
   if args.plot:
-    from jaxgt.solve import plot_curve
+    from jaxgt.solving import plot_curve
     plot_curve(res.evaluations, args.plot, title=f"{g.name} {args.solver}")
     print(f"saved plot to {args.plot}")
   return 0
