@@ -7,12 +7,11 @@ Values are bare (no quotes): integers, floats, ``true``/``false`` and strings
 Each value is converted to its parameter's type (:class:`Param`), so
 ``iterations=1.5`` or ``delta=high`` are errors naming the expected type.
 
-A kind's parameters are not written out by hand: :func:`params_from` reads
-their names, types and defaults from the constructors and configuration
-dataclasses that define them (``inspect.signature``, ``dataclasses.fields``),
-so each default is stated once, in the code that uses it; the catalogue of
-kinds (:mod:`jaxgt.agents.specs`) adds only one-line help and the checks made
-before any game is compiled (:class:`Doc`).
+A kind's parameters are not written out by hand: :func:`params_from` reads their
+names, types and defaults from the constructors and configuration dataclasses that
+define them (``inspect.signature``), so each default is stated once, in the code
+that uses it; the catalogue (:mod:`jaxgt.agents.specs`) adds one-line help and the
+checks made before any game is compiled (:class:`Doc`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from jaxgt.core.checks import check_choice
 
 TYPES = (int, float, bool, str)  # the types a spec value may have
 _SPEC_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
-_NO_DEFAULT = object()
+_EMPTY = inspect.Parameter.empty  # no default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,76 +100,41 @@ class Doc:
   help: str
   choices: tuple | None = None
   minimum: float | None = None
-  default: Any = _NO_DEFAULT
+  default: Any = _EMPTY
 
 
 def params_from(*sources, **docs: Doc | str) -> tuple:
   """One :class:`Param` per keyword of ``docs``, in that order, read from ``sources``.
 
-  Each name is looked up in the first source that has it: a dataclass type
-  (its fields) or a callable (its signature; a class's ``__init__``). The
-  source gives the default (none: required), and the type (the one of
-  ``int``, ``float``, ``bool``, ``str`` the annotation names, else the
-  default's type); an annotation naming ``None`` (or a ``None`` default) makes
-  the parameter nullable. A ``docs`` value is a :class:`Doc` or its help text.
+  Each name is looked up in the signature of the first source that has it (a
+  function, a class's ``__init__``, a dataclass's fields), which gives the
+  default (none: required) and the type: the one of ``int``, ``float``,
+  ``bool``, ``str`` the annotation names, else the default's; an annotation
+  naming ``None`` (or a ``None`` default) makes the parameter nullable. A
+  ``docs`` value is a :class:`Doc` or its help text.
   """
   table = {}
   for source in reversed(sources):
-    table.update(_declared(source))
+    table.update(inspect.signature(source).parameters)
+  where = ", ".join(getattr(s, "__qualname__", repr(s)) for s in sources)
   out = []
   for name, doc in docs.items():
     doc = Doc(doc) if isinstance(doc, str) else doc
     if name not in table:
-      raise ValueError(f"no parameter {name!r} in {', '.join(_name(s) for s in sources)}")
-    default, annotation = table[name]
-    if doc.default is not _NO_DEFAULT:
-      default = doc.default
-    elif isinstance(default, _Factory):
-      default = default.make()
-    named = re.findall(r"\b(int|float|bool|str)\b", _text(annotation))
-    kind = {t.__name__: t for t in TYPES}[named[0]] if len(set(named)) == 1 else type(default)
+      raise ValueError(f"no parameter {name!r} in {where}")
+    default = table[name].default if doc.default is _EMPTY else doc.default
+    annotation = table[name].annotation
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__",
+                                                                   str(annotation))
+    named = set(re.findall(r"\b(int|float|bool|str)\b", text))
+    kind = {t.__name__: t for t in TYPES}[named.pop()] if len(named) == 1 else type(default)
     if kind not in TYPES:
-      raise ValueError(f"parameter {name!r} of {', '.join(_name(s) for s in sources)}: type "
-                       f"{_text(annotation) or kind.__name__} is not one of int, float, bool, str")
-    out.append(Param(name, kind, None if default is _NO_DEFAULT else default, doc.help,
-                     choices=doc.choices, minimum=doc.minimum,
-                     nullable=default is None or bool(re.search(r"\bNone\b", _text(annotation))),
-                     required=default is _NO_DEFAULT))
+      raise ValueError(f"parameter {name!r} of {where}: type {kind.__name__} is not one of int, "
+                       f"float, bool, str")
+    out.append(Param(name, kind, None if default is _EMPTY else default, doc.help,
+                     choices=doc.choices, minimum=doc.minimum, required=default is _EMPTY,
+                     nullable=default is None or bool(re.search(r"\bNone\b", text))))
   return tuple(out)
-
-
-def _declared(source) -> dict:
-  """``{name: (default or _NO_DEFAULT, annotation)}`` of a dataclass type or a callable."""
-  if dataclasses.is_dataclass(source) and isinstance(source, type):
-    out = {}
-    for f in dataclasses.fields(source):
-      if f.default is not dataclasses.MISSING:
-        default = f.default
-      elif f.default_factory is not dataclasses.MISSING:
-        default = _Factory(f.default_factory)
-      else:
-        default = _NO_DEFAULT
-      out[f.name] = (default, f.type)
-    return out
-  return {n: (_NO_DEFAULT if p.default is p.empty else p.default,
-              None if p.annotation is p.empty else p.annotation)
-          for n, p in inspect.signature(source).parameters.items()}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Factory:
-  make: Any  # a dataclass field's default_factory, called only for the parameters asked for
-
-
-def _text(annotation) -> str:
-  if annotation is None:
-    return ""
-  return annotation if isinstance(annotation, str) else getattr(annotation, "__name__",
-                                                                str(annotation))
-
-
-def _name(source) -> str:
-  return getattr(source, "__qualname__", repr(source))
 
 
 def split_spec(text: str, example: str = "random") -> tuple[str, str | None]:

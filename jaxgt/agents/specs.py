@@ -1,26 +1,15 @@
-"""The catalogue of agent kinds: what an agent spec may name, and the parser of specs.
+"""The catalogue of agent kinds (what an agent spec may name) and the parser of specs.
 
-An agent spec names a kind and its parameters in OpenSpiel's game-string
-syntax (:mod:`jaxgt.agents.spec_grammar`): ``random``, ``policy(path=leduc.npz)``,
-``oos(iterations=1000,delta=0.9,targeting=ist)``. Unknown kinds and unknown
-parameters are errors naming the valid ones; :func:`parse_spec` needs no game,
-so every such error comes before a game is compiled.
-
-A kind is registered with one call, its parameters read from the code that
-defines them (:func:`~jaxgt.agents.spec_grammar.params_from`)::
-
-  register_agent("oos", build, params_from(OOSAgent, OOS, iterations=Doc("per move", minimum=1)),
-                 description="one line", check=None)
-
-``build(game, **params) -> Agent`` receives every declared parameter (the
-defaults filled in); the optional ``check(**params)`` validates them without a
-game (e.g. by constructing the solver's hyperparameter dataclass), so range
-errors also come before compilation. Built-in kinds: ``random``, ``policy``,
-``oos``, ``ismcts``, ``uct``, ``smooth_uct``, ``resolving``, ``gtcfr``; a
-higher layer registers its own kinds when imported (``jaxgt.training``
-registers ``sog``, the trained Student of Games agent). :func:`describe_agents`
-lists every kind with its parameters and defaults (``jaxgt agents``,
-``jaxgt match --help``).
+A spec names a kind and its parameters in OpenSpiel's game-string syntax
+(:mod:`jaxgt.agents.spec_grammar`): ``random``, ``policy(path=leduc.npz)``,
+``oos(iterations=1000,targeting=ist)``. :func:`parse_spec` needs no game, so unknown
+kinds or parameters and bad values are refused before a game is compiled. A kind is
+one :func:`register_agent` call whose parameters are read from the agent class and
+solver that define them (:func:`~jaxgt.agents.spec_grammar.params_from`);
+``build(game, **params)`` makes the agent and the optional ``check(**params)``
+validates the values without a game. A higher layer registers its own kinds
+(``jaxgt.training`` registers ``sog``). :func:`describe_agents` is the listing of
+``jaxgt agents`` and ``jaxgt match --help``.
 """
 
 from __future__ import annotations
@@ -38,7 +27,6 @@ from jaxgt.agents.oos import OOSAgent
 from jaxgt.agents.resolving import ContinualResolvingAgent
 from jaxgt.agents.spec_grammar import TYPES, Doc, Param, bind, params_from, show, split_spec, usage
 from jaxgt.agents.uct import UCTAgent
-from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.search.gadget import check_alpha
 from jaxgt.solvers import ismcts as ismcts_lib
@@ -195,8 +183,8 @@ def _table_search_kind(agent_cls, solver_cls):
   ``_budget`` field) and a solver dataclass made from the other parameters."""
   budget = agent_cls._budget
 
-  def check(**params):
-    check_positive_int(budget, params.pop(budget))
+  def check(**params):  # the budget's minimum is checked while parsing
+    params.pop(budget)
     solver_cls(**_any_dtype(params))
 
   def build(game, **params) -> Agent:
@@ -221,11 +209,9 @@ def _uct_kind(factory):
   return check, build
 
 
-def _check_resolving(depth_limit, iterations, alpha, chunk, dtype):
-  del dtype
-  check_positive_int("depth_limit", depth_limit)
-  check_nonnegative_int("iterations", iterations)
-  if check_positive_int("chunk", chunk) != 1:
+def _check_resolving(alpha, chunk, **params):  # the other ranges are checked while parsing
+  del params
+  if chunk != 1:
     raise ValueError(f"resolving: chunk must be 1 (the device-tree re-solve values its leaves "
                      f"at every iteration), got {chunk}")
   check_alpha(alpha)

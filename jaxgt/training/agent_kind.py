@@ -1,12 +1,11 @@
 """The agent kind ``sog(checkpoint=DIR, simulations=S, expansions_per_update=c)``: the newest
 checkpoint of a training run as a Student of Games agent (Schmid et al., *Student of Games*,
-2023), registered in the catalogue of agent kinds (:mod:`jaxgt.agents.specs`) when
-:mod:`jaxgt.training` is imported.
+2023).
 
-Registration flows upwards: ``agents`` never imports ``training`` (which loads checkpoints);
-``training`` adds its kind to the catalogue, and the command line imports ``jaxgt.training``
-(:func:`register`) before it lists or parses agent specs. The training modules are imported only when an agent
-is built, so listing the kinds stays cheap.
+Registration flows upwards: ``agents`` never imports ``training``; importing
+:mod:`jaxgt.training` adds this kind to the catalogue (:func:`register`, which the command line
+also calls before it lists or parses specs). The loop is imported only when an agent is built,
+so listing the kinds stays cheap.
 """
 
 from __future__ import annotations
