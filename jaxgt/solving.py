@@ -38,7 +38,7 @@ from jaxgt.solvers import mmd as mmd_lib
 from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 
 # the full-width solvers by name: the CFR family and MMD (sampling: mccfr.SAMPLING_SOLVERS)
-SOLVERS = {**cfr_lib.SOLVERS, "mmd": mmd_lib.mmd}
+SOLVERS = {**cfr_lib.SOLVERS, mmd_lib.mmd().name: mmd_lib.mmd}
 # the options every solver of a family shares; a factory's other parameters are hyperparameters
 SHARED_OPTIONS = ("alternating", "dtype", "compensated", "batch")
 # the hyperparameter of the scheduled solvers (HS-PCFR+, HS-DCFR) that solve() sets to iterations
