@@ -245,7 +245,8 @@ register_agent(
                 epsilon="exploration of the sampling policy",
                 gamma=Doc("uniform mixing of explorative regret matching", **_NONNEGATIVE),
                 batch=Doc(_BATCH, **_POSITIVE), dtype=DTYPE),
-    "Online Outcome Sampling (Lisy, Lanctot & Bowling 2015, Sec. 4): tables kept between moves", check=_check_oos)
+    "Online Outcome Sampling (Lisy, Lanctot & Bowling 2015, Sec. 4): tables kept between moves",
+    check=_check_oos)
 _check_ismcts, _build_ismcts = _table_search_kind(ISMCTSAgent, ismcts_lib.ISMCTS)
 register_agent(
     "ismcts", _build_ismcts,
@@ -258,7 +259,8 @@ register_agent(
                 final=Doc("move policy (none: visits for uct, mean for rm)",
                           choices=ismcts_lib.FINAL),
                 batch=Doc("simulations per step", **_POSITIVE), dtype=DTYPE),
-    "Information Set MCTS (Lisy, Lanctot & Bowling 2015, Sec. 5.1): fresh statistics every move", check=_check_ismcts)
+    "Information Set MCTS (Lisy, Lanctot & Bowling 2015, Sec. 5.1): fresh statistics every move",
+    check=_check_ismcts)
 
 
 def _uct_params(factory, **solver_docs) -> tuple:
@@ -272,8 +274,8 @@ def _uct_params(factory, **solver_docs) -> tuple:
 _check_uct, _build_uct = _uct_kind(uct_lib.uct)
 register_agent(
     "uct", _build_uct,
-    _uct_params(uct_lib.uct, c=Doc("UCB1 exploration constant (Heinrich & Silver: 2 for Kuhn, 20 for Leduc)",
-                                   **_NONNEGATIVE)),
+    _uct_params(uct_lib.uct, c=Doc("UCB1 exploration constant (Heinrich & Silver: 2 for Kuhn, "
+                                   "20 for Leduc)", **_NONNEGATIVE)),
     "extensive-form UCT self-play (Heinrich & Silver 2015, Sec. 3.1), search continued at every "
     "move",
     check=_check_uct)
@@ -281,9 +283,11 @@ _check_smooth, _build_smooth = _uct_kind(uct_lib.smooth_uct)
 register_agent(
     "smooth_uct", _build_smooth,
     _uct_params(uct_lib.smooth_uct,
-                c=Doc("UCB1 exploration constant (Heinrich & Silver: 1.75 Kuhn, 18 Leduc)", **_NONNEGATIVE),
+                c=Doc("UCB1 exploration constant (Heinrich & Silver: 1.75 Kuhn, 18 Leduc)",
+                      **_NONNEGATIVE),
                 gamma="smallest mixing eta_k (Eq. 2)", eta="mixing schedule numerator (Eq. 2)",
-                d=Doc("mixing schedule decay (Heinrich & Silver: 0.001 Kuhn, 0.002 Leduc)", **_NONNEGATIVE)),
+                d=Doc("mixing schedule decay (Heinrich & Silver: 0.001 Kuhn, 0.002 Leduc)",
+                      **_NONNEGATIVE)),
     "extensive-form Smooth UCT self-play (Heinrich & Silver 2015, Sec. 3.2)", check=_check_smooth)
 register_agent(
     "resolving", _resolving,

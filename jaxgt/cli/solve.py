@@ -27,7 +27,8 @@ MEANING = {
     "epsilon": "exploration of the sampling policy",
 }
 # {solver: its hyperparameters (Param: name, type, default, help)}, read from the factories
-SOLVER_FLAGS = {name: params_from(factory, **{k: MEANING.get(k, k) for k in hyperparameters(factory)})
+SOLVER_FLAGS = {name: params_from(factory, **{k: MEANING.get(k, k)
+                                              for k in hyperparameters(factory)})
                 for name, factory in {**SOLVERS, **SAMPLING_SOLVERS}.items()}
 HYPERPARAMETERS = tuple(dict.fromkeys(p.name for ps in SOLVER_FLAGS.values() for p in ps))
 _SOLVE = inspect.signature(solve).parameters  # the defaults of jaxgt.solve
