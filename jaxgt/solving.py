@@ -72,9 +72,10 @@ def make_full_width_solver(name: str, *, iterations: int | None = None, alternat
 
 
 def hyperparameters(factory) -> tuple:
-  """The names of a solver factory's hyperparameters, in its signature's order: its parameters
-  but the options every solver of its family shares (:data:`SHARED_OPTIONS`)."""
-  return tuple(n for n in inspect.signature(factory).parameters if n not in SHARED_OPTIONS)
+  """The names of a solver factory's hyperparameters, in its signature's order: its named
+  parameters but the options every solver of its family shares (:data:`SHARED_OPTIONS`)."""
+  return tuple(n for n, p in inspect.signature(factory).parameters.items()
+               if n not in SHARED_OPTIONS and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -159,6 +159,10 @@ def test_solver_flags_are_the_factories_hyperparameters(capsys):
   assert [p.name for p in solve_cli.SOLVER_FLAGS["dcfr"]] == ["alpha", "beta", "gamma"]
   assert [p.name for p in solve_cli.SOLVER_FLAGS["mmd"]] == ["alpha", "stepsize"]
   assert {p.type for p in solve_cli.SOLVER_FLAGS["hs-dcfr"]} == {int, float}
+  # shared options and **keywords are not hyperparameters; a boolean one is a true|false flag
+  assert hyperparameters(lambda a=1, *, dtype="float32", batch=1, flag=True, **rules: 0) == (
+      "a", "flag")
+  assert solve_cli._true_false("False") is False and solve_cli._true_false("true") is True
   with pytest.raises(SystemExit):
     main(["solve", "--help"])
   assert "averaging exponent: dcfr (2), pcfr+ (2), dcfr+ (4), pdcfr+ (5)" in " ".join(

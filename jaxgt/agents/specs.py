@@ -15,6 +15,7 @@ validates the values without a game. A higher layer registers its own kinds
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 from typing import Callable
 
@@ -178,35 +179,33 @@ def _check_path(path) -> None:
     raise ValueError(f"no policy file {path!r}")
 
 
-def _table_search_kind(agent_cls, solver_cls):
-  """``check`` and ``build`` of a search kind whose agent takes a per-move budget (the agent's
-  ``_budget`` field) and a solver dataclass made from the other parameters."""
-  budget = agent_cls._budget
+def _search_kind(agent_cls, solver_factory, check_agent=None):
+  """``check`` and ``build`` of a search kind: the parameters ``agent_cls`` takes go to the agent,
+  the others to the solver ``solver_factory`` makes; ``check_agent(agent_params, solver)``
+  adds checks of the pair (ranges are checked while parsing)."""
+  own = set(inspect.signature(agent_cls).parameters)
 
-  def check(**params):  # the budget's minimum is checked while parsing
-    params.pop(budget)
-    solver_cls(**_any_dtype(params))
+  def split(params):
+    return ({k: v for k, v in params.items() if k in own},
+            {k: v for k, v in params.items() if k not in own})
+
+  def check(**params):
+    mine, hyper = split(params)
+    solver = solver_factory(**_any_dtype(hyper))
+    if check_agent is not None:
+      check_agent(mine, solver)
 
   def build(game, **params) -> Agent:
-    n = params.pop(budget)
-    return agent_cls(game, solver=solver_cls(**params), **{budget: n})
+    mine, hyper = split(params)
+    return agent_cls(game, solver=solver_factory(**hyper), **mine)
 
   return check, build
 
 
-def _uct_kind(factory):
-  """``check`` and ``build`` of the ``uct`` or ``smooth_uct`` kind (``factory`` makes the solver)."""
-
-  def check(episodes, play, **hyper):
-    del play
-    if episodes % hyper["batch"]:
-      raise ValueError(f"episodes must be a multiple of batch ({hyper['batch']}), got {episodes}")
-    factory(**_any_dtype(hyper))
-
-  def build(game, episodes, play, **hyper) -> Agent:
-    return UCTAgent(game, solver=factory(**hyper), episodes=episodes, play=play)
-
-  return check, build
+def _check_episodes(agent_params, solver) -> None:
+  episodes = agent_params["episodes"]
+  if episodes % solver.batch:
+    raise ValueError(f"episodes must be a multiple of batch ({solver.batch}), got {episodes}")
 
 
 def _check_resolving(alpha, chunk, **params):  # the other ranges are checked while parsing
@@ -234,7 +233,7 @@ register_agent(
     params_from(policy_agent,
                 path="a policy file saved by jaxgt solve --save (.npz) for this game"),
     "plays a saved tabular policy", check=_check_path)
-_check_oos, _build_oos = _table_search_kind(OOSAgent, oos_lib.OOS)
+_check_oos, _build_oos = _search_kind(OOSAgent, oos_lib.OOS)
 register_agent(
     "oos", _build_oos,
     params_from(OOSAgent, oos_lib.OOS,
@@ -247,7 +246,7 @@ register_agent(
                 batch=Doc(_BATCH, **_POSITIVE), dtype=DTYPE),
     "Online Outcome Sampling (Lisy, Lanctot & Bowling 2015, Sec. 4): tables kept between moves",
     check=_check_oos)
-_check_ismcts, _build_ismcts = _table_search_kind(ISMCTSAgent, ismcts_lib.ISMCTS)
+_check_ismcts, _build_ismcts = _search_kind(ISMCTSAgent, ismcts_lib.ISMCTS)
 register_agent(
     "ismcts", _build_ismcts,
     params_from(ISMCTSAgent, ismcts_lib.ISMCTS,
@@ -271,7 +270,7 @@ def _uct_params(factory, **solver_docs) -> tuple:
                      batch=Doc("episodes per step", **_POSITIVE), dtype=DTYPE)
 
 
-_check_uct, _build_uct = _uct_kind(uct_lib.uct)
+_check_uct, _build_uct = _search_kind(UCTAgent, uct_lib.uct, _check_episodes)
 register_agent(
     "uct", _build_uct,
     _uct_params(uct_lib.uct, c=Doc("UCB1 exploration constant (Heinrich & Silver: 2 for Kuhn, "
@@ -279,7 +278,7 @@ register_agent(
     "extensive-form UCT self-play (Heinrich & Silver 2015, Sec. 3.1), search continued at every "
     "move",
     check=_check_uct)
-_check_smooth, _build_smooth = _uct_kind(uct_lib.smooth_uct)
+_check_smooth, _build_smooth = _search_kind(UCTAgent, uct_lib.smooth_uct, _check_episodes)
 register_agent(
     "smooth_uct", _build_smooth,
     _uct_params(uct_lib.smooth_uct,

@@ -38,11 +38,23 @@ def _flag(name: str) -> str:
   return "--" + name.replace("_", "-")
 
 
+def _true_false(text: str) -> bool:
+  """A boolean flag's value: ``true`` or ``false``."""
+  if text.lower() not in ("true", "false"):
+    raise ValueError(f"expected true or false, got {text!r}")
+  return text.lower() == "true"
+
+
+def _show(value) -> str:
+  """A default in --help: ``true``/``false``, numbers in their shortest form."""
+  return str(value).lower() if isinstance(value, bool) else f"{value:g}"
+
+
 def _hyperparameter_help(name: str) -> str:
   """``meaning: solver (default), ...`` over the solvers that take ``name``."""
   uses = [(solver, p) for solver, ps in SOLVER_FLAGS.items() for p in ps if p.name == name]
-  shown = ", ".join(solver if p.default is None or name == PLANNED else f"{solver} ({p.default:g})"
-                    for solver, p in uses)
+  shown = ", ".join(solver if p.default is None or name == PLANNED
+                    else f"{solver} ({_show(p.default)})" for solver, p in uses)
   return f"{uses[0][1].help}: {shown}"
 
 
@@ -61,7 +73,8 @@ def add_parser(sub) -> None:
   p.add_argument("--dtype", default=_SOLVE["dtype"].default, choices=["float32", "float64"])
   for name in HYPERPARAMETERS:
     kind = next(q.type for ps in SOLVER_FLAGS.values() for q in ps if q.name == name)
-    p.add_argument(_flag(name), type=kind, help=_hyperparameter_help(name))
+    p.add_argument(_flag(name), type=_true_false if kind is bool else kind,
+                   metavar="true|false" if kind is bool else None, help=_hyperparameter_help(name))
   p.add_argument("--no-compensation", action="store_true",
                  help="CFR family: plain average sums instead of compensated rescaled ones")
   p.add_argument("--target", type=float,
