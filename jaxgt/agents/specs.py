@@ -179,27 +179,27 @@ def _check_path(path) -> None:
     raise ValueError(f"no policy file {path!r}")
 
 
-def _search_kind(agent_cls, solver_factory, check_agent=None):
-  """``check`` and ``build`` of a search kind: the parameters ``agent_cls`` takes go to the agent,
-  the others to the solver ``solver_factory`` makes; ``check_agent(agent_params, solver)``
-  adds checks of the pair (ranges are checked while parsing)."""
+def _register_search(name, agent_cls, solver_factory, params, description, check_agent=None):
+  """Registers a search kind: the parameters ``agent_cls`` takes go to the agent, the others to
+  the solver ``solver_factory`` makes; ``check_agent(agent_params, solver)`` checks the pair
+  before any game (ranges are checked while parsing)."""
   own = set(inspect.signature(agent_cls).parameters)
 
-  def split(params):
-    return ({k: v for k, v in params.items() if k in own},
-            {k: v for k, v in params.items() if k not in own})
+  def split(values):
+    return ({k: v for k, v in values.items() if k in own},
+            {k: v for k, v in values.items() if k not in own})
 
-  def check(**params):
-    mine, hyper = split(params)
+  def check(**values):
+    mine, hyper = split(values)
     solver = solver_factory(**_any_dtype(hyper))
     if check_agent is not None:
       check_agent(mine, solver)
 
-  def build(game, **params) -> Agent:
-    mine, hyper = split(params)
+  def build(game, **values) -> Agent:
+    mine, hyper = split(values)
     return agent_cls(game, solver=solver_factory(**hyper), **mine)
 
-  return check, build
+  register_agent(name, build, params, description, check=check)
 
 
 def _check_episodes(agent_params, solver) -> None:
@@ -233,9 +233,8 @@ register_agent(
     params_from(policy_agent,
                 path="a policy file saved by jaxgt solve --save (.npz) for this game"),
     "plays a saved tabular policy", check=_check_path)
-_check_oos, _build_oos = _search_kind(OOSAgent, oos_lib.OOS)
-register_agent(
-    "oos", _build_oos,
+_register_search(
+    "oos", OOSAgent, oos_lib.OOS,
     params_from(OOSAgent, oos_lib.OOS,
                 iterations=Doc("OOS iterations per move", **_POSITIVE),
                 delta=Doc("targeting probability", **_NONNEGATIVE),
@@ -244,11 +243,9 @@ register_agent(
                 epsilon="exploration of the sampling policy",
                 gamma=Doc("uniform mixing of explorative regret matching", **_NONNEGATIVE),
                 batch=Doc(_BATCH, **_POSITIVE), dtype=DTYPE),
-    "Online Outcome Sampling (Lisy, Lanctot & Bowling 2015, Sec. 4): tables kept between moves",
-    check=_check_oos)
-_check_ismcts, _build_ismcts = _search_kind(ISMCTSAgent, ismcts_lib.ISMCTS)
-register_agent(
-    "ismcts", _build_ismcts,
+    "Online Outcome Sampling (Lisy, Lanctot & Bowling 2015, Sec. 4): tables kept between moves")
+_register_search(
+    "ismcts", ISMCTSAgent, ismcts_lib.ISMCTS,
     params_from(ISMCTSAgent, ismcts_lib.ISMCTS,
                 simulations=Doc("steps of batch simulations per move", **_POSITIVE),
                 selection=Doc("selection rule", choices=ismcts_lib.SELECTION),
@@ -258,8 +255,7 @@ register_agent(
                 final=Doc("move policy (none: visits for uct, mean for rm)",
                           choices=ismcts_lib.FINAL),
                 batch=Doc("simulations per step", **_POSITIVE), dtype=DTYPE),
-    "Information Set MCTS (Lisy, Lanctot & Bowling 2015, Sec. 5.1): fresh statistics every move",
-    check=_check_ismcts)
+    "Information Set MCTS (Lisy, Lanctot & Bowling 2015, Sec. 5.1): fresh statistics every move")
 
 
 def _uct_params(factory, **solver_docs) -> tuple:
@@ -270,24 +266,21 @@ def _uct_params(factory, **solver_docs) -> tuple:
                      batch=Doc("episodes per step", **_POSITIVE), dtype=DTYPE)
 
 
-_check_uct, _build_uct = _search_kind(UCTAgent, uct_lib.uct, _check_episodes)
-register_agent(
-    "uct", _build_uct,
+_register_search(
+    "uct", UCTAgent, uct_lib.uct,
     _uct_params(uct_lib.uct, c=Doc("UCB1 exploration constant (Heinrich & Silver: 2 for Kuhn, "
                                    "20 for Leduc)", **_NONNEGATIVE)),
     "extensive-form UCT self-play (Heinrich & Silver 2015, Sec. 3.1), search continued at every "
-    "move",
-    check=_check_uct)
-_check_smooth, _build_smooth = _search_kind(UCTAgent, uct_lib.smooth_uct, _check_episodes)
-register_agent(
-    "smooth_uct", _build_smooth,
+    "move", _check_episodes)
+_register_search(
+    "smooth_uct", UCTAgent, uct_lib.smooth_uct,
     _uct_params(uct_lib.smooth_uct,
                 c=Doc("UCB1 exploration constant (Heinrich & Silver: 1.75 Kuhn, 18 Leduc)",
                       **_NONNEGATIVE),
                 gamma="smallest mixing eta_k (Eq. 2)", eta="mixing schedule numerator (Eq. 2)",
                 d=Doc("mixing schedule decay (Heinrich & Silver: 0.001 Kuhn, 0.002 Leduc)",
                       **_NONNEGATIVE)),
-    "extensive-form Smooth UCT self-play (Heinrich & Silver 2015, Sec. 3.2)", check=_check_smooth)
+    "extensive-form Smooth UCT self-play (Heinrich & Silver 2015, Sec. 3.2)", _check_episodes)
 register_agent(
     "resolving", _resolving,
     params_from(ContinualResolvingAgent, cfr_plus,
