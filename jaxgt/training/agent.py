@@ -20,7 +20,6 @@ from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr as gtcfr_search
-from jaxgt.search.resolving import DEFAULT_ALPHA
 
 
 @dataclasses.dataclass
@@ -39,15 +38,13 @@ def params_evaluator(source: device_tree.Source, model: CVPN,
                                 name="cvpn")
 
 
-def sog_agent(game: CompiledGame, model: CVPN, params, *, simulations: int,
-              expansions_per_update: float = 1.0, evaluator=None,
-              alpha: float | None = DEFAULT_ALPHA, dtype="float32", **kwargs) -> GTCFRAgent:
-  """``SoG(simulations, expansions_per_update)`` with the network ``model`` at ``params``
-  (``evaluator``: a :func:`params_evaluator` to share; its holder is set to ``params``)."""
+def sog_agent(game: CompiledGame, model: CVPN, params, *, simulations: int, evaluator=None,
+              dtype="float32", **kwargs) -> GTCFRAgent:
+  """``SoG(simulations, c)`` with the network ``model`` at ``params`` (``evaluator``: a
+  :func:`params_evaluator` to share; its holder is set to ``params``); ``kwargs`` are
+  :class:`GTCFRAgent`'s (``expansions_per_update`` = ``c``, ``alpha``, ...)."""
   if evaluator is None:
     source = device_tree.source_from_game(game, dtype)
     evaluator = params_evaluator(source, model, ParamsHolder(params))
-  agent = GTCFRAgent(game, simulations=simulations, expansions_per_update=expansions_per_update,
-                     evaluator=evaluator, alpha=alpha, dtype=dtype, **kwargs)
-  return agent
+  return GTCFRAgent(game, simulations=simulations, evaluator=evaluator, dtype=dtype, **kwargs)
 

@@ -17,20 +17,19 @@ from jaxgt.agents.gtcfr import GTCFRAgent
 from jaxgt.agents.spec_grammar import Doc, params_from
 from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
 from jaxgt.core.compiler import CompiledGame
+from jaxgt.training.agent import sog_agent
 
 
-def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100,
-        expansions_per_update: float = 1.0, dtype: str = "float32") -> GTCFRAgent:
+def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100, **options) -> GTCFRAgent:
   """The newest checkpoint of the training run in ``checkpoint`` (a ``jaxgt train --out``
-  directory) as ``SoG(simulations, expansions_per_update)``, its node values averaged as in the
-  run (``TrainConfig.value_average``); ``ValueError`` for a missing run or a run of another
-  game."""
+  directory) as ``SoG(simulations, c)``, its node values averaged as in the run
+  (``TrainConfig.value_average``); ``options`` are :func:`~jaxgt.training.agent.sog_agent`'s
+  (``expansions_per_update`` = ``c``, ``dtype``). ``ValueError`` for a missing run or a run of
+  another game."""
   from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
-  from jaxgt.training.agent import sog_agent
   run = loop.load_run(pathlib.Path(checkpoint), game)
   return sog_agent(game, run.model, run.params, simulations=simulations,
-                   expansions_per_update=expansions_per_update, dtype=dtype,
-                   value_average=run.config.value_average)
+                   value_average=run.config.value_average, **options)
 
 
 def check_run_dir(checkpoint: str, **params) -> None:
@@ -44,7 +43,7 @@ def register() -> AgentKind:
   """Registers the kind ``sog`` in the catalogue (again, if it is there); returns it."""
   return register_agent(
       "sog", sog,
-      params_from(sog, checkpoint="a jaxgt train --out directory (its newest checkpoint)",
+      params_from(sog, sog_agent, GTCFRAgent, checkpoint="a jaxgt train --out directory (its newest checkpoint)",
                   simulations=Doc("expansion simulations per search, s in SoG(s, c)", minimum=1),
                   expansions_per_update="c: simulations per regret update",
                   dtype=DTYPE),
