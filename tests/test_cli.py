@@ -165,7 +165,7 @@ def test_solver_flags_are_the_factories_hyperparameters(capsys):
   assert solve_cli._true_false("False") is False and solve_cli._true_false("true") is True
   with pytest.raises(SystemExit):
     main(["solve", "--help"])
-  assert "averaging exponent: dcfr (2), pcfr+ (2), dcfr+ (4), pdcfr+ (5)" in " ".join(
+  assert "averaging exponent: dcfr (2.0), pcfr+ (2.0), dcfr+ (4.0), pdcfr+ (5.0)" in " ".join(
       capsys.readouterr().out.split())
   # a hyperparameter of a sampling solver is a flag too, refused where it does not apply
   assert main(["solve", "kuhn_poker", "--solver", "mccfr-es", "--epsilon", "0.5"]) == 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 
-from jaxgt.agents.spec_grammar import params_from
+from jaxgt.agents.spec_grammar import params_from, show
 from jaxgt.cli.common import check_writable, load_game
 from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, hyperparameters,
                            solve)
@@ -45,16 +45,11 @@ def _true_false(text: str) -> bool:
   return text.lower() == "true"
 
 
-def _show(value) -> str:
-  """A default in --help: ``true``/``false``, numbers in their shortest form."""
-  return str(value).lower() if isinstance(value, bool) else f"{value:g}"
-
-
 def _hyperparameter_help(name: str) -> str:
   """``meaning: solver (default), ...`` over the solvers that take ``name``."""
   uses = [(solver, p) for solver, ps in SOLVER_FLAGS.items() for p in ps if p.name == name]
   shown = ", ".join(solver if p.default is None or name == PLANNED
-                    else f"{solver} ({_show(p.default)})" for solver, p in uses)
+                    else f"{solver} ({show(p.default)})" for solver, p in uses)
   return f"{uses[0][1].help}: {shown}"
 
 
