@@ -39,7 +39,7 @@ import jax
 import jaxgt
 from jaxgt.bench_report import PEER_INSTALL, figure, missing_peer
 from jaxgt.core.evaluate import policy_evaluation_jit
-from jaxgt.solve import SOLVERS, make_full_width_solver
+from jaxgt.solving import SOLVERS, make_full_width_solver
 
 TARGETS = (1e-3, 1e-4, 1e-5)
 HEADLINE = 1e-4  # the target of the ratios (issue 16: Leduc, 1e-4)

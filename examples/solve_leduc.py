@@ -11,7 +11,7 @@ calls.
 import argparse
 
 import jaxgt
-from jaxgt.solve import plot_curve
+from jaxgt.solving import plot_curve
 
 
 def main():

@@ -17,7 +17,7 @@ from jaxgt.core.sequence_form import (  # noqa: E402
     best_response, best_response_value, exploitability, expected_value, nash_conv)
 from jaxgt.games import make  # noqa: E402
 from jaxgt.policy import Policy  # noqa: E402
-from jaxgt.solve import BatchResult, SolveResult, solve, solve_batch  # noqa: E402
+from jaxgt.solving import BatchResult, SolveResult, solve, solve_batch  # noqa: E402
 from jaxgt.solvers.cfr import cfr, cfr_plus, discounted_cfr, linear_cfr, make_solver  # noqa: E402
 
 __version__ = "0.1.0"

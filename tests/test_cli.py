@@ -119,7 +119,7 @@ def test_solve_new_solvers_with_their_flags(solver, flags, capsys):
   import jax
   import jaxgt
   from jaxgt.core.evaluate import policy_evaluation_jit
-  from jaxgt.solve import make_full_width_solver
+  from jaxgt.solving import make_full_width_solver
   assert main(["solve", "kuhn_poker", "--solver", solver, "--iterations", "60", "--eval-every",
                "30", "--dtype", "float64", "--last-iterate"] + flags) == 0
   lines = [l.split() for l in capsys.readouterr().out.splitlines() if l.startswith("iter")]
@@ -144,8 +144,42 @@ def test_solve_flag_that_does_not_apply(capsys):
   assert "CFR family only" in capsys.readouterr().err
 
 
+def test_solver_flags_are_the_factories_hyperparameters(capsys):
+  """Each solver's flags, their types and defaults are its factory's hyperparameters."""
+  import inspect
+  import jaxgt
+  from jaxgt.cli import solve as solve_cli
+  from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
+  from jaxgt.solving import SOLVERS, hyperparameters
+  for name, factory in {**SOLVERS, **SAMPLING_SOLVERS}.items():
+    signature = inspect.signature(factory).parameters
+    flags = solve_cli.SOLVER_FLAGS[name]
+    assert [p.name for p in flags] == list(hyperparameters(factory))
+    assert [p.default for p in flags] == [signature[p.name].default for p in flags]
+  assert [p.name for p in solve_cli.SOLVER_FLAGS["dcfr"]] == ["alpha", "beta", "gamma"]
+  assert [p.name for p in solve_cli.SOLVER_FLAGS["mmd"]] == ["alpha", "stepsize"]
+  assert {p.type for p in solve_cli.SOLVER_FLAGS["hs-dcfr"]} == {int, float}
+  # shared options and **keywords are not hyperparameters; a boolean one is a true|false flag
+  assert hyperparameters(lambda a=1, *, dtype="float32", batch=1, flag=True, **rules: 0) == (
+      "a", "flag")
+  assert solve_cli._true_false("False") is False and solve_cli._true_false("true") is True
+  with pytest.raises(SystemExit):
+    main(["solve", "--help"])
+  assert "averaging exponent: dcfr (2.0), pcfr+ (2.0), dcfr+ (4.0), pdcfr+ (5.0)" in " ".join(
+      capsys.readouterr().out.split())
+  # a hyperparameter of a sampling solver is a flag too, refused where it does not apply
+  assert main(["solve", "kuhn_poker", "--solver", "mccfr-es", "--epsilon", "0.5"]) == 2
+  assert "--epsilon does not apply to --solver mccfr-es (it takes: none)" in capsys.readouterr().err
+  assert main(["solve", "kuhn_poker", "--solver", "mccfr-os", "--epsilon", "0.3", "--iterations",
+               "20", "--eval-every", "0", "--batch", "8", "--seed", "3"]) == 0
+  line = [l.split() for l in capsys.readouterr().out.splitlines() if l.startswith("iter")][-1]
+  direct = jaxgt.solve("kuhn_poker", "mccfr-os", iterations=20, eval_every=0, batch=8, seed=3,
+                       epsilon=0.3)
+  assert float(line[5]) == pytest.approx(direct.exploitability, rel=1e-6)
+
+
 def test_small_exploitability_prints_readably():
-  from jaxgt.solve import format_mbb
+  from jaxgt.solving import format_mbb
   assert format_mbb(1.1e-07 * 1000) == "1.10e-04"
   assert format_mbb(0.0571) == "0.057" and format_mbb(12.3456) == "12.346"
   assert format_mbb(0.0) == "0.000"

@@ -5,7 +5,7 @@ import pytest
 
 import jaxgt
 from jaxgt.cli import main
-from jaxgt.solve import TARGET_GROWTH, solve
+from jaxgt.solving import TARGET_GROWTH, solve
 
 
 def test_target_stops_at_the_first_evaluation_below_it():

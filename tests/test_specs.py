@@ -1,4 +1,5 @@
-"""Agent specs: the one parser and the registry of agent kinds (issue 14, command line)."""
+"""Agent specs: the grammar, and the catalogue of agent kinds whose parameters are read from the
+agents' and solvers' constructors."""
 
 import numpy as np
 import pytest
@@ -151,3 +152,54 @@ def test_gtcfr_spec_builds_the_growing_tree_agent():
   assert agent.config.simulations == 12 and agent.config.expansions_per_update == 0.5
   with pytest.raises(ValueError, match="evaluator"):
     specs.parse_spec("gtcfr(evaluator=network)")
+
+
+@pytest.mark.parametrize("kind, sources", [
+    ("oos", ("jaxgt.agents.oos:OOSAgent", "jaxgt.solvers.oos:OOS")),
+    ("ismcts", ("jaxgt.agents.ismcts:ISMCTSAgent", "jaxgt.solvers.ismcts:ISMCTS")),
+    ("uct", ("jaxgt.agents.uct:UCTAgent", "jaxgt.solvers.uct:uct")),
+    ("smooth_uct", ("jaxgt.agents.uct:UCTAgent", "jaxgt.solvers.uct:smooth_uct")),
+    ("resolving", ("jaxgt.agents.resolving:ContinualResolvingAgent",)),
+    ("gtcfr", ("jaxgt.agents.gtcfr:GTCFRAgent",))])
+def test_kind_defaults_are_the_constructors(kind, sources):
+  """Each parameter's default is the one its agent class or solver states (the exceptions are
+  the spec's own: GT-CFR's budget, which the agent leaves to its caller, and the dtype of
+  re-solving's default CFR+)."""
+  import importlib
+  import inspect
+  defaults = {}
+  for source in reversed(sources):
+    module, name = source.split(":")
+    obj = getattr(importlib.import_module(module), name)
+    defaults.update({n: p.default for n, p in inspect.signature(obj).parameters.items()})
+  own = {"gtcfr": {"simulations": 100}, "resolving": {"dtype": "float64"}}.get(kind, {})
+  params = specs.agent_kinds()[kind].params
+  assert {p.name: p.default for p in params} == {p.name: own.get(p.name, defaults.get(p.name))
+                                                 for p in params}
+  assert all(p.name in defaults or p.name in own for p in params)
+
+
+def test_params_from_reads_names_types_and_defaults():
+  def factory(game, *, path: str, n: int = 3, x: float | None = None, flag=True):
+    del game, path, n, x, flag
+  path, n, x, flag = specs.params_from(factory, path="p", n=specs.Doc("n", minimum=1), x="x",
+                                       flag="f")
+  assert (path.type, path.required) == (str, True)
+  assert (n.type, n.default, n.minimum) == (int, 3, 1)
+  assert (x.type, x.default, x.nullable) == (float, None, True)
+  assert (flag.type, flag.default) == (bool, True)
+  with pytest.raises(ValueError, match="no parameter 'm'"):
+    specs.params_from(factory, m="m")
+  with pytest.raises(ValueError, match="is not one of int, float, bool, str"):
+    specs.params_from(lambda xs=(): None, xs="a tuple")
+
+
+def test_training_registers_the_sog_kind(tmp_path, capsys):
+  # agents never import training: the command line has training register its kind
+  assert main(["agents"]) == 0
+  assert "sog(checkpoint=<str>,simulations=100,expansions_per_update=1.0" in capsys.readouterr().out
+  from jaxgt.training import agent_kind
+  agent_kind.register()
+  s = specs.parse_spec(f"sog(checkpoint={tmp_path},simulations=3)")
+  assert s.params == {"checkpoint": str(tmp_path), "simulations": 3,
+                      "expansions_per_update": 1.0, "dtype": "float32"}

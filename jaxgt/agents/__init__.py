@@ -7,13 +7,15 @@
 * :class:`~jaxgt.agents.resolving.ContinualResolvingAgent` re-solves with
   :mod:`jaxgt.search`.
 
-:mod:`jaxgt.agents.specs` parses agent specs (``"oos(iterations=1000)"``) and
-holds the registry of agent kinds (:func:`register_agent`).
+:mod:`jaxgt.agents.specs` is the catalogue of agent kinds (:func:`register_agent`)
+and parses agent specs (``"oos(iterations=1000)"``) written in the grammar of
+:mod:`jaxgt.agents.spec_grammar`, whose :func:`params_from` reads a kind's parameters
+from its agent class and solver.
 """
 
 from jaxgt.agents.base import Agent, PolicyAgent
-from jaxgt.agents.specs import (AgentSpec, Param, agent_kinds, describe_agents, make_agent,
-                                parse_spec, register_agent)
+from jaxgt.agents.specs import (AgentSpec, Doc, Param, agent_kinds, describe_agents, make_agent,
+                                params_from, parse_spec, register_agent)
 
-__all__ = ["Agent", "AgentSpec", "Param", "PolicyAgent", "agent_kinds", "describe_agents",
-           "make_agent", "parse_spec", "register_agent"]
+__all__ = ["Agent", "AgentSpec", "Doc", "Param", "PolicyAgent", "agent_kinds", "describe_agents",
+           "make_agent", "params_from", "parse_spec", "register_agent"]

@@ -286,9 +286,3 @@ class GTCFRAgent(Agent):
       return self.read_policy(sub, h)
     return jax.vmap(one)(which, hists)
 
-
-def gtcfr(game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
-          evaluator: Any = "exact", **kwargs) -> GTCFRAgent:
-  """The agent-spec factory ``gtcfr(simulations=S, expansions_per_update=c, evaluator=exact)``."""
-  return GTCFRAgent(game, simulations=simulations, expansions_per_update=expansions_per_update,
-                    evaluator=evaluator, **kwargs)

@@ -19,16 +19,23 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
   del args
-  from jaxgt.agents.specs import describe_agents
-  print(describe_agents())
+  print(catalogue().describe_agents())
   return 0
+
+
+def catalogue():
+  """:mod:`jaxgt.agents.specs` with every kind registered, the training run's ``sog`` too
+  (:mod:`jaxgt.training` registers it)."""
+  from jaxgt.agents import specs
+  from jaxgt.training import agent_kind
+  agent_kind.register()
+  return specs
 
 
 def add_agent_command(sub, name: str, help: str, description: str):
   """A subcommand taking agent specs: its ``--help`` explains specs and lists the agent kinds."""
   import textwrap
-  from jaxgt.agents.specs import describe_agents
-  listing = "\n".join("  " + line for line in describe_agents().splitlines())
+  listing = "\n".join("  " + line for line in catalogue().describe_agents().splitlines())
   return sub.add_parser(name, help=help, description=textwrap.fill(f"{description} {SPEC_HELP}", 80),
                         epilog=f"agents:\n{listing}",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -37,8 +44,7 @@ def add_agent_command(sub, name: str, help: str, description: str):
 def parse_agents(*texts):
   """The parsed :class:`~jaxgt.agents.specs.AgentSpec` of each text (errors before any game is
   loaded); turns on 64-bit JAX when one of them computes in float64."""
-  from jaxgt.agents.specs import parse_spec
-  specs = [parse_spec(t) for t in texts]
+  specs = [catalogue().parse_spec(t) for t in texts]
   if any(s.needs_x64 for s in specs):
     import jax
     jax.config.update("jax_enable_x64", True)

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from jaxgt.cli.common import check_writable
+from jaxgt.cli.common import check_writable, check_writable_dir
 
 
 def add_parser(sub) -> None:
@@ -58,16 +58,9 @@ def quick_args(path: pathlib.Path) -> list:
 
 def _check_out_dir(out: str) -> pathlib.Path:
   """``out`` as a folder that exists or can be made, checked before any benchmark runs."""
-  path = pathlib.Path(out)
-  if path.exists() and not path.is_dir():
-    raise ValueError(f"--out {out}: exists and is not a folder")
-  if path.is_dir():
+  path = check_writable_dir("--out", out)
+  if path.is_dir():  # a results.json there must be writable too
     check_writable({"--out": str(path / "results.json")})
-    return path
-  parent = path.absolute().parent
-  while not parent.exists():
-    parent = parent.parent
-  check_writable({"--out": str(parent / "results.json")})
   return path
 
 

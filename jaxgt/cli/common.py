@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 
 
 def load_game(text: str):
@@ -25,6 +26,19 @@ def check_writable(paths: dict) -> None:
   for option, path in paths.items():
     if path is not None:
       _check_writable_file(path, option)
+
+
+def check_writable_dir(option: str, path) -> pathlib.Path:
+  """``path`` as a folder that exists or can be made in its nearest existing, writable ancestor;
+  ``ValueError`` naming ``option`` else (called before long work, as :func:`check_writable`)."""
+  path = probe = pathlib.Path(path)
+  while not probe.exists():
+    probe = probe.parent
+  if probe == path and not path.is_dir():
+    raise ValueError(f"{option} {path}: exists and is not a folder")
+  if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+    raise ValueError(f"{option} {path}: {probe} is not a writable directory")
+  return path
 
 
 def _check_writable_file(path: str, option: str) -> None:

@@ -42,7 +42,7 @@ def run(args) -> int:
         flush=True)
 
   from jaxgt.evaluation import construct
-  from jaxgt.solve import mbb
+  from jaxgt.solving import mbb
 
   def progress(i, seed, exploitability):
     m = mbb(g, exploitability)

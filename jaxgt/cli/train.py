@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import sys
 
-from jaxgt.cli.common import check_writable, load_game
+from jaxgt.cli.common import check_writable, check_writable_dir, load_game
 
 
 def add_parser(sub) -> None:
@@ -35,11 +34,7 @@ def add_parser(sub) -> None:
 
 
 def _check_out(out: pathlib.Path, resume: bool) -> None:
-  probe = out
-  while not probe.exists():
-    probe = probe.parent
-  if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-    raise ValueError(f"--out {out}: {probe} is not a writable directory")
+  check_writable_dir("--out", out)
   if out.exists() and not resume and any((out / name).exists()
                                          for name in ("config.json", "checkpoints")):
     raise ValueError(f"--out {out} already holds a run; pass --resume to continue it or choose "

@@ -20,7 +20,8 @@
 """
 
 from jaxgt.core.compiler import CompiledGame, GameTree, PlayerTree, compile_game, load
-from jaxgt.core.evaluate import Evaluation, PolicyEvaluation, evaluate, policy_evaluation
+from jaxgt.core.evaluate import Evaluation, PolicyEvaluation, policy_evaluation
 
+# ``evaluate`` (the function) is ``jaxgt.evaluate``: bound here it would hide the module
 __all__ = ["CompiledGame", "Evaluation", "GameTree", "PlayerTree", "PolicyEvaluation",
-           "compile_game", "evaluate", "load", "policy_evaluation"]
+           "compile_game", "load", "policy_evaluation"]

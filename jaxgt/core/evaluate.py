@@ -37,7 +37,7 @@ def policy_evaluation(tree: GameTree, policy, weights=None) -> PolicyEvaluation:
 
 
 policy_evaluation_jit = jax.jit(policy_evaluation)
-""":func:`policy_evaluation` jitted (host callers: :func:`evaluate`, :func:`jaxgt.solve.solve`)."""
+""":func:`policy_evaluation` jitted (host callers: :func:`evaluate`, :func:`jaxgt.solving.solve`)."""
 
 
 @dataclasses.dataclass(frozen=True)

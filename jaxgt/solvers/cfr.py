@@ -425,10 +425,10 @@ def hs_discounted_cfr(planned_iterations: int = 1000, gamma0: float = 30.0, *,
                    ScheduledAveraging(gamma0, planned), **_common(alternating, dtype, compensated))
 
 
-SOLVERS = {"cfr": cfr, "cfr+": cfr_plus, "lcfr": linear_cfr, "dcfr": discounted_cfr,
-           "pcfr+": predictive_cfr_plus, "dcfr+": discounted_cfr_plus,
-           "pdcfr+": predictive_discounted_cfr_plus, "hs-pcfr+": hs_predictive_cfr_plus,
-           "hs-dcfr": hs_discounted_cfr}
+# the CFR family by the name each factory gives its solver
+SOLVERS = {factory().name: factory for factory in (
+    cfr, cfr_plus, linear_cfr, discounted_cfr, predictive_cfr_plus, discounted_cfr_plus,
+    predictive_discounted_cfr_plus, hs_predictive_cfr_plus, hs_discounted_cfr)}
 # the solvers whose hyperparameters follow a planned iteration count (``planned_iterations``)
 SCHEDULED = ("hs-pcfr+", "hs-dcfr")
 

@@ -1,7 +1,7 @@
-"""The trained Student of Games agent ``sog(checkpoint=DIR, simulations=S,
-expansions_per_update=c)`` (``003``, "Modified Continual Re-solving"): a
-:class:`jaxgt.agents.gtcfr.GTCFRAgent` whose leaf evaluator is the CVPN with a training
-run's parameters.
+"""The Student of Games agent (Schmid et al., *Student of Games*, 2023, "Modified Continual
+Re-solving"): a :class:`jaxgt.agents.gtcfr.GTCFRAgent` whose leaf evaluator is the CVPN with
+given parameters (the training loop's evaluations; a run's checkpoint in the agent spec
+``sog(checkpoint=DIR)``, :mod:`jaxgt.training.agent_kind`).
 
 The evaluator's ``init()`` returns the parameters held by a :class:`ParamsHolder`, so
 :func:`jaxgt.search.gtcfr.search` passes them to its compiled program as data: agents that
@@ -12,7 +12,6 @@ version) share one compilation.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 from typing import Any
 
 from jaxgt.agents.gtcfr import GTCFRAgent
@@ -21,7 +20,6 @@ from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr as gtcfr_search
-from jaxgt.search.resolving import DEFAULT_ALPHA
 
 
 @dataclasses.dataclass
@@ -40,28 +38,13 @@ def params_evaluator(source: device_tree.Source, model: CVPN,
                                 name="cvpn")
 
 
-def sog_agent(game: CompiledGame, model: CVPN, params, *, simulations: int,
-              expansions_per_update: float = 1.0, evaluator=None,
-              alpha: float | None = DEFAULT_ALPHA, dtype="float32", **kwargs) -> GTCFRAgent:
-  """``SoG(simulations, expansions_per_update)`` with the network ``model`` at ``params``
-  (``evaluator``: a :func:`params_evaluator` to share; its holder is set to ``params``)."""
+def sog_agent(game: CompiledGame, model: CVPN, params, *, simulations: int, evaluator=None,
+              dtype="float32", **kwargs) -> GTCFRAgent:
+  """``SoG(simulations, c)`` with the network ``model`` at ``params`` (``evaluator``: a
+  :func:`params_evaluator` to share; its holder is set to ``params``); ``kwargs`` are
+  :class:`GTCFRAgent`'s (``expansions_per_update`` = ``c``, ``alpha``, ...)."""
   if evaluator is None:
     source = device_tree.source_from_game(game, dtype)
     evaluator = params_evaluator(source, model, ParamsHolder(params))
-  agent = GTCFRAgent(game, simulations=simulations, expansions_per_update=expansions_per_update,
-                     evaluator=evaluator, alpha=alpha, dtype=dtype, **kwargs)
-  return agent
-
-
-def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100,
-        expansions_per_update: float = 1.0, dtype: str = "float32") -> GTCFRAgent:
-  """The agent-spec factory: the newest checkpoint of the training run in ``checkpoint``
-  (a ``jaxgt train --out`` directory) as ``SoG(simulations, expansions_per_update)``, its
-  node values averaged as in the run (``TrainConfig.value_average``); ``ValueError`` for a
-  missing run or a run of another game."""
-  from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
-  run = loop.load_run(pathlib.Path(checkpoint), game)
-  return sog_agent(game, run.model, run.params, simulations=simulations,
-                   expansions_per_update=expansions_per_update, dtype=dtype,
-                   value_average=run.config.value_average)
+  return GTCFRAgent(game, simulations=simulations, evaluator=evaluator, dtype=dtype, **kwargs)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import sys
 import time
 from typing import Callable
@@ -36,8 +37,13 @@ from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.solvers import mmd as mmd_lib
 from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 
-# the full-width solvers by name: the CFR family and MMD
-SOLVERS = {**cfr_lib.SOLVERS, "mmd": mmd_lib.mmd}
+# the full-width solvers by name: the CFR family and MMD (sampling: mccfr.SAMPLING_SOLVERS)
+SOLVERS = {**cfr_lib.SOLVERS, mmd_lib.mmd().name: mmd_lib.mmd}
+# the options every solver of a family shares; a factory's other parameters are hyperparameters
+SHARED_OPTIONS = ("alternating", "dtype", "compensated", "batch")
+# the hyperparameter of the scheduled solvers (HS-PCFR+, HS-DCFR) that solve() sets to iterations
+PLANNED = "planned_iterations"
+SAMPLING_BATCH = 256  # trajectories per step of a sampling solver given by name (half per player)
 # measured best to 1e-4 in Leduc (benchmarks/convergence.py, README)
 DEFAULT_SOLVER = "dcfr"
 # with a target, each evaluation comes this factor of iterations after the previous one: an
@@ -57,12 +63,19 @@ def make_full_width_solver(name: str, *, iterations: int | None = None, alternat
     raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
   if alternating is not None:
     kwargs["alternating"] = alternating
-  if name in cfr_lib.SCHEDULED and "planned_iterations" not in kwargs and iterations is not None:
-    kwargs["planned_iterations"] = iterations
+  if PLANNED in hyperparameters(SOLVERS[name]) and PLANNED not in kwargs and iterations is not None:
+    kwargs[PLANNED] = iterations
   try:
     return SOLVERS[name](**kwargs)
   except TypeError as e:  # a keyword the solver does not take
     raise ValueError(f"solver {name!r}: {e}") from None
+
+
+def hyperparameters(factory) -> tuple:
+  """The names of a solver factory's hyperparameters, in its signature's order: its named
+  parameters but the options every solver of its family shares (:data:`SHARED_OPTIONS`)."""
+  return tuple(n for n, p in inspect.signature(factory).parameters.items()
+               if n not in SHARED_OPTIONS and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +143,7 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   or a sampling solver name
   (``mccfr-os``, ``mccfr-es``; keys from ``jax.random.key(seed)``) or
   :class:`~jaxgt.solvers.mccfr.MCCFRSolver`. For sampling solvers an
-  iteration is one step of ``batch`` trajectories (default 256, even: half
+  iteration is one step of ``batch`` trajectories (default :data:`SAMPLING_BATCH`, even: half
   update each player, so trajectories = iterations x batch, the CLI's
   contract); a given ``MCCFRSolver`` brings its own per-player batch. ``weights`` (root beliefs) applies to
   the CFR family only. ``eval_every = 0`` evaluates only at the end. Invalid
@@ -158,7 +171,7 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):  # any integer, even < 0
       raise ValueError(f"seed must be an integer, got {seed!r}")
     if isinstance(solver, str):
-      batch = 256 if batch is None else batch
+      batch = SAMPLING_BATCH if batch is None else batch
       if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 2 or batch % 2:
         raise ValueError(f"batch must be an even integer >= 2 (trajectories per step, half for "
                          f"each player), got {batch!r}")

@@ -1,0 +1,55 @@
+"""The agent kind ``sog(checkpoint=DIR, simulations=S, expansions_per_update=c)``: the newest
+checkpoint of a training run as a Student of Games agent (Schmid et al., *Student of Games*,
+2023).
+
+Registration flows upwards: ``agents`` never imports ``training``; importing
+:mod:`jaxgt.training` adds this kind to the catalogue (:func:`register`, which the command line
+also calls before it lists or parses specs). The loop is imported only when an agent is built,
+so listing the kinds stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from jaxgt.agents.gtcfr import GTCFRAgent
+from jaxgt.agents.spec_grammar import Doc, params_from
+from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
+from jaxgt.core.compiler import CompiledGame
+from jaxgt.training.agent import sog_agent
+
+
+def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100, **options) -> GTCFRAgent:
+  """The newest checkpoint of the training run in ``checkpoint`` (a ``jaxgt train --out``
+  directory) as ``SoG(simulations, c)``, its node values averaged as in the run
+  (``TrainConfig.value_average``); ``options`` are :func:`~jaxgt.training.agent.sog_agent`'s
+  (``expansions_per_update`` = ``c``, ``dtype``). ``ValueError`` for a missing run or a run of
+  another game."""
+  from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
+  run = loop.load_run(pathlib.Path(checkpoint), game)
+  return sog_agent(game, run.model, run.params, simulations=simulations,
+                   value_average=run.config.value_average, **options)
+
+
+def check_run_dir(checkpoint: str, **params) -> None:
+  """Raises ``ValueError`` unless ``checkpoint`` is a directory (before any game is loaded)."""
+  del params
+  if not os.path.isdir(checkpoint):
+    raise ValueError(f"no training run directory {checkpoint!r} (jaxgt train --out)")
+
+
+def register() -> AgentKind:
+  """Registers the kind ``sog`` in the catalogue (again, if it is there); returns it."""
+  return register_agent(
+      "sog", sog,
+      params_from(sog, sog_agent, GTCFRAgent, checkpoint="a jaxgt train --out directory (its newest checkpoint)",
+                  simulations=Doc("expansion simulations per search, s in SoG(s, c)", minimum=1),
+                  expansions_per_update="c: simulations per regret update",
+                  dtype=DTYPE),
+      "Student of Games (Schmid et al. 2023): GT-CFR with a trained CVPN as leaf evaluator, "
+      "continual re-solving",
+      check=check_run_dir)
+
+
+register()
