@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.compiler import CompiledGame
 
 FORMAT = "jaxgt-policy"
@@ -38,7 +39,7 @@ class Policy:
   probs: tuple  # (sigma0 [I0, A], sigma1 [I1, A]) NumPy float64 arrays
 
   @classmethod
-  def from_arrays(cls, compiled: CompiledGame, probs, *, atol: float = 1e-6) -> "Policy":
+  def from_arrays(cls, compiled: CompiledGame, probs, *, atol: float = PROB_ATOL) -> "Policy":
     """Validates ``probs`` against ``compiled`` and wraps it."""
     probs = tuple(np.asarray(p, np.float64) for p in probs)
     validate(compiled, probs, atol=atol)
@@ -59,7 +60,7 @@ class Policy:
                           p0=self.probs[0], p1=self.probs[1])
 
 
-def validate(compiled: CompiledGame, probs, *, atol: float = 1e-6) -> None:
+def validate(compiled: CompiledGame, probs, *, atol: float = PROB_ATOL) -> None:
   """Raises :class:`PolicyError` unless ``probs`` is a policy of ``compiled``."""
   if not isinstance(probs, (tuple, list)) or len(probs) != 2:
     raise PolicyError("a policy is a pair (sigma0 [I0, A], sigma1 [I1, A])")
