@@ -21,6 +21,7 @@ import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.compiler import CompiledGame
+from jaxgt.games.openspiel_import import pyspiel_module
 
 FORMAT = "jaxgt-policy"
 VERSION = 1
@@ -159,14 +160,6 @@ def lift(policy, source: CompiledGame, target: CompiledGame,
 
 
 # ---------------------------------------------------------------- OpenSpiel
-def _pyspiel():
-  try:
-    import pyspiel
-  except ImportError as e:
-    raise ImportError("OpenSpiel interop needs open_spiel: pip install 'jaxgt[test]'") from e
-  return pyspiel
-
-
 def openspiel_game_string(compiled: CompiledGame) -> str:
   s = compiled.game.openspiel_game_string()
   if s is None:
@@ -194,7 +187,7 @@ def export_openspiel(policy: Policy, compiled: CompiledGame, path: str | os.Path
 
 def to_openspiel(policy: Policy, compiled: CompiledGame, os_game: Any = None):
   """An OpenSpiel ``TabularPolicy`` with the same probabilities."""
-  pyspiel = _pyspiel()
+  pyspiel = pyspiel_module()
   from open_spiel.python import policy as os_policy
   if os_game is None:
     os_game = pyspiel.load_game(openspiel_game_string(compiled))

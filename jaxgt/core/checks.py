@@ -9,8 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-PROB_ATOL = 1e-6
-"""Tolerance on ``sum == 1`` for probability vectors, ranges and policies."""
+from jaxgt.games.base import PROB_ATOL  # noqa: F401  (defined with the game protocol, below core)
 
 
 def check_key(key, batch_shape: tuple = ()) -> jax.Array:

@@ -353,7 +353,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
     players.append(p)
     if p == TERMINAL:
       r = game.returns(s)
-      if len(r) != 2 or abs(float(r[0]) + float(r[1])) > 1e-9:
+      if len(r) != 2 or abs(float(r[0]) + float(r[1])) > PROB_ATOL:
         raise ValueError(
             f"{game.name}: returns {tuple(r)} at history {_path(parent, action, h)} "
             "are not zero-sum")

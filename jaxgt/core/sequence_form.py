@@ -374,20 +374,23 @@ def normalize(cum: jax.Array, legal: jax.Array, axis: int = -1) -> jax.Array:
 
 def uniform(legal, dtype=None, axis: int = -1) -> jax.Array:
   """The uniform distribution over the ``True`` entries of ``legal`` along ``axis`` (zeros
-  where none is), in ``dtype`` (default: the default float type)."""
-  legal = jnp.asarray(legal)
-  u = legal / jnp.maximum(jnp.sum(legal, axis=axis, keepdims=True), 1)
+  where none is), in ``dtype`` (default: the default float type). NumPy in, NumPy out."""
+  xp = np if isinstance(legal, np.ndarray) else jnp
+  legal = xp.asarray(legal)
+  u = legal / xp.maximum(xp.sum(legal, axis=axis, keepdims=True), 1)
   return u if dtype is None else u.astype(dtype)
 
 
 def safe_div(num, den, default=0.0) -> jax.Array:
-  """``num / den`` where ``den > 0``, else ``default`` (no division by zero is evaluated)."""
-  return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), default)
+  """``num / den`` where ``den > 0``, else ``default`` (no division by zero is evaluated).
+  NumPy in, NumPy out."""
+  xp = np if all(isinstance(x, (np.ndarray, float, int)) for x in (num, den, default)) else jnp
+  return xp.where(den > 0, num / xp.where(den > 0, den, 1.0), default)
 
 
 def uniform_policy(tree: GameTree, dtype=jnp.float32):
   """The uniform random policy over legal actions."""
-  return tuple(uniform(pt.legal, dtype) for pt in tree.players)
+  return tuple(uniform(jnp.asarray(pt.legal), dtype) for pt in tree.players)
 
 
 def root_chance_weights(tree: GameTree, probs) -> jax.Array:

@@ -38,17 +38,9 @@ class TerminalEstimates:
   payoff: jax.Array  # [T] u_i(z), player i's payoff
 
 
-def path_product(tree: GameTree, edge: jax.Array) -> jax.Array:
-  """``[H]`` product of ``edge [H]`` over the path from the root to each history (a reach)."""
-  return _forward(tree, edge, product=True)
-
-
-def path_sum(tree: GameTree, edge: jax.Array) -> jax.Array:
-  """``[H]`` sum of ``edge [H]`` over the path from the root to each history."""
-  return _forward(tree, edge, product=False)
-
-
-def _forward(tree: GameTree, edge: jax.Array, *, product: bool) -> jax.Array:
+def path_fold(tree: GameTree, edge: jax.Array, *, product: bool) -> jax.Array:
+  """``[H]`` product (a reach) or sum of ``edge [H]`` over the path from the root to each
+  history."""
   acc = jnp.ones_like(edge) if product else jnp.zeros_like(edge)
   acc = acc.at[0].set(edge[0])
   for lo, hi in tree.depth_levels[1:]:
@@ -83,7 +75,7 @@ def history_reach(tree: GameTree, sigma0: jax.Array, sigma1: jax.Array) -> jax.A
   """``[H]`` reach of each history under ``(sigma0 [I0, A], sigma1 [I1, A])`` and chance."""
   edge = (chance_edge_probabilities(tree) * player_edge_probabilities(tree, 0, sigma0)
           * player_edge_probabilities(tree, 1, sigma1))
-  return path_product(tree, edge)
+  return path_fold(tree, edge, product=True)
 
 
 def opponent_classes(compiled: CompiledGame, player: int) -> np.ndarray:
@@ -149,11 +141,11 @@ def terminal_estimates(tree: GameTree, classes, target, logged, values, player, 
   # [H] E over the children of h of v (one step below chance and player-i nodes)
   expected = jax.ops.segment_sum(jnp.where(tree.parent >= 0, edge_c * edge_i * v, 0.0), par, H)
   delta = jnp.where(corrected & (tree.parent >= 0), v - expected[par], 0.0)
-  v_tilde = u - path_sum(tree, delta)
+  v_tilde = u - path_fold(tree, delta, product=False)
 
   reach_c = tree.chance_reach.astype(u.dtype)
-  reach_i = path_product(tree, edge_i)
-  reach_hat = path_product(tree, edge_hat)
+  reach_i = path_fold(tree, edge_i, product=True)
+  reach_hat = path_fold(tree, edge_hat, product=True)
   # W(h): sum over terminals below h reached through player i and chance only.
   own = (tree.player == player) | (tree.player == CHANCE)
   w = subtree_sum(tree, v_tilde, edge_c * edge_i, own)
@@ -164,6 +156,6 @@ def terminal_estimates(tree: GameTree, classes, target, logged, values, player, 
   num = jax.ops.segment_sum(jnp.where(member, reach_c * reach_i * x, 0.0), cls, H)
   den = jax.ops.segment_sum(jnp.where(member, reach_c * reach_hat, 0.0), cls, H)
   ratio = jnp.where(member, safe_div(num[cls], den[cls]), 0.0)
-  total = path_sum(tree, ratio)
+  total = path_fold(tree, ratio, product=False)
   th = tree.terminal_history
   return TerminalEstimates(value=total[th], logged_reach=reach_hat[th], payoff=u[th])

@@ -98,7 +98,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core import rng
-from jaxgt.core.checks import check_choice
+from jaxgt.core.checks import check_choice, check_key
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.dtypes import default_dtype
 from jaxgt.core.tables import infostate_rows
@@ -106,9 +106,8 @@ from jaxgt.evaluation.baselines import (BASELINES, baseline_profile, baseline_va
                                         bet_call_profile, is_none, player_strategy,
                                         view_known_chance, view_values)
 from jaxgt.evaluation.episode_paths import (PADDING, UNOBSERVED, Located,  # noqa: F401
-                                            check_log_game, encode_histories, episode_name,
-                                            locate_episodes, logged_zero_step, partial_view,
-                                            terminal_episodes)
+                                            check_log_game, episode_name, locate_episodes,
+                                            logged_zero_step, partial_view, terminal_episodes)
 from jaxgt.evaluation.estimators import (ESTIMATOR_FLAGS, ESTIMATORS,  # noqa: F401
                                          TerminalEstimates, history_reach, opponent_classes,
                                          terminal_estimates)
@@ -324,7 +323,8 @@ def exact_moments(values, reach) -> tuple[float, float]:
 
 
 
-def sample_episodes(compiled: CompiledGame, profile, num: int, key) -> tuple[np.ndarray, np.ndarray]:
+def sample_episodes(compiled: CompiledGame, profile, num: int,
+                    key) -> tuple[np.ndarray, np.ndarray]:
   """``num`` episodes of ``profile`` (``(sigma0, sigma1)``) through the trajectory walker.
 
   Returns encoded histories ``[num, D]`` (:data:`PADDING` past the end) and
@@ -334,7 +334,7 @@ def sample_episodes(compiled: CompiledGame, profile, num: int, key) -> tuple[np.
   dtype = tree.terminal_payoff.dtype
   table = infostate_rows(tuple(jnp.asarray(p, dtype) for p in profile), tree.player,
                          tree.infostate)
-  uniforms = rng.uniform(key, (tree.max_depth, num), dtype)
+  uniforms = rng.uniform(check_key(key), (tree.max_depth, num), dtype)
   traj = walk_tables(tree, table, table, uniforms)
   actions = jnp.where(traj.history >= 0, traj.action, PADDING).T
   u0 = traj.payoff(tree)
