@@ -41,11 +41,11 @@ def test_check_shape():
   assert check_shape("w", np.zeros((2, 3, 4)), (..., None, 4)) == (2,)
   assert check_shape("w", np.zeros(4), (..., 4)) == ()
   assert check_shape("w", np.zeros((2, 4)), (2, 4)) == ()
-  with pytest.raises(ValueError, match=r"w must have shape \[\.\.\., 4\], got \(2, 3\)"):
+  with pytest.raises(ValueError, match=r"w must have shape \(\.\.\., 4\), got \(2, 3\)"):
     check_shape("w", np.zeros((2, 3)), (..., 4))
-  with pytest.raises(ValueError, match=r"must have shape \[3\]"):
+  with pytest.raises(ValueError, match=r"must have shape \(3,\)"):
     check_shape("w", np.zeros((1, 3)), (3,))
-  with pytest.raises(ValueError, match=r"must have shape \[\.\.\., 2, 3\]"):
+  with pytest.raises(ValueError, match=r"must have shape \(\.\.\., 2, 3\)"):
     check_shape("w", np.zeros(3), (..., 2, 3))
 
 

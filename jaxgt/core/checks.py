@@ -48,7 +48,8 @@ def check_shape(what: str, x, shape) -> tuple:
   if not ((n >= 0 if lead else n == 0)
           and all(w is None or w == g for w, g in zip(tail, got[max(n, 0):]))):
     spelled = ", ".join("..." if w is Ellipsis else "?" if w is None else str(w) for w in want)
-    raise ValueError(f"{what} must have shape [{spelled}], got {got}")
+    raise ValueError(f"{what} must have shape ({spelled}{',' if len(want) == 1 else ''}), "
+                     f"got {got}")
   return got[:n]
 
 

@@ -1,12 +1,7 @@
-"""The importance-sampling estimators as functions of the terminal reached (Bowling, Johanson,
-Burch, Szafron, *Strategy Evaluation in Extensive Games with Importance Sampling*, ICML 2008;
-AIVAT: Burch, Schmid, Moravcik, Morrill, Bowling, *AIVAT: A New Variance Reduction Technique
-for Agent Evaluation in Imperfect Information Games*, AAAI 2018).
-
-:func:`terminal_estimates` computes the general estimator ``V_U(z)`` (Sec. 3, Eq. 3) once per
-terminal ``z`` with a few passes over the breadth-first depth levels of the compiled tree; the
-sets ``U`` and the control variates are described in :mod:`jaxgt.evaluation.importance`.
-"""
+"""The estimators of :mod:`jaxgt.evaluation.importance` as functions of the terminal reached:
+``V_U(z)`` (Bowling, Johanson, Burch, Szafron, *Strategy Evaluation in Extensive Games with
+Importance Sampling*, ICML 2008, Eq. 3; AIVAT: Burch et al., AAAI 2018) once per terminal, with
+a few passes over the breadth-first depth levels of the compiled tree."""
 
 from __future__ import annotations
 
@@ -16,7 +11,8 @@ import numpy as np
 from flax import struct
 
 from jaxgt.core.compiler import CompiledGame, GameTree
-from jaxgt.core.public_tree import chance_edge_probabilities, player_edge_probabilities
+from jaxgt.core.public_tree import (chance_edge_probabilities, edge_probabilities,
+                                    player_edge_probabilities)
 from jaxgt.core.sequence_form import safe_div
 from jaxgt.games.base import CHANCE
 
@@ -63,19 +59,10 @@ def subtree_sum(tree: GameTree, leaf: jax.Array, edge: jax.Array, open_: jax.Arr
   return w
 
 
-def history_payoff(tree: GameTree, player) -> jax.Array:
-  """``[H]`` player ``player``'s (possibly traced) payoff at terminal histories (0 elsewhere)."""
-  t = tree.history_terminal
-  u = jnp.where(t >= 0, tree.terminal_payoff[jnp.maximum(t, 0)], 0.0)
-  return jnp.where(player == 0, u, -u)
-
-
 @jax.jit
 def history_reach(tree: GameTree, sigma0: jax.Array, sigma1: jax.Array) -> jax.Array:
   """``[H]`` reach of each history under ``(sigma0 [I0, A], sigma1 [I1, A])`` and chance."""
-  edge = (chance_edge_probabilities(tree) * player_edge_probabilities(tree, 0, sigma0)
-          * player_edge_probabilities(tree, 1, sigma1))
-  return path_fold(tree, edge, product=True)
+  return path_fold(tree, edge_probabilities(tree, (sigma0, sigma1)), product=True)
 
 
 def opponent_classes(compiled: CompiledGame, player: int) -> np.ndarray:
@@ -126,7 +113,9 @@ def terminal_estimates(tree: GameTree, classes, target, logged, values, player, 
   """
   H = tree.num_histories
   opp = 1 - player
-  u = history_payoff(tree, player)
+  t = tree.history_terminal
+  u = jnp.where(t >= 0, tree.terminal_payoff[jnp.maximum(t, 0)], 0.0)
+  u = jnp.where(player == 0, u, -u)  # [H] u_i at terminals
   edge_c = chance_edge_probabilities(tree)
   edge_i = player_edge_probabilities(tree, player, target)
   edge_hat = player_edge_probabilities(tree, player, logged)

@@ -11,11 +11,11 @@ Sec. 3, Eq. 3,
 
 for one choice of the sets ``U(z)`` (the *synthetic* terminals an observed ``z``
 stands for). Because its weights only involve chance and player ``i``'s two
-strategies, ``V_U`` is a fixed function of the terminal reached, and this
-module computes it **once per terminal** on the compiled tree (a few passes
-over the breadth-first depth levels); estimating a log is then locating each
-episode's terminal through the tree's transition arrays (``children``) and a
-gather, jitted over all episodes at once.
+strategies, ``V_U`` is a fixed function of the terminal reached, computed
+**once per terminal** on the compiled tree (:mod:`~jaxgt.evaluation.estimators`);
+estimating a log is then locating each episode's terminal through the tree's
+transition arrays (:mod:`~jaxgt.evaluation.episode_paths`) and a gather, jitted
+over all episodes at once. This module holds the host entry points.
 
 The sets, defined for every compiled game (not only poker):
 
@@ -51,8 +51,9 @@ The sets, defined for every compiled game (not only poker):
   ``examples/importance_sampling.py``). Unbiased for any ``v``: each control
   variate has mean zero under the evaluated profile.
 
-**Baselines** (Sec. 3, last paragraph: "replace V with any unbiased estimate of
-V"): ``V(z) = u_i(z) - sum over the chance events on z of [v(h a) - E_a' v(h a')]``
+**Baselines** (:mod:`~jaxgt.evaluation.baselines`; Sec. 3, last paragraph: "replace V
+with any unbiased estimate of V"):
+``V(z) = u_i(z) - sum over the chance events on z of [v(h a) - E_a' v(h a')]``
 (the DIVAT form of Zinkevich et al. 2006; zero-mean for any ``v``), with
 ``v`` the exact values of a reference profile on jaxgt's tree: ``bc`` the
 bet-call profile (BC-DIVAT, :func:`bet_call_profile`), ``exact`` a given
@@ -81,11 +82,6 @@ AIVAT also has an unbiased partial-information variant built from player
 ``i``'s view only (``estimator_table(..., partial_information=True)``, used by
 :func:`estimate_episodes` on logs with hidden outcomes); on Leduc it keeps
 only a small part of AIVAT's variance reduction.
-
-Modules: :mod:`~jaxgt.evaluation.estimators` (``V_U`` per terminal),
-:mod:`~jaxgt.evaluation.baselines` (value functions),
-:mod:`~jaxgt.evaluation.episode_paths` (locating logged episodes); this one
-holds the host entry points and re-exports the names they take and return.
 """
 
 from __future__ import annotations
