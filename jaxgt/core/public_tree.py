@@ -147,24 +147,33 @@ def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None
   ``payoff [T]`` replaces ``tree.terminal_payoff``; the depth layers are read
   from ``host`` (default ``tree``), so ``tree`` may be traced.
   """
-  host = tree if host is None else host
   payoff = tree.terminal_payoff if payoff is None else payoff
-  e = edge_probabilities(tree, policy).astype(payoff.dtype)
-  H = tree.num_histories
-  v_term = jnp.zeros(H, payoff.dtype).at[np.asarray(host.terminal_history)].set(payoff)
-  levels = host.depth_levels
-  parent = np.asarray(host.parent)
+  terminals = np.asarray((tree if host is None else host).terminal_history)
+  leaf = jnp.zeros(tree.num_histories, payoff.dtype).at[terminals].set(payoff)
+  return subtree_values(tree, leaf, edge_probabilities(tree, policy).astype(payoff.dtype),
+                        host=host)
+
+
+def subtree_values(tree: GameTree, leaf, edge, open_=None, *,
+                   host: GameTree | None = None) -> jax.Array:
+  """``[H]`` ``W(h) = leaf(h) + sum over the children c of h of edge(c) W(c)`` (the sum only
+  where ``open_ [H]``, default everywhere), one depth level at a time from the deepest. The
+  levels and parents are read from ``host`` (default ``tree``, which may then be traced)."""
+  src = tree if host is None else host
+  levels = src.depth_levels
+  parent = src.parent if isinstance(src.parent, jax.core.Tracer) else np.asarray(src.parent)
   layers = [None] * len(levels)
   below = None
   for d in reversed(range(len(levels))):
     lo, hi = levels[d]
-    v = v_term[lo:hi]
+    v = leaf[lo:hi]
     if below is not None:
-      v = v + below
+      v = v + (below if open_ is None else jnp.where(open_[lo:hi], below, 0.0))
     layers[d] = v
     if d > 0:
       plo = levels[d - 1][0]
-      below = sequence_form.segment_sum(e[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo), lo - plo)
+      below = sequence_form.segment_sum(edge[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo),
+                                        lo - plo)
   return jnp.concatenate(layers)
 
 

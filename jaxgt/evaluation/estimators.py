@@ -12,7 +12,7 @@ from flax import struct
 
 from jaxgt.core.compiler import CompiledGame, GameTree
 from jaxgt.core.public_tree import (chance_edge_probabilities, edge_probabilities,
-                                    player_edge_probabilities)
+                                    player_edge_probabilities, subtree_values)
 from jaxgt.core.sequence_form import safe_div
 from jaxgt.games.base import CHANCE
 
@@ -43,20 +43,6 @@ def path_fold(tree: GameTree, edge: jax.Array, *, product: bool) -> jax.Array:
     above = acc[tree.parent[lo:hi]]
     acc = acc.at[lo:hi].set(above * edge[lo:hi] if product else above + edge[lo:hi])
   return acc
-
-
-def subtree_sum(tree: GameTree, leaf: jax.Array, edge: jax.Array, open_: jax.Array) -> jax.Array:
-  """``[H]``: ``leaf`` at terminals, ``sum_children edge(c) W(c)`` where ``open_``, else 0."""
-  terminal = tree.history_terminal >= 0
-  w = jnp.where(terminal, leaf, 0.0)
-  levels = tree.depth_levels
-  for d in range(len(levels) - 2, -1, -1):
-    lo, hi = levels[d]
-    clo, chi = levels[d + 1]
-    up = jax.ops.segment_sum(edge[clo:chi] * w[clo:chi], tree.parent[clo:chi] - lo,
-                             num_segments=hi - lo)
-    w = w.at[lo:hi].set(jnp.where(terminal[lo:hi], w[lo:hi], jnp.where(open_[lo:hi], up, 0.0)))
-  return w
 
 
 @jax.jit
@@ -137,7 +123,7 @@ def terminal_estimates(tree: GameTree, classes, target, logged, values, player, 
   reach_hat = path_fold(tree, edge_hat, product=True)
   # W(h): sum over terminals below h reached through player i and chance only.
   own = (tree.player == player) | (tree.player == CHANCE)
-  w = subtree_sum(tree, v_tilde, edge_c * edge_i, own)
+  w = subtree_values(tree, jnp.where(terminal, v_tilde, 0.0), edge_c * edge_i, own)
   s_point = (tree.parent < 0) | (parent_player == opp)  # h = S_-i(z') for some z'
   x = jnp.where(game_ending, w, v_tilde)
   member = jnp.where(game_ending, s_point, terminal)
