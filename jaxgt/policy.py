@@ -19,7 +19,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.compiler import CompiledGame
+from jaxgt.games.openspiel_import import pyspiel_module
 
 FORMAT = "jaxgt-policy"
 VERSION = 1
@@ -38,7 +40,7 @@ class Policy:
   probs: tuple  # (sigma0 [I0, A], sigma1 [I1, A]) NumPy float64 arrays
 
   @classmethod
-  def from_arrays(cls, compiled: CompiledGame, probs, *, atol: float = 1e-6) -> "Policy":
+  def from_arrays(cls, compiled: CompiledGame, probs, *, atol: float = PROB_ATOL) -> "Policy":
     """Validates ``probs`` against ``compiled`` and wraps it."""
     probs = tuple(np.asarray(p, np.float64) for p in probs)
     validate(compiled, probs, atol=atol)
@@ -59,7 +61,7 @@ class Policy:
                           p0=self.probs[0], p1=self.probs[1])
 
 
-def validate(compiled: CompiledGame, probs, *, atol: float = 1e-6) -> None:
+def validate(compiled: CompiledGame, probs, *, atol: float = PROB_ATOL) -> None:
   """Raises :class:`PolicyError` unless ``probs`` is a policy of ``compiled``."""
   if not isinstance(probs, (tuple, list)) or len(probs) != 2:
     raise PolicyError("a policy is a pair (sigma0 [I0, A], sigma1 [I1, A])")
@@ -158,14 +160,6 @@ def lift(policy, source: CompiledGame, target: CompiledGame,
 
 
 # ---------------------------------------------------------------- OpenSpiel
-def _pyspiel():
-  try:
-    import pyspiel
-  except ImportError as e:
-    raise ImportError("OpenSpiel interop needs open_spiel: pip install 'jaxgt[test]'") from e
-  return pyspiel
-
-
 def openspiel_game_string(compiled: CompiledGame) -> str:
   s = compiled.game.openspiel_game_string()
   if s is None:
@@ -193,7 +187,7 @@ def export_openspiel(policy: Policy, compiled: CompiledGame, path: str | os.Path
 
 def to_openspiel(policy: Policy, compiled: CompiledGame, os_game: Any = None):
   """An OpenSpiel ``TabularPolicy`` with the same probabilities."""
-  pyspiel = _pyspiel()
+  pyspiel = pyspiel_module()
   from open_spiel.python import policy as os_policy
   if os_game is None:
     os_game = pyspiel.load_game(openspiel_game_string(compiled))

@@ -62,7 +62,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxgt.core.checks import check_positive_int
+from jaxgt.core.checks import check_index, check_key, check_positive_int
 
 BATCH = "batch"
 """The mesh axis every function here splits over."""
@@ -77,8 +77,7 @@ def initialize(coordinator_address: str, num_processes: int, process_id: int, *,
   ``host:port`` of process 0.
   """
   check_positive_int("num_processes", num_processes)
-  if not 0 <= process_id < num_processes:
-    raise ValueError(f"process_id must be in [0, {num_processes}), got {process_id}")
+  check_index("process_id", process_id, num_processes)
   jax.config.update("jax_cpu_collectives_implementation", cpu_collectives)
   jax.distributed.initialize(coordinator_address=coordinator_address,
                              num_processes=num_processes, process_id=process_id,
@@ -211,7 +210,6 @@ def sampled_run(solver, tree, state, num_steps: int, key, m: Mesh):
   For solvers whose step adds per-trajectory terms (MCCFR outcome and
   external sampling).
   """
-  from jaxgt.core.checks import check_key
   check_key(key)
   check_positive_int("num_steps", num_steps)
   tree, state = replicate((tree, state), m)

@@ -9,17 +9,48 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-PROB_ATOL = 1e-6
-"""Tolerance on ``sum == 1`` for probability vectors, ranges and policies."""
+from jaxgt.games.base import PROB_ATOL  # noqa: F401  (defined with the game protocol, below core)
 
 
-def check_key(key) -> jax.Array:
-  """Returns ``key`` as an array; raises unless it is a ``jax.random`` key."""
+def check_key(key, batch_shape: tuple = ()) -> jax.Array:
+  """Returns ``key`` as an array; raises unless it is a ``jax.random`` key (typed, or raw
+  ``uint32 [2]``) of batch shape ``batch_shape`` (one key per batched problem)."""
   key = jnp.asarray(key)
-  if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or
-          (key.dtype == jnp.uint32 and key.shape == (2,))):
-    raise ValueError(f"key must be a jax.random key, got dtype {key.dtype} shape {key.shape}")
+  typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+  batch = key.shape if typed else key.shape[:-1]
+  if not (typed or (key.dtype == jnp.uint32 and key.shape[-1:] == (2,))) or \
+     batch != tuple(batch_shape):
+    what = f"a batch {tuple(batch_shape)} of jax.random keys" if batch_shape else \
+        "a jax.random key"
+    raise ValueError(f"key must be {what}, got dtype {key.dtype} shape {key.shape}")
   return key
+
+
+def check_index(name: str, value, size: int, context: str = ""):
+  """``value`` (an integer, or an integer array) checked to lie in ``[0, size)``; returns it as
+  ``int`` (or ``int32`` array). The error names ``name``, the first bad value and ``context``."""
+  ids = np.asarray(value)
+  if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer):
+    raise ValueError(f"{name} must be an integer, got {value!r}{context}")
+  bad = (ids < 0) | (ids >= size)
+  if np.any(bad):
+    raise ValueError(f"{name} {ids[bad].flat[0]} out of range [0, {size}){context}")
+  return int(ids) if ids.ndim == 0 else ids.astype(np.int32)
+
+
+def check_shape(what: str, x, shape) -> tuple:
+  """Raises unless ``x``'s shape matches ``shape``: an int is a size, ``None`` any size, a
+  leading ``...`` any batch axes. Returns the axes ``...`` matched (``()`` without one)."""
+  got, want = tuple(jnp.shape(x)), tuple(shape)
+  lead = bool(want) and want[0] is Ellipsis
+  tail = want[1:] if lead else want
+  n = len(got) - len(tail)
+  if not ((n >= 0 if lead else n == 0)
+          and all(w is None or w == g for w, g in zip(tail, got[max(n, 0):]))):
+    spelled = ", ".join("..." if w is Ellipsis else "?" if w is None else str(w) for w in want)
+    raise ValueError(f"{what} must have shape ({spelled}{',' if len(want) == 1 else ''}), "
+                     f"got {got}")
+  return got[:n]
 
 
 def check_positive_int(name: str, value) -> int:
@@ -68,8 +99,7 @@ def check_decision_history(tree, history) -> None:
   h = concrete_int(history)
   if h is None:
     return
-  if not 0 <= h < tree.num_histories:
-    raise ValueError(f"history {h} outside [0, {tree.num_histories})")
+  check_index("history", h, tree.num_histories)
   p = int(np.asarray(tree.player)[h])
   if p not in (0, 1):
     raise ValueError(f"history {h} is not a decision of player 0 or 1 (player {p})")

@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL, Game
@@ -352,7 +353,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
     players.append(p)
     if p == TERMINAL:
       r = game.returns(s)
-      if len(r) != 2 or abs(float(r[0]) + float(r[1])) > 1e-9:
+      if len(r) != 2 or abs(float(r[0]) + float(r[1])) > PROB_ATOL:
         raise ValueError(
             f"{game.name}: returns {tuple(r)} at history {_path(parent, action, h)} "
             "are not zero-sum")
@@ -386,7 +387,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
         parent.append(h)
         action.append(a)
         child_prob.append(q)
-      if abs(total - 1.0) > 1e-9:
+      if abs(total - 1.0) > PROB_ATOL:
         raise ValueError(
             f"{game.name}: chance probabilities at history {_path(parent, action, h)} "
             f"sum to {total}, not 1")

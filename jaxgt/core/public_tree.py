@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.checks import PROB_ATOL, check_distribution
+from jaxgt.core.checks import PROB_ATOL, check_distribution, check_index, check_shape
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.core import sequence_form
@@ -47,10 +47,7 @@ class PublicTree:
     """Index of ``public_state`` (an index or a key of ``game.public_keys``), validated."""
     P = self.num_public_states
     if isinstance(public_state, (int, np.integer)) and not isinstance(public_state, bool):
-      if not 0 <= int(public_state) < P:
-        raise ValueError(f"public state {public_state} out of range [0, {P}) for "
-                         f"{self.game.name}")
-      return int(public_state)
+      return check_index("public state", public_state, P, f" for {self.game.name}")
     idx = self.game.public_index()
     if public_state not in idx:
       raise ValueError(f"{public_state!r} is not a public state of {self.game.name} "
@@ -66,10 +63,8 @@ class PublicTree:
     ps = self.public_id(public_state)
     K = len(self.infostates[player][ps])
     r = np.asarray(r, np.float64)
-    what = f"range of player {player} at public state {ps}"
-    if r.shape != (K,):
-      raise ValueError(f"{what} must have shape ({K},) (one entry per information state), "
-                       f"got {r.shape}")
+    what = f"range of player {player} at public state {ps} (one entry per information state)"
+    check_shape(what, r, (K,))
     if K == 0:  # a terminal public state: nothing to sum
       return r
     return check_distribution(what, r, K, atol=atol)
@@ -120,15 +115,30 @@ def _assemble_public_tree(compiled: CompiledGame) -> PublicTree:
 
 def edge_probabilities(tree: GameTree, policy) -> jax.Array:
   """``[H]`` probability of the edge into each history under ``policy`` (1 at the root)."""
-  par = jnp.maximum(jnp.asarray(tree.parent), 0)
+  return (chance_edge_probabilities(tree) * player_edge_probabilities(tree, 0, policy[0])
+          * player_edge_probabilities(tree, 1, policy[1]))
+
+
+def chance_edge_probabilities(tree: GameTree) -> jax.Array:
+  """``[H]`` chance probability of the outcome into each history (1 elsewhere)."""
+  parent = jnp.asarray(tree.parent)
+  par = jnp.maximum(parent, 0)
   act = jnp.maximum(jnp.asarray(tree.action), 0)
-  pl = jnp.asarray(tree.player)[par]
+  chance = (parent >= 0) & (jnp.asarray(tree.player)[par] == CHANCE)
+  return jnp.where(chance, jnp.asarray(tree.chance_probs)[par, act], 1.0)
+
+
+def player_edge_probabilities(tree: GameTree, player, sigma: jax.Array) -> jax.Array:
+  """``[H]`` probability of the action into each history when ``player``'s (possibly traced)
+  moves follow ``sigma [I, A]`` (1 at the root and where another player or chance moved)."""
+  if sigma.shape[0] == 0:
+    return jnp.ones(tree.num_histories, sigma.dtype)
+  parent = jnp.asarray(tree.parent)
+  par = jnp.maximum(parent, 0)
   info = jnp.maximum(jnp.asarray(tree.infostate)[par], 0)
-  chance = jnp.asarray(tree.chance_probs)[par, act]
-  s0, s1 = (sig[jnp.minimum(info, sig.shape[0] - 1), act] if sig.shape[0] else 0.0
-            for sig in policy)
-  e = jnp.where(pl == CHANCE, chance, jnp.where(pl == 0, s0, s1))
-  return jnp.where(jnp.arange(tree.num_histories) == 0, 1.0, e)
+  act = jnp.clip(jnp.asarray(tree.action), 0, sigma.shape[1] - 1)
+  mine = (parent >= 0) & (jnp.asarray(tree.player)[par] == player)
+  return jnp.where(mine, sigma[info, act], 1.0)
 
 
 def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None = None) -> jax.Array:
@@ -137,24 +147,33 @@ def history_values(tree: GameTree, policy, payoff=None, *, host: GameTree | None
   ``payoff [T]`` replaces ``tree.terminal_payoff``; the depth layers are read
   from ``host`` (default ``tree``), so ``tree`` may be traced.
   """
-  host = tree if host is None else host
   payoff = tree.terminal_payoff if payoff is None else payoff
-  e = edge_probabilities(tree, policy).astype(payoff.dtype)
-  H = tree.num_histories
-  v_term = jnp.zeros(H, payoff.dtype).at[np.asarray(host.terminal_history)].set(payoff)
-  levels = host.depth_levels
-  parent = np.asarray(host.parent)
+  terminals = np.asarray((tree if host is None else host).terminal_history)
+  leaf = jnp.zeros(tree.num_histories, payoff.dtype).at[terminals].set(payoff)
+  return subtree_values(tree, leaf, edge_probabilities(tree, policy).astype(payoff.dtype),
+                        host=host)
+
+
+def subtree_values(tree: GameTree, leaf, edge, open_=None, *,
+                   host: GameTree | None = None) -> jax.Array:
+  """``[H]`` ``W(h) = leaf(h) + sum over the children c of h of edge(c) W(c)`` (the sum only
+  where ``open_ [H]``, default everywhere), one depth level at a time from the deepest. The
+  levels and parents are read from ``host`` (default ``tree``, which may then be traced)."""
+  src = tree if host is None else host
+  levels = src.depth_levels
+  parent = src.parent if isinstance(src.parent, jax.core.Tracer) else np.asarray(src.parent)
   layers = [None] * len(levels)
   below = None
   for d in reversed(range(len(levels))):
     lo, hi = levels[d]
-    v = v_term[lo:hi]
+    v = leaf[lo:hi]
     if below is not None:
-      v = v + below
+      v = v + (below if open_ is None else jnp.where(open_[lo:hi], below, 0.0))
     layers[d] = v
     if d > 0:
       plo = levels[d - 1][0]
-      below = sequence_form.segment_sum(e[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo), lo - plo)
+      below = sequence_form.segment_sum(edge[lo:hi] * v, jnp.asarray(parent[lo:hi] - plo),
+                                        lo - plo)
   return jnp.concatenate(layers)
 
 
@@ -172,7 +191,7 @@ def ranges(pt: PublicTree, policy, *, normalize: bool = True):
       ids = jnp.asarray(pt.aug_public[p])
       tot = jax.ops.segment_sum(r, ids, P)[ids]
       cnt = jax.ops.segment_sum(jnp.ones_like(r), ids, P)[ids]
-      r = jnp.where(tot > 0, r / jnp.where(tot > 0, tot, 1.0), 1.0 / cnt)
+      r = sequence_form.safe_div(r, tot, 1.0 / cnt)
     out.append(r)
   return tuple(out)
 

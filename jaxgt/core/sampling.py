@@ -6,6 +6,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxgt.core.sequence_form import uniform
+
 
 def sample_index(weights: jax.Array, u: jax.Array) -> jax.Array:
   """``int32 [...]`` index ``min(#{k: cdf_k <= u * total}, K - 1)`` drawn from unnormalised
@@ -22,5 +24,4 @@ def sample_cdf(cdf: jax.Array, u: jax.Array) -> jax.Array:
 
 def mix_uniform(policy: jax.Array, legal: jax.Array, epsilon) -> jax.Array:
   """``(1 - epsilon) * policy + epsilon * uniform(legal)`` over the last axis."""
-  uniform = legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
-  return (1.0 - epsilon) * policy + epsilon * uniform.astype(policy.dtype)
+  return (1.0 - epsilon) * policy + epsilon * uniform(legal, policy.dtype)

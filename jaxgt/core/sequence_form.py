@@ -16,6 +16,7 @@ from jax import custom_batching
 
 import numpy as np
 
+from jaxgt.core.checks import check_distribution, check_shape
 from jaxgt.core.compiler import GameTree, PlayerTree, ancestor_at_depth
 from jaxgt.games.base import CHANCE
 
@@ -278,14 +279,13 @@ def check_policy(tree: GameTree, policy) -> None:
       raise ValueError(f"policy of player {p} has dtype {sig.dtype}; expected floating point")
 
 
-def check_weights(tree: GameTree, weights) -> None:
-  """Raises ``ValueError`` unless ``weights`` has shape ``[..., T]``."""
+def check_weights(tree: GameTree, weights) -> tuple:
+  """Raises ``ValueError`` unless ``weights`` (or ``None``) has shape ``[..., T]``; returns
+  its batch shape ``[...]``."""
   if weights is None:
-    return
-  shape = tuple(getattr(weights, "shape", ()))
-  if shape[-1:] != (tree.num_terminals,):
-    raise ValueError(f"terminal weights have shape {shape}; this game needs "
-                     f"[..., {tree.num_terminals}] (one weight per terminal history)")
+    return ()
+  return check_shape("terminal weights (one per terminal history)", weights,
+                     (..., tree.num_terminals))
 
 
 def terminal_leaf_values(tree: GameTree, player: int, opponent_x, weights=None, order=None,
@@ -369,19 +369,28 @@ def normalize(cum: jax.Array, legal: jax.Array, axis: int = -1) -> jax.Array:
   """Normalises accumulated strategy weights along ``axis`` (the actions); uniform where
   they sum to zero."""
   cum = jnp.where(legal, cum, 0.0)
-  total = jnp.sum(cum, axis=axis, keepdims=True)
-  return jnp.where(total > 0, cum / jnp.where(total > 0, total, 1.0),
-                   _uniform(legal, cum.dtype, axis))
+  return safe_div(cum, jnp.sum(cum, axis=axis, keepdims=True), uniform(legal, cum.dtype, axis))
 
 
-def _uniform(legal, dtype, axis=-1):
-  legal = jnp.asarray(legal)
-  return (legal / jnp.maximum(jnp.sum(legal, axis=axis, keepdims=True), 1)).astype(dtype)
+def uniform(legal, dtype=None, axis: int = -1) -> jax.Array:
+  """The uniform distribution over the ``True`` entries of ``legal`` along ``axis`` (zeros
+  where none is), in ``dtype`` (default: the default float type). NumPy in, NumPy out."""
+  xp = np if isinstance(legal, np.ndarray) else jnp
+  legal = xp.asarray(legal)
+  u = legal / xp.maximum(xp.sum(legal, axis=axis, keepdims=True), 1)
+  return u if dtype is None else u.astype(dtype)
+
+
+def safe_div(num, den, default=0.0) -> jax.Array:
+  """``num / den`` where ``den > 0``, else ``default`` (no division by zero is evaluated).
+  NumPy in, NumPy out."""
+  xp = np if all(isinstance(x, (np.ndarray, float, int)) for x in (num, den, default)) else jnp
+  return xp.where(den > 0, num / xp.where(den > 0, den, 1.0), default)
 
 
 def uniform_policy(tree: GameTree, dtype=jnp.float32):
   """The uniform random policy over legal actions."""
-  return tuple(_uniform(pt.legal, dtype) for pt in tree.players)
+  return tuple(uniform(jnp.asarray(pt.legal), dtype) for pt in tree.players)
 
 
 def root_chance_weights(tree: GameTree, probs) -> jax.Array:
@@ -389,12 +398,9 @@ def root_chance_weights(tree: GameTree, probs) -> jax.Array:
   distribution over the root's outcome ids; for ``solver.init(tree, weights=...)``)."""
   if np.asarray(tree.player)[0] != CHANCE:
     raise ValueError("root_chance_weights: the root of this game is not a chance node")
-  probs = np.asarray(probs, np.float64)
   orig = np.asarray(tree.chance_probs)[0]
-  if probs.shape != orig.shape:
-    raise ValueError(f"root_chance_weights: probs must have shape {orig.shape}, got {probs.shape}")
-  if np.any(probs < 0) or not np.isfinite(probs).all() or abs(probs.sum() - 1.0) > 1e-9:
-    raise ValueError("root_chance_weights: probs must be non-negative and sum to one")
+  check_shape("root_chance_weights: probs", probs, orig.shape)
+  probs = check_distribution("root_chance_weights: probs", probs)
   if np.any((orig == 0) & (probs > 0)):
     raise ValueError("root_chance_weights: probability on an outcome the root does not have")
   h = ancestor_at_depth(tree.parent, tree.depth, np.asarray(tree.terminal_history), 1)

@@ -41,7 +41,7 @@ import numpy as np
 
 from jaxgt.agents.base import Agent, PolicyAgent
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_key
+from jaxgt.core.checks import check_choice, check_key
 from jaxgt.core.compiler import CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype, resolve_dtype
 from jaxgt.core.evaluate import evaluate
@@ -117,8 +117,7 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
   the fallback random actions use ``fold_in(key, 2)``. ``dtype`` of the
   accumulators defaults to float64 when x64 is enabled.
   """
-  if unvisited not in ("random_action", "uniform"):
-    raise ValueError(f"unvisited must be 'random_action' or 'uniform', got {unvisited!r}")
+  check_choice("unvisited", unvisited, ("random_action", "uniform"))
   dtype = default_dtype() if dtype is None else resolve_dtype(dtype)
   if opponent is None and isinstance(game, CompiledGame):
     opponent = PolicyAgent(game, tuple(np.asarray(x) for x in sequence_form.uniform_policy(game.tree)))
@@ -144,13 +143,13 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
     tot = w.sum(-1, keepdims=True)
     seen = tot[:, 0] > 0
     if unvisited == "uniform":
-      fallback = legal[p] / np.maximum(legal[p].sum(-1, keepdims=True), 1)
+      fallback = sequence_form.uniform(legal[p])
     else:
       u = np.asarray(jax.random.uniform(jax.random.fold_in(jax.random.fold_in(key, 2), p),
                                         (len(w),), jnp.float32), np.float64)
       pick = np.asarray(sample_index(jnp.asarray(legal[p], u.dtype), jnp.asarray(u)))
       fallback = np.eye(w.shape[1])[pick] * legal[p] if len(w) else w
-    policy.append(np.where(seen[:, None], w / np.where(tot > 0, tot, 1.0), fallback))
+    policy.append(np.where(seen[:, None], sequence_form.safe_div(w, tot), fallback))
     coverage.append(float(seen.mean()) if len(seen) else 1.0)
   ev = evaluate(game, tuple(policy))
   return AggregateResult(tuple(policy), tuple(weights), tuple(coverage), ev.nash_conv,

@@ -35,7 +35,8 @@ import numpy as np
 
 from jaxgt import policy as policy_lib
 from jaxgt.agents.base import Agent
-from jaxgt.core.checks import PROB_ATOL
+from jaxgt.core import sequence_form
+from jaxgt.core.checks import PROB_ATOL, check_shape
 from jaxgt.core.compiler import CompiledGame, infostate_histories
 from jaxgt.core.evaluate import evaluate as evaluate_policy
 
@@ -71,17 +72,14 @@ def construct_policy(agent: Agent, key: jax.Array, *, atol: float = PROB_ATOL,
       par = int(parent_seq[I])
       st = start if par == n * A else after[par // A]
       probs, after[I] = agent.act(jax.random.fold_in(kp, I), st, int(hist[I]))
-      q = np.asarray(probs, np.float64)
-      if q.shape != (A,):
-        raise ValueError(f"agent returned probabilities of shape {q.shape} at "
-                         f"{game.infostate_keys[p][I]!r}; this game needs ({A},)")
-      sig[I] = q
+      check_shape(f"the agent's probabilities at {game.infostate_keys[p][I]!r}", probs, (A,))
+      sig[I] = np.asarray(probs, np.float64)
       if on_state is not None:
         on_state(I + 1 + (tree.num_infostates[0] if p else 0), total)
     out.append(sig)
   policy_lib.validate(game, out, atol=atol)
   out = [np.where(pt.legal, np.maximum(sig, 0.0), 0.0) for pt, sig in zip(tree.players, out)]
-  return tuple(sig / np.maximum(sig.sum(-1, keepdims=True), 1e-300) for sig in out)
+  return tuple(sequence_form.safe_div(sig, sig.sum(-1, keepdims=True)) for sig in out)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,9 +39,11 @@ class GameSpec:
 _REGISTRY: dict[str, GameSpec] = {}
 
 
-def register(name: str, factory: Callable[..., Game], params: dict, description: str):
-  """Adds a game to the registry (``params`` maps parameter name to default)."""
-  _REGISTRY[name] = GameSpec(name, factory, dict(params), description)
+def register(factory: type[Game], description: str):
+  """Adds a game class to the registry under its ``name``, with its ``param_defaults``
+  (parameter name to default)."""
+  _REGISTRY[factory.name] = GameSpec(factory.name, factory, dict(factory.param_defaults),
+                                     description)
 
 
 def registry() -> dict[str, GameSpec]:
@@ -97,21 +99,16 @@ def make_from_string(text: str, max_histories: int = 5_000_000) -> Game:
   return make(name, **params)
 
 
-register("kuhn_poker", KuhnPoker, {"players": 2},
-         "Kuhn poker (OpenSpiel rules): 3 cards, one betting round")
-register("leduc_poker", LeducPoker, {"players": 2},
-         "Leduc hold'em (OpenSpiel rules): 6 cards, two betting rounds")
-register("rps_plus", RockPaperScissorsPlus, {"scissors_payoff": 2.0},
-         "Rock-Paper-Scissors+ played sequentially, P2 unaware of P1's move")
-register("nonlocality", NonLocality, {"leftmost": 1.0},
-         "the non-locality game of Lisy et al. 2015, Figure 1")
-register("liars_dice", LiarsDice, LiarsDice.param_defaults,
+register(KuhnPoker, "Kuhn poker (OpenSpiel rules): 3 cards, one betting round")
+register(LeducPoker, "Leduc hold'em (OpenSpiel rules): 6 cards, two betting rounds")
+register(RockPaperScissorsPlus, "Rock-Paper-Scissors+ played sequentially, P2 unaware of P1's move")
+register(NonLocality, "the non-locality game of Lisy et al. 2015, Figure 1")
+register(LiarsDice,
          "Liar's Dice LD(D1,D2) of Lisy et al. 2015 (OpenSpiel liars_dice for equal counts)")
-register("goofspiel", Goofspiel, Goofspiel.param_defaults,
+register(Goofspiel,
          "II-Goofspiel II-GS(N) of Lisy et al. 2015, ascending point cards, turn-based bids")
-register("ii_goofspiel", IIGoofspiel, IIGoofspiel.param_defaults,
+register(IIGoofspiel,
          "II-GS(N) with the paper's point cards 0..N-1 (goofspiel(points_base=0)); N=6 default")
-register("generic_poker", GenericPoker, GenericPoker.param_defaults,
-         "Generic Poker GP(T,C,R,B) of Lisy et al. 2015 (Leduc is GP(3,2,1,1))")
-register("scotland_yard", ScotlandYard, ScotlandYard.param_defaults,
+register(GenericPoker, "Generic Poker GP(T,C,R,B) of Lisy et al. 2015 (Leduc is GP(3,2,1,1))")
+register(ScotlandYard,
          "Scotland Yard on the glasses map of Schmid et al. 2023 (jaxgt reconstruction)")

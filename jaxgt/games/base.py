@@ -18,6 +18,9 @@ CHANCE = -1
 """``current_player`` of a chance node (OpenSpiel's ``kChancePlayerId``)."""
 TERMINAL = -4
 """``current_player`` of a terminal history (OpenSpiel's ``kTerminalPlayerId``)."""
+PROB_ATOL = 1e-6
+"""The one tolerance on ``sum == 1`` of probability vectors (chance outcomes, ranges,
+policies) and on ``u0 + u1 == 0`` of a game's returns; :mod:`jaxgt.core.checks` uses it."""
 
 
 class Game(abc.ABC):
@@ -26,6 +29,8 @@ class Game(abc.ABC):
   ``name`` is the registry name, ``params`` all parameters (defaults filled
   in; they name the game), ``num_actions`` the number of player action ids,
   ``big_blind`` chips in one big blind for mbb/h (``None``: no blinds).
+  A game that declares ``param_defaults`` gets its ``params`` filled and
+  checked from them (:func:`check_params`); a ``players`` parameter must be 2.
   """
 
   name: str = "game"
@@ -34,7 +39,10 @@ class Game(abc.ABC):
   param_defaults: dict = {}
 
   def __init__(self, **params: Any):
-    self.params: dict[str, Any] = dict(params)
+    self.params: dict[str, Any] = (check_params(self.name, params, self.param_defaults)
+                                   if self.param_defaults else dict(params))
+    if self.params.get("players", 2) != 2:
+      raise ValueError(f"{self.name}: jaxgt solves two-player games; players must be 2")
 
   @abc.abstractmethod
   def initial_state(self) -> Any:

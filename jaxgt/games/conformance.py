@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game
+from jaxgt.games.base import CHANCE, PROB_ATOL, TERMINAL, Game
 
 CHECKS = ("players", "chance_probabilities", "legal_actions", "zero_sum",
           "perfect_recall", "public_states", "deterministic")
@@ -163,7 +163,7 @@ def _check_structure(e):
            "whose parent is in a different public state")
 
 
-def check(game: Any, *, max_histories: int = 5_000_000, tol: float = 1e-9) -> dict:
+def check(game: Any, *, max_histories: int = 5_000_000, tol: float = PROB_ATOL) -> dict:
   """Runs the checks of the module docstring on a :class:`Game` or a compiled game.
 
   A compiled game's tree is also compared with a fresh enumeration; ``tol``

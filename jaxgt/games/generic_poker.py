@@ -23,7 +23,7 @@ same value, same tree size for ``C = 1``).
 
 from __future__ import annotations
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.base import CHANCE, TERMINAL, Game
 
 PARAMS = {"T": 3, "C": 3, "R": 2, "B": 2}
 FOLD, CALL = 0, 1
@@ -39,8 +39,8 @@ class GenericPoker(Game):
   big_blind = 1.0
 
   def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
-    t, c, r, b = params["T"], params["C"], params["R"], params["B"]
+    super().__init__(**params)
+    t, c, r, b = (self.params[k] for k in "TCRB")
     if t < 1 or c < 1 or t * c < 3:
       raise ValueError(f"generic_poker: need T >= 1, C >= 1 and T*C >= 3 cards "
                        f"(two private, one public); got T={t}, C={c}")
@@ -48,7 +48,6 @@ class GenericPoker(Game):
       raise ValueError(f"generic_poker: R (raises per round) must be >= 0; got {r}")
     if b < 1:
       raise ValueError(f"generic_poker: B (bet sizes) must be >= 1; got {b}")
-    super().__init__(**params)
     self.num_actions = 2 + b
     self.sizes = (tuple(2 * (k + 1) for k in range(b)), tuple(4 * (k + 1) for k in range(b)))
 

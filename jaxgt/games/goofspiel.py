@@ -28,7 +28,7 @@ winner sequence and whether player 0 has bid in the current round.
 
 from __future__ import annotations
 
-from jaxgt.games.base import TERMINAL, Game, check_params
+from jaxgt.games.base import TERMINAL, Game
 
 PARAMS = {"num_cards": 4, "returns_type": "win_loss", "points_base": 1}
 _RETURNS = ("win_loss", "point_difference")
@@ -46,18 +46,16 @@ class Goofspiel(Game):
   param_defaults = PARAMS
 
   def __init__(self, **params):
-    params = check_params(self.name, params, self.param_defaults)
-    self._setup(params, params["points_base"])
-
-  def _setup(self, params, points_base: int):
-    """Checks ``params`` and builds the card tables; point card ``k`` is worth ``k + points_base``."""
-    self.points_base = points_base
+    """Checks ``params`` and builds the card tables; point card ``k`` is worth
+    ``k + points_base`` (0 for II-Goofspiel, which has no such parameter)."""
+    super().__init__(**params)
+    params = self.params
+    self.points_base = params.get("points_base", 0)
     if params["num_cards"] < 1:
       raise ValueError(f"goofspiel: num_cards must be positive, got {params['num_cards']}")
     if params["returns_type"] not in _RETURNS:
       raise ValueError(f"goofspiel: returns_type must be one of {_RETURNS}, "
                        f"got {params['returns_type']!r}")
-    super().__init__(**params)
     n = self.num_cards = params["num_cards"]
     self.num_actions = n
     self._cards = {}   # hand mask -> (sorted card list, printed hand)
@@ -144,7 +142,3 @@ class IIGoofspiel(Goofspiel):
 
   name = "ii_goofspiel"
   param_defaults = {"num_cards": 6, "returns_type": "win_loss"}
-
-  def __init__(self, **params):
-    params = check_params(self.name, params, self.param_defaults)
-    self._setup(params, 0)

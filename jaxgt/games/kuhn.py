@@ -8,7 +8,7 @@ pass, ``1`` bet. Betting ends after ``pp`` (showdown for 1), ``bp``/``pbp``
 
 from __future__ import annotations
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.base import CHANCE, TERMINAL, Game
 
 PARAMS = {"players": 2}
 
@@ -18,12 +18,6 @@ class KuhnPoker(Game):
   param_defaults = PARAMS
   num_actions = 2
   big_blind = 1.0
-
-  def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
-    if params["players"] != 2:
-      raise ValueError("kuhn_poker: jaxgt solves two-player games; players must be 2")
-    super().__init__(**params)
 
   # state: (cards: tuple[int, ...], bets: str)
   def initial_state(self):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.base import CHANCE, TERMINAL, Game
 
 PARAMS = {"players": 2, "suit_isomorphism": False}
 _STACK = 100
@@ -54,11 +54,8 @@ class LeducPoker(Game):
   big_blind = 1.0
 
   def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
-    if params["players"] != 2:
-      raise ValueError("leduc_poker: jaxgt solves two-player games; players must be 2")
     super().__init__(**params)
-    self._suits = 1 if params["suit_isomorphism"] else _SUITS  # cards of a rank told apart
+    self._suits = 1 if self.params["suit_isomorphism"] else _SUITS  # cards of a rank told apart
 
   # state: (private cards tuple, public card or None, round1 actions, round2 actions)
   def initial_state(self):

@@ -17,7 +17,7 @@ paper's unequal LD(D1, D2). Public state: dice rolled and the bids.
 
 from __future__ import annotations
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.base import CHANCE, TERMINAL, Game
 
 PARAMS = {"numdice": 1, "numdice1": 0, "numdice2": 0, "dice_sides": 6,
           "bidding_rule": "reset-face"}
@@ -32,7 +32,8 @@ class LiarsDice(Game):
   param_defaults = PARAMS
 
   def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
+    super().__init__(**params)
+    params = self.params
     d1 = params["numdice1"] or params["numdice"]
     d2 = params["numdice2"] or params["numdice"]
     sides = params["dice_sides"]
@@ -43,7 +44,6 @@ class LiarsDice(Game):
     if params["bidding_rule"] not in _RULES:
       raise ValueError(f"liars_dice: bidding_rule must be one of {_RULES}, "
                        f"got {params['bidding_rule']!r}")
-    super().__init__(**params)
     self.num_dice = (d1, d2)
     self.sides = sides
     total = d1 + d2

@@ -10,7 +10,7 @@ player 0 to move, player 1 to move, or game over.
 
 from __future__ import annotations
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.base import CHANCE, TERMINAL, Game
 
 PARAMS = {"leftmost": 1.0}
 
@@ -19,10 +19,6 @@ class NonLocality(Game):
   name = "nonlocality"
   param_defaults = PARAMS
   num_actions = 2
-
-  def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
-    super().__init__(**params)
 
   # state: tuple of actions: (chance, p0 action[, p1 action])
   def initial_state(self):

@@ -33,12 +33,13 @@ _SIMULTANEOUS = -2   # pyspiel.PlayerId.SIMULTANEOUS
 _TURN_BASED = "turn_based_simultaneous_game"
 
 
-def _pyspiel():
+def pyspiel_module():
+  """The ``pyspiel`` module; ``ImportError`` naming the package when it is missing."""
   try:
     import pyspiel
   except ImportError as e:  # pragma: no cover - pyspiel is a test dependency
-    raise ValueError("importing OpenSpiel games needs the open_spiel package "
-                     "(pip install open_spiel)") from e
+    raise ImportError("OpenSpiel interop needs the open_spiel package (pip install open_spiel "
+                      "or 'jaxgt[test]')") from e
   return pyspiel
 
 
@@ -52,7 +53,7 @@ class OpenSpielGame(Game):
   name = "openspiel"
 
   def __init__(self, game: Any, *, max_histories: int = 5_000_000):
-    pyspiel = _pyspiel()
+    pyspiel = pyspiel_module()
     if isinstance(game, str):
       text = game[len(_PREFIX):] if game.startswith(_PREFIX) else game
       try:

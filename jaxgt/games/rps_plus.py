@@ -7,7 +7,7 @@ unique equilibrium is (0.4, 0.4, 0.2) for both, value 0. Public state: moves mad
 
 from __future__ import annotations
 
-from jaxgt.games.base import TERMINAL, Game, check_params
+from jaxgt.games.base import TERMINAL, Game
 
 PARAMS = {"scissors_payoff": 2.0}
 _BEATS = {(0, 2), (1, 0), (2, 1)}
@@ -19,10 +19,9 @@ class RockPaperScissorsPlus(Game):
   num_actions = 3
 
   def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
-    if not params["scissors_payoff"] > 0:
-      raise ValueError("rps_plus: scissors_payoff must be positive")
     super().__init__(**params)
+    if not self.params["scissors_payoff"] > 0:
+      raise ValueError("rps_plus: scissors_payoff must be positive")
 
   def initial_state(self):
     return ()

@@ -29,7 +29,7 @@ rounds (the detectives can force a capture), +1 with 4 rounds or fewer.
 
 from __future__ import annotations
 
-from jaxgt.games.base import TERMINAL, Game, check_params
+from jaxgt.games.base import TERMINAL, Game
 
 NUM_STATIONS = 11
 EDGES = ((1, 2), (2, 3), (3, 4), (4, 5), (5, 1), (4, 6),
@@ -49,7 +49,8 @@ class ScotlandYard(Game):
   num_actions = NUM_STATIONS + 1
 
   def __init__(self, **params):
-    params = check_params(self.name, params, PARAMS)
+    super().__init__(**params)
+    params = self.params
     if not 1 <= params["rounds"] <= 24:
       raise ValueError(f"scotland_yard: rounds must be in 1..24; got {params['rounds']}")
     if params["tickets"] < 0:
@@ -58,7 +59,6 @@ class ScotlandYard(Game):
     if any(not 1 <= s <= NUM_STATIONS for s in starts) or len(set(starts)) != 3:
       raise ValueError(f"scotland_yard: start stations must be distinct and in "
                        f"1..{NUM_STATIONS}; got {starts}")
-    super().__init__(**params)
 
   # state: (round, mover 0/1/2, Mr X's station, detectives' stations, Mr X's tickets,
   #         detectives' tickets, Mr X's path, public observations, caught)

@@ -3,9 +3,9 @@
 ``solver = mmd(alpha=0.05)`` returns a frozen :class:`MMDSolver` following the
 solver protocol (:mod:`jaxgt.solvers.base`). One step is the dilated-entropy
 MMD update of Sokota et al. (2023), Sec. 3 and Appendix (the sequence-form
-version of OpenSpiel's ``mmd_dilated.py``): with stepsize ``eta``,
-regularisation ``alpha`` and the uniform strategy as magnet, player ``p``'s
-new behavioural strategy solves, bottom-up over its information states,
+version of OpenSpiel's ``mmd_dilated.py``): with stepsize ``eta`` and
+regularisation ``alpha``, player ``p``'s new behavioural strategy solves,
+bottom-up over its information states,
 
   ``h[I, a] = (eta * v[I, a] + log sigma_t(a | I)) / (1 + eta * alpha)
               + sum over child information states J of (I, a) of logsumexp(h[J])``
@@ -15,9 +15,15 @@ where ``v[I, a]`` sums, over the terminals whose own last sequence is ``(I,
 a)``, the player's utility times chance (root belief) and opponent reach
 under ``sigma_t`` (the gradient of the bilinear sequence-form payoff). This
 is the closed form of the dilated-entropy proximal step (the constants of
-the entropy's gradient cancel in the softmax). The last iterate converges to
-the ``alpha``-regularised (quantal-response) equilibrium, whose
-exploitability falls with ``alpha``; :meth:`MMDSolver.policy` is the last
+the entropy's gradient cancel in the softmax). The update has no magnet term,
+as in OpenSpiel: the magnet is the centre of the dilated entropy (the
+realization plan minimising it), not the uniform strategy. The centre weights
+action ``a`` at ``I`` by ``prod_J Z(J)`` over the information states ``J``
+just below ``(I, a)``, ``Z(J) = sum_a prod_{J' below (J, a)} Z(J')``: uniform
+only where every action leads to equally many choices (Kuhn: player 0's
+first decision checks with 2/3). The last iterate converges to the
+``alpha``-regularised (quantal-response) equilibrium of that regulariser,
+whose exploitability falls with ``alpha``; :meth:`MMDSolver.policy` is the last
 iterate and :meth:`MMDSolver.average_policy` the uniform average of the
 realization plans of the initial (uniform) strategy and every iterate
 (OpenSpiel's ``get_avg_policies``).
@@ -123,10 +129,7 @@ class MMDSolver(FullWidthSolver):
     """Uniform strategies; ``weights [T]`` (or ``[B, T]``) defaults to chance reach."""
     dtype = resolve_dtype(self.dtype)
     weights = jnp.asarray(tree.terminal_chance if weights is None else weights, dtype)
-    if weights.shape[-1:] != (tree.num_terminals,):
-      raise ValueError(f"weights must have shape [..., {tree.num_terminals}] (one per terminal), "
-                       f"got {weights.shape}")
-    batch = weights.shape[:-1]
+    batch = sequence_form.check_weights(tree, weights)
     if self.stepsize is None:
       scale = payoff_matrix_scale(tree, weights)
       eta = np.where(scale > 0, self.alpha / np.maximum(scale, 1e-300) ** 2, 1.0)

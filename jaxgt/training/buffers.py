@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from jaxgt.core.checks import check_positive_int, check_real
+from jaxgt.core.checks import check_positive_int, check_real, check_shape
 from jaxgt.nets.encoding import PBS, PBSEncoding
 
 
@@ -107,15 +107,20 @@ def query_buffer(encoding: PBSEncoding, capacity: int, dtype="float32") -> Query
                      next=jnp.zeros((), jnp.int32), added=jnp.zeros((), jnp.int32))
 
 
-def _ring_positions(capacity: int, next_slot, mask):
-  """``(positions [B], count)``: ring slots of the valid entries of a batch (``capacity``,
-  i.e. dropped, for invalid ones and for valid ones beyond the batch's last ``capacity``)."""
+def _ring_write(buffer, what: str, stored, rows, batch_shape, mask):
+  """``(positions [B], stored with rows [B] written, the ring's updated fields)``: ring slots
+  of the valid entries of a batch (``capacity``, i.e. dropped, for invalid ones and for valid
+  ones beyond the batch's last ``capacity``); ``mask`` must have ``batch_shape``."""
+  check_shape(f"{what}: the validity mask (the batch shape)", mask, batch_shape)
+  capacity = buffer.capacity
   mask = jnp.asarray(mask, bool).reshape(-1)
   rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
   count = jnp.sum(mask, dtype=jnp.int32)
   keep = mask & (rank >= count - capacity)
-  pos = (next_slot + rank) % capacity
-  return jnp.where(keep, pos, capacity), count
+  pos = jnp.where(keep, (buffer.next + rank) % capacity, capacity)
+  new = jax.tree_util.tree_map(lambda x, r: _put(x, pos, r), stored, rows)
+  return pos, new, {"filled": buffer.filled.at[pos].set(True, mode="drop"),
+                    "next": (buffer.next + count) % capacity, "added": buffer.added + count}
 
 
 def _put(x, pos, rows):
@@ -124,34 +129,18 @@ def _put(x, pos, rows):
   return x.at[pos].set(rows, mode="drop")
 
 
-def _check_batch(what: str, batch_shape, mask):
-  if jnp.shape(mask) != tuple(batch_shape):
-    raise ValueError(f"{what}: the validity mask must have the batch shape {tuple(batch_shape)}, "
-                     f"got {jnp.shape(mask)}")
-
-
 def add_replay(buffer: ReplayBuffer, examples: ReplayExample, mask) -> ReplayBuffer:
   """``buffer`` with the valid examples of a batch ``examples [B]`` (``mask [B]``) written
   (ring order, module docstring); their use counts start at zero."""
-  B = jnp.shape(examples.pbs.public)
-  _check_batch("add_replay", B, mask)
-  C = buffer.capacity
-  pos, count = _ring_positions(C, buffer.next, mask)
-  data = jax.tree_util.tree_map(lambda x, r: _put(x, pos, r), buffer.data, examples)
-  return buffer.replace(data=data, filled=buffer.filled.at[pos].set(True, mode="drop"),
-                        uses=buffer.uses.at[pos].set(0, mode="drop"),
-                        next=(buffer.next + count) % C, added=buffer.added + count)
+  pos, data, ring = _ring_write(buffer, "add_replay", buffer.data, examples,
+                                jnp.shape(examples.pbs.public), mask)
+  return buffer.replace(data=data, uses=buffer.uses.at[pos].set(0, mode="drop"), **ring)
 
 
 def add_queries(buffer: QueryBuffer, pbs: PBS, mask) -> QueryBuffer:
   """``buffer`` with the valid belief states of ``pbs [B]`` (``mask [B]``) written."""
-  B = jnp.shape(pbs.public)
-  _check_batch("add_queries", B, mask)
-  C = buffer.capacity
-  pos, count = _ring_positions(C, buffer.next, mask)
-  new = jax.tree_util.tree_map(lambda x, r: _put(x, pos, r), buffer.pbs, pbs)
-  return buffer.replace(pbs=new, filled=buffer.filled.at[pos].set(True, mode="drop"),
-                        next=(buffer.next + count) % C, added=buffer.added + count)
+  _, new, ring = _ring_write(buffer, "add_queries", buffer.pbs, pbs, jnp.shape(pbs.public), mask)
+  return buffer.replace(pbs=new, **ring)
 
 
 def replay_size(buffer: ReplayBuffer) -> jax.Array:
