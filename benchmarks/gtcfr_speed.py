@@ -33,6 +33,7 @@ import jaxgt
 from jaxgt.bench_report import figure
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
 from jaxgt.search import resolving as rs
 from jaxgt.search import subgame as sgm
@@ -71,7 +72,7 @@ def main(argv=None):
   src = dt.source_from_game(g, args.dtype)
   cfg = gt.make_config(src, simulations=args.simulations,
                        expansions_per_update=args.expansions_per_update, dtype=args.dtype)
-  ev = gt.exact(src)
+  ev = evaluators.exact(src)
   player = np.asarray(g.tree.player)
   roots = [s for s in range(pt.num_public_states)
            if not pt.terminal_public[s] and set(player[pt.histories[s]].tolist()) & {0, 1}]

@@ -267,7 +267,8 @@ def test_bad_inputs():
   with pytest.raises(ValueError, match="value targets"):
     cvpn.losses(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((1, 2, 2))))
   with pytest.raises(ValueError, match="leading batch"):
-    cvpn.fit(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((2, 2, 3))), steps=1)
+    cvpn.fit(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((2, 2, 3))), steps=1,
+             key=jax.random.PRNGKey(0))
   # An encoding of another game.
   leduc_sub = sgm.extract(jaxgt.load("leduc_poker"), 0, depth_limit=2)
   with pytest.raises(ValueError, match="encoding is for"):

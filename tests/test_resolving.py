@@ -15,6 +15,7 @@ from jaxgt.search import subgame as sgm
 from jaxgt.evaluation import construct as cs
 from jaxgt.core import sequence_form as sf
 from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
 from test_gtcfr import counting
 
@@ -196,7 +197,7 @@ def test_continual_resolving_compiles_once_per_mode():
   compiles the re-solve once per mode: fixed ranges (first decisions) and the gadget (its
   player is data: one program for both); a second construction compiles nothing."""
   g = jaxgt.load("kuhn_poker")
-  ev, count = counting(gt.exact(dt.source_from_game(g)))
+  ev, count = counting(evaluators.exact(dt.source_from_game(g)))
   agent = ContinualResolvingAgent(g, depth_limit=1, iterations=3, evaluator=ev)
   cs.construct_policy(agent, jax.random.PRNGKey(0))
   # one evaluator trace per compilation (alternating CFR+ queries it once per iteration)
@@ -272,7 +273,7 @@ def test_leduc_acceptance_continual_resolving():
   mode (fixed ranges, gadget) for all 186 re-solves."""
   g = jaxgt.load("leduc_poker")
   # the agent's default leaves: the continuation solved by its own (alternating) CFR+
-  ev, count = counting(gt.exact(dt.source_from_game(g), solver=jaxgt.cfr_plus(dtype="float64")))
+  ev, count = counting(evaluators.exact(dt.source_from_game(g), solver=jaxgt.cfr_plus(dtype="float64")))
   agent = ContinualResolvingAgent(g, depth_limit=2, iterations=1000, evaluator=ev)
   result = cs.evaluate(agent, seeds=(0,))
   assert agent.num_searches == 186 and count[0] == 2  # one query per iteration

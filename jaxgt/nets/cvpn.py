@@ -26,6 +26,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from jaxgt.core.checks import check_key
 from jaxgt.search import leaf as leaf_lib
 from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, exact_cfvs, features,
                                  history_utilities, masks, slot_sums)
@@ -121,9 +122,9 @@ def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: 
   return value_loss, policy_loss
 
 
-def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, steps: int = 500,
+def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, key, steps: int = 500,
         learning_rate: float = 1e-3, batch_size: int | None = None, value_weight: float = 1.0,
-        policy_weight: float = 1.0, huber_delta: float = 1.0, optimizer=None, key=None):
+        policy_weight: float = 1.0, huber_delta: float = 1.0, optimizer=None):
   """``(params, loss [steps])`` after supervised training on ``[B]`` PBSs (one jitted scan).
 
   Loss ``value_weight * Huber + policy_weight * cross entropy``; Adam unless
@@ -136,7 +137,7 @@ def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, steps: int = 500
   if jnp.shape(targets.values)[:1] != (B,):
     raise ValueError(f"targets must have a leading batch of {B}, got {jnp.shape(targets.values)}")
   opt = optimizer if optimizer is not None else optax.adam(learning_rate)
-  key = jax.random.PRNGKey(0) if key is None else key
+  key = check_key(key)
   mb = B if batch_size is None else int(min(batch_size, B))
 
   def loss_fn(p, b, t):

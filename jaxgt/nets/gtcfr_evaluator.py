@@ -48,10 +48,11 @@ from jax import lax
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.games.base import TERMINAL
-from jaxgt.nets.cvpn import CVPN, init as cvpn_init
+from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import PBS, PBSEncoding, slot_sums
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr
+from jaxgt.search.evaluator import Evaluator, LeafInput
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -142,7 +143,7 @@ def _normalise(smap: SlotMap, public, ranges):
   return jnp.where(mask, r, 0.0)
 
 
-def node_pbs(smap: SlotMap, leaves: gtcfr.LeafInput) -> PBS:
+def node_pbs(smap: SlotMap, leaves: LeafInput) -> PBS:
   """The PBS ``[N]`` of every node of ``leaves.tree`` in the encoding's layout: each
   player's own reach (root ranges included) of the node's information states at its
   leaf slots, normalised (uniform where there is none; nodes without leaf slots get
@@ -164,7 +165,7 @@ def node_pbs(smap: SlotMap, leaves: gtcfr.LeafInput) -> PBS:
   return PBS(public=public, ranges=_normalise(smap, public, to_encoding_order(smap, public, dev)))
 
 
-def leaf_values(smap: SlotMap, leaves: gtcfr.LeafInput, pbs: PBS, cfvs) -> jax.Array:
+def leaf_values(smap: SlotMap, leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
   """``[2, N, M]`` player 0's value of each leaf slot (row ``p`` for ``p``'s update): the
   network-scale ``cfvs [N, 2, K]`` (encoding order) divided by ``c_p(I)`` (module
   docstring); zero off the leaf slots."""
@@ -220,7 +221,7 @@ def _chunked_call(fn, state, pbs: PBS, need, chunk: int):
 
 def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
                   fn: Callable[[Any, PBS], tuple], init: Callable[[], Any] = lambda: (),
-                  name: str = "pbs", chunk: int | None = None) -> gtcfr.Evaluator:
+                  name: str = "pbs", chunk: int | None = None) -> Evaluator:
   """A GT-CFR evaluator from ``fn(state, PBS [N]) -> (cfvs [N, 2, K], policy [N, 2, K, A] or
   None)`` in the encoding's layout (:func:`node_pbs`, :func:`leaf_values`); ``state`` is the
   evaluator state (unchanged).
@@ -233,7 +234,7 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
   if chunk is not None:
     chunk = check_positive_int("chunk", chunk)
 
-  def apply(state, leaves: gtcfr.LeafInput):
+  def apply(state, leaves: LeafInput):
     pbs = node_pbs(smap, leaves)
     if chunk is None:
       cfvs, policy = fn(state, pbs)
@@ -246,23 +247,26 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
       prior = jnp.moveaxis(dev, 1, 0)  # [2, N, K, A]
     return (values, prior), state
 
-  return gtcfr.Evaluator(init=init, apply=apply, name=name)
+  return Evaluator(init=init, apply=apply, name=name)
 
 
-def cvpn_evaluator(source: device_tree.Source, model: CVPN, key=None,
-                   chunk: int | None = None) -> gtcfr.Evaluator:
-  """GT-CFR's leaf evaluator from ``model`` (``003``, "Search via Growing-Tree CFR"): the
-  state is the flax parameters (``init()`` gives fresh ones from ``key``, default
-  ``PRNGKey(0)``); values from the value head, the PUCT prior from the policy head;
-  ``chunk`` as :func:`pbs_evaluator`."""
-  key = jax.random.PRNGKey(0) if key is None else key
+def cvpn_evaluator(source: device_tree.Source, model: CVPN, params=None,
+                   chunk: int | None = None) -> Evaluator:
+  """GT-CFR's leaf evaluator from ``model`` (Schmid et al., Student of Games, 2023, "Search
+  via Growing-Tree CFR"): the state is the flax parameters (``init()`` returns ``params``;
+  with ``params=None`` every search must pass them as ``evaluator_state``); values from the
+  value head, the PUCT prior from the policy head; ``chunk`` as :func:`pbs_evaluator`."""
+  def init():
+    if params is None:
+      raise ValueError("this CVPN evaluator has no parameters: pass evaluator_state=params "
+                       "(or cvpn_evaluator(..., params=...))")
+    return params
 
-  def fn(params, pbs):
-    out = model.apply(params, pbs)
+  def fn(state, pbs):
+    out = model.apply(state, pbs)
     return out.values, out.policy
 
-  return pbs_evaluator(source, model.encoding, fn, init=lambda: cvpn_init(model, key),
-                       name="cvpn", chunk=chunk)
+  return pbs_evaluator(source, model.encoding, fn, init=init, name="cvpn", chunk=chunk)
 
 
 def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: gtcfr.QueryLog):

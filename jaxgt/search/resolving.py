@@ -41,11 +41,10 @@ from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_p
 from jaxgt.core.public_tree import PublicTree, counterfactual_values, history_values, ranges
 from jaxgt.games.base import TERMINAL
 from jaxgt.search import leaf as leaf_lib
-from jaxgt.search.gadget import Gadget, check_alpha, normalized
+from jaxgt.search.gadget import DEFAULT_ALPHA, Gadget, check_alpha, normalized  # noqa: F401
 from jaxgt.search.subgame import Subgame
 from jaxgt.solvers import cfr as cfr_lib
 
-DEFAULT_ALPHA = 0.5  # ``003``, "Modified Continual Re-solving"
 
 
 # ------------------------------------------------------------------ summaries
