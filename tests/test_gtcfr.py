@@ -16,9 +16,9 @@ from jaxgt.evaluation import construct as cs
 from jaxgt.search import device_tree as dt
 from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
-from jaxgt.search import leaf as lf
-from jaxgt.search import resolving as rs
-from jaxgt.search import subgame as sgm
+import reference_leaf as lf
+import reference_resolving as rs
+import reference_subgame as sgm
 
 
 def counting(evaluator):
@@ -46,7 +46,8 @@ def _tree_policy(tree, policy, p, rows_of):
 
 def _check_depth_limited(g, src, cfg, ev, solver, depth_limit, iterations):
   """GT-CFR's regret phase on the root's depth-limited tree with exact leaves equals
-  ``search.leaf.solve`` with ``solver`` on the extracted depth-limited subgame."""
+  the reference depth-limited solve (``reference_leaf.solve``) with ``solver`` on the
+  host-extracted subgame."""
   cap = cfg.capacity
   cut = _grow(src, cap, 0, depth_limit)
   assert int(cut.num_nodes) < cap
@@ -81,7 +82,7 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
     mine, ref = _tree_policy(full, res.policy, p, lambda ids: np.asarray(avg[p])[ids])
     assert len(mine) == g.tree.num_infostates[p]
     np.testing.assert_allclose(mine, ref, atol=1e-9)
-  # A depth-limited tree with exact leaves: search.leaf's depth-limited solve.
+  # A depth-limited tree with exact leaves: the reference depth-limited solve.
   _check_depth_limited(g, src, cfg, ev, solver, depth_limit, iterations)
   # Another root public state, other ranges and another tree shape: no recompilation.
   deep = int(np.flatnonzero((pt.depth == 3) & ~pt.terminal_public)[0])
@@ -95,7 +96,8 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
 
 def test_kuhn_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
   """Fully expanded: the engine's simultaneous CFR+; depth-limited with exact leaves:
-  ``search.leaf.solve`` with equilibrium leaves; one compilation for every tree, root
+  the reference depth-limited solve (``reference_leaf.solve``) with equilibrium leaves; one
+  compilation for every tree, root
   and range."""
   _check_against_engine_and_depth_limited("kuhn_poker", 4, 200)
 
@@ -123,7 +125,7 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   other = _tree_policy(full, res.policy, 0, lambda ids: np.asarray(sim_avg[0])[ids])
   assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
   # Depth-limited with exact leaves (the continuation solved by the same alternating CFR+, one
-  # query per iteration): the CFR engine's depth-limited solve, ``search.leaf.solve``.
+  # query per iteration): the reference depth-limited solve on the CFR engine.
   _check_depth_limited(g, src, cfg, evaluators.exact(src, solver=solver), solver, 4, 50)
 
 
@@ -153,7 +155,7 @@ def _kuhn_summary():
 @pytest.mark.parametrize("alpha", [None, pytest.param(0.5, marks=pytest.mark.slow)])
 def test_gadget_on_device_tree_equals_resolve(alpha):
   """Re-solving with the (alpha-modified) safe gadget on a fully expanded device tree gives
-  ``search.resolving.resolve``'s policy (simultaneous CFR+)."""
+  the reference ``resolve``'s policy (simultaneous CFR+)."""
   g, pt, ps, p, summ = _kuhn_summary()
   o = 1 - p
   src = dt.source_from_game(g)
@@ -197,7 +199,7 @@ def test_gadget_on_device_tree_equals_resolve(alpha):
 @pytest.mark.parametrize("player", [pytest.param(0, marks=pytest.mark.slow), 1])
 def test_alternating_depth_limited_gadget_equals_resolve(player):
   """Alternating CFR+ with the alpha = 0.5 gadget on a depth-limited device tree (exact leaves,
-  one query per iteration) gives ``search.resolving.resolve``'s policy for either re-solving
+  one query per iteration) gives the reference ``resolve``'s policy for either re-solving
   player. With the opponent updated first (re-solving player 1) the iteration's leaf query
   sees the range of the gadget's current strategy, at the first iteration ``alpha * uniform +
   (1 - alpha) * r_prev`` (the device tree used ``r_prev`` there: 0.43 apart after 10 iterations

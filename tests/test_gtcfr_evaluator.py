@@ -1,5 +1,6 @@
 """The network as GT-CFR's leaf evaluator (jaxgt.nets.gtcfr_evaluator) against the
-depth-limited subgame solve of jaxgt.search.leaf, and the query / target maps."""
+reference depth-limited solve of host-extracted subgames (tests/reference_leaf.py), and the
+query / target maps."""
 
 import functools
 
@@ -17,8 +18,8 @@ from jaxgt.nets import gtcfr_evaluator as ge
 from jaxgt.search import device_tree as dt
 from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
-from jaxgt.search import leaf as lf
-from jaxgt.search import subgame as sgm
+import reference_leaf as lf
+import reference_subgame as sgm
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,7 +52,7 @@ def _oracle(enc, src, policy, chunk=None):
                                         pytest.param("leduc_poker", 4, marks=pytest.mark.slow)])
 def test_exact_cfvs_through_adapter_equal_leaf_continuation(name, depth):
   """solve_tree on a depth-limited device tree with exact continuation CFVs through the
-  adapter == ``search.leaf``'s depth-limited solve with ``leaf.continuation``."""
+  adapter == the reference depth-limited solve with ``reference_leaf.continuation``."""
   g, enc, src = _game(name)
   pol = _random_policy(g.device_tree("float64"), np.random.default_rng(3))
   cap = int(np.sum(enc.pt.depth <= depth))  # exactly the depth-limited tree

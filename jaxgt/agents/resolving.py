@@ -77,7 +77,7 @@ class ContinualResolvingAgent(GTCFRAgent):
     solver: CFR-family solver (default alternating CFR+ in float64; simultaneous updates
       with ``alternating=False``).
     evaluator: ``"equilibrium"`` (exact leaf values, the continuation solved by ``solver``
-      warm-started one iteration per query, as the host-extracted re-solving did; default), a
+      warm-started one iteration per query; default), a
       :class:`jaxgt.search.evaluator.Evaluator` or a callable ``(LeafInput) -> values``.
     alpha: opponent-range mixing of the modified gadget (``None``: exact gadget).
     chunk: must be 1 (the leaves are valued at every iteration); kept for the agent specs.

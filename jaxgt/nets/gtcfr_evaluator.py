@@ -1,15 +1,17 @@
-"""The counterfactual value-and-policy network as GT-CFR's leaf evaluator, and the map
-between a search and the network's layout (``003``, Algorithm 1 and "Training Process").
+"""The network as the search's leaf evaluator (:mod:`jaxgt.search.evaluator`), and the map
+between a search and the network's layout (Schmid et al., "Student of Games", 2023,
+Algorithm 1 and "Training Process").
 
-GT-CFR (:mod:`jaxgt.search.gtcfr`) values the frontier of its device tree
-once per CFR iteration. :func:`cvpn_evaluator` does that with one batched
+GT-CFR, depth-limited solving and re-solving (:mod:`jaxgt.search.gtcfr`,
+:mod:`jaxgt.search.subgame`) value the frontier of their device tree once per CFR
+iteration. :func:`cvpn_evaluator` does that with one batched
 network call over all ``N`` nodes of the tree (frontier nodes are kept, the
 rest masked): node ``n``'s PBS is its public state and both players'
 normalised own reaches of its information states; the network's
 counterfactual values ``v_p(I)`` (network scale, :mod:`jaxgt.nets.encoding`)
 become per-history values ``v_p(I) / c_p(I)`` with ``c_p(I) = sum_{h in I}
-q(h) r_o(I_o(h))`` (the adapter of :mod:`jaxgt.nets.cvpn`: CFR only sees
-``sum_{h in I} pi_o(h) pi_c(h) value(h)``), and the network policy is the
+q(h) r_o(I_o(h))`` (CFR only sees ``sum_{h in I} pi_o(h) pi_c(h) value(h)``, of which
+``c_p(I)`` is a positive multiple), and the network policy is the
 PUCT prior of the frontier's information states. The evaluator's state IS
 the network parameters, so ``gtcfr.search(..., evaluator_state=params)``
 serves every parameter version with one compilation.
@@ -134,7 +136,7 @@ def to_device_order(smap: SlotMap, public, x):
 
 def _normalise(smap: SlotMap, public, ranges):
   """Ranges ``[..., 2, K]`` (encoding order) normalised per player, uniform over the valid
-  slots where a player has no mass (as :func:`jaxgt.nets.cvpn.leaf_pbs`)."""
+  slots where a player has no mass (as :func:`jaxgt.core.public_tree.ranges`)."""
   mask = jnp.asarray(smap.encoding.mask)[jnp.maximum(public, 0)]
   ranges = jnp.where(mask, jnp.maximum(ranges, 0.0), 0.0)
   tot = jnp.sum(ranges, -1, keepdims=True)

@@ -227,8 +227,8 @@ def continuation(source: device_tree.Source, policies, chooser: int = 1) -> Eval
   "Depth-Limited Solving for Imperfect-Information Games", 2018, Sec. 4): at each of its
   (augmented) information states at the leaves, player ``chooser`` picks a mixture of the
   ``C`` continuations by regret matching+ on its counterfactual values, one update per query
-  (the choice nodes below the leaves updated with the trunk's simultaneous CFR iteration);
-  the values are those of the current mixture. The state is the chooser's ``[I_aug, C]``
+  for the query's reaches, and the leaves are valued under the updated mixture (alternating
+  updates, the chooser first: CFR+ needs alternation to converge). The state is the chooser's ``[I_aug, C]``
   cumulative choice regrets.
   """
   game = _game_of(source, "continuation")
@@ -257,12 +257,15 @@ def continuation(source: device_tree.Source, policies, chooser: int = 1) -> Eval
     aug = jnp.take_along_axis(t.info_id[chooser], jnp.maximum(info, 0), axis=1)
     ok = leaves.leaf & (info >= 0) & (aug >= 0)
     row = jnp.where(ok, aug, num_aug)
-    sigma = sequence_form.regret_matching(regrets, jnp.ones(C, bool))  # [I_aug, C]
-    mixed = jnp.sum(sigma[jnp.minimum(row, num_aug - 1)] * v, -1)
+    legal = jnp.ones(C, bool)
+    sigma = sequence_form.regret_matching(regrets, legal)  # [I_aug, C]
     cf = (sign * leaves.chance * leaves.reach[1 - chooser])[..., None] * v
     cfv = jax.ops.segment_sum(jnp.where(ok[..., None], cf, 0.0).reshape(-1, C), row.reshape(-1),
                               num_aug + 1)[:num_aug]
     regrets = jnp.maximum(regrets + cfv - jnp.sum(sigma * cfv, -1, keepdims=True), 0.0)
+    # the trunk sees the updated choice: alternating updates, the chooser first
+    sigma = sequence_form.regret_matching(regrets, legal)
+    mixed = jnp.sum(sigma[jnp.minimum(row, num_aug - 1)] * v, -1)
     return (jnp.where(leaves.leaf, mixed, 0.0), None), regrets
 
   return Evaluator(init=lambda: jnp.zeros((num_aug, C), dtype), apply=apply,

@@ -1,4 +1,7 @@
-"""Leaf evaluators of depth-limited subgames and the chunked solve that queries them.
+"""Reference implementation for the tests: leaf evaluators of host-extracted subgames and their
+chunked solve (the library's depth-limited solving before the device tree), an oracle.
+
+Leaf evaluators of depth-limited subgames and the chunked solve that queries them.
 
 A leaf evaluator gives player 0's value of every leaf history ``[L]`` of a
 :class:`~jaxgt.search.subgame.Subgame` from the current beliefs at the leaves, as
@@ -44,7 +47,7 @@ from jax import lax
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.public_tree import history_values
-from jaxgt.search.subgame import Subgame, extract
+from reference_subgame import Subgame, extract
 from jaxgt.solvers import cfr as cfr_lib
 
 

@@ -1,4 +1,7 @@
-"""Safe re-solving from summaries, and the summaries continual re-solving carries.
+"""Reference implementation for the tests: safe re-solving of host-extracted subgames (the
+library's re-solving before the device tree), an independent oracle.
+
+Safe re-solving from summaries, and the summaries continual re-solving carries.
 
 Re-solving (``003``, "Imperfect Information Search, Decomposition, and
 Re-Solving"; DeepStack; Burch et al. 2014): a subgame rooted at public state
@@ -40,9 +43,9 @@ from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_positive_int
 from jaxgt.core.public_tree import PublicTree, counterfactual_values, history_values, ranges
 from jaxgt.games.base import TERMINAL
-from jaxgt.search import leaf as leaf_lib
-from jaxgt.search.gadget import DEFAULT_ALPHA, Gadget, check_alpha, normalized  # noqa: F401
-from jaxgt.search.subgame import Subgame
+import reference_leaf as leaf_lib
+from jaxgt.search.gadget import Gadget, check_alpha, normalized
+from reference_subgame import Subgame
 from jaxgt.solvers import cfr as cfr_lib
 
 
