@@ -147,21 +147,8 @@ class Subgame:
     return tuple(out)
 
 
-def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None = None,
-            leaves=None, leaf_choices: int = 0, chooser: int = 1) -> Subgame:
-  """The subgame rooted at public state(s) ``root`` (index, key or a sequence of them).
-
-  Leaves are the public states ``leaves``, or those ``depth_limit`` levels
-  below a root (neither: no cut); all-terminal leaf public states stay terminals.
-
-  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0`` player
-  ``chooser`` picks one of ``K`` continuations at each leaf (leaf values ``[L, K]``).
-  """
-  K = check_nonnegative_int("leaf_choices", leaf_choices)
-  if chooser not in (0, 1):
-    raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
-  pt = build_public_tree(game)
-  t = pt.game.tree
+def roots_and_leaves(pt: PublicTree, root, depth_limit, leaves) -> tuple:
+  """``(root public states, [P] bool leaf public states)`` of :func:`extract`, checked."""
   roots_ps = root if isinstance(root, (list, tuple, np.ndarray)) and not (
       isinstance(root, tuple) and root in pt.game.public_index()) else [root]
   roots_ps = tuple(pt.public_id(r) for r in roots_ps)
@@ -183,6 +170,25 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
     if pt.terminal_public[r]:
       raise ValueError(f"root public state {r} is terminal")
     leaf_mask[r] = False
+  return roots_ps, leaf_mask
+
+
+def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None = None,
+            leaves=None, leaf_choices: int = 0, chooser: int = 1) -> Subgame:
+  """The subgame rooted at public state(s) ``root`` (index, key or a sequence of them).
+
+  Leaves are the public states ``leaves``, or those ``depth_limit`` levels
+  below a root (neither: no cut); all-terminal leaf public states stay terminals.
+
+  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0`` player
+  ``chooser`` picks one of ``K`` continuations at each leaf (leaf values ``[L, K]``).
+  """
+  K = check_nonnegative_int("leaf_choices", leaf_choices)
+  if chooser not in (0, 1):
+    raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
+  pt = build_public_tree(game)
+  t = pt.game.tree
+  roots_ps, leaf_mask = roots_and_leaves(pt, root, depth_limit, leaves)
   roots_h = np.concatenate([hs[~np.isin(t.parent[hs], hs)]
                             for hs in (pt.histories[r] for r in roots_ps)]).astype(np.int32)
   if np.any(t.player[roots_h] == TERMINAL):

@@ -284,27 +284,7 @@ def _reference_extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: 
     raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
   pt = game if isinstance(game, PublicTree) else build_public_tree(game)
   t = pt.game.tree
-  roots_ps = root if isinstance(root, (list, tuple, np.ndarray)) and not (
-      isinstance(root, tuple) and _is_key(pt, root)) else [root]
-  roots_ps = tuple(pt.public_id(r) for r in roots_ps)
-  if len(set(roots_ps)) != len(roots_ps):
-    raise ValueError("repeated root public state")
-  P = pt.num_public_states
-  leaf_mask = np.zeros(P, bool)
-  if leaves is not None:
-    for l in leaves:
-      leaf_mask[pt.public_id(l)] = True
-  elif depth_limit is not None:
-    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-        or depth_limit < 1:
-      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
-    for r in roots_ps:
-      leaf_mask[(pt.depth == pt.depth[r] + depth_limit) & _descends(pt, r)] = True
-  leaf_mask &= ~pt.terminal_public
-  for r in roots_ps:
-    if pt.terminal_public[r]:
-      raise ValueError(f"root public state {r} is terminal")
-    leaf_mask[r] = False
+  roots_ps, leaf_mask = sgm.roots_and_leaves(pt, root, depth_limit, leaves)
   roots_h = []
   for r in roots_ps:
     hs = pt.histories[r]
@@ -363,18 +343,14 @@ def _reference_extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: 
       for i in pt.infostates[p][ps]:
         pos[int(i)] = len(pos)
     root_aug[p] = [pos[int(pt.aug[p][h])] for h in roots_h]
-  full_info = []
-  for p in (0, 1):
-    idx = pt.game.infostate_index(p)
-    full_info.append(np.asarray([idx.get(k, -1) for k in sub.infostate_keys[p]], np.int32))
-  return sgm.Subgame(full=pt, compiled=sub, root_public=roots_ps,
-                 leaf_public=tuple(int(x) for x in np.flatnonzero(leaf_mask)),
-                 root_histories=roots_h, history_of=hist_of, terminal_leaf=terminal_leaf,
-                 leaf_histories=leaf_hist.astype(np.int32),
-                 base_payoff=np.where(is_leaf, 0.0, st.terminal_payoff),
-                 chance_below_root=below, terminal_root=terminal_root, root_aug=root_aug,
-                 full_infostate=tuple(full_info), root_index=top,
-                 leaf_choices=int(leaf_choices), leaf_nodes=leaf_nodes.astype(np.int32))
+  index = [pt.game.infostate_index(p) for p in (0, 1)]
+  full_info = tuple(np.asarray([index[p].get(k, -1) for k in sub.infostate_keys[p]], np.int32)
+                    for p in (0, 1))
+  # Subgame's fields in declaration order.
+  return sgm.Subgame(pt, sub, roots_ps, tuple(int(x) for x in np.flatnonzero(leaf_mask)), roots_h,
+                     hist_of, terminal_leaf, leaf_hist.astype(np.int32),
+                     np.where(is_leaf, 0.0, st.terminal_payoff), below, terminal_root, root_aug,
+                     full_info, top, int(leaf_choices), leaf_nodes.astype(np.int32))
 
 
 def _acting_players(pt: PublicTree, roots_h, leaf_mask) -> set:
@@ -390,21 +366,6 @@ def _acting_players(pt: PublicTree, roots_h, leaf_mask) -> set:
       nxt.extend(int(c) for c in t.children[h] if c >= 0)
     frontier = nxt
   return seen
-
-
-def _is_key(pt, x) -> bool:
-  return x in pt.game.public_index()
-
-
-def _descends(pt: PublicTree, r: int) -> np.ndarray:
-  """``[P] bool`` public states in the subtree of ``r``."""
-  out = np.zeros(pt.num_public_states, bool)
-  stack = [r]
-  while stack:
-    u = stack.pop()
-    out[u] = True
-    stack.extend(pt.children[u])
-  return out
 
 
 class _LayeredRandomGame(RandomGame):
