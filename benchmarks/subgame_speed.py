@@ -138,7 +138,8 @@ def main(argv=None):
     figure("subgame solves", len(fns) * T / sec, "iterations/s", game=args.game,
            public_state=ps, batch="one by one", mode=args.mode)
     print("  " + "; ".join(line))
-  print(f"ours: up to {max(ours_visits):,.0f} history visits/s (subgame histories x iterations x B)")
+  print(f"ours: up to {max(ours_visits):,.0f} history visits/s "
+        "(subgame histories x iterations x B)")
   if args.openspiel:
     report_openspiel(g, max(ours_visits), game=args.game)
 

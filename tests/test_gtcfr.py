@@ -230,7 +230,8 @@ def test_alternating_depth_limited_gadget_equals_resolve(player):
   pos = {int(f): k for k, f in enumerate(sub.full_infostate[player]) if f >= 0}
   ref = rs.resolve(sub, solver, player, summ.our_range, summ.opp_values, summ.opp_range,
                    iterations=10, alpha=0.5)
-  res = gt.solve_tree(src, cfg, evaluators.exact(src, solver=solver), tree, ranges, 10, player=player,
+  res = gt.solve_tree(src, cfg, evaluators.exact(src, solver=solver), tree, ranges, 10,
+                      player=player,
                       opp_values=ov, alpha=0.5)
   mine, want = _tree_policy(tree, res.policy, player, lambda ids: np.asarray(
       ref.policy[player])[[pos[int(i)] for i in ids]])
@@ -344,7 +345,8 @@ def test_search_grows_the_tree_and_counts_queries(s, c):
   if True:
     cfg = gt.make_config(src, simulations=s, expansions_per_update=c, capacity=11,
                          log_queries=64)
-    res = gt.search(src, cfg, evaluators.exact(src), 0, gt.root_ranges(src, 0), jax.random.PRNGKey(0))
+    res = gt.search(src, cfg, evaluators.exact(src), 0, gt.root_ranges(src, 0),
+                    jax.random.PRNGKey(0))
     st = res.state
     # The query log: at iteration 1 (uniform strategies) each queried public belief state is
     # the uniform policy's (core.public_tree), in tree order.

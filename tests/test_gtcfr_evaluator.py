@@ -104,7 +104,8 @@ def test_network_evaluator_shapes_masks_and_params_as_data():
   N, M = cap, src.num_histories
   fw_own = jnp.ones((2, N * M))
   leaves = evaluators.LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M),
-                                reach=fw_own.reshape(2, N, M), chance=jnp.asarray(tree.chance_reach),
+                                reach=fw_own.reshape(2, N, M),
+                                chance=jnp.asarray(tree.chance_reach),
                                 root_ranges=jnp.zeros((2, enc.k_max)))
   (values, prior), state = jax.jit(ev.apply)(params, leaves)
   assert values.shape == (2, N, M) and prior.shape == (2, N, src.num_infostates, src.num_actions)

@@ -273,7 +273,8 @@ def test_leduc_acceptance_continual_resolving():
   mode (fixed ranges, gadget) for all 186 re-solves."""
   g = jaxgt.load("leduc_poker")
   # the agent's default leaves: the continuation solved by its own (alternating) CFR+
-  ev, count = counting(evaluators.exact(dt.source_from_game(g), solver=jaxgt.cfr_plus(dtype="float64")))
+  ev, count = counting(evaluators.exact(dt.source_from_game(g),
+                                        solver=jaxgt.cfr_plus(dtype="float64")))
   agent = ContinualResolvingAgent(g, depth_limit=2, iterations=1000, evaluator=ev)
   result = cs.evaluate(agent, seeds=(0,))
   assert agent.num_searches == 186 and count[0] == 2  # one query per iteration

@@ -228,8 +228,8 @@ def continuation(source: device_tree.Source, policies, chooser: int = 1) -> Eval
   (augmented) information states at the leaves, player ``chooser`` picks a mixture of the
   ``C`` continuations by regret matching+ on its counterfactual values, one update per query
   for the query's reaches, and the leaves are valued under the updated mixture (alternating
-  updates, the chooser first: CFR+ needs alternation to converge). The state is the chooser's ``[I_aug, C]``
-  cumulative choice regrets.
+  updates, the chooser first: with simultaneous ones CFR+ drifted away from RPS+'s
+  equilibrium). The state is the chooser's ``[I_aug, C]`` cumulative choice regrets.
   """
   game = _game_of(source, "continuation")
   if chooser not in (0, 1):

@@ -95,8 +95,10 @@ def subgame_tree(source: device_tree.Source, root: int, *, depth_limit: int | No
     mask[int(root)] = False
   capacity = device_tree.check_capacity(
       source, source.num_public_states if capacity is None else capacity)
-  return jax.jit(lambda r: device_tree.expand_all(source, device_tree.init_tree(source, capacity, r),
-                                                  depth_limit, mask))(int(root))
+  def grow(r):
+    return device_tree.expand_all(source, device_tree.init_tree(source, capacity, r),
+                                  depth_limit, mask)
+  return jax.jit(grow)(int(root))
 
 
 def solve(game: CompiledGame, root: int = 0, *, iterations: int, ranges=None,
