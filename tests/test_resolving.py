@@ -250,6 +250,8 @@ def test_bad_inputs():
     subgame.solve(g, 4, iterations=5, summary=good, alpha=2.0)
   with pytest.raises(ValueError, match="public state 4"):
     subgame.solve(g, 3, iterations=5, summary=good)
+  with pytest.raises(ValueError, match="needs a summary"):
+    subgame.solve(g, 4, iterations=5, alpha=0.5, ranges=(good.opp_range, good.our_range))
   with pytest.raises(ValueError, match="not both"):
     subgame.solve(g, 4, iterations=5, summary=good, ranges=(good.opp_range, good.our_range))
   with pytest.raises(ValueError, match="another game"):

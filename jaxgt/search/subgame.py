@@ -125,6 +125,8 @@ def solve(game: CompiledGame, root: int = 0, *, iterations: int, ranges=None,
   if evaluator is None:
     evaluator = evaluator_lib.exact(source, solver=config.solver)
   player = opp_values = None
+  if summary is None and alpha is not None:
+    raise ValueError("alpha mixes the gadget's opponent range: it needs a summary")
   if summary is not None:
     if ranges is not None:
       raise ValueError("give ranges or a summary, not both")
@@ -142,7 +144,7 @@ def solve(game: CompiledGame, root: int = 0, *, iterations: int, ranges=None,
   padded = gtcfr.root_ranges(source, int(root), ranges)
   return gtcfr.solve_tree(source, config, evaluator, tree, padded,
                           check_positive_int("iterations", iterations), player=player,
-                          opp_values=opp_values, alpha=alpha if player is not None else None)
+                          opp_values=opp_values, alpha=alpha)
 
 
 def to_full_policy(result: gtcfr.SearchResult, policy) -> tuple:
