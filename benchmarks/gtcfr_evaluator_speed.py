@@ -3,7 +3,7 @@
 ``SoG(s, c)`` searches (``003``, Algorithm 1) at ``B`` decision public states with random
 root ranges, as one vmapped jitted call, valued by the network
 (:func:`jaxgt.nets.gtcfr_evaluator.cvpn_evaluator`, parameters passed as data) and, in the
-same run, by the exact evaluator (:func:`jaxgt.search.gtcfr.exact`: the remaining game
+same run, by the exact evaluator (:func:`jaxgt.search.evaluator.exact`: the remaining game
 solved for the current ranges), the peer. Also the network alone: PBSs valued per second
 by one batched call. Compile and steady-state times are separate.
 
@@ -25,6 +25,7 @@ from jaxgt.nets import cvpn
 from jaxgt.nets.encoding import PBS, build_encoding
 from jaxgt.nets import gtcfr_evaluator as ge
 from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
 
 
@@ -73,8 +74,8 @@ def main(argv=None):
                        expansions_per_update=args.expansions_per_update, dtype=dtype)
   hidden = tuple(int(h) for h in args.hidden.split(","))
   model = cvpn.CVPN(enc, hidden=hidden)
-  net = ge.cvpn_evaluator(src, model)
-  params = net.init()
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  net = ge.cvpn_evaluator(src, model, params)
   roots = np.flatnonzero(enc.actor[:, 0] + enc.actor[:, 1] > 0)  # decision public states
   rng = np.random.default_rng(0)
   print(f"{args.game}: SoG({cfg.simulations}, {cfg.expansions_per_update:g}), capacity "
@@ -98,7 +99,7 @@ def main(argv=None):
     first, sec, q = _search_rate(src, cfg, net, rs_, ranges, keys, params)
     peer = None
     if not args.no_exact:
-      ex = gt.exact(src)
+      ex = evaluators.exact(src)
       pf, psec, pq = _search_rate(src, cfg, ex, rs_, ranges, keys, ex.init())
       peer = pq / psec
       print(f"  B={B:4d} exact evaluator: {B / psec:8.2f} searches/s, {pq / psec:11,.0f} leaf "

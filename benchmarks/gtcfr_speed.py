@@ -5,20 +5,13 @@ game solved for the current ranges) at ``B`` decision public states of the
 game with random root ranges, run as one vmapped jitted call
 (:func:`jaxgt.search.gtcfr.search`; one compilation serves every ``B``-sized
 batch, roots, ranges and tree shapes). Compile and steady-state times are
-reported separately. Peers, timed in the same run:
-
-* today's host-extracted re-solving (``--baseline N``): for ``N`` public
-  states, extract the depth-limited subgame on the host and re-solve it
-  (:func:`jaxgt.search.resolving.resolve`, the gadget, exact leaves, ``s``
-  CFR+ iterations): every subgame is its own compiled program, as
-  ``ContinualResolvingAgent`` did before it moved onto the device tree (a
-  documented baseline, not the agent);
-* OpenSpiel's C++ ``CFRPlusSolver`` on the full game (``--openspiel``):
-  history visits per second, against ours (live tree histories x CFR
-  iterations per second, the evaluator's continuation not counted).
+reported separately. Peer, timed in the same run: OpenSpiel's C++
+``CFRPlusSolver`` on the full game (``--openspiel``): history visits per
+second, against ours (live tree histories x CFR iterations per second, the
+evaluator's continuation not counted).
 
   python benchmarks/gtcfr_speed.py --quick            # small, for a loaded machine
-  python benchmarks/gtcfr_speed.py --batches 1,4,16,64,256,1024 --baseline 4 --openspiel
+  python benchmarks/gtcfr_speed.py --batches 1,4,16,64,256,1024 --openspiel
 """
 
 import argparse
@@ -33,9 +26,8 @@ import jaxgt
 from jaxgt.bench_report import figure
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
-from jaxgt.search import resolving as rs
-from jaxgt.search import subgame as sgm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from subgame_speed import report_openspiel  # noqa: E402  (OpenSpiel C++ CFR+ history visits/s)
@@ -57,8 +49,6 @@ def main(argv=None):
   ap.add_argument("--expansions-per-update", type=float, default=1.0)
   ap.add_argument("--batches", default="1,4,16,64,256,1024")
   ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-  ap.add_argument("--baseline", type=int, default=0,
-                  help="time host-extracted re-solving at this many public states")
   ap.add_argument("--openspiel", action="store_true", help="also time OpenSpiel CFR+")
   ap.add_argument("--quick", action="store_true", help="B = 1, 8 and s = 20 (loaded machines)")
   args = ap.parse_args(argv)
@@ -71,7 +61,7 @@ def main(argv=None):
   src = dt.source_from_game(g, args.dtype)
   cfg = gt.make_config(src, simulations=args.simulations,
                        expansions_per_update=args.expansions_per_update, dtype=args.dtype)
-  ev = gt.exact(src)
+  ev = evaluators.exact(src)
   player = np.asarray(g.tree.player)
   roots = [s for s in range(pt.num_public_states)
            if not pt.terminal_public[s] and set(player[pt.histories[s]].tolist()) & {0, 1}]
@@ -96,21 +86,6 @@ def main(argv=None):
     print(f"  B={B:5d}: {B / sec:9.2f} searches/s, {q / sec:12,.0f} leaf queries/s, "
           f"{visits / sec:14,.0f} tree history visits/s (compile+first {first:.1f}s, "
           f"steady {sec:.2f}s)")
-  if args.baseline:
-    solver = jaxgt.cfr_plus(dtype=args.dtype)
-    t0 = time.perf_counter()
-    for s in roots[:args.baseline]:
-      p = int([x for x in player[pt.histories[s]] if x in (0, 1)][0])
-      sub = sgm.extract(pt, s, depth_limit=2)
-      k = sub.range_sizes()
-      jax.block_until_ready(rs.resolve(
-          sub, solver, p, rng.dirichlet(np.ones(k[p])), rng.normal(0, 0.5, k[1 - p]),
-          rng.dirichlet(np.ones(k[1 - p])), iterations=cfg.simulations, alpha=0.5).policy)
-    el = time.perf_counter() - t0
-    print(f"  host-extracted re-solving (depth limit 2, {cfg.simulations} CFR+ iterations, "
-          f"extraction and compilation per subgame): {args.baseline / el:.3f} searches/s")
-    figure("searches vs host-extracted re-solving", B / sec, "searches/s", game=args.game,
-           peer="jaxgt host-extracted re-solving", peer_value=args.baseline / el)
   print(f"ours: up to {best:,.0f} tree history visits/s")
   if args.openspiel:
     report_openspiel(g, best, game=args.game)

@@ -1,17 +1,15 @@
 """Batched re-solving: subgame-iterations/s over all Leduc public states of one depth.
 
-Every non-terminal public state at ``--depth`` is the root of a subgame cut
-``--limit`` public levels below, with leaf values from a fixed continuation
-profile (the uniform blueprint: exact values for it, so each iteration is one
-CFR+ iteration of the subgame). ``--mode resolve`` (default) re-solves with the
-safe-re-solving gadget mixed with the previous opponent range (``003``,
-alpha = 0.5; :func:`jaxgt.search.resolving.resolve_batch`) from ``B`` random
-summaries (our range, opponent counterfactual values and range) in one
-vmapped jitted call (without the self-play values only continual
-re-solving reads); ``--mode fixed`` solves ``B`` random root-range pairs
-(:meth:`CFRSolver.run_batch`). Both are compared with the same solves one by
-one (one jitted call each, compiled once). Compile and steady-state times are
-reported separately; runs unchanged on CPU or GPU.
+Every non-terminal public state at ``--depth`` is the root of a subgame grown on the device
+tree ``--limit`` public levels below (:func:`jaxgt.search.subgame.subgame_tree`), with leaf
+values from a fixed continuation profile (the uniform blueprint:
+:func:`jaxgt.search.evaluator.continuation`), solved by the regret phase of GT-CFR
+(:func:`jaxgt.search.gtcfr.solve_tree`, simultaneous CFR+). ``--mode resolve`` (default)
+re-solves with the safe-re-solving gadget mixed with the previous opponent range (Student
+of Games, alpha = 0.5) from ``B`` random summaries (our range, opponent counterfactual values
+and range) in one vmapped jitted call; ``--mode fixed`` solves ``B`` random root-range pairs.
+Both are compared with the same solves one by one (one jitted call each, compiled once).
+Compile and steady-state times are reported separately; runs unchanged on CPU or GPU.
 
 OpenSpiel has no depth-limited subgame solver, so the closest equal work is a
 CFR+ iteration over a game tree: ``--openspiel`` times OpenSpiel's C++
@@ -32,11 +30,12 @@ import numpy as np
 
 import jaxgt
 from jaxgt.bench_report import figure, missing_peer
-from jaxgt.search import leaf as lf
 from jaxgt.core import public_tree as ptm
-from jaxgt.search import resolving as rs
-from jaxgt.search import subgame as sgm
 from jaxgt.core import sequence_form as sf
+from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
+from jaxgt.search import gtcfr as gt
+from jaxgt.search import subgame
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cfr_speed import time_openspiel  # noqa: E402  (OpenSpiel C++ ms/iteration)
@@ -45,16 +44,19 @@ from cfr_speed import time_openspiel  # noqa: E402  (OpenSpiel C++ ms/iteration)
 BENCH_QUICK = ["--iterations", "20", "--batches", "1,64", "--one-by-one", "2", "--openspiel"]
 
 
-def _summaries(rng, k_us, k_opp, B):
-  """``B`` random valid summaries: our range, opponent values, opponent range."""
-  return (rng.dirichlet(np.ones(k_us), B), rng.normal(0.0, 0.5, (B, k_opp)),
-          rng.dirichlet(np.ones(k_opp), B))
-
-
 def _timed(fn):
   t0 = time.perf_counter()
   jax.block_until_ready(fn())
   return time.perf_counter() - t0
+
+
+def _capacity(pt, root, limit):
+  """Public states at most ``limit`` levels below ``root`` (the subgame's nodes)."""
+  level, n = [root], 1
+  for _ in range(limit):
+    level = [c for v in level for c in pt.children[v]]
+    n += len(level)
+  return n
 
 
 def main(argv=None):
@@ -74,8 +76,9 @@ def main(argv=None):
   g = jaxgt.load(args.game)
   pt = ptm.build_public_tree(g)
   dt_name = args.dtype
-  solver = jaxgt.cfr_plus(dtype=dt_name)
-  blueprint = sf.uniform_policy(g.device_tree(dt_name), jnp.dtype(dt_name))
+  src = dt.source_from_game(g, dt_name)
+  K = src.num_infostates
+  ev = evaluators.continuation(src, sf.uniform_policy(g.device_tree(dt_name), jnp.dtype(dt_name)))
   roots = [int(ps) for ps in pt.at_depth(args.depth) if not pt.terminal_public[ps]]
   T = args.iterations
   print(f"{args.game}: {len(roots)} public states at depth {args.depth}, limit {args.limit}, "
@@ -84,56 +87,59 @@ def main(argv=None):
   rng = np.random.default_rng(0)
   ours_visits = []
   for ps in roots:
-    sub = sgm.extract(pt, ps, depth_limit=args.limit)
+    tree = subgame.subgame_tree(src, ps, depth_limit=args.limit,
+                                capacity=max(_capacity(pt, ps, args.limit),
+                                             1 + src.num_children))
+    cfg = gt.make_config(src, simulations=1, capacity=tree.capacity, value_average="search",
+                         dtype=dt_name)
     player = int(g.tree.player[pt.histories[ps][0]])
     if player not in (0, 1):
       player = 0
-    k = sub.range_sizes()
-    ev = lf.continuation(sub, blueprint)
-    tree = sub.with_payoff(sub.compiled.device_tree(dt_name), ev.apply((), None)[0])
-    H = sub.tree.num_histories
-    line = [f"public state {ps} (player {player}): {H} histories, {sub.num_leaves} leaves"]
+    k = [len(pt.infostates[p][ps]) for p in (0, 1)]
+    H = int(np.sum(np.asarray(tree.history) >= 0))
+    leaves = int(np.sum(~np.asarray(tree.expanded) & (np.asarray(tree.public) >= 0)))
+    line = [f"public state {ps} (player {player}): {H} histories, {leaves} leaf public states"]
 
-    if args.mode == "resolve":
-      def batch(B):
-        r, v, o = _summaries(rng, k[player], k[1 - player], B)
-        return lambda: rs.resolve_batch(sub, solver, player, r, v, o, evaluator=ev,
-                                        iterations=T, alpha=0.5,
-                                        self_play_values=False).policy
+    def draw(n):
+      """``n`` random root ranges ``[n, 2, K]`` and opponent values ``[n, K]``."""
+      ranges = np.stack([gt.root_ranges(src, ps, [rng.dirichlet(np.ones(x)) for x in k])
+                         for _ in range(n)]).astype(dt_name)
+      values = np.zeros((n, K), dt_name)
+      values[:, :k[1 - player]] = rng.normal(0.0, 0.5, (n, k[1 - player]))
+      return ranges, values
 
-      def single(n):
-        r, v, o = _summaries(rng, k[player], k[1 - player], n)
-        return [lambda b=b: rs.resolve(sub, solver, player, r[b], v[b], o[b], evaluator=ev,
-                                       iterations=T, alpha=0.5, self_play_values=False).policy
-                for b in range(n)]
-    else:
-      def batch(B):
-        w = sub.root_weights(rng.dirichlet(np.ones(k[0]), B), rng.dirichlet(np.ones(k[1]), B),
-                             jnp.dtype(dt_name))
-        return lambda: solver.run_batch(tree, solver.init_batch(tree, w), T).regrets
+    gadget = args.mode == "resolve"
 
-      def single(n):
-        w = sub.root_weights(rng.dirichlet(np.ones(k[0]), n), rng.dirichlet(np.ones(k[1]), n),
-                             jnp.dtype(dt_name))
-        return [lambda b=b: solver.run(tree, solver.init(tree, weights=w[b]), T).regrets
-                for b in range(n)]
+    def batch(B):
+      ranges, values = draw(B)
+      trees = jax.tree_util.tree_map(lambda x: jnp.stack([x] * B), tree)
+      kw = dict(alpha=0.5, player=np.full(B, player), opp_values=values) if gadget else {}
+      return lambda: gt.solve_tree(src, cfg, ev, trees, ranges, T, **kw).policy
+
+    def single(n):
+      ranges, values = draw(n)
+      kw = [dict(alpha=0.5, player=player, opp_values=values[b]) if gadget else {}
+            for b in range(n)]
+      return [lambda b=b: gt.solve_tree(src, cfg, ev, tree, ranges[b], T, **kw[b]).policy
+              for b in range(n)]
 
     for B in [int(b) for b in args.batches.split(",")]:
       fn = batch(B)
       first = _timed(fn)
-      dt = _timed(fn)
-      ours_visits.append(B * T * H / dt)
-      line.append(f"B={B}: {B * T / dt:,.0f} it/s (compile+first {first:.2f}s)")
-      figure("subgame solves", B * T / dt, "iterations/s", game=args.game, public_state=ps,
+      sec = _timed(fn)
+      ours_visits.append(B * T * H / sec)
+      line.append(f"B={B}: {B * T / sec:,.0f} it/s (compile+first {first:.2f}s)")
+      figure("subgame solves", B * T / sec, "iterations/s", game=args.game, public_state=ps,
              batch=B, mode=args.mode)
     fns = single(args.one_by_one)
     _timed(fns[0])  # compile
-    dt = sum(_timed(f) for f in fns)
-    line.append(f"one by one: {len(fns) * T / dt:,.0f} it/s")
-    figure("subgame solves", len(fns) * T / dt, "iterations/s", game=args.game,
+    sec = sum(_timed(f) for f in fns)
+    line.append(f"one by one: {len(fns) * T / sec:,.0f} it/s")
+    figure("subgame solves", len(fns) * T / sec, "iterations/s", game=args.game,
            public_state=ps, batch="one by one", mode=args.mode)
     print("  " + "; ".join(line))
-  print(f"ours: up to {max(ours_visits):,.0f} history visits/s (subgame histories x iterations x B)")
+  print(f"ours: up to {max(ours_visits):,.0f} history visits/s "
+        "(subgame histories x iterations x B)")
   if args.openspiel:
     report_openspiel(g, max(ours_visits), game=args.game)
 

@@ -36,7 +36,7 @@ jax.config.update("jax_enable_x64", True)
 import jaxgt  # noqa: E402
 from jaxgt import policy as pol_lib  # noqa: E402
 from jaxgt.agents.resolving import ContinualResolvingAgent  # noqa: E402
-from jaxgt.search import resolving as rs  # noqa: E402
+from jaxgt.search.gadget import DEFAULT_ALPHA  # noqa: E402
 from jaxgt.evaluation import construct as cs  # noqa: E402
 from jaxgt.core.evaluate import evaluate  # noqa: E402
 from jaxgt.solvers import cfr as cfr_lib  # noqa: E402
@@ -47,7 +47,7 @@ def main():
   ap.add_argument("--game", default="leduc_poker")
   ap.add_argument("--depth-limit", type=int, default=2)
   ap.add_argument("--iterations", type=int, default=1000, help="CFR+ iterations per re-solve")
-  ap.add_argument("--alpha", type=float, default=rs.DEFAULT_ALPHA,
+  ap.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
                   help="opponent-range mixing of the modified gadget (1 = no mixing)")
   ap.add_argument("--seeds", type=int, default=1)
   ap.add_argument("--batch", type=int, default=1,

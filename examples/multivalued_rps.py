@@ -1,8 +1,10 @@
 """Multi-valued leaves in RPS+ (Brown, Sandholm & Amos 2018, Sec. 4).
 
-Depth-limited solve after player 0's move: at the leaf player 1 chooses
-among the first K of (blueprint, bias to Rock, bias to Paper, bias to
-Scissors). Prints and plots player 0's exploitability against K.
+Depth-limited solve after player 0's move, on the device tree
+(:func:`jaxgt.search.subgame.solve`): at the leaf player 1 chooses among the
+first K of (blueprint, bias to Rock, bias to Paper, bias to Scissors)
+(:func:`jaxgt.search.evaluator.continuation`). Prints and plots player 0's
+exploitability against K.
 
   python examples/multivalued_rps.py --iterations 2000 --out rps_plus_k.png
 """
@@ -19,9 +21,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import jaxgt  # noqa: E402
-from jaxgt.search import leaf as lf  # noqa: E402
-from jaxgt.search import subgame as sgm  # noqa: E402
 from jaxgt.core import sequence_form as sf  # noqa: E402
+from jaxgt.search import device_tree  # noqa: E402
+from jaxgt.search import evaluator  # noqa: E402
+from jaxgt.search import subgame  # noqa: E402
 
 
 def main():
@@ -34,14 +37,13 @@ def main():
   tree = g.device_tree("float64")
   solver = jaxgt.cfr_plus(dtype="float64")
   blueprint = solver.average_policy(tree, solver.run(tree, solver.init(tree), 3000))
-  candidates = lf.biased_policies(tree, blueprint, 1, args.factor)
+  candidates = evaluator.biased_policies(tree, blueprint, 1, args.factor)
+  source = device_tree.source_from_game(g)
   ks, expl = [], []
   for K in range(1, len(candidates) + 1):
-    sub = sgm.extract(g, 0, depth_limit=1, leaf_choices=K)
-    st = lf.solve(sub, solver, sub.root_weights([1.0], [1.0]),
-                  lf.multi_valued(sub, candidates[:K]), args.iterations)
-    pol = sub.to_full_policy(solver.average_policy(sub.compiled.device_tree("float64"), st.cfr),
-                             blueprint)
+    res = subgame.solve(g, 0, iterations=args.iterations, depth_limit=1,
+                        evaluator=evaluator.continuation(source, candidates[:K]))
+    pol = subgame.to_full_policy(res, blueprint)
     e = float(sf.exploitability(tree, (pol[0], blueprint[1])))
     ks.append(K)
     expl.append(e)

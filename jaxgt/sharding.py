@@ -6,8 +6,8 @@ process, :class:`~jax.sharding.NamedSharding` for the arrays, XLA's SPMD
 partitioner for independent rows, and :func:`jax.shard_map` where a
 collective is needed (increments of sampled solvers, gradients of a learner).
 
-* :func:`run_batch` / :func:`solve_batch` / :func:`map_batch`: a batch of
-  root beliefs, subgames or searches split over the devices (the batch is
+* :func:`run_batch` / :func:`map_batch`: a batch of root beliefs, subgame
+  solves or searches split over the devices (the batch is
   padded to a multiple of the device count with copies of its last row, and
   trimmed after). Rows are independent, so each equals the single-device
   result (up to XLA choosing a different fusion for the smaller per-device
@@ -167,13 +167,6 @@ def run_batch(solver, tree, state, num_steps: int, m: Mesh):
   the single-device run.
   """
   return map_batch(lambda t, s: solver.run_batch(t, s, num_steps), m, state, static=(tree,))
-
-
-def solve_batch(sub, solver, weights, evaluator, num_iterations: int, m: Mesh, chunk: int = 1):
-  """``search.leaf.solve_batch`` with the root beliefs ``weights [B, T]`` split over ``m``."""
-  from jaxgt.search import leaf
-  return map_batch(lambda w: leaf.solve_batch(sub, solver, w, evaluator, num_iterations, chunk),
-                   m, weights)
 
 
 # ------------------------------------------------------------------ sampled solvers

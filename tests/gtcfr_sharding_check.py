@@ -14,6 +14,7 @@ import jaxgt  # noqa: E402
 from jaxgt import sharding  # noqa: E402
 from jaxgt.core.public_tree import build_public_tree  # noqa: E402
 from jaxgt.search import device_tree  # noqa: E402
+from jaxgt.search import evaluator as evaluators  # noqa: E402
 from jaxgt.search import gtcfr  # noqa: E402
 
 
@@ -22,7 +23,7 @@ def main():
   pt = build_public_tree(game)
   source = device_tree.source_from_game(game)
   config = gtcfr.make_config(source, simulations=4, capacity=pt.num_public_states)
-  evaluator = gtcfr.exact(source)
+  evaluator = evaluators.exact(source)
   decision = [int(s) for s in np.flatnonzero(~pt.terminal_public)]
   batch = 8
   roots = np.asarray([decision[b % len(decision)] for b in range(batch)], np.int32)

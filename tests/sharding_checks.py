@@ -42,7 +42,7 @@ def single_host_checks():
   import jaxgt
   from jaxgt import sharding
   from jaxgt.core import public_tree, sequence_form
-  from jaxgt.search import leaf, subgame
+  from jaxgt.search import device_tree, evaluator, gtcfr, subgame
   from jaxgt.solvers import cfr, mccfr
 
   out = {"devices": len(jax.devices())}
@@ -59,18 +59,24 @@ def single_host_checks():
   out["run_batch"] = _diff(ref, got)
   out["run_batch_sharded_over"] = len(got.regrets[0].sharding.device_set)
 
-  # Batched subgame solves with a continuation leaf evaluator.
+  # Batched depth-limited solves on the device tree with a continuation leaf evaluator.
   pt = public_tree.build_public_tree(g)
   root = [int(ps) for ps in pt.at_depth(3) if not pt.terminal_public[ps]][0]
-  sub = subgame.extract(pt, root, depth_limit=2)
-  ev = leaf.continuation(sub, sequence_form.uniform_policy(tree, jnp.float64))
-  k = sub.range_sizes()
+  src = device_tree.source_from_game(g)
+  sub_tree = subgame.subgame_tree(src, root, depth_limit=2)
+  cfg = gtcfr.make_config(src, simulations=1, capacity=sub_tree.capacity, solver=solver)
+  ev = evaluator.continuation(src, sequence_form.uniform_policy(tree, jnp.float64))
   rng = np.random.default_rng(1)
-  sw = sub.root_weights(rng.dirichlet(np.ones(k[0]), 10), rng.dirichlet(np.ones(k[1]), 10),
-                        jnp.float64)
-  ref = leaf.solve_batch(sub, solver, sw, ev, 12, chunk=4)
-  got = sharding.solve_batch(sub, solver, sw, ev, 12, m, chunk=4)
-  out["solve_batch"] = _diff(ref, got)
+  sizes = [len(pt.infostates[p][root]) for p in (0, 1)]
+  ranges = np.stack([gtcfr.root_ranges(src, root, [rng.dirichlet(np.ones(k)) for k in sizes])
+                     for _ in range(10)])
+  trees = jax.tree_util.tree_map(lambda x: jnp.stack([x] * 10), sub_tree)
+
+  def solve(t, r):
+    return gtcfr.solve_tree(src, cfg, ev, t, r, 12)
+  ref = solve(trees, ranges)
+  got = sharding.map_batch(solve, m, trees, ranges)
+  out["solve_batch"] = _diff((ref.policy, ref.root_values), (got.policy, got.root_values))
 
   # Sampled MCCFR: increments of 8 devices summed == the same 8 runs on one device.
   os_solver = mccfr.outcome_sampling(batch=4, dtype="float64")

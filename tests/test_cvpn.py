@@ -1,4 +1,4 @@
-"""PBS encoding, the CVPN, its fit, and the CVPN leaf adapter against independent paths."""
+"""PBS encoding, the CVPN, its fit, and the network leaf adapter against independent paths."""
 
 import functools
 
@@ -9,12 +9,15 @@ import optax
 import pytest
 
 import jaxgt
-from jaxgt.search import leaf as lf
 from jaxgt.core import public_tree as ptm
-from jaxgt.search import subgame as sgm
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.nets import cvpn
 from jaxgt.nets import encoding as enc_lib
+from jaxgt.nets import gtcfr_evaluator as ge
+from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
+from jaxgt.search import gtcfr as gt
+from jaxgt.search import subgame
 
 
 @functools.lru_cache(maxsize=None)
@@ -127,61 +130,61 @@ def test_cvpn_shapes_and_masks():
       assert legal[ids == s][0, 0].any() and not legal[ids == s][0, 1].any()
 
 
-def _same_solution(sub, w, ev_a, ev_b, iterations):
-  solver = jaxgt.cfr_plus(alternating=False, dtype="float64")
-  a = lf.solve(sub, solver, w, ev_a, iterations)
-  b = lf.solve(sub, solver, w, ev_b, iterations)
-  va, vb = float(lf.root_value(sub, solver, a)), float(lf.root_value(sub, solver, b))
-  assert vb == pytest.approx(va, abs=1e-10)
-  stree = sub.compiled.device_tree("float64")
-  pa, pb = solver.average_policy(stree, a.cfr), solver.average_policy(stree, b.cfr)
+def _same_solution(g, enc, root, ranges, ev_a, ev_b, iterations, depth):
+  """Both evaluators give the same device-tree solve of the subgame at ``root``."""
+  src = dt.source_from_game(g)
+  tree = subgame.subgame_tree(src, root, depth_limit=depth)
+  cfg = gt.make_config(src, simulations=1, capacity=tree.capacity)
+  padded = gt.root_ranges(src, root, ranges)
+  a = gt.solve_tree(src, cfg, ev_a, tree, padded, iterations)
+  b = gt.solve_tree(src, cfg, ev_b, tree, padded, iterations)
+  np.testing.assert_allclose(np.asarray(b.root_values), np.asarray(a.root_values), atol=1e-10)
   for p in (0, 1):
-    np.testing.assert_allclose(pb[p], pa[p], atol=1e-9)
-  return va
+    np.testing.assert_allclose(np.asarray(b.policy[p]), np.asarray(a.policy[p]), atol=1e-9)
+  return float(np.asarray(a.root_values)[0].sum())
+
+
+def _adapter(enc, g, fn):
+  """The network adapter fed by ``fn(PBS) -> cfvs`` (no prior)."""
+  return ge.pbs_evaluator(dt.source_from_game(g), enc, lambda state, pbs: (fn(pbs), None))
 
 
 @pytest.mark.parametrize("name,depth", [("kuhn_poker", 4), ("leduc_poker", 4)])
 def test_oracle_cfvs_through_adapter_reproduce_continuation(name, depth):
-  """Exact CFVs of a continuation profile -> adapter == :func:`leaf.continuation`."""
+  """Exact CFVs of a continuation profile through the network adapter == the exact
+  continuation evaluator (:func:`jaxgt.search.evaluator.continuation`)."""
   g, enc = _game(name)
   pol = _random_policy(g.device_tree("float64"), np.random.default_rng(2))
-  sub = sgm.extract(g, 0, depth_limit=depth)
-  assert len(sub.leaf_public) >= 1 and sub.num_leaves > len(sub.leaf_public)
-  oracle = cvpn.leaf_evaluator(sub, cvpn.continuation_cfvs(enc, pol), enc=enc)
-  _same_solution(sub, sub.root_weights([1.0], [1.0]), lf.continuation(sub, pol), oracle, 300)
+  src = dt.source_from_game(g)
+  _same_solution(g, enc, 0, None, evaluators.continuation(src, pol),
+                 _adapter(enc, g, cvpn.continuation_cfvs(enc, pol)), 300, depth)
 
 
-def test_adapter_at_inner_root_needs_and_uses_root_ranges():
+def test_adapter_at_inner_root_uses_root_ranges():
   """Kuhn subgame at player 0's first decision (3 x 3 root infostates), non-uniform ranges."""
   g, enc = _game("kuhn_poker")
   pt = enc.pt
   root = int(pt.at_depth(2)[0])
-  sub = sgm.extract(pt, root, depth_limit=2)
   pol = _random_policy(g.device_tree("float64"), np.random.default_rng(4))
-  fn = cvpn.continuation_cfvs(enc, pol)
-  with pytest.raises(ValueError, match="root_ranges"):
-    cvpn.leaf_evaluator(sub, fn)
   r0, r1 = np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.3, 0.6])
-  w = sub.root_weights(r0, r1)
-  v = _same_solution(sub, w, lf.continuation(sub, pol),
-                     cvpn.leaf_evaluator(sub, fn, root_ranges=(r0, r1)), 300)
+  v = _same_solution(g, enc, root, (r0, r1), evaluators.continuation(dt.source_from_game(g), pol),
+                     _adapter(enc, g, cvpn.continuation_cfvs(enc, pol)), 300, 2)
   assert abs(v) > 1e-3
-  with pytest.raises(ValueError, match="shape"):
-    cvpn.leaf_evaluator(sub, fn, root_ranges=(r0[:2], r1))
 
 
 def test_network_as_leaf_evaluator():
   g, enc = _game("leduc_poker")
-  sub = sgm.extract(g, 0, depth_limit=4)
+  src = dt.source_from_game(g)
   model = cvpn.CVPN(enc, hidden=(16,))
   params = cvpn.init(model, jax.random.PRNGKey(1))
-  ev = cvpn.leaf_evaluator(sub, cvpn.network_cfvs(model, params), enc=enc)
-  solver = jaxgt.cfr_plus(alternating=False, dtype="float64")
-  st = lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), ev, 20, chunk=5)
-  assert np.isfinite(float(lf.root_value(sub, solver, st)))
-  bad = cvpn.leaf_evaluator(sub, lambda pbs: jnp.zeros((1, 2, enc.k_max)), enc=enc)
-  with pytest.raises(ValueError, match="leaf counterfactual values must have shape"):
-    lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), bad, 2)
+  tree = subgame.subgame_tree(src, 0, depth_limit=4)
+  cfg = gt.make_config(src, simulations=1, capacity=tree.capacity)
+  ev = ge.cvpn_evaluator(src, model, params, chunk=5)
+  res = gt.solve_tree(src, cfg, ev, tree, gt.root_ranges(src, 0), 20)
+  assert np.isfinite(np.asarray(res.root_values)).all()
+  bad = _adapter(enc, g, lambda pbs: jnp.zeros((1, 2, enc.k_max)))
+  with pytest.raises(ValueError, match="network values must have shape"):
+    gt.solve_tree(src, cfg, bad, tree, gt.root_ranges(src, 0), 2)
 
 
 @pytest.mark.slow  # over the default run's time budget
@@ -267,13 +270,11 @@ def test_bad_inputs():
   with pytest.raises(ValueError, match="value targets"):
     cvpn.losses(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((1, 2, 2))))
   with pytest.raises(ValueError, match="leading batch"):
-    cvpn.fit(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((2, 2, 3))), steps=1)
+    cvpn.fit(model, params, pbs, cvpn.CVPNTargets(values=jnp.zeros((2, 2, 3))), steps=1,
+             key=jax.random.PRNGKey(0))
   # An encoding of another game.
-  leduc_sub = sgm.extract(jaxgt.load("leduc_poker"), 0, depth_limit=2)
   with pytest.raises(ValueError, match="encoding is for"):
-    cvpn.leaf_layout(leduc_sub, enc)
-  with pytest.raises(ValueError, match="single-valued"):
-    cvpn.leaf_layout(sgm.extract(g, 0, depth_limit=3, leaf_choices=2), enc)
+    ge.slot_map(dt.source_from_game(jaxgt.load("leduc_poker")), enc)
   # Imperfect-recall augmented information states have no well-defined range.
   with pytest.raises(ValueError, match="imperfect recall"):
     enc_lib.build_encoding(jaxgt.compile_game(_ForgetfulRPS()))

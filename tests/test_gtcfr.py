@@ -14,10 +14,11 @@ from jaxgt.core import sequence_form as sf
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.evaluation import construct as cs
 from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
-from jaxgt.search import leaf as lf
-from jaxgt.search import resolving as rs
-from jaxgt.search import subgame as sgm
+import reference_leaf as lf
+import reference_resolving as rs
+import reference_subgame as sgm
 
 
 def counting(evaluator):
@@ -27,7 +28,7 @@ def counting(evaluator):
   def apply(state, leaves):
     count[0] += 1
     return evaluator.apply(state, leaves)
-  return gt.Evaluator(init=evaluator.init, apply=apply, name="counting"), count
+  return evaluators.Evaluator(init=evaluator.init, apply=apply, name="counting"), count
 
 
 def _grow(src, capacity, root, depth_limit=None):
@@ -45,7 +46,8 @@ def _tree_policy(tree, policy, p, rows_of):
 
 def _check_depth_limited(g, src, cfg, ev, solver, depth_limit, iterations):
   """GT-CFR's regret phase on the root's depth-limited tree with exact leaves equals
-  ``search.leaf.solve`` with ``solver`` on the extracted depth-limited subgame."""
+  the reference depth-limited solve (``reference_leaf.solve``) with ``solver`` on the
+  host-extracted subgame."""
   cap = cfg.capacity
   cut = _grow(src, cap, 0, depth_limit)
   assert int(cut.num_nodes) < cap
@@ -67,7 +69,7 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
   pt = build_public_tree(g)
   src = dt.source_from_game(g)
   cap = pt.num_public_states
-  ev, count = counting(gt.exact(src))
+  ev, count = counting(evaluators.exact(src))
   cfg = gt.make_config(src, simulations=1, capacity=cap)
   ranges = gt.root_ranges(src, 0)
   # A fully expanded tree: simultaneous CFR+ on the whole game (the engine).
@@ -80,7 +82,7 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
     mine, ref = _tree_policy(full, res.policy, p, lambda ids: np.asarray(avg[p])[ids])
     assert len(mine) == g.tree.num_infostates[p]
     np.testing.assert_allclose(mine, ref, atol=1e-9)
-  # A depth-limited tree with exact leaves: search.leaf's depth-limited solve.
+  # A depth-limited tree with exact leaves: the reference depth-limited solve.
   _check_depth_limited(g, src, cfg, ev, solver, depth_limit, iterations)
   # Another root public state, other ranges and another tree shape: no recompilation.
   deep = int(np.flatnonzero((pt.depth == 3) & ~pt.terminal_public)[0])
@@ -94,7 +96,8 @@ def _check_against_engine_and_depth_limited(name, depth_limit, iterations):
 
 def test_kuhn_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
   """Fully expanded: the engine's simultaneous CFR+; depth-limited with exact leaves:
-  ``search.leaf.solve`` with equilibrium leaves; one compilation for every tree, root
+  the reference depth-limited solve (``reference_leaf.solve``) with equilibrium leaves; one
+  compilation for every tree, root
   and range."""
   _check_against_engine_and_depth_limited("kuhn_poker", 4, 200)
 
@@ -110,7 +113,7 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   assert solver.alternating
   cfg = gt.make_config(src, simulations=1, capacity=cap, solver=solver)
   full = _grow(src, cap, 0)
-  res = gt.solve_tree(src, cfg, gt.exact(src), full, gt.root_ranges(src, 0), 50)
+  res = gt.solve_tree(src, cfg, evaluators.exact(src), full, gt.root_ranges(src, 0), 50)
   gtree = g.device_tree("float64")
   avg = solver.average_policy(gtree, solver.run(gtree, solver.init(gtree), 50))
   sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
@@ -122,8 +125,8 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   other = _tree_policy(full, res.policy, 0, lambda ids: np.asarray(sim_avg[0])[ids])
   assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
   # Depth-limited with exact leaves (the continuation solved by the same alternating CFR+, one
-  # query per iteration): the CFR engine's depth-limited solve, ``search.leaf.solve``.
-  _check_depth_limited(g, src, cfg, gt.exact(src, solver=solver), solver, 4, 50)
+  # query per iteration): the reference depth-limited solve on the CFR engine.
+  _check_depth_limited(g, src, cfg, evaluators.exact(src, solver=solver), solver, 4, 50)
 
 
 @pytest.mark.slow
@@ -152,7 +155,7 @@ def _kuhn_summary():
 @pytest.mark.parametrize("alpha", [None, pytest.param(0.5, marks=pytest.mark.slow)])
 def test_gadget_on_device_tree_equals_resolve(alpha):
   """Re-solving with the (alpha-modified) safe gadget on a fully expanded device tree gives
-  ``search.resolving.resolve``'s policy (simultaneous CFR+)."""
+  the reference ``resolve``'s policy (simultaneous CFR+)."""
   g, pt, ps, p, summ = _kuhn_summary()
   o = 1 - p
   src = dt.source_from_game(g)
@@ -167,7 +170,7 @@ def test_gadget_on_device_tree_equals_resolve(alpha):
   ranges = gt.root_ranges(src, ps, [summ.our_range, summ.opp_range][::1 if p == 0 else -1])
   ov = np.zeros(K)
   ov[:len(summ.opp_values)] = summ.opp_values
-  res = gt.solve_tree(src, cfg, gt.exact(src), tree, ranges, 100, player=p, opp_values=ov,
+  res = gt.solve_tree(src, cfg, evaluators.exact(src), tree, ranges, 100, player=p, opp_values=ov,
                       alpha=alpha)
   pos = {int(f): k for k, f in enumerate(sub.full_infostate[p]) if f >= 0}
   mine, want = _tree_policy(tree, res.policy, p,
@@ -196,7 +199,7 @@ def test_gadget_on_device_tree_equals_resolve(alpha):
 @pytest.mark.parametrize("player", [pytest.param(0, marks=pytest.mark.slow), 1])
 def test_alternating_depth_limited_gadget_equals_resolve(player):
   """Alternating CFR+ with the alpha = 0.5 gadget on a depth-limited device tree (exact leaves,
-  one query per iteration) gives ``search.resolving.resolve``'s policy for either re-solving
+  one query per iteration) gives the reference ``resolve``'s policy for either re-solving
   player. With the opponent updated first (re-solving player 1) the iteration's leaf query
   sees the range of the gadget's current strategy, at the first iteration ``alpha * uniform +
   (1 - alpha) * r_prev`` (the device tree used ``r_prev`` there: 0.43 apart after 10 iterations
@@ -227,7 +230,8 @@ def test_alternating_depth_limited_gadget_equals_resolve(player):
   pos = {int(f): k for k, f in enumerate(sub.full_infostate[player]) if f >= 0}
   ref = rs.resolve(sub, solver, player, summ.our_range, summ.opp_values, summ.opp_range,
                    iterations=10, alpha=0.5)
-  res = gt.solve_tree(src, cfg, gt.exact(src, solver=solver), tree, ranges, 10, player=player,
+  res = gt.solve_tree(src, cfg, evaluators.exact(src, solver=solver), tree, ranges, 10,
+                      player=player,
                       opp_values=ov, alpha=0.5)
   mine, want = _tree_policy(tree, res.policy, player, lambda ids: np.asarray(
       ref.policy[player])[[pos[int(i)] for i in ids]])
@@ -245,7 +249,7 @@ def test_gadget_player_and_switch_are_data():
   src = dt.source_from_game(g)
   K, cap = src.num_infostates, pt.num_public_states
   cfg = gt.make_config(src, simulations=1, capacity=cap)
-  ev, count = counting(gt.exact(src))
+  ev, count = counting(evaluators.exact(src))
   tree = _grow(src, cap, ps)
   ranges = gt.root_ranges(src, ps, [summ.our_range, summ.opp_range][::1 if p == 0 else -1])
   ov = np.zeros(K)
@@ -285,7 +289,7 @@ def test_batched_searches_equal_single_searches():
   pt = build_public_tree(g)
   src = dt.source_from_game(g)
   cfg = gt.make_config(src, simulations=6, capacity=pt.num_public_states)
-  ev = gt.exact(src)
+  ev = evaluators.exact(src)
   roots = [0] + [int(s) for s in np.flatnonzero(~pt.terminal_public & (pt.depth == 2))[:2]]
   rng = np.random.default_rng(0)
   ranges = []
@@ -309,14 +313,14 @@ def test_evaluator_state_is_data_not_a_recompilation():
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
   cfg = gt.make_config(src, simulations=2)
-  exact = gt.exact(src)
+  exact = evaluators.exact(src)
 
   def apply(state, leaves):
     scale, inner = state
     (values, prior), inner = exact.apply(inner, leaves)
     return (scale * values, prior), (scale, inner)
 
-  scaled, count = counting(gt.Evaluator(init=lambda: (1.0, exact.init()), apply=apply))
+  scaled, count = counting(evaluators.Evaluator(init=lambda: (1.0, exact.init()), apply=apply))
   r = gt.root_ranges(src, 0)
   key = jax.random.PRNGKey(0)
   out = {}
@@ -341,7 +345,8 @@ def test_search_grows_the_tree_and_counts_queries(s, c):
   if True:
     cfg = gt.make_config(src, simulations=s, expansions_per_update=c, capacity=11,
                          log_queries=64)
-    res = gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0), jax.random.PRNGKey(0))
+    res = gt.search(src, cfg, evaluators.exact(src), 0, gt.root_ranges(src, 0),
+                    jax.random.PRNGKey(0))
     st = res.state
     # The query log: at iteration 1 (uniform strategies) each queried public belief state is
     # the uniform policy's (core.public_tree), in tree order.
@@ -374,9 +379,9 @@ def test_arguments_checked():
   assert alternating.solver.alternating
   cfg = gt.make_config(src, simulations=5)
   with pytest.raises(ValueError, match="root ranges"):
-    gt.search(src, cfg, gt.exact(src), 0, np.ones(3), jax.random.PRNGKey(0))
+    gt.search(src, cfg, evaluators.exact(src), 0, np.ones(3), jax.random.PRNGKey(0))
   with pytest.raises(ValueError, match="opp_values"):
-    gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0), jax.random.PRNGKey(0),
+    gt.search(src, cfg, evaluators.exact(src), 0, gt.root_ranges(src, 0), jax.random.PRNGKey(0),
               player=0)
   with pytest.raises(ValueError, match="range of player 0"):
     gt.root_ranges(src, 0, [np.array([0.5]), np.array([1.0])])
@@ -423,7 +428,7 @@ def test_virtual_loss_is_inert_with_one_simulation_per_phase():
   out = []
   for vl in (0.0, 5.0):
     cfg = gt.make_config(src, simulations=6, virtual_loss=vl)
-    out.append(gt.search(src, cfg, gt.exact(src), 0, gt.root_ranges(src, 0),
+    out.append(gt.search(src, cfg, evaluators.exact(src), 0, gt.root_ranges(src, 0),
                          jax.random.PRNGKey(3)))
   assert int(out[0].state.tree.num_nodes) == int(out[1].state.tree.num_nodes)
   np.testing.assert_array_equal(np.asarray(out[0].state.tree.public),
@@ -492,7 +497,7 @@ def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
   for j in range(1, s + 1):
     cfg = gt.make_config(src, simulations=max(j, 1), capacity=cap)
     assert cfg.value_average == "node"
-    res = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
+    res = gt.search(src, cfg, evaluators.exact(src), 0, ranges, key)
     trees.append(np.asarray(res.state.tree.public))
   st = res.state
   gamma = cfg.solver.averaging.exponent
@@ -512,6 +517,6 @@ def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
   want = np.where(nw > 0, np.asarray(st.node_values) / np.where(nw > 0, nw, 1.0), 0.0)
   np.testing.assert_allclose(np.asarray(res.node_values), want, rtol=1e-12)
   cfg = gt.make_config(src, simulations=s, capacity=cap, value_average="search")
-  whole = gt.search(src, cfg, gt.exact(src), 0, ranges, key)
+  whole = gt.search(src, cfg, evaluators.exact(src), 0, ranges, key)
   np.testing.assert_allclose(np.asarray(whole.node_values),
                              np.asarray(st.node_values) / float(st.value_weight), rtol=1e-12)

@@ -1,5 +1,6 @@
 """The network as GT-CFR's leaf evaluator (jaxgt.nets.gtcfr_evaluator) against the
-depth-limited subgame solve of jaxgt.search.leaf, and the query / target maps."""
+reference depth-limited solve of host-extracted subgames (tests/reference_leaf.py), and the
+query / target maps."""
 
 import functools
 
@@ -15,9 +16,10 @@ from jaxgt.nets import cvpn
 from jaxgt.nets import encoding as enc_lib
 from jaxgt.nets import gtcfr_evaluator as ge
 from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
-from jaxgt.search import leaf as lf
-from jaxgt.search import subgame as sgm
+import reference_leaf as lf
+import reference_subgame as sgm
 
 
 @functools.lru_cache(maxsize=None)
@@ -50,7 +52,7 @@ def _oracle(enc, src, policy, chunk=None):
                                         pytest.param("leduc_poker", 4, marks=pytest.mark.slow)])
 def test_exact_cfvs_through_adapter_equal_leaf_continuation(name, depth):
   """solve_tree on a depth-limited device tree with exact continuation CFVs through the
-  adapter == ``search.leaf``'s depth-limited solve with ``leaf.continuation``."""
+  adapter == the reference depth-limited solve with ``reference_leaf.continuation``."""
   g, enc, src = _game(name)
   pol = _random_policy(g.device_tree("float64"), np.random.default_rng(3))
   cap = int(np.sum(enc.pt.depth <= depth))  # exactly the depth-limited tree
@@ -90,16 +92,21 @@ def test_exact_cfvs_through_adapter_equal_leaf_continuation(name, depth):
 def test_network_evaluator_shapes_masks_and_params_as_data():
   g, enc, src = _game("leduc_poker")
   model = cvpn.CVPN(enc, hidden=(16,))
-  ev = ge.cvpn_evaluator(src, model)
-  params = ev.init()
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  ev = ge.cvpn_evaluator(src, model, params)
+  assert ev.init() is params
+  with pytest.raises(ValueError, match="evaluator_state"):
+    ge.cvpn_evaluator(src, model).init()
   cap = 14
   tree = _grow(src, cap, 0, 4)  # 10 nodes: 4 padded ones
   cfg = gt.make_config(src, simulations=1, capacity=cap)
   forest = gt.tree_forest(src, tree)
   N, M = cap, src.num_histories
   fw_own = jnp.ones((2, N * M))
-  leaves = gt.LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw_own.reshape(2, N, M),
-                        chance=jnp.asarray(tree.chance_reach), root_ranges=jnp.zeros((2, enc.k_max)))
+  leaves = evaluators.LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M),
+                                reach=fw_own.reshape(2, N, M),
+                                chance=jnp.asarray(tree.chance_reach),
+                                root_ranges=jnp.zeros((2, enc.k_max)))
   (values, prior), state = jax.jit(ev.apply)(params, leaves)
   assert values.shape == (2, N, M) and prior.shape == (2, N, src.num_infostates, src.num_actions)
   leaf = np.asarray(leaves.leaf)
@@ -212,7 +219,7 @@ def test_batched_network_search_gives_valid_queries_and_targets():
   logged queries and root targets, all valid PBSs in the network's layout."""
   g, enc, src = _game("kuhn_poker")
   model = cvpn.CVPN(enc, hidden=(8,))
-  ev = ge.cvpn_evaluator(src, model)
+  ev = ge.cvpn_evaluator(src, model, cvpn.init(model, jax.random.PRNGKey(0)))
   cfg = gt.make_config(src, simulations=4, log_queries=8)
   roots = np.array([3, 3, 4])
   rng = np.random.default_rng(1)

@@ -1,4 +1,6 @@
-"""Re-solving gadget, modified continual re-solving and its policy construction."""
+"""Safe re-solving on the device tree (jaxgt.search.subgame), modified continual re-solving and
+its policy construction, against the reference host-extracted re-solving
+(tests/reference_resolving.py)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,16 +8,17 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.search import leaf as lf
+import reference_resolving as rs
+import reference_subgame as sgm
 from jaxgt import policy as pol_lib
-from jaxgt.core import public_tree as ptm
 from jaxgt.agents.resolving import ContinualResolvingAgent
-from jaxgt.search import resolving as rs
-from jaxgt.search import subgame as sgm
-from jaxgt.evaluation import construct as cs
+from jaxgt.core import public_tree as ptm
 from jaxgt.core import sequence_form as sf
+from jaxgt.evaluation import construct as cs
 from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
+from jaxgt.search import subgame
 from test_gtcfr import counting
 
 
@@ -37,11 +40,10 @@ def _decision_states(g, pt):
   return out
 
 
-def _swap_in(sub, solver, res, blueprint, p):
-  """The blueprint with player p's subgame information states re-solved."""
-  sp = res.policy
+def _swap_in(res, blueprint, p):
+  """The blueprint with player p's information states of the re-solve replaced."""
   new = list(blueprint)
-  new[p] = sub.to_full_policy(sp, blueprint)[p]
+  new[p] = subgame.to_full_policy(res, blueprint)[p]
   return tuple(new)
 
 
@@ -58,17 +60,15 @@ def test_gadget_safety_kuhn():
   assert len(states) == 4
   for ps, p in states:
     o = 1 - p
-    summ = rs.summary_from_policy(pt, ps, p, bp)
-    sub = sgm.extract(pt, ps)
+    summ = subgame.summary_from_policy(g, ps, p, bp)
     old = float(sf.best_response_value(tree, bp, o))
     for alpha, tol in ((None, 1e-5), (0.5, 3e-4)):
-      res = rs.resolve(sub, solver, p, summ.our_range, summ.opp_values, summ.opp_range,
-                       iterations=1000, alpha=alpha)
-      new = float(sf.best_response_value(tree, _swap_in(sub, solver, res, bp, p), o))
+      res = subgame.solve(g, ps, iterations=1000, summary=summ, alpha=alpha, solver=solver)
+      new = float(sf.best_response_value(tree, _swap_in(res, bp, p), o))
       assert new <= old + tol, (ps, alpha, old, new)
       # Per opponent information state: its best-response value at the root.
       if alpha is None:
-        after = rs.summary_from_policy(pt, ps, p, _swap_in(sub, solver, res, bp, p))
+        after = subgame.summary_from_policy(g, ps, p, _swap_in(res, bp, p))
         assert np.all(after.opp_values <= summ.opp_values + 1e-4)
 
 
@@ -83,69 +83,78 @@ def test_gadget_safety_leduc():
   for ps in (10, 27):
     p = int(g.tree.player[pt.histories[ps][0]])
     o = 1 - p
-    summ = rs.summary_from_policy(pt, ps, p, bp)
-    sub = sgm.extract(pt, ps)
-    res = rs.resolve(sub, solver, p, summ.our_range, summ.opp_values, summ.opp_range,
-                     iterations=500, alpha=None)
+    summ = subgame.summary_from_policy(g, ps, p, bp)
+    res = subgame.solve(g, ps, iterations=500, summary=summ, solver=solver)
     old = float(sf.best_response_value(tree, bp, o))
-    new = float(sf.best_response_value(tree, _swap_in(sub, solver, res, bp, p), o))
+    new = float(sf.best_response_value(tree, _swap_in(res, bp, p), o))
     assert new <= old + 1e-5, (ps, old, new)
 
 
 def test_fixed_range_solve_and_batch():
-  """Without opponent values ``resolve`` solves for fixed ranges: at Kuhn's root the
-  value is the game value (-1/18, the independent reference); a batch of summaries in
-  one vmapped call matches the one-by-one re-solves."""
+  """With fixed ranges the solve at Kuhn's root keeps the game value (-1/18, the independent
+  reference); a batch of gadget re-solves (different summaries) in one vmapped call matches
+  the one-by-one re-solves; re-solving at an equilibrium's summary keeps the opponent's
+  values."""
   g, tree, solver, eq = _blueprint("kuhn_poker", 3000)
-  pt = ptm.build_public_tree(g)
-  sub = sgm.extract(pt, 0, depth_limit=3)
-  res = rs.resolve(sub, solver, 0, [1.0], None, [1.0], iterations=1000)
-  comp = sub.to_full_policy(res.policy, eq)
+  res = subgame.solve(g, 0, iterations=1000, depth_limit=3, ranges=([1.0], [1.0]))
+  comp = subgame.to_full_policy(res, eq)
   assert float(sf.expected_value(tree, comp)) == pytest.approx(-1 / 18, abs=2e-3)
   # Batched gadget re-solves at player 1's public state after a bet.
   ps = 4
-  sub = sgm.extract(pt, ps)
-  s1 = rs.summary_from_policy(pt, ps, 1, eq)
+  src = dt.source_from_game(g)
+  K = src.num_infostates
+  s1 = subgame.summary_from_policy(g, ps, 1, eq)
   _, _, _, weak = _blueprint("kuhn_poker", 20)
-  s2 = rs.summary_from_policy(pt, ps, 1, weak)
-  rb = np.stack([s1.our_range, s2.our_range])
-  vb = np.stack([s1.opp_values, s2.opp_values])
-  ob = np.stack([s1.opp_range, s2.opp_range])
-  batch = rs.resolve_batch(sub, solver, 1, rb, vb, ob, iterations=300, alpha=0.5)
+  s2 = subgame.summary_from_policy(g, ps, 1, weak)
+  tree1 = subgame.subgame_tree(src, ps)
+  cfg = gt.make_config(src, simulations=1, capacity=tree1.capacity, solver=solver)
+  ev = evaluators.exact(src, solver=solver)
+
+  def args(s):
+    ov = np.zeros(K)
+    ov[:len(s.opp_values)] = s.opp_values
+    return gt.root_ranges(src, ps, (s.opp_range, s.our_range)), ov
+
+  ranges, ovs = zip(*[args(s) for s in (s1, s2)])
+  trees = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), tree1)
+  batch = gt.solve_tree(src, cfg, ev, trees, np.stack(ranges), 300, player=np.array([1, 1]),
+                        opp_values=np.stack(ovs), alpha=0.5)
   for b, s in enumerate((s1, s2)):
-    one = rs.resolve(sub, solver, 1, s.our_range, s.opp_values, s.opp_range, iterations=300,
-                     alpha=0.5)
+    one = subgame.solve(g, ps, iterations=300, summary=s, alpha=0.5, solver=solver)
     np.testing.assert_allclose(np.asarray(batch.policy[1][b]), np.asarray(one.policy[1]),
                                atol=1e-9)
-  # Re-solving at an equilibrium's summary keeps the opponent's values (within tolerance).
-  one = rs.resolve(sub, solver, 1, s1.our_range, s1.opp_values, s1.opp_range, iterations=1000)
-  v = rs.root_opponent_values(sub, 1, one)
-  np.testing.assert_allclose(v, s1.opp_values, atol=2e-3)
+  one = subgame.solve(g, ps, iterations=1000, summary=s1, solver=solver)
+  after = subgame.summary_from_policy(g, ps, 1, _swap_in(one, eq, 1), best_response=False)
+  np.testing.assert_allclose(after.opp_values, s1.opp_values, atol=2e-3)
 
 
-def test_self_play_values_are_optional_and_do_not_change_the_resolve():
-  """Without self-play values the re-solve is the same (policy, ranges, regrets); the
-  summaries that need them raise a clear error."""
+def test_value_averaging_does_not_change_the_resolve():
+  """How the self-play values are averaged (the next re-solve's constraints: over the node's
+  or the search's iterations) changes neither the re-solved policy nor the gadget's range;
+  on a tree that does not grow both averages agree."""
   g, tree, solver, eq = _blueprint("kuhn_poker", 300)
-  pt = ptm.build_public_tree(g)
-  sub = sgm.extract(pt, 4)
-  s = rs.summary_from_policy(pt, 4, 1, eq)
-  args = (sub, solver, 1, s.our_range, s.opp_values, s.opp_range)
-  with_values = rs.resolve(*args, iterations=200, alpha=0.5)
-  without = rs.resolve(*args, iterations=200, alpha=0.5, self_play_values=False)
-  assert without.history_values is None and with_values.history_values is not None
-  for a, b in ((with_values.policy, without.policy), (with_values.opp_range, without.opp_range),
-               (with_values.gadget_regrets, without.gadget_regrets)):
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
-      np.testing.assert_allclose(np.asarray(x), np.asarray(y), atol=1e-12)
-  with pytest.raises(ValueError, match="self_play_values"):
-    rs.root_opponent_values(sub, 1, without)
+  src = dt.source_from_game(g)
+  s = subgame.summary_from_policy(g, 4, 1, eq)
+  t = subgame.subgame_tree(src, 4)
+  ranges = gt.root_ranges(src, 4, (s.opp_range, s.our_range))
+  ov = np.zeros(src.num_infostates)
+  ov[:3] = s.opp_values
+  out = []
+  for average in ("node", "search"):
+    cfg = gt.make_config(src, simulations=1, capacity=t.capacity, value_average=average)
+    out.append(gt.solve_tree(src, cfg, evaluators.exact(src), t, ranges, 200, player=1,
+                             opp_values=ov, alpha=0.5))
+  a, b = out
+  for x, y in ((a.policy, b.policy), (a.state.gadget, b.state.gadget),
+               (a.node_values, b.node_values)):
+    for u, v in zip(jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(y)):
+      np.testing.assert_allclose(np.asarray(u), np.asarray(v), atol=1e-12)
 
 
 def test_continual_resolving_kuhn_construction_matches_openspiel():
   """Modified continual re-solving on the device tree (alpha = 0.5, exact leaves, simultaneous
   CFR+) composed over every public state: one re-solve per decision public state, the
-  exploitability the host-extracted re-solving (``search.resolving.resolve`` on extracted
+  exploitability the host-extracted re-solving (the reference ``resolve`` on extracted
   subgames, the agent's previous implementation) gives with the same simultaneous CFR+
   (2.620946951e-3, measured with that implementation), and OpenSpiel's exploitability of the
   exported policy agrees."""
@@ -167,7 +176,7 @@ def test_continual_resolving_kuhn_construction_matches_openspiel():
 @pytest.mark.slow  # over the default run's time budget
 def test_first_resolve_equals_host_extracted_resolve():
   """The first decision's re-solve on the device tree (branch from the root, depth limit 1,
-  exact leaves) gives the policy of ``search.resolving.resolve`` on the host-extracted
+  exact leaves) gives the policy of the reference ``resolve`` on the host-extracted
   subgame with the same simultaneous CFR+ (a second implementation)."""
   g = jaxgt.load("kuhn_poker")
   sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
@@ -196,7 +205,7 @@ def test_continual_resolving_compiles_once_per_mode():
   compiles the re-solve once per mode: fixed ranges (first decisions) and the gadget (its
   player is data: one program for both); a second construction compiles nothing."""
   g = jaxgt.load("kuhn_poker")
-  ev, count = counting(gt.exact(dt.source_from_game(g)))
+  ev, count = counting(evaluators.exact(dt.source_from_game(g)))
   agent = ContinualResolvingAgent(g, depth_limit=1, iterations=3, evaluator=ev)
   cs.construct_policy(agent, jax.random.PRNGKey(0))
   # one evaluator trace per compilation (alternating CFR+ queries it once per iteration)
@@ -217,49 +226,43 @@ def test_continual_resolving_agent_is_traceable():
 
 def test_bad_inputs():
   g = jaxgt.load("kuhn_poker")
-  pt = ptm.build_public_tree(g)
-  solver = jaxgt.cfr_plus(dtype="float64")
-  sub = sgm.extract(pt, 4)
-  good = dict(our_range=np.ones(3) / 3, opp_values=np.zeros(3), opp_range=np.ones(3) / 3)
+  eq = sf.uniform_policy(g.device_tree("float64"), jnp.float64)
+  good = subgame.summary_from_policy(g, 4, 1, eq)
 
   def call(**kw):
-    args = dict(good, **kw)
-    return rs.resolve(sub, solver, 1, args["our_range"], args["opp_values"], args["opp_range"],
-                      iterations=5, alpha=kw.get("alpha", 0.5),
-                      evaluator=kw.get("evaluator"))
+    s = subgame.Summary(**dict(dict(public_state=4, player=1, our_range=good.our_range,
+                                    opp_values=good.opp_values, opp_range=good.opp_range), **kw))
+    return subgame.solve(g, 4, iterations=5, summary=s, alpha=kw.get("alpha", 0.5))
 
   with pytest.raises(ValueError, match="shape"):
     call(our_range=np.ones(2) / 2)
   with pytest.raises(ValueError, match="negative"):
-    call(our_range=[1.5, -0.5, 0.0])
+    call(our_range=np.array([1.5, -0.5, 0.0]))
   with pytest.raises(ValueError, match="sums to"):
-    call(our_range=[0.5, 0.2, 0.2])
+    call(our_range=np.array([0.5, 0.2, 0.2]))
   with pytest.raises(ValueError, match="shape"):
     call(opp_values=np.zeros(4))
   with pytest.raises(ValueError, match="NaN"):
     call(opp_values=np.array([0.0, np.nan, 0.0]))
   with pytest.raises(ValueError, match="sums to"):
-    call(opp_range=[0.3, 0.3, 0.3])
+    call(opp_range=np.array([0.3, 0.3, 0.3]))
   with pytest.raises(ValueError, match="alpha"):
-    call(alpha=2.0)
-  with pytest.raises(ValueError, match="opp_range"):
-    rs.resolve(sub, solver, 1, good["our_range"], None, None, iterations=5)
+    subgame.solve(g, 4, iterations=5, summary=good, alpha=2.0)
+  with pytest.raises(ValueError, match="public state 4"):
+    subgame.solve(g, 3, iterations=5, summary=good)
+  with pytest.raises(ValueError, match="needs a summary"):
+    subgame.solve(g, 4, iterations=5, alpha=0.5, ranges=(good.opp_range, good.our_range))
+  with pytest.raises(ValueError, match="not both"):
+    subgame.solve(g, 4, iterations=5, summary=good, ranges=(good.opp_range, good.our_range))
   with pytest.raises(ValueError, match="another game"):
-    sgm.extract(pt, jaxgt.load("leduc_poker").public_keys[30])
-  with pytest.raises(ValueError, match="one root public state"):
-    rs.resolve(sgm.extract(pt, [3, 4]), solver, 1, good["our_range"], None,
-               good["opp_range"], iterations=5)
-  # Leaf evaluators returning the wrong shape or NaN (depth-limited subgame).
-  dsub = sgm.extract(pt, 2, depth_limit=1)
-  L = dsub.num_leaves
-  wrong = lf.from_callable(dsub, lambda leaves: jnp.zeros(L + 1))
+    subgame.summary_from_policy(g, jaxgt.load("leduc_poker").public_keys[30], 1, eq)
+  with pytest.raises(ValueError, match="player"):
+    subgame.summary_from_policy(g, 4, 2, eq)
+  # Leaf evaluators returning the wrong shape (depth-limited re-solve).
+  wrong = evaluators.from_callable(lambda leaves: jnp.zeros(leaves.leaf.shape[-1] + 1))
   with pytest.raises(ValueError, match="shape"):
-    rs.resolve(dsub, solver, 0, np.ones(3) / 3, None, np.ones(3) / 3, evaluator=wrong,
-               iterations=5)
-  nan = lf.from_callable(dsub, lambda leaves: jnp.full(L, jnp.nan))
-  with pytest.raises(ValueError, match="NaN"):
-    rs.resolve(dsub, solver, 0, np.ones(3) / 3, None, np.ones(3) / 3, evaluator=nan,
-               iterations=5)
+    subgame.solve(g, 2, iterations=5, depth_limit=1, evaluator=wrong,
+                  ranges=(np.ones(3) / 3, np.ones(3) / 3))
 
 
 @pytest.mark.slow
@@ -272,7 +275,8 @@ def test_leduc_acceptance_continual_resolving():
   mode (fixed ranges, gadget) for all 186 re-solves."""
   g = jaxgt.load("leduc_poker")
   # the agent's default leaves: the continuation solved by its own (alternating) CFR+
-  ev, count = counting(gt.exact(dt.source_from_game(g), solver=jaxgt.cfr_plus(dtype="float64")))
+  ev, count = counting(evaluators.exact(dt.source_from_game(g),
+                                        solver=jaxgt.cfr_plus(dtype="float64")))
   agent = ContinualResolvingAgent(g, depth_limit=2, iterations=1000, evaluator=ev)
   result = cs.evaluate(agent, seeds=(0,))
   assert agent.num_searches == 186 and count[0] == 2  # one query per iteration
@@ -292,7 +296,7 @@ def test_batched_policy_table_is_the_policy_construction():
   call) composes the same policy as ``construct_policy``'s one-by-one acts."""
   g = jaxgt.load("kuhn_poker")
   agent = ContinualResolvingAgent(g, depth_limit=1, iterations=50)
-  batched = agent.policy_table(batch=4)
+  batched = agent.policy_table(jax.random.PRNGKey(0), batch=4)
   assert agent.num_searches == 4
   ref = cs.construct_policy(ContinualResolvingAgent(g, depth_limit=1, iterations=50),
                             jax.random.PRNGKey(0))

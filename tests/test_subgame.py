@@ -1,4 +1,5 @@
-"""Depth-limited subgames and leaf evaluators against full-game solves."""
+"""Depth-limited solving on the device tree (jaxgt.search.subgame) against full-game solves and
+the reference host-extracted subgames (tests/reference_subgame.py)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,14 +7,17 @@ import numpy as np
 import pytest
 
 import jaxgt
+import reference_subgame as sgm
 from test_random_games import RandomGame
-from jaxgt.search import leaf as lf
 from jaxgt.core import public_tree as ptm
-from jaxgt.search import subgame as sgm
 from jaxgt.core import sequence_form as sf
 from jaxgt.core.compiler import CompiledGame, compile_game
 from jaxgt.core.public_tree import PublicTree, build_public_tree
 from jaxgt.games.base import CHANCE, TERMINAL, Game
+from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
+from jaxgt.search import gtcfr as gt
+from jaxgt.search import subgame
 
 
 def _full_equilibrium(name, iterations):
@@ -31,65 +35,74 @@ def _end_of_round_one(g):
           if pt.depth[ps] > 2 and np.all(player[pt.histories[ps]] == -1)]
 
 
+def _root_value(res, ranges=None):
+  """Player 0's expected value at the search's root: its root counterfactual values weighted
+  by its padded root range (``ranges [..., 2, K]``; default the game's root, one slot)."""
+  v = np.asarray(res.root_values)[..., 0, :]
+  return (v if ranges is None else v * np.asarray(ranges)[..., 0, :]).sum(-1)
+
+
 def test_leduc_depth_limited_root_value_exact_leaves():
   """Limit at the end of the first betting round; leaves solved for the current ranges."""
   g, tree, pol = _full_equilibrium("leduc_poker", 1000)
   full_value = float(sf.expected_value(tree, pol))
   assert full_value == pytest.approx(-0.0856, abs=1e-3)
-  sub = sgm.extract(g, 0, leaves=_end_of_round_one(g))
-  assert len(sub.leaf_public) == 5  # cc, rc, crc, rrc, crrc
-  solver = jaxgt.cfr_plus(dtype="float64")
-  st = lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), lf.equilibrium(sub, solver), 1000)
-  assert float(lf.root_value(sub, solver, st)) == pytest.approx(full_value, abs=1e-3)
+  leaves = _end_of_round_one(g)
+  assert len(leaves) == 5  # cc, rc, crc, rrc, crrc
+  res = subgame.solve(g, 0, iterations=1000, leaves=leaves)
+  t = res.state.tree
+  frontier = set(np.asarray(t.public)[(np.asarray(t.public) >= 0) & ~np.asarray(t.expanded)])
+  assert set(leaves) <= frontier
+  assert _root_value(res) == pytest.approx(full_value, abs=1e-3)
 
 
 def test_kuhn_depth_limited_with_one_player_in_trunk():
   """Cut after player 0's first action: the trunk has no player-1 decision."""
   g = jaxgt.load("kuhn_poker")
-  sub = sgm.extract(g, 0, depth_limit=3)
-  solver = jaxgt.cfr_plus(dtype="float64")
-  st = lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), lf.equilibrium(sub, solver), 2000)
-  assert float(lf.root_value(sub, solver, st)) == pytest.approx(-1 / 18, abs=1e-3)
+  res = subgame.solve(g, 0, iterations=2000, depth_limit=3)
+  t = res.state.tree
+  assert not np.any(np.asarray(t.acting_info[1])[np.asarray(t.expanded)] >= 0)
+  assert _root_value(res) == pytest.approx(-1 / 18, abs=1e-3)
 
 
 @pytest.mark.parametrize("solver_name", ["cfr", "cfr+", "lcfr", "dcfr"])
 def test_core_solvers_run_unchanged_on_subgame(solver_name):
   """Continuation leaf values of a full equilibrium: the solved subgame keeps the value."""
   g, tree, pol = _full_equilibrium("kuhn_poker", 3000)
-  sub = sgm.extract(g, 0, depth_limit=4)
-  vals, _ = lf.continuation(sub, pol).apply((), None)
-  st_tree = sub.with_payoff(sub.compiled.device_tree("float64"), vals)
   solver = jaxgt.make_solver(solver_name, dtype="float64")
-  w = sub.root_weights([1.0], [1.0])
-  state = solver.run(st_tree, solver.init(st_tree, weights=w), 2000)
-  spol = solver.average_policy(st_tree, state)
-  assert float(sf.exploitability(st_tree, spol, w)) < 5e-3
-  assert float(sf.expected_value(st_tree, spol, w)) == pytest.approx(-1 / 18, abs=5e-3)
+  res = subgame.solve(g, 0, iterations=2000, depth_limit=4, solver=solver,
+                      evaluator=evaluators.continuation(dt.source_from_game(g), pol))
+  comp = subgame.to_full_policy(res, pol)
   # Composing the subgame policy with the continuation keeps the full game solved.
-  comp = sub.to_full_policy(spol, pol)
   assert float(sf.exploitability(tree, comp)) < 5e-3
+  assert float(sf.expected_value(tree, comp)) == pytest.approx(-1 / 18, abs=5e-3)
+  assert _root_value(res) == pytest.approx(-1 / 18, abs=5e-3)
 
 
 def test_batched_solve_matches_one_by_one_at_inner_public_state():
-  """Subgame at Kuhn's first decision (all deals): B root ranges in one call."""
+  """Subgame at Kuhn's first decision (all deals): B root ranges in one vmapped call."""
   g = jaxgt.load("kuhn_poker")
   pt = ptm.build_public_tree(g)
   root = int(pt.at_depth(2)[0])
-  sub = sgm.extract(pt, root, depth_limit=2)
-  solver = jaxgt.cfr_plus(dtype="float64")
-  ev = lf.equilibrium(sub, solver)
+  src = dt.source_from_game(g)
   rng = np.random.default_rng(0)
   r0 = rng.dirichlet(np.ones(3), size=3)
   r1 = rng.dirichlet(np.ones(3), size=3)
   r0[0] = r1[0] = 1 / 3  # the true beliefs: the game value times 1/9 (normalised ranges)
-  w = sub.root_weights(r0, r1)
-  batch = lf.solve_batch(sub, solver, w, ev, 1500)
-  vb = np.asarray(lf.root_value(sub, solver, batch))
+  tree = subgame.subgame_tree(src, root, depth_limit=2)
+  solver = jaxgt.cfr_plus(dtype="float64")
+  cfg = gt.make_config(src, simulations=1, capacity=tree.capacity, value_average="search",
+                       solver=solver)
+  ev = evaluators.exact(src, solver=solver)
+  ranges = np.stack([gt.root_ranges(src, root, (r0[b], r1[b])) for b in range(3)])
+  trees = jax.tree_util.tree_map(lambda x: jnp.stack([x] * 3), tree)
+  batch = gt.solve_tree(src, cfg, ev, trees, ranges, 1500)
+  vb = _root_value(batch, ranges)
   assert vb[0] == pytest.approx(-1 / 18 / 9, abs=2e-4)
   for b in (1, 2):
-    one = lf.solve(sub, solver, w[b], ev, 1500)
-    assert float(lf.root_value(sub, solver, one)) == pytest.approx(vb[b], abs=1e-9)
-  # Reference for the other ranges: the full-depth subgame solved by plain CFR+.
+    one = gt.solve_tree(src, cfg, ev, tree, ranges[b], 1500)
+    assert _root_value(one, ranges[b]) == pytest.approx(vb[b], abs=1e-9)
+  # Reference for the other ranges: the full-depth subgame extracted on the host, plain CFR+.
   deep = sgm.extract(pt, root)
   dtree = deep.compiled.device_tree("float64")
   for b in (1, 2):
@@ -101,33 +114,43 @@ def test_batched_solve_matches_one_by_one_at_inner_public_state():
 
 def test_bad_inputs():
   g = jaxgt.load("kuhn_poker")
-  sub = sgm.extract(g, 0, depth_limit=4)
+  src = dt.source_from_game(g)
+  pt = ptm.build_public_tree(g)
+  root = int(pt.at_depth(2)[0])
   with pytest.raises(ValueError, match="shape"):
-    sub.root_weights([0.5, 0.5], [1.0])
+    subgame.solve(g, root, iterations=1, depth_limit=1, ranges=([0.5, 0.5], np.ones(3) / 3))
   with pytest.raises(ValueError, match="negative"):
-    sub.root_weights([-1.0], [1.0])
+    subgame.solve(g, root, iterations=1, depth_limit=1, ranges=([1.5, -0.5, 0.0], np.ones(3) / 3))
   with pytest.raises(ValueError, match="sums to"):
-    sub.root_weights([0.5], [1.0])
+    subgame.solve(g, root, iterations=1, depth_limit=1, ranges=([0.5, 0.2, 0.2], np.ones(3) / 3))
   with pytest.raises(ValueError, match="another game"):
-    sgm.extract(g, jaxgt.load("leduc_poker").public_keys[5], depth_limit=1)
-  solver = jaxgt.cfr_plus(dtype="float64")
-  w = sub.root_weights([1.0], [1.0])
-  wrong = lf.from_callable(sub, lambda leaves: jnp.zeros(sub.num_leaves + 1))
-  with pytest.raises(ValueError, match="shape"):
-    lf.solve(sub, solver, w, wrong, 10)
-  nan = lf.from_callable(sub, lambda leaves: jnp.full(sub.num_leaves, jnp.nan))
-  with pytest.raises(ValueError, match="NaN"):
-    lf.solve(sub, solver, w, nan, 10)
+    subgame.summary_from_policy(g, jaxgt.load("leduc_poker").public_keys[5], 0,
+                                sf.uniform_policy(g.device_tree("float64"), jnp.float64))
   with pytest.raises(ValueError, match="depth_limit"):
-    sgm.extract(g, 0, depth_limit=0)
+    subgame.subgame_tree(src, 0, depth_limit=0)
+  with pytest.raises(ValueError, match="out of range"):
+    subgame.subgame_tree(src, src.num_public_states)
+  wrong = evaluators.from_callable(lambda leaves: jnp.zeros(leaves.leaf.shape[1:]))
+  with pytest.raises(ValueError, match="shape"):
+    subgame.solve(g, 0, iterations=10, depth_limit=4, evaluator=wrong)
+  bad_prior = evaluators.from_callable(lambda leaves: (jnp.zeros(leaves.leaf.shape), jnp.zeros(3)))
+  with pytest.raises(ValueError, match="prior"):
+    subgame.solve(g, 0, iterations=10, depth_limit=4, evaluator=bad_prior)
+  restructured = evaluators.Evaluator(
+      init=lambda: (), apply=lambda state, leaves: ((jnp.zeros(leaves.leaf.shape), None), (1.0,)))
+  with pytest.raises(ValueError, match="structure"):
+    subgame.solve(g, 0, iterations=10, depth_limit=4, evaluator=restructured)
+  with pytest.raises(ValueError, match="iterations"):
+    subgame.solve(g, 0, iterations=0, depth_limit=4)
 
 
 def test_rps_plus_multi_valued_leaves_find_equilibrium():
-  """``004`` Sec. 4: cut after player 0's move; the single-valued leaf (player 1's
-  equilibrium strategy fixed) leaves player 0 indifferent, multi-valued leaves
-  (blueprint plus biased versions) pin down (0.4, 0.4, 0.2)."""
+  """Brown, Sandholm and Amos (2018), Sec. 4: cut after player 0's move; the single-valued
+  leaf (player 1's equilibrium strategy fixed) leaves player 0 indifferent, multi-valued
+  leaves (blueprint plus biased versions) pin down (0.4, 0.4, 0.2)."""
   g = jaxgt.load("rps_plus")
   tree = g.device_tree("float64")
+  src = dt.source_from_game(g)
   # The unique equilibrium from the full game, as the independent reference.
   solver = jaxgt.cfr_plus(dtype="float64")
   st = solver.run(tree, solver.init(tree), 3000)
@@ -135,11 +158,10 @@ def test_rps_plus_multi_valued_leaves_find_equilibrium():
   np.testing.assert_allclose(eq[0][0], [0.4, 0.4, 0.2], atol=1e-3)
   found = {}
   for K in (1, 4):
-    pols = lf.biased_policies(tree, eq, 1, 10.0)[:K]
-    sub = sgm.extract(g, 0, depth_limit=1, leaf_choices=K)
-    s = lf.solve(sub, solver, sub.root_weights([1.0], [1.0]), lf.multi_valued(sub, pols), 2000)
-    sp = solver.average_policy(sub.compiled.device_tree("float64"), s.cfr)
-    found[K] = sub.to_full_policy(sp, eq)[0]
+    pols = evaluators.biased_policies(tree, eq, 1, 10.0)[:K]
+    res = subgame.solve(g, 0, iterations=2000, depth_limit=1,
+                        evaluator=evaluators.continuation(src, pols))
+    found[K] = subgame.to_full_policy(res, eq)[0]
     expl = float(sf.exploitability(tree, (found[K], eq[1])))
     if K == 1:
       assert expl > 0.05
@@ -147,8 +169,8 @@ def test_rps_plus_multi_valued_leaves_find_equilibrium():
       assert expl < 2e-3
   assert not np.allclose(found[1][0], [0.4, 0.4, 0.2], atol=0.02)
   np.testing.assert_allclose(found[4][0], [0.4, 0.4, 0.2], atol=0.02)
-  with pytest.raises(ValueError, match="continuation policies"):
-    lf.multi_valued(sgm.extract(g, 0, depth_limit=1, leaf_choices=2), [eq])
+  with pytest.raises(ValueError, match="chooser"):
+    evaluators.continuation(src, [eq], chooser=2)
 
 
 # --------------------------------------------------------------------------- extract from arrays
@@ -262,27 +284,7 @@ def _reference_extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: 
     raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
   pt = game if isinstance(game, PublicTree) else build_public_tree(game)
   t = pt.game.tree
-  roots_ps = root if isinstance(root, (list, tuple, np.ndarray)) and not (
-      isinstance(root, tuple) and _is_key(pt, root)) else [root]
-  roots_ps = tuple(pt.public_id(r) for r in roots_ps)
-  if len(set(roots_ps)) != len(roots_ps):
-    raise ValueError("repeated root public state")
-  P = pt.num_public_states
-  leaf_mask = np.zeros(P, bool)
-  if leaves is not None:
-    for l in leaves:
-      leaf_mask[pt.public_id(l)] = True
-  elif depth_limit is not None:
-    if isinstance(depth_limit, bool) or not isinstance(depth_limit, (int, np.integer)) \
-        or depth_limit < 1:
-      raise ValueError(f"depth_limit must be a positive integer, got {depth_limit!r}")
-    for r in roots_ps:
-      leaf_mask[(pt.depth == pt.depth[r] + depth_limit) & _descends(pt, r)] = True
-  leaf_mask &= ~pt.terminal_public
-  for r in roots_ps:
-    if pt.terminal_public[r]:
-      raise ValueError(f"root public state {r} is terminal")
-    leaf_mask[r] = False
+  roots_ps, leaf_mask = sgm.roots_and_leaves(pt, root, depth_limit, leaves)
   roots_h = []
   for r in roots_ps:
     hs = pt.histories[r]
@@ -341,18 +343,14 @@ def _reference_extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: 
       for i in pt.infostates[p][ps]:
         pos[int(i)] = len(pos)
     root_aug[p] = [pos[int(pt.aug[p][h])] for h in roots_h]
-  full_info = []
-  for p in (0, 1):
-    idx = pt.game.infostate_index(p)
-    full_info.append(np.asarray([idx.get(k, -1) for k in sub.infostate_keys[p]], np.int32))
-  return sgm.Subgame(full=pt, compiled=sub, root_public=roots_ps,
-                 leaf_public=tuple(int(x) for x in np.flatnonzero(leaf_mask)),
-                 root_histories=roots_h, history_of=hist_of, terminal_leaf=terminal_leaf,
-                 leaf_histories=leaf_hist.astype(np.int32),
-                 base_payoff=np.where(is_leaf, 0.0, st.terminal_payoff),
-                 chance_below_root=below, terminal_root=terminal_root, root_aug=root_aug,
-                 full_infostate=tuple(full_info), root_index=top,
-                 leaf_choices=int(leaf_choices), leaf_nodes=leaf_nodes.astype(np.int32))
+  index = [pt.game.infostate_index(p) for p in (0, 1)]
+  full_info = tuple(np.asarray([index[p].get(k, -1) for k in sub.infostate_keys[p]], np.int32)
+                    for p in (0, 1))
+  # Subgame's fields in declaration order.
+  return sgm.Subgame(pt, sub, roots_ps, tuple(int(x) for x in np.flatnonzero(leaf_mask)), roots_h,
+                     hist_of, terminal_leaf, leaf_hist.astype(np.int32),
+                     np.where(is_leaf, 0.0, st.terminal_payoff), below, terminal_root, root_aug,
+                     full_info, top, int(leaf_choices), leaf_nodes.astype(np.int32))
 
 
 def _acting_players(pt: PublicTree, roots_h, leaf_mask) -> set:
@@ -368,21 +366,6 @@ def _acting_players(pt: PublicTree, roots_h, leaf_mask) -> set:
       nxt.extend(int(c) for c in t.children[h] if c >= 0)
     frontier = nxt
   return seen
-
-
-def _is_key(pt, x) -> bool:
-  return x in pt.game.public_index()
-
-
-def _descends(pt: PublicTree, r: int) -> np.ndarray:
-  """``[P] bool`` public states in the subtree of ``r``."""
-  out = np.zeros(pt.num_public_states, bool)
-  stack = [r]
-  while stack:
-    u = stack.pop()
-    out[u] = True
-    stack.extend(pt.children[u])
-  return out
 
 
 class _LayeredRandomGame(RandomGame):
@@ -458,23 +441,20 @@ def test_extract_from_arrays_equals_recompiled_definition(name):
     _assert_same_subgame(sgm.extract(pt, **kw), ref)
 
 
-def test_chunk_size_does_not_change_a_solve_with_fixed_leaf_values():
-  """The chunked driver with a constant evaluator: any ``chunk`` (with a remainder
-  chunk) runs the same iterations as ``chunk=1`` and as plain CFR on the subgame
-  with those leaf values filled in."""
+def test_constant_leaf_values_give_cfr_on_the_reference_subgame():
+  """Leaves valued by a fixed continuation profile: the device-tree solve runs the same
+  iterations as plain CFR+ on the host-extracted subgame with those leaf values filled in."""
   g, _, pol = _full_equilibrium("kuhn_poker", 300)
+  sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
+  src = dt.source_from_game(g)
+  res = subgame.solve(g, 0, iterations=50, depth_limit=4, solver=sim,
+                      evaluator=evaluators.continuation(src, pol))
   sub = sgm.extract(g, 0, depth_limit=4)
-  solver = jaxgt.cfr_plus(dtype="float64")
   w = sub.root_weights([1.0], [1.0])
-  ev = lf.continuation(sub, pol)
-  a = lf.solve(sub, solver, w, ev, 50)
-  b = lf.solve(sub, solver, w, ev, 50, chunk=7)
-  st_tree = sub.with_payoff(sub.compiled.device_tree("float64"), ev.apply((), None)[0])
-  c = solver.run(st_tree, solver.init(st_tree, weights=w), 50)
+  vals = ptm.history_values(g.device_tree("float64"), pol)[jnp.asarray(sub.leaf_histories)]
+  st_tree = sub.with_payoff(sub.compiled.device_tree("float64"), vals)
+  ref = sim.average_policy(st_tree, sim.run(st_tree, sim.init(st_tree, weights=w), 50))
+  want = sub.to_full_policy(ref, pol)
+  mine = subgame.to_full_policy(res, pol)
   for p in (0, 1):
-    np.testing.assert_allclose(np.asarray(a.cfr.cum_policy[p]), np.asarray(b.cfr.cum_policy[p]),
-                               atol=1e-12)
-    np.testing.assert_allclose(np.asarray(a.cfr.cum_policy[p]), np.asarray(c.cum_policy[p]),
-                               atol=1e-12)
-  with pytest.raises(ValueError, match="chunk"):
-    lf.solve(sub, solver, w, ev, 50, chunk=0)
+    np.testing.assert_allclose(mine[p], np.asarray(want[p]), atol=1e-9)

@@ -43,8 +43,8 @@ from jaxgt.core.checks import check_positive_int, concrete_int
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, infostate_histories
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr as gtcfr_search
-from jaxgt.search.gadget import check_alpha
-from jaxgt.search.resolving import DEFAULT_ALPHA
+from jaxgt.search import evaluator as evaluator_lib
+from jaxgt.search.gadget import DEFAULT_ALPHA, check_alpha
 
 
 @struct.dataclass
@@ -67,14 +67,14 @@ class GTCFRAgent(Agent):
     simulations: ``s``, expansion simulations per search.
     expansions_per_update: ``c`` (fractional: ``ceil(1/c)`` CFR updates per simulation).
     evaluator: ``"exact"`` (the remaining game solved for the current ranges), a
-      :class:`jaxgt.search.gtcfr.Evaluator`, or a callable ``(LeafInput) -> values``.
+      :class:`jaxgt.search.evaluator.Evaluator`, or a callable ``(LeafInput) -> values``.
     capacity: nodes of the search tree (default: what ``simulations`` can add).
     puct_constant, prior_temperature, virtual_loss, puct_visit_offset, chance, select_policy,
       value_average: the search's open choices (:func:`jaxgt.search.gtcfr.make_config`).
   """
 
   def __init__(self, game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
-               evaluator: str | Callable | gtcfr_search.Evaluator = "exact",
+               evaluator: str | Callable | evaluator_lib.Evaluator = "exact",
                capacity: int | None = None,
                puct_constant: float = 1.0, prior_temperature: float = 1.0,
                virtual_loss: float = 1.0, puct_visit_offset: float = 0.0,
@@ -101,12 +101,12 @@ class GTCFRAgent(Agent):
     self.game = game
     self.source = source
     self.config = config
-    if isinstance(evaluator, gtcfr_search.Evaluator):
+    if isinstance(evaluator, evaluator_lib.Evaluator):
       self.evaluator = evaluator
     elif evaluator == "exact":
-      self.evaluator = gtcfr_search.exact(self.source)
+      self.evaluator = evaluator_lib.exact(self.source)
     elif callable(evaluator):
-      self.evaluator = gtcfr_search.from_callable(evaluator)
+      self.evaluator = evaluator_lib.from_callable(evaluator)
     else:
       raise ValueError(f"evaluator must be 'exact', an Evaluator or a callable, got {evaluator!r}")
     self.ranges = jnp.asarray(gtcfr_search.root_ranges(self.source, 0), self.config.solver.dtype)

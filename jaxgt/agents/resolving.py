@@ -17,7 +17,7 @@ updates, the regret phase of GT-CFR alone: :func:`jaxgt.search.gtcfr.solve_tree`
 on a :class:`jaxgt.search.device_tree.DeviceTree` built by
 :func:`~jaxgt.search.device_tree.grow_branch` and
 :func:`~jaxgt.search.device_tree.expand_below`; the leaves are valued by
-the exact evaluator (:func:`jaxgt.search.gtcfr.exact`: the remaining game
+the exact evaluator (:func:`jaxgt.search.evaluator.exact`: the remaining game
 solved for the current ranges, warm-started across iterations) or a given
 one. Nothing is extracted on the host: one compiled program serves every
 public state, root and range, and the agent is traceable (jitted matches
@@ -38,12 +38,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.agents.gtcfr import GTCFRAgent
-from jaxgt.core.checks import check_nonnegative_int, check_positive_int
+from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int
 from jaxgt.core.compiler import CompiledGame, infostate_histories
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree
+from jaxgt.search import evaluator as evaluator_lib
 from jaxgt.search import gtcfr as gtcfr_search
-from jaxgt.search.resolving import DEFAULT_ALPHA
+from jaxgt.search.gadget import DEFAULT_ALPHA
 from jaxgt.solvers import cfr as cfr_lib
 
 
@@ -76,8 +77,8 @@ class ContinualResolvingAgent(GTCFRAgent):
     solver: CFR-family solver (default alternating CFR+ in float64; simultaneous updates
       with ``alternating=False``).
     evaluator: ``"equilibrium"`` (exact leaf values, the continuation solved by ``solver``
-      warm-started one iteration per query, as the host-extracted re-solving did; default), a
-      :class:`jaxgt.search.gtcfr.Evaluator` or a callable ``(LeafInput) -> values``.
+      warm-started one iteration per query; default), a
+      :class:`jaxgt.search.evaluator.Evaluator` or a callable ``(LeafInput) -> values``.
     alpha: opponent-range mixing of the modified gadget (``None``: exact gadget).
     chunk: must be 1 (the leaves are valued at every iteration); kept for the agent specs.
     capacity: nodes of the re-solving trees (default :func:`resolving_capacity`).
@@ -87,14 +88,14 @@ class ContinualResolvingAgent(GTCFRAgent):
   """
 
   def __init__(self, game: CompiledGame, *, depth_limit: int = 2, iterations: int = 1000,
-               solver=None, evaluator: str | Callable | gtcfr_search.Evaluator = "equilibrium",
+               solver=None, evaluator: str | Callable | evaluator_lib.Evaluator = "equilibrium",
                alpha: float | None = DEFAULT_ALPHA, chunk: int = 1, cache_size: int = 4096,
                capacity: int | None = None):
     if not isinstance(game, CompiledGame):
       raise ValueError(f"ContinualResolvingAgent needs a CompiledGame (jaxgt.load(...)), got "
                        f"{type(game).__name__}")
     if not (evaluator == "equilibrium" or callable(evaluator)
-            or isinstance(evaluator, gtcfr_search.Evaluator)):
+            or isinstance(evaluator, evaluator_lib.Evaluator)):
       raise ValueError(f"evaluator must be 'equilibrium', an Evaluator or a callable "
                        f"(LeafInput) -> values, got {evaluator!r}")
     self.depth_limit = check_positive_int("depth_limit", depth_limit)
@@ -114,7 +115,7 @@ class ContinualResolvingAgent(GTCFRAgent):
     config = gtcfr_search.make_config(source, simulations=1, capacity=capacity, solver=solver,
                                       value_average="search", dtype=dtype)
     if evaluator == "equilibrium":  # the continuation solved with the re-solving solver
-      evaluator = gtcfr_search.exact(source, solver=solver)
+      evaluator = evaluator_lib.exact(source, solver=solver)
     self._setup(game, source, config, evaluator, True, alpha, cache_size)
     self.pt = build_public_tree(game)
     self._build_fn = jax.jit(functools.partial(_resolving_tree, source, capacity,
@@ -137,13 +138,13 @@ class ContinualResolvingAgent(GTCFRAgent):
                                   gadget=gadget)
     return res.replace(state=res.state.replace(focus=focus))
 
-  def policy_table(self, key=None, batch: int = 64) -> tuple:
+  def policy_table(self, key, batch: int = 64) -> tuple:
     """``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy): the policy construction of
     :func:`jaxgt.evaluation.construct.construct_policy` with the re-solves of one public
     depth batched ``batch`` at a time (one vmapped call; every search still conditioned on
-    the player's previous search). ``key`` names the searches (default ``PRNGKey(0)``)."""
+    the player's previous search). ``key`` names the searches."""
     batch = check_positive_int("batch", batch)
-    key = jax.random.PRNGKey(0) if key is None else key
+    key = check_key(key)
     tree = self.game.tree
     A = tree.num_actions
     public = np.asarray(tree.history_public)

@@ -1,9 +1,8 @@
-"""Networks over public belief states: fixed-size encodings (:mod:`jaxgt.nets.encoding`) and the
-counterfactual value-and-policy network with its fit and leaf adapter (:mod:`jaxgt.nets.cvpn`),
-and the network as GT-CFR's evaluator (:mod:`jaxgt.nets.gtcfr_evaluator`)."""
+"""Networks over public belief states: fixed-size encodings (:mod:`jaxgt.nets.encoding`), the
+counterfactual value-and-policy network with its fit (:mod:`jaxgt.nets.cvpn`), and the network
+as the search's leaf evaluator (:mod:`jaxgt.nets.gtcfr_evaluator`)."""
 
-from jaxgt.nets.cvpn import (CVPN, CVPNOutput, CVPNTargets, LeafLayout, continuation_cfvs, fit,
-                             init, leaf_evaluator, leaf_layout, leaf_pbs, leaf_values, losses,
+from jaxgt.nets.cvpn import (CVPN, CVPNOutput, CVPNTargets, continuation_cfvs, fit, init, losses,
                              network_cfvs)
 from jaxgt.nets.encoding import (PBS, PBSEncoding, build_encoding, exact_cfvs, features,
                                  gather_ranges, history_utilities, make_pbs, masks, pad_ranges,

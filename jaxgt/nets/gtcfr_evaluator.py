@@ -1,15 +1,17 @@
-"""The counterfactual value-and-policy network as GT-CFR's leaf evaluator, and the map
-between a search and the network's layout (``003``, Algorithm 1 and "Training Process").
+"""The network as the search's leaf evaluator (:mod:`jaxgt.search.evaluator`), and the map
+between a search and the network's layout (Schmid et al., "Student of Games", 2023,
+Algorithm 1 and "Training Process").
 
-GT-CFR (:mod:`jaxgt.search.gtcfr`) values the frontier of its device tree
-once per CFR iteration. :func:`cvpn_evaluator` does that with one batched
+GT-CFR, depth-limited solving and re-solving (:mod:`jaxgt.search.gtcfr`,
+:mod:`jaxgt.search.subgame`) value the frontier of their device tree once per CFR
+iteration. :func:`cvpn_evaluator` does that with one batched
 network call over all ``N`` nodes of the tree (frontier nodes are kept, the
 rest masked): node ``n``'s PBS is its public state and both players'
 normalised own reaches of its information states; the network's
 counterfactual values ``v_p(I)`` (network scale, :mod:`jaxgt.nets.encoding`)
 become per-history values ``v_p(I) / c_p(I)`` with ``c_p(I) = sum_{h in I}
-q(h) r_o(I_o(h))`` (the adapter of :mod:`jaxgt.nets.cvpn`: CFR only sees
-``sum_{h in I} pi_o(h) pi_c(h) value(h)``), and the network policy is the
+q(h) r_o(I_o(h))`` (CFR only sees ``sum_{h in I} pi_o(h) pi_c(h) value(h)``, of which
+``c_p(I)`` is a positive multiple), and the network policy is the
 PUCT prior of the frontier's information states. The evaluator's state IS
 the network parameters, so ``gtcfr.search(..., evaluator_state=params)``
 serves every parameter version with one compilation.
@@ -48,10 +50,11 @@ from jax import lax
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.games.base import TERMINAL
-from jaxgt.nets.cvpn import CVPN, init as cvpn_init
+from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import PBS, PBSEncoding, slot_sums
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr
+from jaxgt.search.evaluator import Evaluator, LeafInput
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -133,7 +136,7 @@ def to_device_order(smap: SlotMap, public, x):
 
 def _normalise(smap: SlotMap, public, ranges):
   """Ranges ``[..., 2, K]`` (encoding order) normalised per player, uniform over the valid
-  slots where a player has no mass (as :func:`jaxgt.nets.cvpn.leaf_pbs`)."""
+  slots where a player has no mass (as :func:`jaxgt.core.public_tree.ranges`)."""
   mask = jnp.asarray(smap.encoding.mask)[jnp.maximum(public, 0)]
   ranges = jnp.where(mask, jnp.maximum(ranges, 0.0), 0.0)
   tot = jnp.sum(ranges, -1, keepdims=True)
@@ -142,7 +145,7 @@ def _normalise(smap: SlotMap, public, ranges):
   return jnp.where(mask, r, 0.0)
 
 
-def node_pbs(smap: SlotMap, leaves: gtcfr.LeafInput) -> PBS:
+def node_pbs(smap: SlotMap, leaves: LeafInput) -> PBS:
   """The PBS ``[N]`` of every node of ``leaves.tree`` in the encoding's layout: each
   player's own reach (root ranges included) of the node's information states at its
   leaf slots, normalised (uniform where there is none; nodes without leaf slots get
@@ -164,7 +167,7 @@ def node_pbs(smap: SlotMap, leaves: gtcfr.LeafInput) -> PBS:
   return PBS(public=public, ranges=_normalise(smap, public, to_encoding_order(smap, public, dev)))
 
 
-def leaf_values(smap: SlotMap, leaves: gtcfr.LeafInput, pbs: PBS, cfvs) -> jax.Array:
+def leaf_values(smap: SlotMap, leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
   """``[2, N, M]`` player 0's value of each leaf slot (row ``p`` for ``p``'s update): the
   network-scale ``cfvs [N, 2, K]`` (encoding order) divided by ``c_p(I)`` (module
   docstring); zero off the leaf slots."""
@@ -220,7 +223,7 @@ def _chunked_call(fn, state, pbs: PBS, need, chunk: int):
 
 def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
                   fn: Callable[[Any, PBS], tuple], init: Callable[[], Any] = lambda: (),
-                  name: str = "pbs", chunk: int | None = None) -> gtcfr.Evaluator:
+                  name: str = "pbs", chunk: int | None = None) -> Evaluator:
   """A GT-CFR evaluator from ``fn(state, PBS [N]) -> (cfvs [N, 2, K], policy [N, 2, K, A] or
   None)`` in the encoding's layout (:func:`node_pbs`, :func:`leaf_values`); ``state`` is the
   evaluator state (unchanged).
@@ -233,7 +236,7 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
   if chunk is not None:
     chunk = check_positive_int("chunk", chunk)
 
-  def apply(state, leaves: gtcfr.LeafInput):
+  def apply(state, leaves: LeafInput):
     pbs = node_pbs(smap, leaves)
     if chunk is None:
       cfvs, policy = fn(state, pbs)
@@ -246,23 +249,26 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
       prior = jnp.moveaxis(dev, 1, 0)  # [2, N, K, A]
     return (values, prior), state
 
-  return gtcfr.Evaluator(init=init, apply=apply, name=name)
+  return Evaluator(init=init, apply=apply, name=name)
 
 
-def cvpn_evaluator(source: device_tree.Source, model: CVPN, key=None,
-                   chunk: int | None = None) -> gtcfr.Evaluator:
-  """GT-CFR's leaf evaluator from ``model`` (``003``, "Search via Growing-Tree CFR"): the
-  state is the flax parameters (``init()`` gives fresh ones from ``key``, default
-  ``PRNGKey(0)``); values from the value head, the PUCT prior from the policy head;
-  ``chunk`` as :func:`pbs_evaluator`."""
-  key = jax.random.PRNGKey(0) if key is None else key
+def cvpn_evaluator(source: device_tree.Source, model: CVPN, params=None,
+                   chunk: int | None = None) -> Evaluator:
+  """GT-CFR's leaf evaluator from ``model`` (Schmid et al., Student of Games, 2023, "Search
+  via Growing-Tree CFR"): the state is the flax parameters (``init()`` returns ``params``;
+  with ``params=None`` every search must pass them as ``evaluator_state``); values from the
+  value head, the PUCT prior from the policy head; ``chunk`` as :func:`pbs_evaluator`."""
+  def init():
+    if params is None:
+      raise ValueError("this CVPN evaluator has no parameters: pass evaluator_state=params "
+                       "(or cvpn_evaluator(..., params=...))")
+    return params
 
-  def fn(params, pbs):
-    out = model.apply(params, pbs)
+  def fn(state, pbs):
+    out = model.apply(state, pbs)
     return out.values, out.policy
 
-  return pbs_evaluator(source, model.encoding, fn, init=lambda: cvpn_init(model, key),
-                       name="cvpn", chunk=chunk)
+  return pbs_evaluator(source, model.encoding, fn, init=init, name="cvpn", chunk=chunk)
 
 
 def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: gtcfr.QueryLog):

@@ -1,18 +1,19 @@
-"""Search over subgames of a compiled game: depth-limited solving and re-solving.
+"""Search on the device public tree: depth-limited solving, re-solving and Growing-Tree CFR.
 
-* :mod:`jaxgt.search.subgame`: subgames cut out of the public tree at public
-  states, with root ranges entering as terminal weights.
-* :mod:`jaxgt.search.leaf`: leaf evaluators and the chunked solve that
-  queries them (depth-limited solving, ``004``).
-* :mod:`jaxgt.search.resolving`: the safe re-solving gadget and the
-  summaries continual re-solving carries between searches (``003``).
 * :mod:`jaxgt.search.device_tree`: a fixed-capacity public tree on the
   device, grown by expansions (nodes are public states).
 * :mod:`jaxgt.search.history_cfr`: public-tree CFR in history form over a
   (partial) tree, with the CFR engine's regret and averaging rules.
-* :mod:`jaxgt.search.gtcfr`: Growing-Tree CFR (``003``, Algorithm 1) on the
-  device tree: regret and expansion phases, exact and callable evaluators,
-  the gadget at the root, batched searches.
+* :mod:`jaxgt.search.evaluator`: the leaf-evaluator protocol (``LeafInput``,
+  ``Evaluator``) with the exact, continuation (multi-valued) and callable
+  evaluators; the network adapter is :mod:`jaxgt.nets.gtcfr_evaluator`.
+* :mod:`jaxgt.search.gadget`: the safe re-solving gadget at a search's root.
+* :mod:`jaxgt.search.gtcfr`: Growing-Tree CFR (Schmid et al., "Student of
+  Games", 2023, Algorithm 1): regret and expansion phases, batched searches,
+  and the regret phase alone on a given tree (``solve_tree``).
+* :mod:`jaxgt.search.subgame`: depth-limited solving and safe re-solving of
+  a subgame (its device tree, re-solving summaries, policies in the full
+  game's arrays).
 
 ``search`` builds on :mod:`jaxgt.core` and :mod:`jaxgt.solvers`; agents that
 use it live in :mod:`jaxgt.agents`.

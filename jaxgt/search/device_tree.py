@@ -391,12 +391,15 @@ def grow_branch(source: Source, tree: DeviceTree, path) -> tuple[DeviceTree, jax
   return tree, last
 
 
-def expand_all(source: Source, tree: DeviceTree, depth_limit=None) -> DeviceTree:
+def expand_all(source: Source, tree: DeviceTree, depth_limit=None, leaves=None) -> DeviceTree:
   """Expands nodes in creation order until none can be expanded or the capacity is full;
   with ``depth_limit`` only nodes less than that many public levels below the root (a
-  depth-limited tree whose leaves are the public states ``depth_limit`` levels down)."""
+  depth-limited tree whose leaves are the public states ``depth_limit`` levels down), and
+  with ``leaves`` (``[P]`` bool) not the nodes of those public states."""
   def body(i, tree):
-    ok = True if depth_limit is None else tree.depth[i] < depth_limit
+    ok = jnp.ones((), bool) if depth_limit is None else tree.depth[i] < depth_limit
+    if leaves is not None:
+      ok = ok & ~jnp.asarray(leaves)[jnp.maximum(tree.public[i], 0)]
     return lax.cond(ok, lambda t: expand(source, t, i), lambda t: t, tree)
   return lax.fori_loop(0, tree.capacity, body, tree)
 

@@ -24,6 +24,11 @@ from flax import struct
 from jaxgt.core.checks import check_real
 
 
+# the modified gadget's opponent-range mixing (Schmid et al., "Student of Games", 2023,
+# "Modified Continual Re-solving")
+DEFAULT_ALPHA = 0.5
+
+
 def check_alpha(alpha) -> float | None:
   """``alpha`` as a float (or ``None``); raises unless ``None`` or a number in ``[0, 1]``."""
   if alpha is None:

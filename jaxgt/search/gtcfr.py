@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,158 +44,15 @@ from jax import lax
 
 from jaxgt.core.checks import (check_choice, check_distribution, check_key,
                                check_nonnegative_int, check_positive_int, check_real)
-from jaxgt.core import rng, sequence_form
-from jaxgt.core.compiler import NO_INDEX, ancestor_at_depth, infostate_histories
+from jaxgt.core import rng
+from jaxgt.core.compiler import NO_INDEX
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree
+from jaxgt.search.evaluator import Evaluator, LeafInput
 from jaxgt.search import history_cfr
 from jaxgt.search.gadget import Gadget, check_alpha
 from jaxgt.solvers import cfr as cfr_lib
-
-
-# ------------------------------------------------------------------ evaluators
-@struct.dataclass
-class LeafInput:
-  """Beliefs at the frontier of a device tree (one batched evaluator call)."""
-
-  tree: device_tree.DeviceTree  # the current tree (public states and histories of every node)
-  leaf: Any  # [N, M] bool slots valued by the evaluator (entry histories of frontier nodes)
-  reach: Any  # [2, N, M] each player's own reach of each slot (root ranges included)
-  chance: Any  # [N, M] chance reach of each slot (from the game's root)
-  root_ranges: Any  # [2, K] the root ranges of the search (the opponent's of this iteration)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Evaluator:
-  """``init() -> state`` and ``apply(state, LeafInput) -> ((values, prior), state)``.
-
-  ``values`` is ``[2, N, M]`` (row ``p``: player 0's value of each leaf slot used
-  in player ``p``'s update) or ``[N, M]``; ``prior`` is ``[2, N, K, A]`` (a policy
-  prior for PUCT at the leaves' information states) or ``None`` (uniform).
-  """
-
-  init: Callable[[], Any]
-  apply: Callable[[Any, LeafInput], tuple]
-  name: str = "evaluator"
-
-
-def exact(source: device_tree.Source, solver=None, iterations: int = 1) -> Evaluator:
-  """Exact leaf values: the remaining game below the leaves solved for the current ranges.
-
-  All leaf histories root one continuation (the compiled game's histories
-  below them); each query runs ``iterations`` CFR iterations of ``solver``
-  (default simultaneous CFR+; an alternating solver updates player 0, then player 1) on it
-  with counterfactual weights, warm-started
-  from the previous query, and values the leaves under its current
-  strategies (:func:`jaxgt.search.leaf.equilibrium`'s decomposition, ``003``
-  Sec. 3, with exact continuation solving in place of a network). Its current
-  strategy at the leaves' information states is the PUCT prior.
-
-  The continuation runs on the CFR engine (:func:`jaxgt.solvers.cfr.iteration`, sequence
-  form over the whole compiled game): information states outside it keep zero regrets
-  (``update_mask``), hence a uniform strategy whose realization ``U_p(h)`` above each leaf
-  ``h`` is a constant; player ``p``'s terminal weights ``chance(z) * own_o(h) / U_o(h)`` for
-  each terminal ``z`` below leaf ``h`` (zero elsewhere) turn the engine's counterfactual
-  values into those of the continuation rooted at the leaves with the tree's reaches, and a
-  leaf's value is ``sum_z u(z) chance(z) x_0(z) x_1(z) / (chance(h) U_0(h) U_1(h))``.
-  """
-  if source.game is None:
-    raise ValueError("the exact evaluator needs a source read from a compiled game")
-  solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False,
-                                                              dtype=str(source.tables.chance.dtype))
-  iterations = check_positive_int("iterations", iterations)
-  dtype = source.tables.chance.dtype
-  consts = _continuation_tables(source.game, dtype)
-  H = source.game.tree.num_histories
-
-  # the continuation's average strategy is never read: plain sums
-  engine = dataclasses.replace(solver, compensated=False)
-
-  def init():
-    return engine.init(consts["tree"]).replace(weights=jnp.zeros((0,), dtype)), consts
-
-  def apply(state, leaves: LeafInput):
-    st, c = state
-    g = c["tree"]
-    hist = leaves.tree.history.reshape(-1)
-    leaf = leaves.leaf.reshape(-1)
-    target = jnp.where(leaf, hist, H)
-    is_leaf = jnp.zeros(H + 1, bool).at[target].set(True)[:H]
-    own = jnp.zeros((2, H + 1), dtype).at[:, target].set(leaves.reach.reshape(2, -1))[:, :H]
-    hit = is_leaf[c["terminal_ancestors"]]  # [T, D + 1]: the terminal's leaf ancestor, if any
-    below = jnp.any(hit, axis=1)
-    top = jnp.take_along_axis(c["terminal_ancestors"], jnp.argmax(hit, axis=1)[:, None], 1)[:, 0]
-    top = jnp.where(below, top, 0)
-    weights = tuple(jnp.where(below, g.terminal_chance * own[1 - p, top]
-                              * c["inv_uniform"][1 - p, top], 0.0) for p in (0, 1))
-    inside = tuple(jnp.any(is_leaf[a], axis=1) for a in c["infostate_ancestors"])  # ([I0], [I1])
-
-    def restrict(p, x):  # rows of information states outside the continuation zeroed (uniform)
-      return jnp.where(inside[p].reshape((-1,) + (1,) * (x.ndim - 1)), x, 0.0)
-
-    st = st.replace(regrets=tuple(restrict(p, st.regrets[p]) for p in (0, 1)),
-                    regret_state=tuple(jax.tree_util.tree_map(functools.partial(restrict, p),
-                                                              st.regret_state[p]) for p in (0, 1)))
-    carry = lax.fori_loop(0, iterations, lambda _, it: cfr_lib.iteration(
-        engine, g, it, weights=weights, update_mask=inside), cfr_lib.start(engine, g, st))
-    sigma, x = carry.sigma, carry.x
-    contrib = jnp.where(below, g.terminal_payoff * g.terminal_chance * x[0][g.terminal_seq[0]]
-                        * x[1][g.terminal_seq[1]], 0.0)
-    v = jax.ops.segment_sum(contrib, jnp.where(below, top, H), H + 1)[:H] * c["inv_entry"]
-    vals = jnp.where(leaf, v[jnp.maximum(hist, 0)], 0.0).reshape(leaves.leaf.shape)
-    info = leaves.tree.acting_info
-    prior = jnp.stack([jnp.where((info[p] >= 0)[..., None], sigma[p][jnp.maximum(info[p], 0)], 0.0)
-                       for p in (0, 1)])
-    return (vals, prior), (carry.state, c)
-
-  return Evaluator(init=init, apply=apply, name="exact")
-
-
-def _continuation_tables(game, dtype) -> dict:
-  """Constants of :func:`exact` (host, once per game and dtype): the device tree, each
-  terminal's and each information state's ancestors at every depth ``[., D + 1]``, ``1 / U_p``
-  ``[2, H]`` (the uniform strategy's realization of player ``p``'s last sequence before each
-  history) and ``1 / (chance(h) U_0(h) U_1(h))`` ``[H]``."""
-  def build():
-    t = game.tree
-    depths = np.arange(len(t.depth_levels))
-
-    def anc(nodes):
-      grid = np.broadcast_to(np.asarray(nodes)[:, None], (len(nodes), len(depths)))
-      return ancestor_at_depth(t.parent, t.depth, grid, depths[None, :]).astype(np.int32)
-
-    uniform = []
-    for p, pt in enumerate(t.players):
-      legal = np.asarray(pt.legal, np.float64)
-      sigma = legal / np.maximum(legal.sum(-1, keepdims=True), 1.0)
-      xu = np.asarray(sequence_form.realization(pt, jnp.asarray(sigma)))
-      uniform.append(xu[np.asarray(t.last_seq[p])])
-    uniform = np.stack(uniform)
-    reps = [anc(infostate_histories(t, p)) for p in (0, 1)]
-    den = np.asarray(t.chance_reach, np.float64) * uniform[0] * uniform[1]
-    return {"tree": game.device_tree(dtype),
-            "terminal_ancestors": jnp.asarray(anc(t.terminal_history)),
-            "infostate_ancestors": tuple(jnp.asarray(r) for r in reps),
-            "inv_uniform": jnp.asarray(1.0 / uniform, dtype),
-            "inv_entry": jnp.asarray(np.where(den > 0, 1.0 / np.where(den > 0, den, 1.0), 0.0),
-                                     dtype)}
-  return game.cached(f"gtcfr.exact_tables.{jnp.dtype(dtype).name}", build)
-
-
-def from_callable(fn: Callable[[LeafInput], Any]) -> Evaluator:
-  """Any function ``fn(LeafInput) -> values`` (``[N, M]`` or ``[2, N, M]``, player 0's value of
-  each leaf slot) or ``-> (values, prior [2, N, K, A])``: one batched call for all leaves."""
-  def apply(state, leaves):
-    out = fn(leaves)
-    values, prior = out if isinstance(out, tuple) else (out, None)
-    shape = tuple(getattr(values, "shape", ()))
-    if shape not in (leaves.leaf.shape, (2,) + leaves.leaf.shape):
-      raise ValueError(f"leaf evaluator returned shape {shape}; expected {leaves.leaf.shape} or "
-                       f"{(2,) + leaves.leaf.shape} (player 0's value of each history slot)")
-    return (jnp.asarray(values, leaves.chance.dtype), prior), state
-
-  return Evaluator(init=lambda: (), apply=apply, name="callable")
 
 
 # ------------------------------------------------------------------ configuration and state

@@ -19,7 +19,7 @@ from jaxgt.core.compiler import CompiledGame
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.search import device_tree
-from jaxgt.search import gtcfr as gtcfr_search
+from jaxgt.search.evaluator import Evaluator
 
 
 @dataclasses.dataclass
@@ -30,12 +30,11 @@ class ParamsHolder:
 
 
 def params_evaluator(source: device_tree.Source, model: CVPN,
-                     holder: ParamsHolder) -> gtcfr_search.Evaluator:
+                     holder: ParamsHolder) -> Evaluator:
   """The CVPN evaluator of :func:`jaxgt.nets.gtcfr_evaluator.cvpn_evaluator` whose state is
   ``holder.params`` at each search (data, not a constant of the program)."""
   network = gtcfr_evaluator.cvpn_evaluator(source, model)
-  return gtcfr_search.Evaluator(init=lambda: holder.params, apply=network.apply,
-                                name="cvpn")
+  return Evaluator(init=lambda: holder.params, apply=network.apply, name="cvpn")
 
 
 def sog_agent(game: CompiledGame, model: CVPN, params, *, simulations: int, evaluator=None,

@@ -1,4 +1,7 @@
-"""Leaf evaluators of depth-limited subgames and the chunked solve that queries them.
+"""Reference implementation for the tests: leaf evaluators of host-extracted subgames and their
+chunked solve (the library's depth-limited solving before the device tree), an oracle.
+
+Leaf evaluators of depth-limited subgames and the chunked solve that queries them.
 
 A leaf evaluator gives player 0's value of every leaf history ``[L]`` of a
 :class:`~jaxgt.search.subgame.Subgame` from the current beliefs at the leaves, as
@@ -44,7 +47,7 @@ from jax import lax
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.public_tree import history_values
-from jaxgt.search.subgame import Subgame, extract
+from reference_subgame import Subgame, extract
 from jaxgt.solvers import cfr as cfr_lib
 
 
@@ -86,21 +89,6 @@ def leaf_input(sub: Subgame, tree, policy, weights, root_reach=(None, None)) -> 
     r = sequence_form.realization(tree.players[p], policy[p])[tree.last_seq[p][nodes]]
     reach.append(r if root_reach[p] is None else r * root_reach[p][term])
   return LeafInput(reach=jnp.stack(reach), weight=weights[term])
-
-
-def leaf_ranges(sub: Subgame, leaves: LeafInput):
-  """Per player ``[K_p]`` own reach of every augmented information state of the leaves.
-
-  Indexed like :class:`~jaxgt.core.public_tree.PublicTree` ``aug_keys`` (zero
-  outside the leaf public states).
-  """
-  out = []
-  for p in (0, 1):
-    ids = jnp.asarray(sub.full.aug[p][sub.leaf_histories])
-    K = len(sub.full.aug_keys[p])
-    # Every leaf history of one information state has the same own reach.
-    out.append(jnp.zeros(K, leaves.reach.dtype).at[ids].set(leaves.reach[p]))
-  return tuple(out)
 
 
 def continuation(sub: Subgame, policy) -> LeafEvaluator:
@@ -186,57 +174,6 @@ def equilibrium(sub: Subgame, solver, iterations: int = 1,
                        name="equilibrium")
 
 
-def multi_valued(sub: Subgame, policies) -> LeafEvaluator:
-  """Multi-valued leaves (``004``, Sec. 4): exact values ``[L, K]`` under ``K`` continuation profiles.
-
-  ``sub`` must be extracted with ``leaf_choices=K``; the chooser picks among
-  the ``policies`` (full-game arrays) at each leaf.
-  """
-  if sub.leaf_choices != len(policies):
-    raise ValueError(f"the subgame has {sub.leaf_choices} leaf choices, got {len(policies)} "
-                     "continuation policies")
-  tree = sub.full.game.device_tree(policies[0][0].dtype)
-  cols = []
-  for pol in policies:
-    sequence_form.check_policy(tree, pol)
-    cols.append(history_values(tree, pol)[jnp.asarray(sub.leaf_histories)])
-  values = jnp.stack(cols, axis=-1)
-  return LeafEvaluator(init=lambda: (), apply=lambda s, leaves: (values, s), name="multi_valued")
-
-
-def biased_policies(tree, policy, player: int, factor: float = 10.0):
-  """The blueprint and its ``A`` biased versions for ``player`` (``004``, Sec. 4.1).
-
-  Bias toward action ``a``: multiply the probability of ``a`` by ``factor``
-  at every information state of ``player`` and renormalise; the other
-  player's policy is unchanged. Returns ``A + 1`` policies, blueprint first.
-  """
-  if not factor > 0:
-    raise ValueError(f"factor must be positive, got {factor!r}")
-  out = [tuple(policy)]
-  sig = jnp.asarray(policy[player])
-  for a in range(tree.num_actions):
-    b = sig.at[:, a].multiply(factor)
-    b = b / jnp.maximum(jnp.sum(b, -1, keepdims=True), 1e-300)
-    out.append(tuple(b if p == player else policy[p] for p in (0, 1)))
-  return out
-
-
-def from_callable(sub: Subgame, fn: Callable[[LeafInput], jax.Array]) -> LeafEvaluator:
-  """A user function ``fn(LeafInput) -> values [L] or [2, L]`` (one batched call for all leaves)."""
-  single = (sub.num_leaves, sub.leaf_choices) if sub.leaf_choices else (sub.num_leaves,)
-
-  def apply(state, leaves):
-    v = fn(leaves)
-    shape = tuple(getattr(v, "shape", ()))
-    if shape not in (single, (2,) + single):
-      raise ValueError(f"leaf evaluator returned shape {shape}; expected {single} or "
-                       f"{(2,) + single} (player 0's value of each leaf history)")
-    return jnp.asarray(v, leaves.weight.dtype), state
-
-  return LeafEvaluator(init=lambda: (), apply=apply, name="callable")
-
-
 @struct.dataclass
 class SubgameState:
   """State of a depth-limited solve (add ``B`` in front when batched)."""
@@ -304,17 +241,6 @@ def solve(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_iteration
   return check_finite_leaf_values(fn(jnp.asarray(weights, solver.dtype)))
 
 
-def solve_batch(sub: Subgame, solver, weights, evaluator: LeafEvaluator, num_iterations: int,
-                chunk: int = 1) -> SubgameState:
-  """:func:`solve` for ``weights [B, T]`` (B root beliefs, one vmapped jitted call)."""
-  weights = jnp.asarray(weights, solver.dtype)
-  if weights.ndim != 2:
-    raise ValueError(f"solve_batch needs weights [B, T], got {weights.shape}")
-  fn = _solve_fn(sub, solver, evaluator, check_nonnegative_int("num_iterations", num_iterations),
-                 check_positive_int("chunk", chunk), True)
-  return check_finite_leaf_values(fn(weights))
-
-
 @functools.lru_cache(maxsize=64)
 def _solve_fn(sub, solver, evaluator, num_iterations, chunk, batched):
   tree = sub.compiled.device_tree(solver.dtype)
@@ -337,16 +263,3 @@ def _solve_fn(sub, solver, evaluator, num_iterations, chunk, batched):
   return lambda weights: fn(weights, evaluator.init())
 
 
-def root_value(sub: Subgame, solver, state: SubgameState):
-  """Player 0's value of the subgame (root belief of ``state``) under its average policy.
-
-  The mean of the values with each player's leaf values (equal when the
-  leaf values are exact and both players reach the leaves).
-  """
-  tree = sub.compiled.device_tree(solver.dtype)
-  pol = solver.average_policy(tree, state.cfr)
-  def one(pol, w, v):
-    return 0.5 * sum(sequence_form.expected_value(sub.with_payoff(tree, v[p]), pol, w) for p in (0, 1))
-  if state.cfr.weights.ndim == 2:
-    return jax.vmap(one)(pol, state.cfr.weights, state.leaf_values)
-  return one(pol, state.cfr.weights, state.leaf_values)

@@ -1,4 +1,7 @@
-"""Safe re-solving from summaries, and the summaries continual re-solving carries.
+"""Reference implementation for the tests: safe re-solving of host-extracted subgames (the
+library's re-solving before the device tree), an independent oracle.
+
+Safe re-solving from summaries, and the summaries continual re-solving carries.
 
 Re-solving (``003``, "Imperfect Information Search, Decomposition, and
 Re-Solving"; DeepStack; Burch et al. 2014): a subgame rooted at public state
@@ -38,14 +41,14 @@ from flax import struct
 
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_positive_int
-from jaxgt.core.public_tree import PublicTree, counterfactual_values, history_values, ranges
+from jaxgt.core.public_tree import PublicTree, history_values
 from jaxgt.games.base import TERMINAL
-from jaxgt.search import leaf as leaf_lib
+import reference_leaf as leaf_lib
 from jaxgt.search.gadget import Gadget, check_alpha, normalized
-from jaxgt.search.subgame import Subgame
+from reference_subgame import Subgame
 from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.search.subgame import summary_from_policy  # noqa: F401  (the summaries the tests use)
 
-DEFAULT_ALPHA = 0.5  # ``003``, "Modified Continual Re-solving"
 
 
 # ------------------------------------------------------------------ summaries
@@ -66,34 +69,6 @@ class Summary:
   # False when player i never reaches the public state under the previous search (the range is then
   # uniform; its play there cannot change any exploitability)
   reached: bool = True
-
-
-def summary_from_policy(pt: PublicTree, public_state, player: int, policy,
-                        best_response: bool = True) -> Summary:
-  """The summary at ``public_state`` of a full-game ``policy`` (e.g. a blueprint).
-
-  ``opp_values`` are the opponent's counterfactual best-response values to
-  ``policy[player]`` (``best_response=True``, the safe choice) or its
-  counterfactual values under ``policy``.
-  """
-  ps = pt.public_id(public_state)
-  i, o = player, 1 - player
-  tree = pt.game.device_tree("float64")
-  policy = tuple(jnp.asarray(p, jnp.float64) for p in policy)
-  sequence_form.check_policy(tree, policy)
-  prof = list(policy)
-  if best_response:
-    prof[o] = sequence_form.best_response(tree, policy, o)
-  reach = ranges(pt, prof, normalize=False)
-  cfv = counterfactual_values(pt, tuple(prof))
-  Ii, Io = pt.infostates[i][ps], pt.infostates[o][ps]
-  ri = np.asarray(reach[i])[Ii]
-  z = ri.sum()
-  if z <= 0:
-    raise ValueError(f"player {player} never reaches public state {ps} under this policy")
-  ro = np.asarray(reach[o])[Io]
-  ro = ro / ro.sum() if ro.sum() > 0 else np.full(len(Io), 1.0 / len(Io))
-  return Summary(ps, player, ri / z, np.asarray(cfv[o])[Io] / z, ro)
 
 
 # ------------------------------------------------------------------ gadget solve
@@ -181,15 +156,6 @@ def resolve(sub: Subgame, solver, player: int, our_range, opp_values=None, opp_r
   """
   return _resolve(sub, solver, player, (our_range, opp_values, opp_range), evaluator,
                   iterations, alpha, chunk, self_play_values, batched=False)
-
-
-def resolve_batch(sub: Subgame, solver, player: int, our_range, opp_values=None,
-                  opp_range=None, *, evaluator: leaf_lib.LeafEvaluator | None = None,
-                  iterations: int = 1000, alpha: float | None = None, chunk: int = 1,
-                  self_play_values: bool = True) -> ResolveState:
-  """:func:`resolve` for ``B`` summaries at once (arrays ``[B, K]``, ``alpha`` shared; one vmapped call)."""
-  return _resolve(sub, solver, player, (our_range, opp_values, opp_range), evaluator,
-                  iterations, alpha, chunk, self_play_values, batched=True)
 
 
 def _resolve(sub, solver, player, summary, evaluator, iterations, alpha, chunk,
@@ -306,13 +272,6 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
   # The evaluator's initial state is an argument, not compiled-in constants.
   fn = jax.jit(jax.vmap(run, in_axes=(0, 0, 0, None, None)) if batched else run)
   return lambda *a: fn(*a, evaluator.init())
-
-
-def root_opponent_values(sub: Subgame, player: int, state: ResolveState) -> np.ndarray:
-  """``[K_o]`` opponent's average self-play counterfactual values at the root of a
-  (single) re-solve, normalised like ``opp_values``."""
-  root = sub.root_public[0]
-  return child_summaries(sub, player, state, [root])[root].opp_values
 
 
 # ------------------------------------------------------------------ summaries below the root
