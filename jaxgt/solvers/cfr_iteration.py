@@ -1,24 +1,17 @@
 """One CFR iteration over a tree view: the regret and averaging step, written once.
 
-A tree view (:class:`TreeView`) supplies what depends on the form of the tree:
-each player's current strategy from its regrets (with what the view derives from
-it, e.g. the sequence form's realization plan), and, for player ``p`` under the
-current strategies, its counterfactual action values ``q`` and its own reach of
-each information state. :func:`iteration` does the rest, the same for every
-view: at iteration ``t = 1, 2, ...`` it updates player 0 then player 1
-(alternating: player 1 sees player 0's new strategy, OpenSpiel's
-``_CFRSolverBase`` order) or both from the same strategies (simultaneous), and
-for each updated player (:func:`update_player`) takes the instantaneous regrets
-``r_t = q - sum_a sigma q`` (with the tie rule, :func:`exact_ties`), updates its
-regrets through the solver's regret rule and adds ``own reach * sigma_t`` to its
-average through the averaging rule (:mod:`jaxgt.solvers.cfr_rules`), as a plain,
-compensated (Kahan) or blocked sum; then it counts the iteration.
-
-The views: the sequence form of a whole compiled game
-(:class:`jaxgt.solvers.cfr.SequenceView`: full-game CFR, depth-limited solving,
-the re-solving gadget) and the history (forest) form of a partial public tree
-(the regret phase of Growing-Tree CFR, :mod:`jaxgt.search.gtcfr`), so every rule
-of the CFR family reaches both.
+A tree view (:class:`TreeView`) supplies what depends on the tree's form: each
+player's strategy from its regrets, and for player ``p`` under the current
+strategies its counterfactual action values ``q`` and own reach of each
+information state. :func:`iteration` does the rest for every view: it updates
+player 0 then player 1 (alternating: player 1 sees player 0's new strategy,
+OpenSpiel's ``_CFRSolverBase`` order) or both from the same strategies
+(simultaneous); each update (:func:`update_player`) takes the instantaneous
+regrets ``q - sum_a sigma q`` (with the tie rule, :func:`exact_ties`) into the
+solver's regret rule and ``own reach * sigma`` into its averaging rule
+(:mod:`jaxgt.solvers.cfr_rules`) as a plain, compensated or blocked sum. The
+views: the sequence form of a compiled game (:class:`jaxgt.solvers.cfr.SequenceView`)
+and the history form of a growing public tree (:mod:`jaxgt.search.gtcfr`).
 """
 
 from __future__ import annotations
@@ -50,8 +43,8 @@ class Iterate:
 
 
 class TreeView(Protocol):
-  """A form of the game tree, as :func:`iteration` sees it (built anew for each traced
-  iteration; ``axis`` is the actions' axis of its ``[I, A]`` or ``[A, I]`` arrays)."""
+  """A tree form as :func:`iteration` sees it (built for each traced iteration; ``axis``:
+  the actions' axis of its ``[I, A]`` or ``[A, I]`` arrays; ``aux``: its own state)."""
 
   axis: int
 
@@ -59,19 +52,16 @@ class TreeView(Protocol):
     """Player ``player``'s legal actions (bools shaped like its regrets)."""
 
   def strategy(self, player: int, regrets, extra) -> tuple:
-    """``(sigma, x)``: the regret rule's strategy of ``player`` and what the view derives
-    from it (``()`` if nothing)."""
+    """``(sigma, x)``: the regret rule's strategy and what the view derives from it."""
 
   def begin(self, aux, players: tuple, sigma: tuple, x: tuple, t) -> Any:
-    """The context of the update of ``players`` (static) at iteration ``t`` under the
-    strategies ``(sigma, x)``; ``aux`` is the view's state (:attr:`Iterate.root_state`)."""
+    """The context of the update of ``players`` (static) at iteration ``t``."""
 
   def values(self, ctx, player: int, sigma: tuple, x: tuple) -> tuple:
-    """``(q, reach [I], ctx)``: ``player``'s counterfactual action values, its own reach of
-    each information state and the context (which may record what it computed)."""
+    """``(q, reach [I], ctx)``: action values, own reach and the context."""
 
   def end(self, ctx, players: tuple, t) -> Any:
-    """The view's state after the update of ``players``."""
+    """``aux`` after the update of ``players``."""
 
 
 def start(view: TreeView, state, aux=(), **fields) -> Iterate:
