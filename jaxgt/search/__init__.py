@@ -8,8 +8,9 @@
   summaries continual re-solving carries between searches (``003``).
 * :mod:`jaxgt.search.device_tree`: a fixed-capacity public tree on the
   device, grown by expansions (nodes are public states).
-* :mod:`jaxgt.search.history_cfr`: public-tree CFR in history form over a
-  (partial) tree, with the CFR engine's regret and averaging rules.
+* :mod:`jaxgt.search.history_cfr`: the history form of a (partial) tree:
+  reaches and values over history slots, the tree view on which GT-CFR runs
+  the package's one CFR iteration (:mod:`jaxgt.solvers.cfr_iteration`).
 * :mod:`jaxgt.search.gtcfr`: Growing-Tree CFR (``003``, Algorithm 1) on the
   device tree: regret and expansion phases, exact and callable evaluators,
   the gadget at the root, batched searches.

@@ -5,8 +5,10 @@ alternates two phases on a public tree that starts as the root public state
 and its children (:mod:`jaxgt.search.device_tree`):
 
 * **regret update**: ``ceil(1/c)`` iterations of public-tree CFR over the
-  current tree with simultaneous updates, regret matching+ and linear
-  averaging (the engine's rules, :mod:`jaxgt.search.history_cfr`); every
+  current tree, by default with simultaneous updates, regret matching+ and
+  linear averaging (``GTCFRConfig.solver``: any rule of the CFR family, run by
+  the package's one CFR iteration, :mod:`jaxgt.solvers.cfr_iteration`, on the
+  tree's history form, :mod:`jaxgt.search.history_cfr`); every
   frontier leaf is valued by the evaluator in one batched call per
   iteration, terminals exactly;
 * **expansion**: ``ceil(c)`` simulations, each sampling a world state of the
