@@ -396,9 +396,13 @@ def test_arguments_checked():
   # alternating solvers are accepted (player 0's update, then player 1's: the re-solving agent)
   alternating = gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
   assert alternating.solver.alternating
-  # a rule by name: its defaults with simultaneous updates (003's order) and the config's dtype
+  cfg_default = gt.make_config(src, simulations=5)
+  # a rule by name: the search's defaults (simultaneous updates, 003's order; plain sums; no
+  # tie rule) in the config's dtype
   named = gt.make_config(src, simulations=5, solver="dcfr", dtype="float32")
-  assert named.solver == jaxgt.discounted_cfr(alternating=False, dtype="float32")
+  assert named.solver == jaxgt.discounted_cfr(alternating=False, dtype="float32",
+                                              compensated=False, exact_ties=False)
+  assert gt.make_config(src, simulations=5, solver="cfr+").solver == cfg_default.solver
   with pytest.raises(ValueError, match="unknown solver"):
     gt.make_config(src, simulations=5, solver="cfr++")
   with pytest.raises(ValueError, match="CFRSolver"):

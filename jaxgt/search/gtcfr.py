@@ -244,7 +244,8 @@ class GTCFRConfig:
   select_policy: str = "average"  # pi_CFR of pi_select: CFR's "average" or "current" policy
   value_average: str = "node"  # node_values: over the "node"'s or the "search"'s iterations
   # the CFRSolver of the regret phase: its rules, update order, tie rule and averaging sums
-  # (default simultaneous CFR+, 003; alternating: player 0's update, then 1's)
+  # (default simultaneous CFR+, 003, plain sums, no tie rule; alternating: player 0's update,
+  # then 1's)
   solver: Any = None
   log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
 
@@ -303,9 +304,11 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
       search's averaging weight (the iterations before the node was added count as zero
       values; on a tree that does not grow both agree).
     solver: the regret phase's CFR rule: a :class:`~jaxgt.solvers.cfr.CFRSolver` (any
-      rule of the family, e.g. ``jaxgt.discounted_cfr(dtype="float64")``), or the name of
-      one (:func:`jaxgt.solvers.cfr.make_solver`: its defaults with simultaneous updates and
-      ``dtype``); default ``"cfr+"``.
+      rule of the family, e.g. ``jaxgt.discounted_cfr(dtype="float64")``, with its update
+      order, tie rule and averaging sums), or the name of one
+      (:func:`jaxgt.solvers.cfr.make_solver`) with the search's defaults: simultaneous
+      updates, plain sums and no tie rule, in ``dtype`` (the searches were measured so;
+      the tie rule changes which trees grow); default ``"cfr+"``.
   """
   simulations = check_positive_int("simulations", simulations)
   c = check_real("expansions_per_update", expansions_per_update, 0, math.inf, lo_open=True)
@@ -317,7 +320,8 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
   check_choice("select_policy", select_policy, SELECT_POLICIES)
   check_choice("value_average", value_average, VALUE_AVERAGES)
   if solver is None or isinstance(solver, str):
-    solver = cfr_lib.make_solver(solver or "cfr+", alternating=False, dtype=dtype)
+    solver = cfr_lib.make_solver(solver or "cfr+", alternating=False, dtype=dtype,
+                                 compensated=False, exact_ties=False)
   if not isinstance(solver, cfr_lib.CFRSolver):
     raise ValueError(f"solver must be a CFRSolver or the name of one, got {solver!r}")
   return GTCFRConfig(capacity=capacity, simulations=simulations, expansions_per_update=c,
