@@ -67,7 +67,7 @@ def test_exploitability_equals_the_reference_implementation(game, name):
   discounted regrets pass through exact cancellations (``R d + r = 0``, or
   ``q - sum(sigma q) = 0``) where a rounding residual of either sign decides
   regret matching+. jaxgt sets residuals of exact ties in instantaneous
-  regrets to zero (:func:`jaxgt.solvers.cfr.exact_ties`), the reference keeps
+  regrets to zero (:func:`jaxgt.solvers.cfr_iteration.exact_ties`), the reference keeps
   Python's residuals. They agree to 2e-8 at iteration 50; at 100 the
   reference gives 0.00850 and jaxgt 0.0091-0.0092 (the last digits depend on
   how the run is chunked, i.e. on XLA's fusion). PDCFR+ in Kuhn matched the

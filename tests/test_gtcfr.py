@@ -16,6 +16,7 @@ from jaxgt.evaluation import construct as cs
 from jaxgt.search import device_tree as dt
 from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
+from jaxgt.search import history_cfr
 import reference_leaf as lf
 import reference_resolving as rs
 import reference_subgame as sgm
@@ -132,6 +133,29 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
 @pytest.mark.slow
 def test_leduc_full_tree_is_cfr_plus_and_depth_limited_is_leaf_solve():
   _check_against_engine_and_depth_limited("leduc_poker", 5, 100)
+
+
+@pytest.mark.parametrize("name,alternating", [("dcfr", True), ("pcfr+", False)])
+def test_leduc_full_tree_runs_the_engines_rule(name, alternating):
+  """GT-CFR's regret phase with DCFR (alternating) or PCFR+ (simultaneous) as its rule: on a
+  fully expanded Leduc tree its average and current policies are the CFR engine's with that
+  rule, at every information state (the same iteration on another tree view)."""
+  g = jaxgt.load("leduc_poker")
+  src = dt.source_from_game(g)
+  cap = build_public_tree(g).num_public_states
+  solver = jaxgt.make_solver(name, alternating=alternating, dtype="float64")
+  cfg = gt.make_config(src, simulations=1, capacity=cap, solver=solver)
+  full = _grow(src, cap, 0)
+  res = gt.solve_tree(src, cfg, evaluators.exact(src), full, gt.root_ranges(src, 0), 30)
+  gtree = g.device_tree("float64")
+  st = solver.run(gtree, solver.init(gtree), 30)
+  current = history_cfr.strategy(solver, gt._legal(full), res.state.cfr)
+  for mine_pol, ref_pol in ((res.policy, solver.average_policy(gtree, st)),
+                            (current, solver.current_policy(gtree, st))):
+    for p in (0, 1):
+      mine, ref = _tree_policy(full, mine_pol, p, lambda ids: np.asarray(ref_pol[p])[ids])
+      assert len(mine) == g.tree.num_infostates[p]
+      np.testing.assert_allclose(mine, ref, atol=1e-9)
 
 
 def _blueprint(name):
@@ -377,6 +401,17 @@ def test_arguments_checked():
   # alternating solvers are accepted (player 0's update, then player 1's: the re-solving agent)
   alternating = gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
   assert alternating.solver.alternating
+  cfg_default = gt.make_config(src, simulations=5)
+  # a rule by name: the search's defaults (simultaneous updates, 003's order; plain sums; no
+  # tie rule) in the config's dtype
+  named = gt.make_config(src, simulations=5, solver="dcfr", dtype="float32")
+  assert named.solver == jaxgt.discounted_cfr(alternating=False, dtype="float32",
+                                              compensated=False, exact_ties=False)
+  assert gt.make_config(src, simulations=5, solver="cfr+").solver == cfg_default.solver
+  with pytest.raises(ValueError, match="unknown solver"):
+    gt.make_config(src, simulations=5, solver="cfr++")
+  with pytest.raises(ValueError, match="CFRSolver"):
+    gt.make_config(src, simulations=5, solver=3)
   cfg = gt.make_config(src, simulations=5)
   with pytest.raises(ValueError, match="root ranges"):
     gt.search(src, cfg, evaluators.exact(src), 0, np.ones(3), jax.random.PRNGKey(0))

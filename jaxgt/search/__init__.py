@@ -2,8 +2,9 @@
 
 * :mod:`jaxgt.search.device_tree`: a fixed-capacity public tree on the
   device, grown by expansions (nodes are public states).
-* :mod:`jaxgt.search.history_cfr`: public-tree CFR in history form over a
-  (partial) tree, with the CFR engine's regret and averaging rules.
+* :mod:`jaxgt.search.history_cfr`: the history form of a (partial) tree:
+  reaches and values over history slots, the tree view on which GT-CFR runs
+  the package's one CFR iteration (:mod:`jaxgt.solvers.cfr_iteration`).
 * :mod:`jaxgt.search.evaluator`: the leaf-evaluator protocol (``LeafInput``,
   ``Evaluator``) with the exact, continuation (multi-valued) and callable
   evaluators; the network adapter is :mod:`jaxgt.nets.gtcfr_evaluator`.

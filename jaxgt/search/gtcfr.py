@@ -5,8 +5,10 @@ alternates two phases on a public tree that starts as the root public state
 and its children (:mod:`jaxgt.search.device_tree`):
 
 * **regret update**: ``ceil(1/c)`` iterations of public-tree CFR over the
-  current tree with simultaneous updates, regret matching+ and linear
-  averaging (the engine's rules, :mod:`jaxgt.search.history_cfr`); every
+  current tree, by default with simultaneous updates, regret matching+ and
+  linear averaging (``GTCFRConfig.solver``: any rule of the CFR family, run by
+  the package's one CFR iteration, :mod:`jaxgt.solvers.cfr_iteration`, on the
+  tree's history form, :mod:`jaxgt.search.history_cfr`); every
   frontier leaf is valued by the evaluator in one batched call per
   iteration, terminals exactly;
 * **expansion**: ``ceil(c)`` simulations, each sampling a world state of the
@@ -53,6 +55,7 @@ from jaxgt.search.evaluator import Evaluator, LeafInput
 from jaxgt.search import history_cfr
 from jaxgt.search.gadget import Gadget, check_alpha
 from jaxgt.solvers import cfr as cfr_lib
+from jaxgt.solvers import cfr_iteration
 
 
 # ------------------------------------------------------------------ configuration and state
@@ -97,7 +100,9 @@ class GTCFRConfig:
   chance: str = "sample"  # "sample": by the chance probabilities; "uniform": uniformly
   select_policy: str = "average"  # pi_CFR of pi_select: CFR's "average" or "current" policy
   value_average: str = "node"  # node_values: over the "node"'s or the "search"'s iterations
-  # the CFR rules (default simultaneous CFR+, 003; alternating: player 0's update, then 1's)
+  # the CFRSolver of the regret phase: its rules, update order, tie rule and averaging sums
+  # (default simultaneous CFR+, 003, plain sums, no tie rule; alternating: player 0's update,
+  # then 1's)
   solver: Any = None
   log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
 
@@ -155,6 +160,12 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
       (default) the weight of the iterations it was in the tree, or ``"search"`` the whole
       search's averaging weight (the iterations before the node was added count as zero
       values; on a tree that does not grow both agree).
+    solver: the regret phase's CFR rule: a :class:`~jaxgt.solvers.cfr.CFRSolver` (any
+      rule of the family, e.g. ``jaxgt.discounted_cfr(dtype="float64")``, with its update
+      order, tie rule and averaging sums), or the name of one
+      (:func:`jaxgt.solvers.cfr.make_solver`) with the search's defaults: simultaneous
+      updates, plain sums and no tie rule, in ``dtype`` (the searches were measured so;
+      the tie rule changes which trees grow); default ``"cfr+"``.
   """
   simulations = check_positive_int("simulations", simulations)
   c = check_real("expansions_per_update", expansions_per_update, 0, math.inf, lo_open=True)
@@ -165,7 +176,11 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
   check_choice("chance", chance, CHANCE_MODES)
   check_choice("select_policy", select_policy, SELECT_POLICIES)
   check_choice("value_average", value_average, VALUE_AVERAGES)
-  solver = solver if solver is not None else cfr_lib.cfr_plus(alternating=False, dtype=dtype)
+  if solver is None or isinstance(solver, str):
+    solver = cfr_lib.make_solver(solver or "cfr+", alternating=False, dtype=dtype,
+                                 compensated=False, exact_ties=False)
+  if not isinstance(solver, cfr_lib.CFRSolver):
+    raise ValueError(f"solver must be a CFRSolver or the name of one, got {solver!r}")
   return GTCFRConfig(capacity=capacity, simulations=simulations, expansions_per_update=c,
                      puct_constant=check_real("puct_constant", puct_constant, 0),
                      prior_temperature=check_real("prior_temperature", prior_temperature, 0,
@@ -182,7 +197,8 @@ class SearchState:
   """State of one GT-CFR search (add ``B`` in front when batched)."""
 
   tree: device_tree.DeviceTree
-  cfr: history_cfr.TableState  # tables of rows N * K (node n's slot k is row n * K + k)
+  # the CFR tables (CFRState, terminal weights [0]) of rows N * K (node n's slot k is row n * K + k)
+  cfr: Any
   visits: Any  # [2, N * K, A] simulation visits per information state and action
   virtual: Any  # [2, N * K, A] visits of the current expansion phase (virtual losses)
   q: Any  # [2, N * K, A] last counterfactual action values normalised by opponent reach
@@ -298,17 +314,20 @@ class _Program:
   alpha: float | None
 
   def regret_update(self, st: SearchState, ranges, opp_values, player, on) -> SearchState:
-    """One public-tree CFR iteration over the current tree: simultaneous (``003``), or with
-    an alternating solver player 0's update, then player 1's, each with its own forward pass.
-    The evaluator is queried once per iteration, with the iteration's first strategies; both
-    alternating half-updates read those leaf values (as the CFR engine's depth-limited solve
-    does: :func:`jaxgt.search.leaf.solve` sets the leaf values once per iteration).
-    ``player`` ([] int32) is the re-solving player and ``on`` ([] bool) turns its gadget on
-    (off: both ranges fixed)."""
-    if self.config.solver.alternating:
-      st, leaf_values = self._update(st, ranges, opp_values, (0,), False, player, on)
-      return self._update(st, ranges, opp_values, (1,), True, player, on, leaf_values)[0]
-    return self._update(st, ranges, opp_values, (0, 1), True, player, on)[0]
+    """One public-tree CFR iteration over the current tree: the package's CFR iteration
+    (:func:`jaxgt.solvers.cfr_iteration.iteration`) on the tree's history form
+    (:class:`_RegretPhase`), simultaneous (``003``) or, with an alternating solver, player 0's
+    update then player 1's, each with its own forward pass. The evaluator is queried once
+    per iteration, with the iteration's first strategies; both alternating half-updates read
+    those leaf values (as the CFR engine's depth-limited solve does:
+    :func:`jaxgt.search.leaf.solve` sets the leaf values once per iteration). ``player`` ([]
+    int32) is the re-solving player and ``on`` ([] bool) turns its gadget on (off: both
+    ranges fixed)."""
+    view = _RegretPhase(self, st.tree, tree_forest(self.source, st.tree), _legal(st.tree), ranges,
+                        opp_values, player, on)
+    carry = cfr_iteration.iteration(self.config.solver, view,
+                                    cfr_iteration.start(view, st.cfr, (st, None)))
+    return carry.root_state[0].replace(cfr=carry.state)
 
   def _gadget(self, tree, ranges, opp_values, player):
     K = self.source.num_infostates
@@ -316,88 +335,6 @@ class _Program:
     return Gadget(self.config.solver, o, jnp.arange(K), opp_values, ranges[o],
                   None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
                   tree.info_id[o, 0] >= 0)
-
-  def _update(self, st: SearchState, ranges, opp_values, players, last, player, on,
-              leaf_values=None):
-    """``(state, leaf values [2, N * M])`` after the CFR update of ``players`` (static) from
-    the current strategies; ``last``: the iteration's final update (counts the iteration and
-    the value averages' weight); ``leaf_values``: this iteration's values when the evaluator
-    was already queried (``None``: query it)."""
-    src, solver = self.source, self.config.solver
-    tree = st.tree
-    K = src.num_infostates
-    N, M = tree.capacity, src.num_histories
-    forest = tree_forest(src, tree)
-    legal = _legal(tree)
-    sigma = history_cfr.strategy(solver, legal, st.cfr)
-    t = st.cfr.iteration + 1
-    gs = st.gadget
-    ranges_t = ranges
-    if self.resolving:
-      o = 1 - player
-      gadget = self._gadget(tree, ranges, opp_values, player)
-      ours = _among(player, players)
-      # The opponent's range of the gadget's current strategy, in either half-update (its own
-      # counterfactual values do not see it; the leaf query and its averaging weights do), as
-      # search.resolving.resolve queries; recorded for averaging in our update only. (An
-      # opponent updated first used to see the range recorded at the previous iteration,
-      # r_prev at the first: the query of iteration 1 then saw another range than our update.)
-      r_o, gs_new = gadget.mix(gs, t)
-      gs = _select(ours, gs_new, gs)
-      ranges_t = ranges.at[o].set(jnp.where(on, r_o, ranges[o]))
-    fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
-    leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
-                       chance=fw.chance.reshape(N, M), root_ranges=ranges_t)
-    query = leaf_values is None
-    if query:
-      (leaf_values, prior), es = self.evaluator.apply(st.evaluator, leaves)
-    else:
-      prior, es = None, st.evaluator
-    leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
-                                   (2, N * M))
-    v = history_cfr.values(forest, fw.edge, leaf_values)
-    cfr, qs = history_cfr.update(solver, forest, legal, st.cfr, sigma, fw, v, players, last)
-    updated = jnp.asarray([p in players for p in (0, 1)])
-    # Root counterfactual values of this iterate, per root information-state slot.
-    root_info = tree.info.reshape(2, -1)
-    rv = []
-    for p in (0, 1):
-      contrib = history_cfr.root_values(forest, fw, v[p], p)
-      rv.append(jax.ops.segment_sum(contrib, jnp.where(root_info[p] >= 0, root_info[p], K), K + 1)[:K])
-    rv = jnp.stack(rv)
-    node_v = jnp.stack([self._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
-                                         * fw.own[1 - p] * v[p], p) for p in (0, 1)])
-    if self.resolving:
-      o = 1 - player
-      gs = _select(_among(o, players), gadget.regret_step(gs, rv[o], jnp.ones(K, rv.dtype), t),
-                   gs)
-    averaging = solver.averaging
-    q = jnp.stack([jnp.where((qs[p][1] > 0)[:, None], qs[p][0] / jnp.where(qs[p][1] > 0,
-                                                                             qs[p][1], 1.0)[:, None],
-                             0.0) for p in (0, 1)])
-    if query:
-      new_prior = _prior(tree, prior, self.config.prior_temperature)
-      frontier = jnp.repeat(~tree.expanded, K)
-      prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
-    else:
-      prior_out = st.prior
-    rows = updated[:, None]
-    node_weight = st.node_weight
-    if last and self.config.value_average == "node":  # static: only "node" reads it
-      in_tree = jnp.any((forest.live & tree.entry.reshape(-1)).reshape(N, M), axis=1)  # [N]
-      node_weight = averaging.accumulate(node_weight, in_tree.astype(rv.dtype), t)
-    return st.replace(
-        cfr=cfr, q=jnp.where(rows[..., None], q, st.q), prior=prior_out, evaluator=es, gadget=gs,
-        queries=self._log(st.queries, tree, forest, fw, t) if query else st.queries,
-        joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
-        root_values=jnp.where(rows, averaging.accumulate(st.root_values, rv, t), st.root_values),
-        node_values=jnp.where(rows, averaging.accumulate(st.node_values, node_v, t),
-                              st.node_values),
-        value_weight=(averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t) if last
-                      else st.value_weight),
-        node_weight=node_weight,
-        num_queries=st.num_queries + (jnp.sum(forest.leaf, dtype=jnp.int32) if query else 0),
-        history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32)), leaf_values
 
   def _entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
     """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
@@ -514,7 +451,8 @@ class _Program:
       gs = Gadget(cfg.solver, 1 - player, jnp.arange(K), jnp.zeros(K, dtype), ranges[1 - player],
                   None).init()
     return SearchState(
-        tree=tree, cfr=history_cfr.init_tables(cfg.solver, (N * K, N * K), A, dtype), visits=zeros,
+        tree=tree, cfr=cfg.solver.init_tables((N * K, N * K), A, jnp.zeros((0,), dtype)),
+        visits=zeros,
         virtual=zeros, q=zeros, prior=zeros, joint_reach=jnp.zeros((N, src.num_histories), dtype),
         root_values=jnp.zeros((2, K), dtype), node_values=jnp.zeros((2, N * K), dtype),
         value_weight=jnp.zeros((), dtype), node_weight=jnp.zeros(N, dtype), gadget=gs,
@@ -572,6 +510,118 @@ class _Program:
       return st.replace(virtual=jnp.zeros_like(st.virtual))
 
     return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges, player, on)
+
+
+@dataclasses.dataclass(frozen=True)
+class _RegretPhase:
+  """GT-CFR's regret phase on one tree: the history (forest) form as a
+  :class:`~jaxgt.solvers.cfr_iteration.TreeView`. Its state is ``(SearchState, leaf values
+  [2, N * M] of this iteration or None before the query)``; :meth:`begin` runs the gadget's
+  mixing, the forward pass and the leaf query, :meth:`end` records the search's values,
+  action values, priors and counts."""
+
+  program: _Program
+  tree: device_tree.DeviceTree  # the current tree
+  forest: history_cfr.Forest  # its history form (tree_forest)
+  legal_masks: tuple  # ([N * K, A], [N * K, A]) legal actions of every node's rows
+  ranges: Any  # [2, K] root ranges
+  opp_values: Any  # [K] the opponent's terminate values (re-solving)
+  player: Any  # [] int32 the re-solving player
+  on: Any  # [] bool the gadget is on
+  axis: int = -1  # the actions' axis
+
+  def legal(self, p):
+    return self.legal_masks[p]
+
+  def strategy(self, p, regrets, extra):
+    return self.program.config.solver.regret_rule.strategy(regrets, self.legal_masks[p], extra), ()
+
+  def begin(self, aux, players, sigma, x, t):
+    st, leaf_values = aux
+    prog, tree, forest = self.program, self.tree, self.forest
+    K = prog.source.num_infostates
+    N, M = tree.capacity, prog.source.num_histories
+    gs, ranges_t, gadget = st.gadget, self.ranges, None
+    if prog.resolving:
+      o = 1 - self.player
+      gadget = prog._gadget(tree, self.ranges, self.opp_values, self.player)
+      # The opponent's range of the gadget's current strategy, in either half-update (its own
+      # counterfactual values do not see it; the leaf query and its averaging weights do), as
+      # search.resolving.resolve queries; recorded for averaging in our update only. (An
+      # opponent updated first used to see the range recorded at the previous iteration,
+      # r_prev at the first: the query of iteration 1 then saw another range than our update.)
+      r_o, gs_new = gadget.mix(gs, t)
+      gs = _select(_among(self.player, players), gs_new, gs)
+      ranges_t = self.ranges.at[o].set(jnp.where(self.on, r_o, self.ranges[o]))
+    fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
+    query = leaf_values is None
+    prior, es = None, st.evaluator
+    if query:
+      leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
+                         chance=fw.chance.reshape(N, M), root_ranges=ranges_t)
+      (leaf_values, prior), es = prog.evaluator.apply(st.evaluator, leaves)
+    leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
+                                   (2, N * M))
+    v = history_cfr.values(forest, fw.edge, leaf_values)
+    return dict(st=st.replace(gadget=gs, evaluator=es), gadget=gadget, fw=fw, v=v,
+                leaf_values=leaf_values, query=query, prior=prior, qs={})
+
+  def values(self, ctx, p, sigma, x):
+    n, A = sigma[p].shape
+    q, norm = history_cfr.action_values(self.forest, ctx["fw"], ctx["v"][p], p, n, A)
+    reach = jnp.maximum(history_cfr.own_reach(self.forest, ctx["fw"], p, n), 0.0)
+    return q, reach, {**ctx, "qs": {**ctx["qs"], p: (q, norm)}}
+
+  def end(self, ctx, players, t):
+    prog, tree, forest = self.program, self.tree, self.forest
+    fw, v, st = ctx["fw"], ctx["v"], ctx["st"]
+    K = prog.source.num_infostates
+    N, M = tree.capacity, prog.source.num_histories
+    last = players[-1] == 1  # static: the iteration's final update
+    # Root counterfactual values of this iterate, per root information-state slot.
+    root_info = tree.info.reshape(2, -1)
+    rv = []
+    for p in (0, 1):
+      contrib = history_cfr.root_values(forest, fw, v[p], p)
+      rv.append(jax.ops.segment_sum(contrib, jnp.where(root_info[p] >= 0, root_info[p], K),
+                                    K + 1)[:K])
+    rv = jnp.stack(rv)
+    node_v = jnp.stack([prog._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
+                                         * fw.own[1 - p] * v[p], p) for p in (0, 1)])
+    gs = st.gadget
+    if prog.resolving:
+      o = 1 - self.player
+      gs = _select(_among(o, players),
+                   ctx["gadget"].regret_step(gs, rv[o], jnp.ones(K, rv.dtype), t), gs)
+    averaging = prog.config.solver.averaging
+    q = st.q
+    for p, (qp, norm) in ctx["qs"].items():
+      q = q.at[p].set(jnp.where((norm > 0)[:, None], qp / jnp.where(norm > 0, norm, 1.0)[:, None],
+                                0.0))
+    prior_out = st.prior
+    if ctx["query"]:
+      new_prior = _prior(tree, ctx["prior"], prog.config.prior_temperature)
+      frontier = jnp.repeat(~tree.expanded, K)
+      prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
+    rows = jnp.asarray([p in players for p in (0, 1)])[:, None]
+    node_weight = st.node_weight
+    if last and prog.config.value_average == "node":  # static: only "node" reads it
+      in_tree = jnp.any((forest.live & tree.entry.reshape(-1)).reshape(N, M), axis=1)  # [N]
+      node_weight = averaging.accumulate(node_weight, in_tree.astype(rv.dtype), t)
+    st = st.replace(
+        q=q, prior=prior_out, gadget=gs,
+        queries=prog._log(st.queries, tree, forest, fw, t) if ctx["query"] else st.queries,
+        joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
+        root_values=jnp.where(rows, averaging.accumulate(st.root_values, rv, t), st.root_values),
+        node_values=jnp.where(rows, averaging.accumulate(st.node_values, node_v, t),
+                              st.node_values),
+        value_weight=(averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t) if last
+                      else st.value_weight),
+        node_weight=node_weight,
+        num_queries=st.num_queries + (jnp.sum(forest.leaf, dtype=jnp.int32) if ctx["query"]
+                                      else 0),
+        history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
+    return st, ctx["leaf_values"]
 
 
 def _among(player, players: tuple):

@@ -1,21 +1,21 @@
-"""CFR in history form over a forest of history slots (a partial public tree).
+"""The history form of a partial public tree: reaches down and values up over history slots.
 
-The CFR engine (:mod:`jaxgt.solvers.cfr`) runs on the sequence form of a
-compiled game, whose level structure is static. A growing tree
+The sequence form (:class:`jaxgt.solvers.cfr.SequenceView`) needs a compiled
+game, whose level structure is static. A growing tree
 (:mod:`jaxgt.search.device_tree`) changes shape at run time, so public-tree
-CFR on it (``003``, "Search via Growing-Tree CFR": simultaneous updates,
-regret matching+, linear averaging) walks its histories instead: each slot
-knows its parent slot, so reaches flow down and values flow up in a fixed
-number of array passes (the static depth bound), whatever the tree's shape.
-The regret and averaging rules are the engine's (:mod:`jaxgt.solvers.cfr_rules`,
-taken from the :class:`~jaxgt.solvers.cfr.CFRSolver`), so CFR+ here is the
-engine's CFR+.
+CFR on it (Schmid et al., "Student of Games", 2023: Growing-Tree CFR) walks its
+histories instead: each slot knows its parent slot, so reaches flow down and
+values flow up in a fixed number of array passes (the static depth bound),
+whatever the tree's shape. These passes are the tree view of GT-CFR's regret
+phase (:mod:`jaxgt.search.gtcfr`); the iteration itself (update order, tie rule,
+regret and averaging rules) is the package's one
+(:func:`jaxgt.solvers.cfr_iteration.iteration`), so every rule of the CFR family
+runs here as on the sequence form.
 
 A :class:`Forest` is the flat view (``S`` slots) of the GT-CFR search's device
-tree (:func:`jaxgt.search.gtcfr.tree_forest`); the exact leaf evaluator solves the
-continuation below the leaves on the CFR engine itself. Shape letters: ``S`` slots,
-``I`` rows of a player's table (information states), ``A`` actions, ``R`` value
-rows (one per player's update).
+tree (:func:`jaxgt.search.gtcfr.tree_forest`). Shape letters: ``S`` slots, ``I``
+rows of a player's table (information states), ``A`` actions, ``R`` value rows
+(one per player's update).
 """
 
 from __future__ import annotations
@@ -49,16 +49,6 @@ class Forest:
 
 
 @struct.dataclass
-class TableState:
-  """Cumulative CFR tables of one player pair (rows ``I_p``)."""
-
-  regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets
-  cum_policy: tuple  # ([I0, A], [I1, A]) averaging-weighted strategy sums
-  regret_state: tuple  # the regret rule's extra state per player
-  iteration: Any  # [] int32 completed iterations
-
-
-@struct.dataclass
 class Forward:
   """Reaches of one iteration's strategies."""
 
@@ -67,21 +57,14 @@ class Forward:
   edge: Any  # [S] probability of the edge into each live slot (all players and chance)
 
 
-def init_tables(solver, sizes, num_actions: int, dtype) -> TableState:
-  """Zero tables of ``sizes = (I0, I1)`` rows."""
-  zeros = tuple(jnp.zeros((n, num_actions), dtype) for n in sizes)
-  return TableState(regrets=zeros, cum_policy=zeros,
-                    regret_state=tuple(solver.regret_rule.init(z) for z in zeros),
-                    iteration=jnp.zeros((), jnp.int32))
-
-
-def strategy(solver, legal, st: TableState) -> tuple:
-  """Current strategies ``([I0, A], [I1, A])`` of the regret rule."""
+def strategy(solver, legal, st) -> tuple:
+  """Current strategies ``([I0, A], [I1, A])`` of the regret rule (``st``: the
+  :class:`~jaxgt.solvers.cfr.CFRState` of the tables)."""
   return tuple(solver.regret_rule.strategy(st.regrets[p], legal[p], st.regret_state[p])
                for p in (0, 1))
 
 
-def average_policy(legal, st: TableState) -> tuple:
+def average_policy(legal, st) -> tuple:
   """Average strategies ``([I0, A], [I1, A])`` (uniform where never reached)."""
   return tuple(sequence_form.normalize(st.cum_policy[p], legal[p]) for p in (0, 1))
 
@@ -175,29 +158,6 @@ def own_reach(forest: Forest, fw: Forward, player: int, num_rows: int):
   dec = forest.live & (forest.player == player) & (forest.info[player] >= 0)
   ids = jnp.where(dec, forest.info[player], num_rows)
   return jax.ops.segment_max(jnp.where(dec, fw.own[player], 0.0), ids, num_rows + 1)[:-1]
-
-
-def update(solver, forest: Forest, legal, st: TableState, sigma, fw: Forward, v,
-           players=(0, 1), advance: bool = True):
-  """One simultaneous CFR update of ``players`` (static; default both) from values ``v [2, S]``
-  (row ``p`` for player ``p``'s update); returns ``(TableState, q)`` with ``q`` the pair of
-  ``(action values [I, A], normaliser [I])``. ``advance``: count the iteration (an
-  alternating iteration updates one player, then the other, and counts once)."""
-  t = st.iteration + 1
-  regrets, extra, cum, qs = list(st.regrets), list(st.regret_state), list(st.cum_policy), []
-  for p in (0, 1):
-    n, A = sigma[p].shape
-    q, norm = action_values(forest, fw, v[p], p, n, A)
-    qs.append((q, norm))
-    if p not in players:
-      continue
-    value = jnp.sum(sigma[p] * q, axis=-1, keepdims=True)
-    instant = jnp.where(legal[p], q - value, 0.0)
-    regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
-    reach = jnp.maximum(own_reach(forest, fw, p, n), 0.0)
-    cum[p] = solver.averaging.accumulate(cum[p], reach[:, None] * sigma[p], t)
-  return TableState(regrets=tuple(regrets), cum_policy=tuple(cum), regret_state=tuple(extra),
-                    iteration=t if advance else st.iteration), tuple(qs)
 
 
 def root_values(forest: Forest, fw: Forward, v, player: int):

@@ -1,4 +1,4 @@
-"""The CFR family in sequence form: one iteration engine and nine solvers.
+"""The CFR family in sequence form: the sequence-form view and nine solvers.
 
 ``solver = cfr_plus()`` returns a frozen :class:`CFRSolver` following the
 solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree, *, weights=None)``,
@@ -6,28 +6,26 @@ solver protocol (:mod:`jaxgt.solvers.base`): ``init(tree, *, weights=None)``,
 ``policy`` (the average strategy). Everything is vmap-able over ``state`` (a
 batch of root beliefs of the same game): see ``init_batch`` / ``run_batch``.
 
-:func:`iteration` is the package's one CFR iteration: full-game CFR,
-depth-limited solving (:mod:`jaxgt.search.leaf`) and the re-solving gadget
-(:mod:`jaxgt.search.gadget`) all run it. At iteration ``t = 1, 2, ...`` it
-updates player 0 then player 1 (alternating: player 1 sees player 0's new
-strategy, OpenSpiel's ``_CFRSolverBase`` order; simultaneous: both from the
-same strategies). Player ``p``'s instantaneous counterfactual regrets ``r_t``
-(from its own payoffs and terminal weights) update its regrets and strategy
-through the solver's regret rule, and ``own reach * sigma_t`` enters its
-average through the averaging rule (:mod:`jaxgt.solvers.cfr_rules`: CFR,
-CFR+, LCFR, DCFR, PCFR+, DCFR+, PDCFR+, HS-PCFR+ and HS-DCFR differ only
-there). The average is a compensated (Kahan) sum with weights rescaled by
-powers of 16 (``CFRSolver.compensated``, default), so float32 runs keep
-improving over millions of iterations (Leduc CFR+, 10^6 iterations: 1.5e-7
-where plain float32 sums gave 1.4e-4). :meth:`CFRSolver.loop` sums blocks of
-``average_block`` (16) iterations plainly and adds each block with one
-compensated addition, so an iteration costs what a plain sum costs (Leduc
-CFR+ in float32: the same exploitability as a compensated addition every
-iteration at 5e5 to 10^6 iterations, to 4 digits; 1.54e-7 at 10^6). :meth:`CFRSolver.current_policy` is
-the last iterate. A :class:`RootTransform` may change a
-player's terminal weights before its update and observe its counterfactual
-values after. The carry (:class:`Iterate`) keeps the current strategies and
-realization plans, so an iteration costs two regret matchings.
+:func:`iteration` is the package's one CFR iteration
+(:func:`jaxgt.solvers.cfr_iteration.iteration`: update order, tie rule, regret
+and averaging rules) on the sequence form of a compiled game
+(:class:`SequenceView`): full-game CFR, depth-limited solving
+(:mod:`jaxgt.search.leaf`) and the re-solving gadget (:mod:`jaxgt.search.gadget`)
+all run it. Player ``p``'s action values come from its own payoffs and terminal
+weights; CFR, CFR+, LCFR, DCFR, PCFR+, DCFR+, PDCFR+, HS-PCFR+ and HS-DCFR
+differ only in their rules (:mod:`jaxgt.solvers.cfr_rules`). The average is a
+compensated (Kahan) sum with weights rescaled by powers of 16
+(``CFRSolver.compensated``, default), so float32 runs keep improving over
+millions of iterations (Leduc CFR+, 10^6 iterations: 1.5e-7 where plain float32
+sums gave 1.4e-4). :meth:`CFRSolver.loop` sums blocks of ``average_block`` (16)
+iterations plainly and adds each block with one compensated addition, so an
+iteration costs what a plain sum costs (Leduc CFR+ in float32: the same
+exploitability as a compensated addition every iteration at 5e5 to 10^6
+iterations, to 4 digits; 1.54e-7 at 10^6). :meth:`CFRSolver.current_policy` is
+the last iterate. A :class:`RootTransform` may change a player's terminal
+weights before its update and observe its counterfactual values after. The
+carry (:class:`~jaxgt.solvers.cfr_iteration.Iterate`) keeps the current
+strategies and realization plans, so an iteration costs two regret matchings.
 :meth:`CFRSolver.loop` runs the engine action-major (``Iterate.actions_first``:
 ``[A, I]`` arrays, sequences numbered ``a*I + i``, the legal masks transposed
 once), where the sums over an information state's few actions run along the
@@ -51,6 +49,8 @@ from jaxgt.core.compiler import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype
 from jaxgt.solvers.base import FullWidthSolver
 from jaxgt.core.checks import check_positive_int, check_real
+from jaxgt.solvers import cfr_iteration
+from jaxgt.solvers.cfr_iteration import Iterate
 from jaxgt.solvers.cfr_rules import (DiscountedRegretMatching, DiscountedRegretMatchingPlus,
                                      PowerAveraging, PredictiveRegretMatchingPlus, RegretMatching,
                                      PartialSum, RegretMatchingPlus, ScheduledAveraging,
@@ -72,25 +72,6 @@ class CFRState:
   cum_compensation: tuple = ((), ())
 
 
-@struct.dataclass
-class Iterate:
-  """What the engine carries from one iteration to the next."""
-
-  state: CFRState  # the :class:`CFRState`
-  sigma: tuple  # ([I0, A], [I1, A]) current strategies of state
-  x: tuple  # ([S0], [S1]) their realization plans
-  root_state: Any = ()  # the root transform's state (() without one)
-  # (PartialSum, PartialSum) the average's block in progress inside CFRSolver.loop (() outside)
-  partial: tuple = ()
-  # static: the layout of every [I, A] array above (state, sigma, partial), and of x: False
-  # [I, A] with sequences i*A + a; True [A, I] with sequences a*I + i (action-major,
-  # sequence_form.action_major), where the sums over actions run along the long axis
-  actions_first: bool = struct.field(pytree_node=False, default=False)
-  # (legal0, legal1) in that layout when actions_first ([A, I] bools, transposed once by
-  # start, outside the loop), else () (the trees' [I, A] masks)
-  legal: tuple = ()
-
-
 class RootTransform(Protocol):
   """A hook on the root of the game, called inside :func:`iteration`.
 
@@ -110,30 +91,74 @@ class RootTransform(Protocol):
     """The root state after player ``player``'s update at iteration ``t``."""
 
 
-# ------------------------------------------------------------------ the engine
+# ------------------------------------------------------------------ the sequence-form view
+@dataclasses.dataclass(frozen=True)
+class SequenceView:
+  """The sequence form of a whole compiled game (a
+  :class:`~jaxgt.solvers.cfr_iteration.TreeView`): action values from each player's payoffs
+  and terminal weights and the opponent's realization plan; the view's state is ``root``'s."""
+
+  solver: Any  # the CFRSolver (its regret rule gives the strategies)
+  trees: tuple  # (tree for player 0's update, tree for player 1's)
+  weights: tuple = ()  # (w0 [T], w1 [T]) terminal weights (() before begin is called)
+  root: Any = None  # a RootTransform or None
+  actions_first: bool = False  # the layout (Iterate.actions_first)
+  legal_masks: tuple = ()  # Iterate.legal
+
+  @property
+  def axis(self) -> int:
+    return -2 if self.actions_first else -1
+
+  def legal(self, p):
+    return self.legal_masks[p] if self.actions_first else self.trees[p].players[p].legal
+
+  def strategy(self, p, regrets, extra):
+    pt = self.trees[p].players[p]
+    rule = self.solver.regret_rule
+    if not self.actions_first:
+      sigma = rule.strategy(regrets, pt.legal, extra)
+      return sigma, sequence_form.realization(pt, sigma)
+    if "axis" in inspect.signature(rule.strategy).parameters:
+      sigma = rule.strategy(regrets, self.legal_masks[p], extra, axis=-2)
+    else:  # a rule written for [I, A] only: called on transposed arrays
+      tree = self.trees[p]
+      sigma = _swap(tree, p, rule.strategy(_swap(tree, p, regrets), pt.legal,
+                                           _swap(tree, p, extra)))
+    return sigma, sequence_form.realization(pt, sigma, actions_first=True)
+
+  def begin(self, root_state, players, sigma, x, t):
+    ws = list(self.weights)
+    for p in players if self.root is not None else ():
+      ws[p], root_state = self.root.weights(root_state, p, ws[p], t)
+    return ws, root_state, t
+
+  def values(self, ctx, p, sigma, x):
+    ws, root_state, t = ctx
+    tree, pt, af = self.trees[p], self.trees[p].players[p], self.actions_first
+    # leaf values in p's grouped terminal order (sequence_form.terminal_sums), except for a
+    # root transform, which sees them in terminal order
+    values, leaf_seq = sequence_form.player_leaf_values(tree, p, x[1 - p], ws[p],
+                                                        grouped=self.root is None,
+                                                        actions_first=af)
+    q, _ = sequence_form.sequence_values(pt, values, leaf_seq, sigma[p], tree.num_actions, af)
+    if self.root is not None:
+      own = tree.terminal_seq[p]
+      if af:
+        own = sequence_form.action_major(own, pt.num_infostates, tree.num_actions)
+      root_state = self.root.update(root_state, p, values, x[p][own], t)
+    return q, sequence_form.infostate_reach(pt, x[p], af), (ws, root_state, t)
+
+  def end(self, ctx, players, t):
+    return ctx[1]
+
+
 def start(solver: CFRSolver, tree: GameTree, state: CFRState, root_state=(), *,
           actions_first: bool = False) -> Iterate:
   """The engine's carry for ``state``: its current strategies and realization plans
   (``actions_first``: ``state``'s arrays are already action-major, :func:`transpose_state`)."""
   legal = tuple(jnp.asarray(pt.legal).T for pt in tree.players) if actions_first else ()
-  pairs = [_strategy(solver, tree, p, state.regrets[p], state.regret_state[p], legal)
-           for p in (0, 1)]
-  return Iterate(state=state, sigma=tuple(s for s, _ in pairs), x=tuple(x for _, x in pairs),
-                 root_state=root_state, actions_first=actions_first, legal=legal)
-
-
-def _strategy(solver, tree, p, regrets, extra, legal=()):
-  """``(sigma, x)`` of player ``p``; ``legal``: :attr:`Iterate.legal` (action-major if set)."""
-  pt = tree.players[p]
-  rule = solver.regret_rule
-  if not legal:
-    sigma = rule.strategy(regrets, pt.legal, extra)
-    return sigma, sequence_form.realization(pt, sigma)
-  if "axis" in inspect.signature(rule.strategy).parameters:
-    sigma = rule.strategy(regrets, legal[p], extra, axis=-2)
-  else:  # a rule written for [I, A] only: called on transposed arrays
-    sigma = _swap(tree, p, rule.strategy(_swap(tree, p, regrets), pt.legal, _swap(tree, p, extra)))
-  return sigma, sequence_form.realization(pt, sigma, actions_first=True)
+  view = SequenceView(solver, (tree, tree), actions_first=actions_first, legal_masks=legal)
+  return cfr_iteration.start(view, state, root_state, actions_first=actions_first, legal=legal)
 
 
 def _swap(tree: GameTree, p: int, arrays):
@@ -154,7 +179,8 @@ def transpose_state(tree: GameTree, state: CFRState) -> CFRState:
 
 def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
               root: RootTransform | None = None, update_mask=None) -> Iterate:
-  """One CFR iteration (see the module docstring); pure and jit/vmap-able.
+  """One CFR iteration in sequence form (:func:`jaxgt.solvers.cfr_iteration.iteration` on a
+  :class:`SequenceView`); pure and jit/vmap-able.
 
   Args:
     solver: the :class:`CFRSolver` (rules and update order).
@@ -172,75 +198,10 @@ def iteration(solver: CFRSolver, trees, carry: Iterate, *, weights=None,
       stay zero, so their strategy stays uniform: the exact leaf evaluator of
       :mod:`jaxgt.search.gtcfr` solves only the continuation below its leaves).
   """
-  trees = trees if isinstance(trees, (tuple, list)) else (trees, trees)
-  state = carry.state
-  af = carry.actions_first
-  t = state.iteration + 1
-  sigma, x = list(carry.sigma), list(carry.x)
-  regrets, extra, cum = list(state.regrets), list(state.regret_state), list(state.cum_policy)
-  comp, partial = list(state.cum_compensation), list(carry.partial)
-  ws = list(weights if weights is not None else (state.weights, state.weights))
-  root_state = carry.root_state
-
-  def player_weights(p, root_state):
-    return (ws[p], root_state) if root is None else root.weights(root_state, p, ws[p], t)
-
-  if not solver.alternating:
-    for p in (0, 1):
-      ws[p], root_state = player_weights(p, root_state)
-  for p in (0, 1):
-    if solver.alternating:
-      ws[p], root_state = player_weights(p, root_state)
-    tree, pt = trees[p], trees[p].players[p]
-    # leaf values in p's grouped terminal order (sequence_form.terminal_sums), except for a
-    # root transform, which sees them in terminal order
-    values, leaf_seq = sequence_form.player_leaf_values(tree, p, x[1 - p], ws[p],
-                                                        grouped=root is None, actions_first=af)
-    q, _ = sequence_form.sequence_values(pt, values, leaf_seq, sigma[p], tree.num_actions, af)
-    axis = -2 if af else -1  # the actions' axis
-    value = jnp.sum(sigma[p] * q, axis=axis, keepdims=True)
-    instant = jnp.where(carry.legal[p] if af else pt.legal, exact_ties(q - value, q, axis), 0.0)
-    if update_mask is not None:
-      mask = update_mask[p][None, :] if af else update_mask[p][:, None]
-      instant = jnp.where(mask, instant, 0.0)
-    regrets[p], extra[p] = solver.regret_rule.update(regrets[p], instant, t, extra[p])
-    reach = sequence_form.infostate_reach(pt, x[p], af)
-    increment = (reach[None, :] if af else reach[:, None]) * sigma[p]
-    if partial:  # static: a block of the average in progress (CFRSolver.loop)
-      partial[p] = solver.averaging.add_partial(partial[p], increment, t)
-    elif solver.compensated:
-      cum[p], comp[p] = solver.averaging.add(cum[p], comp[p], increment, t)
-    else:
-      cum[p] = solver.averaging.accumulate(cum[p], increment, t)
-    if root is not None:
-      own = tree.terminal_seq[p]
-      if af:
-        own = sequence_form.action_major(own, pt.num_infostates, tree.num_actions)
-      root_state = root.update(root_state, p, values, x[p][own], t)
-    if solver.alternating:
-      sigma[p], x[p] = _strategy(solver, tree, p, regrets[p], extra[p], carry.legal)
-  if not solver.alternating:
-    for p in (0, 1):
-      sigma[p], x[p] = _strategy(solver, trees[p], p, regrets[p], extra[p], carry.legal)
-  state = state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), iteration=t,
-                        regret_state=tuple(extra), cum_compensation=tuple(comp))
-  return Iterate(state=state, sigma=tuple(sigma), x=tuple(x), root_state=root_state,
-                 partial=tuple(partial), actions_first=af, legal=carry.legal)
-
-
-def exact_ties(regret: jax.Array, q: jax.Array, axis: int = -1) -> jax.Array:
-  """Instantaneous regrets ``[I, A]`` with rounding residuals of exact ties set to zero.
-
-  Where an action's value equals the information state's value in exact
-  arithmetic, ``q - sum(sigma q)`` comes out as a few ulps of either sign,
-  depending on how XLA fuses the sum; regret matching+ then turns such a
-  residual into a pure strategy. Anything within ``A eps max|q|`` of zero
-  is taken to be zero, so the iterates are those of exact arithmetic (and do
-  not change with the XLA version or the chunking of a run).
-  """
-  eps = jnp.finfo(regret.dtype).eps
-  scale = jnp.max(jnp.abs(q), axis=axis, keepdims=True)
-  return jnp.where(jnp.abs(regret) <= q.shape[axis] * eps * scale, 0.0, regret)
+  trees = tuple(trees) if isinstance(trees, (tuple, list)) else (trees, trees)
+  ws = tuple(weights if weights is not None else (carry.state.weights, carry.state.weights))
+  view = SequenceView(solver, trees, ws, root, carry.actions_first, carry.legal)
+  return cfr_iteration.iteration(solver, view, carry, update_mask)
 
 
 # ------------------------------------------------------------------ the solver
@@ -259,11 +220,16 @@ class CFRSolver(FullWidthSolver):
   # compensated: iterations summed plainly into a block between compensated additions (loop;
   # 1: a compensated addition every iteration)
   average_block: int = 16
+  # instantaneous regrets within A eps max|q| of zero taken for ties and set to zero
+  # (:func:`jaxgt.solvers.cfr_iteration.exact_ties`); False: the plain float differences
+  exact_ties: bool = True
 
   def __post_init__(self):
     b = self.average_block
     if isinstance(b, bool) or not isinstance(b, int) or b < 1:
       raise ValueError(f"average_block must be a positive integer, got {b!r}")
+    if not isinstance(self.exact_ties, bool):
+      raise ValueError(f"exact_ties must be True or False, got {self.exact_ties!r}")
 
   def init(self, tree: GameTree, *, weights=None) -> CFRState:
     """Zero regrets and averages; ``weights [T]`` (or ``[B, T]``) defaults to chance reach."""
@@ -274,8 +240,14 @@ class CFRSolver(FullWidthSolver):
     if weights.shape[-1:] != (tree.num_terminals,):
       raise ValueError(f"weights must have shape [..., {tree.num_terminals}] (one per terminal), "
                        f"got {weights.shape}")
+    return self.init_tables(tree.num_infostates, tree.num_actions, weights)
+
+  def init_tables(self, sizes, num_actions: int, weights) -> CFRState:
+    """Zero tables of ``sizes = (I0, I1)`` rows and ``num_actions`` columns, with terminal
+    weights ``weights [..., T]`` (their leading axes are the batch; ``T = 0`` for a view
+    without terminal weights, e.g. the forest of :mod:`jaxgt.search.gtcfr`)."""
     batch = weights.shape[:-1]
-    zeros = tuple(jnp.zeros(batch + (n, tree.num_actions), dtype) for n in tree.num_infostates)
+    zeros = tuple(jnp.zeros(batch + (n, num_actions), weights.dtype) for n in sizes)
     comp = tuple(self.averaging.init(z) for z in zeros) if self.compensated else ((), ())
     return CFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros(batch, jnp.int32),
                     weights=weights, regret_state=tuple(self.regret_rule.init(z) for z in zeros),
@@ -328,35 +300,39 @@ class CFRSolver(FullWidthSolver):
 
 
 # ------------------------------------------------------------------ the variants
-def _common(alternating, dtype, compensated):
-  """The keyword options every factory shares, checked."""
+def _common(alternating, dtype, compensated, exact_ties):
+  """The keyword options every factory shares, checked (``exact_ties`` by the solver)."""
   for n, v in (("alternating", alternating), ("compensated", compensated)):
     if not isinstance(v, bool):
       raise ValueError(f"{n} must be True or False, got {v!r}")
-  return dict(alternating=alternating, dtype=dtype_name(dtype), compensated=compensated)
+  return dict(alternating=alternating, dtype=dtype_name(dtype), compensated=compensated,
+              exact_ties=exact_ties)
 
 
-def cfr(*, alternating: bool = True, dtype="float32", compensated: bool = True) -> CFRSolver:
+def cfr(*, alternating: bool = True, dtype="float32", compensated: bool = True,
+        exact_ties: bool = True) -> CFRSolver:
   """Vanilla CFR: regret matching, uniform averaging (OpenSpiel ``CFRSolver``)."""
   return CFRSolver("cfr", RegretMatching(), PowerAveraging(0.0),
-                   **_common(alternating, dtype, compensated))
+                   **_common(alternating, dtype, compensated, exact_ties))
 
 
-def cfr_plus(*, alternating: bool = True, dtype="float32", compensated: bool = True) -> CFRSolver:
+def cfr_plus(*, alternating: bool = True, dtype="float32", compensated: bool = True,
+             exact_ties: bool = True) -> CFRSolver:
   """CFR+: regret matching+, linear averaging (OpenSpiel ``CFRPlusSolver``)."""
   return CFRSolver("cfr+", RegretMatchingPlus(), PowerAveraging(1.0),
-                   **_common(alternating, dtype, compensated))
+                   **_common(alternating, dtype, compensated, exact_ties))
 
 
-def linear_cfr(*, alternating: bool = True, dtype="float32", compensated: bool = True) -> CFRSolver:
+def linear_cfr(*, alternating: bool = True, dtype="float32", compensated: bool = True,
+               exact_ties: bool = True) -> CFRSolver:
   """Linear CFR = DCFR(1, 1, 1) (OpenSpiel ``LCFRSolver``)."""
   return CFRSolver("lcfr", DiscountedRegretMatching(1.0, 1.0), PowerAveraging(1.0),
-                   **_common(alternating, dtype, compensated))
+                   **_common(alternating, dtype, compensated, exact_ties))
 
 
 def discounted_cfr(alpha: float = 1.5, beta: float = 0.0, gamma: float = 2.0, *,
                    alternating: bool = True, dtype="float32",
-                   compensated: bool = True) -> CFRSolver:
+                   compensated: bool = True, exact_ties: bool = True) -> CFRSolver:
   """Discounted CFR(alpha, beta, gamma) (Brown & Sandholm 2019; OpenSpiel ``DCFRSolver``)."""
   for n, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
@@ -364,17 +340,18 @@ def discounted_cfr(alpha: float = 1.5, beta: float = 0.0, gamma: float = 2.0, *,
   if gamma < 0:
     raise ValueError(f"discounted_cfr: gamma must be >= 0, got {gamma}")
   return CFRSolver("dcfr", DiscountedRegretMatching(float(alpha), float(beta)),
-                   PowerAveraging(float(gamma)), **_common(alternating, dtype, compensated))
+                   PowerAveraging(float(gamma)),
+                   **_common(alternating, dtype, compensated, exact_ties))
 
 
 def predictive_cfr_plus(gamma: float = 2.0, *, alternating: bool = True, dtype="float32",
-                        compensated: bool = True) -> CFRSolver:
+                        compensated: bool = True, exact_ties: bool = True) -> CFRSolver:
   """PCFR+ (Farina, Kroer & Sandholm, AAAI 2021): predictive regret matching+ with
   the last instantaneous regret as the prediction, averaging weight ``t^gamma``
   (quadratic by default)."""
   gamma = check_real("pcfr+: gamma", gamma, 0.0)
   return CFRSolver("pcfr+", PredictiveRegretMatchingPlus(), PowerAveraging(gamma),
-                   **_common(alternating, dtype, compensated))
+                   **_common(alternating, dtype, compensated, exact_ties))
 
 
 def _discounted_plus(name, rule, alpha, gamma, common) -> CFRSolver:
@@ -385,44 +362,46 @@ def _discounted_plus(name, rule, alpha, gamma, common) -> CFRSolver:
 
 
 def discounted_cfr_plus(alpha: float = 1.5, gamma: float = 4.0, *, alternating: bool = True,
-                        dtype="float32", compensated: bool = True) -> CFRSolver:
+                        dtype="float32", compensated: bool = True,
+                        exact_ties: bool = True) -> CFRSolver:
   """DCFR+ (Xu et al., IJCAI 2024): regrets ``max(R (t-1)^alpha / ((t-1)^alpha + 1) + r, 0)``,
   averaging weight ``t^gamma`` (the paper's defaults)."""
   return _discounted_plus("dcfr+", DiscountedRegretMatchingPlus, alpha, gamma,
-                          _common(alternating, dtype, compensated))
+                          _common(alternating, dtype, compensated, exact_ties))
 
 
 def predictive_discounted_cfr_plus(alpha: float = 2.3, gamma: float = 5.0, *,
                                    alternating: bool = True, dtype="float32",
-                                   compensated: bool = True) -> CFRSolver:
+                                   compensated: bool = True, exact_ties: bool = True) -> CFRSolver:
   """PDCFR+ (Xu et al., IJCAI 2024): DCFR+'s discounted regrets, predictive regret
   matching+ on ``R d_{t+1} + r``, averaging weight ``t^gamma`` (the paper's defaults)."""
   return _discounted_plus("pdcfr+", PredictiveRegretMatchingPlus, alpha, gamma,
-                          _common(alternating, dtype, compensated))
+                          _common(alternating, dtype, compensated, exact_ties))
 
 
 def hs_predictive_cfr_plus(planned_iterations: int = 1000, gamma0: float = 30.0, *,
                            alternating: bool = True, dtype="float32",
-                           compensated: bool = True) -> CFRSolver:
+                           compensated: bool = True, exact_ties: bool = True) -> CFRSolver:
   """HS-PCFR+(gamma0) (Zhang, McAleer & Sandholm 2024, arXiv:2404.09097, Eq. 4): PCFR+
   whose averaging exponent falls from ``gamma0`` to ``gamma0 - 5`` over the
   ``planned_iterations`` (:class:`~jaxgt.solvers.cfr_rules.ScheduledAveraging`)."""
   planned = check_positive_int("hs-pcfr+: planned_iterations", planned_iterations)
   gamma0 = check_real("hs-pcfr+: gamma0", gamma0, 5.0)
   return CFRSolver("hs-pcfr+", PredictiveRegretMatchingPlus(), ScheduledAveraging(gamma0, planned),
-                   **_common(alternating, dtype, compensated))
+                   **_common(alternating, dtype, compensated, exact_ties))
 
 
 def hs_discounted_cfr(planned_iterations: int = 1000, gamma0: float = 30.0, *,
                       alternating: bool = True, dtype="float32",
-                      compensated: bool = True) -> CFRSolver:
+                      compensated: bool = True, exact_ties: bool = True) -> CFRSolver:
   """HS-DCFR(gamma0) (Zhang, McAleer & Sandholm 2024, Eq. 4): DCFR with ``alpha_t = 1 +
   3 p``, ``beta_t = -1 - 2 p`` and averaging exponent ``gamma0 - 5 p`` over the
   planned run (``p`` the fraction of ``planned_iterations`` done)."""
   planned = check_positive_int("hs-dcfr: planned_iterations", planned_iterations)
   gamma0 = check_real("hs-dcfr: gamma0", gamma0, 5.0)
   return CFRSolver("hs-dcfr", ScheduledDiscountedRegretMatching(planned),
-                   ScheduledAveraging(gamma0, planned), **_common(alternating, dtype, compensated))
+                   ScheduledAveraging(gamma0, planned),
+                   **_common(alternating, dtype, compensated, exact_ties))
 
 
 # the CFR family by the name each factory gives its solver
