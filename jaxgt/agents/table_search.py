@@ -8,7 +8,7 @@ from jax import lax
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import GameTree
-from jaxgt.solvers.oos import target_members
+from jaxgt.core.targets import target_members
 
 
 class TableSearchAgent(Agent):
