@@ -365,3 +365,39 @@ def test_liars_dice_batch_one_walk_loops_compile_to_single_cpu_kernels():
   if "xla_cpu_small_call" not in hlo:
     pytest.skip("this XLA marks no small-loop kernels (the guard is for the XLA it was written on)")
   assert hlo.count('xla_cpu_small_call="true"') == 4
+
+
+def test_agent_plays_the_average_or_the_current_strategy():
+  """play="average" plays the normalised sums s_I, play="current" regret matching of the
+  cumulative regrets, both after the same search (the state does not depend on play)."""
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  h = int(np.flatnonzero(np.asarray(tree.player) == 1)[0])
+  i = int(np.asarray(tree.infostate)[h])
+  legal = np.asarray(tree.players[1].legal[i])
+  out = {}
+  for play in ("average", "current"):
+    agent = OOSAgent(g, iterations=50, solver=OOS(batch=2, dtype="float64"), play=play)
+    out[play] = agent.act(jax.random.key(3), agent.init(jax.random.key(0)), h)
+  (avg, s_avg), (cur, s_cur) = out["average"], out["current"]
+  for x, y in zip(jax.tree_util.tree_leaves(s_avg), jax.tree_util.tree_leaves(s_cur)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  np.testing.assert_allclose(np.asarray(avg), np.asarray(sf.normalize(s_avg.cum_policy[1][i],
+                                                                      legal)), atol=1e-12)
+  np.testing.assert_allclose(np.asarray(cur), np.asarray(sf.regret_matching(s_cur.regrets[1][i],
+                                                                            legal)), atol=1e-12)
+  assert not np.allclose(np.asarray(avg), np.asarray(cur))
+  with pytest.raises(ValueError, match="play"):
+    OOSAgent(g, play="last")
+
+
+@pytest.mark.parametrize("game", ["ii_goofspiel(num_cards=3)", "rps_plus"])
+def test_public_subgame_targeting_refused_without_public_actions(game):
+  """Every action of II-Goofspiel (the bids) and of RPS+ is private, so these games have no
+  public subgame (Lisy, Lanctot, Bowling 2015, Sec. 4.2 and Fig. 2): OOS-PST is refused,
+  OOS-IST is not."""
+  g = jaxgt.load(game)
+  with pytest.raises(ValueError, match="no public subgame"):
+    OOSAgent(g, solver=OOS(targeting="pst"))
+  OOSAgent(g, solver=OOS(targeting="ist"))
+  OOSAgent(jaxgt.load("kuhn_poker"), solver=OOS(targeting="pst"))

@@ -25,12 +25,18 @@ class Game(abc.ABC):
 
   ``name`` is the registry name, ``params`` all parameters (defaults filled
   in; they name the game), ``num_actions`` the number of player action ids,
-  ``big_blind`` chips in one big blind for mbb/h (``None``: no blinds).
+  ``big_blind`` chips in one big blind for mbb/h (``None``: no blinds),
+  ``public_actions`` whether some player actions are seen by both players
+  (without any, every history has the same sequence of public actions, so the
+  game has no public subgame in the sense of Lisy, Lanctot, Bowling, "Online
+  Monte Carlo Counterfactual Regret Minimization for Search in Imperfect
+  Information Games", 2015, Sec. 4.2).
   """
 
   name: str = "game"
   num_actions: int = 0
   big_blind: float | None = None
+  public_actions: bool = True
   param_defaults: dict = {}
 
   def __init__(self, **params: Any):

@@ -44,6 +44,7 @@ _TIE = -3  # winner of a tied round, OpenSpiel's kInvalidPlayer
 class Goofspiel(Game):
   name = "goofspiel"
   param_defaults = PARAMS
+  public_actions = False  # bids are secret; only who won each round is seen
 
   def __init__(self, **params):
     params = check_params(self.name, params, self.param_defaults)
