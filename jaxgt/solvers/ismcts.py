@@ -43,7 +43,7 @@ from jaxgt.core.compiler import GameTree
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
 from jaxgt.core.targets import ancestor_chains, chain_reach, member_row, search_position
-from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree
+from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
 from jaxgt.solvers.walk import Draw, walk
 
 SELECTION = ("uct", "rm")
@@ -162,10 +162,6 @@ def ismcts_node_policy(cfg: ISMCTS, c_uct, state: ISMCTSState):
   def node_policy(t, node, head):
     del t
     pl, info, legal = node.player, node.infostate, node.legal
-    mem = infostate_rows(state.in_tree, pl, info) & node.decision
-    tree_node = node.decision & head & mem
-    new_node = node.decision & head & ~mem
-    unif = mix_uniform(jnp.zeros(legal.shape, state.visits[0].dtype), legal, 1.0)
     if cfg.selection == "uct":
       n = infostate_rows(state.visits, pl, info)
       q = infostate_rows(state.values, pl, info) / jnp.maximum(n, 1.0)
@@ -178,9 +174,9 @@ def ismcts_node_policy(cfg: ISMCTS, c_uct, state: ISMCTSState):
     else:
       rm = sequence_form.regret_matching(infostate_rows(state.regrets, pl, info), legal)
       sig = mix_uniform(rm, legal, cfg.exploration)
-    sig = jnp.where(tree_node[:, None], sig, unif).astype(unif.dtype)
-    return Draw(sample=sig, target=sig, record=(sig, legal, tree_node, new_node)), \
-        head & ~new_node
+    sig, tree_node, new_node, head = memory_step(state.in_tree, node, head,
+                                                 sig.astype(state.visits[0].dtype))
+    return Draw(sample=sig, target=sig, record=(sig, legal, tree_node, new_node)), head
 
   return node_policy
 

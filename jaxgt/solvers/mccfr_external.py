@@ -3,8 +3,8 @@
 Lanctot, Waugh, Zinkevich, Bowling, "Monte Carlo Sampling for Regret
 Minimization in Extensive Games" (2009): chance and opponent actions sampled
 once per visited history, every action of the updated player explored.
-``solver = external_sampling(batch=256)``; a step is ``2 * batch`` traversals
-(:mod:`jaxgt.solvers.mccfr_base`).
+The solver is :class:`~jaxgt.solvers.mccfr.ExternalSampling`; a step is
+``2 * batch`` traversals.
 
 A traversal is not one trajectory, so it does not use
 :func:`~jaxgt.solvers.walk.walk`. The ``batch`` traversals of a half-step go
@@ -25,48 +25,14 @@ opponent's average strategy gets ``sigma`` once per visited history
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxgt.core import rng
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.sampling import sample_cdf
 from jaxgt.games.base import CHANCE
-from jaxgt.solvers.mccfr_base import MCCFRSolver, MCCFRState
-
-
-@dataclasses.dataclass(frozen=True)
-class ExternalSampling(MCCFRSolver):
-  """External-sampling MCCFR; fields of :class:`~jaxgt.solvers.mccfr_base.MCCFRSolver`."""
-
-  name = "mccfr-es"
-
-  def frontier(self, tree: GameTree) -> tuple:
-    """The static traversal sizes :func:`es_sizes`."""
-    return es_sizes(tree)
-
-  def prepare(self, tree: GameTree, state: MCCFRState) -> tuple:
-    """Both players' traversal tables (:func:`es_tables`), once per run."""
-    return tuple(es_tables(tree, p, state.frontier[2]) for p in (0, 1))
-
-  def sample_step(self, tree: GameTree, state: MCCFRState, tables, key) -> MCCFRState:
-    """Player 0's ``batch`` traversals, then player 1's, from one draw of both players'
-    uniforms; regrets and averages through the rules at step ``iteration + 1``."""
-    regrets, cum, step = state.regrets, state.cum_policy, state.iteration + 1
-    (sizes0, draws0), (sizes1, draws1) = state.frontier[:2]
-    uni = rng.uniform(key, (self.batch, draws0 + draws1), regrets[0].dtype)
-    for p, sizes, u in ((0, sizes0, uni[:, :draws0]), (1, sizes1, uni[:, draws0:])):
-      sigma = self.strategies(tree, regrets)
-      regret, visits = es_traversals(tree, tables[p], sigma, p, sizes, u)
-      regrets, cum = list(regrets), list(cum)
-      regrets[p] = self.add_regrets(regrets[p], regret, step)
-      cum[1 - p] = self.add_average(cum[1 - p], visits[:, None] * sigma[1 - p], step)
-      regrets, cum = tuple(regrets), tuple(cum)
-    return state.replace(regrets=regrets, cum_policy=cum)
 
 
 def es_sizes(tree: GameTree) -> tuple:
@@ -314,8 +280,3 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
   visits = jnp.zeros(I_o, dtype).at[jnp.concatenate(visit_at)].add(1.0, mode="drop")
   return regret, visits
 
-
-def external_sampling(batch: int = 1, *, dtype="float32", **rules) -> ExternalSampling:
-  """External-sampling MCCFR (Lanctot et al. 2009); ``rules``: ``regret_rule`` and
-  ``averaging`` (:class:`~jaxgt.solvers.mccfr_base.MCCFRSolver`)."""
-  return ExternalSampling(batch=batch, dtype=dtype, **rules)

@@ -4,8 +4,8 @@ Lanctot, Waugh, Zinkevich, Bowling, "Monte Carlo Sampling for Regret
 Minimization in Extensive Games" (2009); Lisy, Lanctot, Bowling, "Online
 Monte Carlo Counterfactual Regret Minimization for Search in Imperfect
 Information Games" (2015), Sec. 3.1, the ``delta = 0`` case of Algorithm 1.
-``solver = outcome_sampling(epsilon=0.6, batch=256)``; a step is ``2 * batch``
-trajectories (:mod:`jaxgt.solvers.mccfr_base`).
+``cfg`` below is the :class:`~jaxgt.solvers.mccfr.OutcomeSampling` solver; a
+step is ``2 * batch`` trajectories.
 
 One terminal per trajectory, walked by :func:`jaxgt.solvers.walk.walk`: the
 updated player samples from ``epsilon * uniform + (1 - epsilon) * sigma``,
@@ -18,43 +18,17 @@ as OpenSpiel's ``OutcomeSamplingSolver``).
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 
 from jaxgt.core import rng
-from jaxgt.core.checks import check_real
 from jaxgt.core.compiler import GameTree
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.mccfr_base import MCCFRSolver, MCCFRState
 from jaxgt.solvers.walk import Draw, PolicyTable, node_at, walk
 
 
-@dataclasses.dataclass(frozen=True)
-class OutcomeSampling(MCCFRSolver):
-  """Outcome-sampling MCCFR; fields of :class:`~jaxgt.solvers.mccfr_base.MCCFRSolver` and
-  ``epsilon``."""
-
-  epsilon: float = 0.6  # exploration of the updated player
-
-  name = "mccfr-os"
-
-  def __post_init__(self):
-    super().__post_init__()
-    object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, 0, 1, lo_open=True))
-
-  def sample_step(self, tree: GameTree, state: MCCFRState, context, key) -> MCCFRState:
-    """Player 0's half-step, then player 1's (:func:`_half_step`)."""
-    del context
-    regrets, cum, t = state.regrets, state.cum_policy, state.iteration + 1
-    for p, k in enumerate(rng.split(key)):
-      regrets, cum = _half_step(self, tree, regrets, cum, p, t, k)
-    return state.replace(regrets=regrets, cum_policy=cum)
-
-
-def strategy_at(cfg: MCCFRSolver, tree: GameTree, regrets, tabulate: bool):
+def strategy_at(cfg, tree: GameTree, regrets, tabulate: bool):
   """``sigma(node) -> [B, A]``: the current strategy (``cfg``'s regret rule) of ``regrets`` at
   the nodes' information states.
 
@@ -69,7 +43,7 @@ def strategy_at(cfg: MCCFRSolver, tree: GameTree, regrets, tabulate: bool):
                                    node.legal)
 
 
-def outcome_walk(cfg: OutcomeSampling, tree: GameTree, regrets, p: int, uniforms, *,
+def outcome_walk(cfg, tree: GameTree, regrets, p: int, uniforms, *,
                  tabulate: bool):
   """Outcome-sampling trajectories for updated player ``p`` (:func:`walk`).
 
@@ -102,7 +76,7 @@ def outcome_walk(cfg: OutcomeSampling, tree: GameTree, regrets, p: int, uniforms
   return traj, jnp.where((traj.history >= 0)[..., None], sig_h[h], 0.0), every.legal[h]
 
 
-def _half_step(cfg: OutcomeSampling, tree: GameTree, regrets, cum, p: int, step, key):
+def half_step(cfg, tree: GameTree, regrets, cum, p: int, step, key):
   """Outcome sampling for player ``p`` from ``batch`` trajectories (one scatter-add each).
 
   The whole batch walks down together (:func:`outcome_walk`), with the
@@ -142,9 +116,3 @@ def _half_step(cfg: OutcomeSampling, tree: GameTree, regrets, cum, p: int, step,
                                at=jnp.where(theirs, info, 0).reshape(-1))
   return tuple(regrets), tuple(cum)
 
-
-def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32",
-                     **rules) -> OutcomeSampling:
-  """Outcome-sampling MCCFR, ``epsilon``-on-policy exploration (Lisy et al. 2015, Sec. 3.1);
-  ``rules``: ``regret_rule`` and ``averaging`` (:class:`~jaxgt.solvers.mccfr_base.MCCFRSolver`)."""
-  return OutcomeSampling(epsilon=epsilon, batch=batch, dtype=dtype, **rules)

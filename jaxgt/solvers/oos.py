@@ -89,7 +89,7 @@ from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
 from jaxgt.core.targets import (ancestor_chains, ancestor_mask, chain_reach, member_row,
                                 search_position, target_members)
-from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree
+from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
 from jaxgt.solvers.walk import Draw, walk
 
 TARGETING = ("ist", "pst")
@@ -233,20 +233,16 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
     del t
     head, below = carry
     below = below | members[node.history]
-    mem = infostate_rows(state.in_tree, node.player, node.infostate) & node.decision
-    tree_node = node.decision & head & mem
-    new_node = node.decision & head & ~mem
     rm = explorative_regret_matching(infostate_rows(state.regrets, node.player, node.infostate),
                                      node.legal, cfg.gamma)
-    unif = mix_uniform(jnp.zeros_like(rm), node.legal, 1.0)
-    sig = jnp.where(tree_node[:, None], rm, unif)
+    sig, tree_node, new_node, inside = memory_step(state.in_tree, node, head, rm)
     phi = jnp.where((tree_node & (node.player == i))[:, None],
                     mix_uniform(sig, node.legal, cfg.epsilon), sig)
     free = below | ~has | ~head | new_node  # past Z_sub's entry, no target, or the playout
     on = anc_child[node.history] | ((tree.children[node.history] >= 0) & free[:, None])
     draw = Draw(sample=phi, target=sig, record=(sig, node.legal, tree_node, new_node),
                 on_target=on)
-    return draw, (head & ~new_node, below)
+    return draw, (inside, below)
 
   return node_policy
 

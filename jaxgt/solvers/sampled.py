@@ -11,7 +11,8 @@ checks the arguments and :func:`_run` does the rest, in one jitted
 Searches that keep tables over the compiled information states with a
 capacity (OOS, ISMCTS; Lisy, Lanctot, Bowling, "Online Monte Carlo
 Counterfactual Regret Minimization for Search in Imperfect Information
-Games", 2015, Sec. 4) grow their memory with :func:`grow_tree`.
+Games", 2015, Sec. 4) walk it with :func:`memory_step` and grow it with
+:func:`grow_tree`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from jax import lax
 
 from jaxgt.core.checks import check_positive_int, max_depth
 from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype
+from jaxgt.core.sampling import mix_uniform
+from jaxgt.core.tables import infostate_rows
 from jaxgt.solvers.base import Solver, check_num_steps, require_key, step_key
 
 
@@ -127,3 +130,18 @@ def grow_tree(in_tree, size, capacity, plt, info, new_node):
   in_tree = (in_tree[0].at[jnp.where(enter & (sp < n0), sp, n0)].set(True, mode="drop"),
              in_tree[1].at[jnp.where(enter & (sp >= n0), sp - n0, n1)].set(True, mode="drop"))
   return in_tree, size + jnp.sum(enter).astype(jnp.int32), new_node & entered[None, :]
+
+
+def memory_step(in_tree, node, head, sigma):
+  """Incremental tree building at one walk step (Sec. 4): ``(sigma, tree_node, new_node, head)``.
+
+  ``tree_node [B]``: a decision in memory (``in_tree``) reached without
+  leaving it (``head [B]``); ``new_node [B]``: the first decision outside
+  memory; ``sigma [B, A]`` kept at tree nodes, uniform over the legal actions
+  elsewhere (the playout); ``head`` false from the new node on.
+  """
+  mem = infostate_rows(in_tree, node.player, node.infostate) & node.decision
+  tree_node = node.decision & head & mem
+  new_node = node.decision & head & ~mem
+  uniform = mix_uniform(jnp.zeros_like(sigma), node.legal, 1.0)
+  return jnp.where(tree_node[:, None], sigma, uniform), tree_node, new_node, head & ~new_node
