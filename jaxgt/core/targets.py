@@ -1,12 +1,7 @@
-"""The histories a search targets from a match position, and their ancestor chains.
-
-A search from match position ``history`` (OOS, ISMCTS) reads only what its
-acting player knows: the histories of that player's information state
-(``"ist"``) or of its public state (``"pst"``). :func:`target_members`
-tabulates those sets once on the host (``[R, K]`` histories per set);
-:func:`member_row` picks one inside a trace, :func:`ancestor_chains` walks it
-up to the root and :func:`chain_reach` multiplies the probabilities along the
-way (``O(K depth)`` work, no sweep over the tree).
+"""The histories a search targets from a match position (OOS, ISMCTS): those of the acting
+player's information state (``"ist"``) or public state (``"pst"``), tabulated once on the host
+(:func:`target_members`), picked inside a trace (:func:`member_row`) and walked up to the root
+(:func:`ancestor_chains`, :func:`chain_reach`): ``O(K depth)`` work, no sweep over the tree.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
-"""Monte Carlo CFR: outcome and external sampling over batches of samples, through the CFR
-engine's regret and averaging rules.
+"""Monte Carlo CFR: outcome and external sampling through the CFR engine's rules.
 
-``solver = mccfr.outcome_sampling(epsilon=0.6, batch=256)`` (the trajectories
-of :mod:`jaxgt.solvers.mccfr_outcome`) or ``mccfr.external_sampling(batch=256)``
-(the traversals of :mod:`jaxgt.solvers.mccfr_external`) is a frozen
-:class:`MCCFRSolver` run by the sampled-solver driver
-(:mod:`jaxgt.solvers.sampled`); its policy is the average strategy.
-
-A *step* updates player 0 from ``batch`` samples, then player 1 from ``batch``
-new ones drawn under player 0's updated regrets (``batch=1``: one OpenSpiel
-iteration); a half-step's samples read one strategy and are summed with one
-scatter-add. The regret and averaging rules are the CFR engine's
-(:mod:`jaxgt.solvers.cfr_rules`), applied at step ``t`` (1-based): regret
-matching by default (Lanctot et al., "Monte Carlo Sampling for Regret
-Minimization in Extensive Games", 2009), RM+, discounted regrets, averaging
-weights ``t^gamma``. Predictive rules are refused: they predict the next
-instantaneous regret by the last one, which sampling replaces by one noisy
-sample.
+``mccfr.outcome_sampling(epsilon=0.6, batch=256)`` (trajectories,
+:mod:`jaxgt.solvers.mccfr_outcome`) and ``mccfr.external_sampling(batch=256)``
+(traversals, :mod:`jaxgt.solvers.mccfr_external`) are :class:`MCCFRSolver` s
+run by :mod:`jaxgt.solvers.sampled`; their policy is the average strategy. A
+step updates player 0 from ``batch`` samples, then player 1 from ``batch`` new
+ones (``batch=1``: one OpenSpiel iteration), each half-step one scatter-add.
+Regrets and averages go through :mod:`jaxgt.solvers.cfr_rules` at step ``t``
+(1-based): regret matching by default (Lanctot et al., "Monte Carlo Sampling
+for Regret Minimization in Extensive Games", 2009), RM+, discounted regrets,
+averaging weights ``t^gamma``; predictive rules are refused (a single noisy
+sample is no prediction of the next regrets).
 """
 
 from __future__ import annotations
@@ -95,16 +89,20 @@ class MCCFRSolver(SampledSolver):
 
   def add_regrets(self, regrets, instant, t, at=None):
     """Cumulative regrets ``[I, A]`` after the instantaneous ``instant`` of step ``t``: rows
-    ``[N, A]`` at information states ``at [N]``, or ``[I, A]`` when ``at`` is ``None``."""
+    ``[N, A]`` at information states ``at [N]``, or ``[I, A]`` when ``at`` is ``None``.
+    Regret matching's plain sum adds in place (a rule that rescales copies the table)."""
     if at is not None:
-      if type(self.regret_rule).update is RegretMatching.update:  # the plain sum, in place
+      if type(self.regret_rule).update is RegretMatching.update:
         return regrets.at[at].add(instant)
       instant = jnp.zeros_like(regrets).at[at].add(instant)
     return self.regret_rule.update(regrets, instant, t, ())[0]
 
   def add_average(self, total, increment, t, at=None):
     """The average-strategy sum ``[I, A]`` after step ``t``'s ``increment`` (rows at ``at``,
-    as :meth:`add_regrets`), weighted by the averaging rule's scale-free coefficients."""
+    as :meth:`add_regrets`), weighted by the averaging rule's scale-free coefficients; uniform
+    averaging adds in place."""
+    if type(self.averaging) is PowerAveraging and not self.averaging.exponent:
+      return total.at[at].add(increment) if at is not None else total + increment
     a, b = self.averaging.coefficients(t, total.dtype)
     total = total * a
     return total.at[at].add(b * increment) if at is not None else total + b * increment

@@ -1,18 +1,13 @@
 """The one driver of the sampled solvers (MCCFR, OOS, ISMCTS, UCT) and their fixed-capacity memory.
 
-A sampled solver is a :class:`SampledSolver`: it supplies ``prepare`` (what
-a run computes once from the tree, the state at its start and the search
-position) and ``sample_step`` (one step from one key); :meth:`SampledSolver.run`
-checks the arguments and :func:`_run` does the rest, in one jitted
-``lax.fori_loop``: it casts the tree to the state's float dtype and runs step
-``t`` (``t = state.iteration``) with ``step_key(key, t)``, so ``run(n1)`` then
-``run(n2)`` equals ``run(n1 + n2)`` bit for bit.
-
-Searches that keep tables over the compiled information states with a
-capacity (OOS, ISMCTS; Lisy, Lanctot, Bowling, "Online Monte Carlo
-Counterfactual Regret Minimization for Search in Imperfect Information
-Games", 2015, Sec. 4) walk it with :func:`memory_step` and grow it with
-:func:`grow_tree`.
+A :class:`SampledSolver` supplies ``prepare`` (what a run computes once) and
+``sample_step`` (one step from one key); :func:`_run` runs the steps in one
+jitted ``lax.fori_loop`` on the tree cast to the state's float dtype, step
+``t = state.iteration`` with ``step_key(key, t)``, so ``run(n1)`` then
+``run(n2)`` equals ``run(n1 + n2)`` bit for bit. OOS and ISMCTS keep tables
+with a capacity (Lisy, Lanctot, Bowling, "Online Monte Carlo Counterfactual
+Regret Minimization for Search in Imperfect Information Games", 2015, Sec. 4):
+:func:`memory_step` walks them, :func:`grow_tree` grows them.
 """
 
 from __future__ import annotations

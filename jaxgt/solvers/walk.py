@@ -224,15 +224,12 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
   if table:
     every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
     table_live = every.decision | (every.player == CHANCE)  # [H]
-    table_cdf = jnp.cumsum(with_chance(tree, every, policy.sample.astype(dtype)), axis=-1)
-
-    def node_policy(t, node, carry):
-      del t
-      return Draw(sample=policy.sample[node.history], target=policy.target[node.history]), carry
+    table_weights = with_chance(tree, every, policy.sample.astype(dtype))  # [H, C]
+    table_cdf = jnp.cumsum(table_weights, axis=-1)
+    targeting, A = False, policy.target.shape[-1]
   else:
-    node_policy = policy
-  probe = jax.eval_shape(lambda h, c: node_policy(jnp.int32(0), node_at(tree, h), c)[0], hs, carry)
-  targeting = probe.on_target is not None
+    probe = jax.eval_shape(lambda h, c: policy(jnp.int32(0), node_at(tree, h), c)[0], hs, carry)
+    targeting, A = probe.on_target is not None, probe.target.shape[-1]
   if targeting != (targeted is not None):
     raise ValueError("targeted trajectories need a node policy with on_target, and vice versa")
 
@@ -248,7 +245,7 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
       cdf, live = table_cdf[hs], table_live[hs]
     else:
       node = node_at(tree, hs)
-      draw, carry = node_policy(t, node, carry)
+      draw, carry = policy(t, node, carry)
       weights = with_chance(tree, node, draw.sample.astype(dtype))
       live = node.decision | (node.player == CHANCE)
       if targeting:
@@ -268,22 +265,27 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
 
   hs, carry, kept_out = lax.fori_loop(0, D, body, (hs, carry, tuple(
       jnp.zeros((D,) + x.shape, x.dtype) for x in pack_kept(kept, abstract=True))))
-  A = probe.target.shape[-1]
 
   def replay(step, h, a, carry_rows):
     """The draw of rows ``h [N]`` again: ``(on, player, infostate, sample_p, target_p,
     record)`` of the recorded actions ``a [N]``."""
-    node = node_at(tree, h)
-    on = node.decision | (node.player == CHANCE)
-    draw, _ = node_policy(step, node, carry_rows)
-    weights = with_chance(tree, node, draw.sample.astype(dtype))
-    total = jnp.sum(weights, axis=-1)
+    if table:
+      on, player, infostate = table_live[h], tree.player[h], tree.infostate[h]
+      weights, target, record = table_weights[h], policy.target[h], None
+      total = table_cdf[h, -1]
+    else:
+      node = node_at(tree, h)
+      draw, _ = policy(step, node, carry_rows)
+      on, player, infostate = node.decision | (node.player == CHANCE), node.player, node.infostate
+      weights = with_chance(tree, node, draw.sample.astype(dtype))
+      target, record = draw.target, draw.record
+      total = jnp.sum(weights, axis=-1)
     sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
-    target_p = jnp.where(node.player == CHANCE, sample_p,
-                         _take(draw.target.astype(dtype), jnp.minimum(a, A - 1)))
-    return (on, jnp.where(on, node.player, NO_PLAYER), jnp.where(on, node.infostate, NO_INDEX),
+    target_p = jnp.where(player == CHANCE, sample_p,
+                         _take(target.astype(dtype), jnp.minimum(a, A - 1)))
+    return (on, jnp.where(on, player, NO_PLAYER), jnp.where(on, infostate, NO_INDEX),
             jnp.where(on, sample_p, 1.0).astype(dtype), jnp.where(on, target_p, 1.0).astype(dtype),
-            draw.record)
+            record)
 
   at, acts, carries, *targeted_p = unpack_kept(kept_out)
   targeted_p = targeted_p[0] if targeting else None
