@@ -49,7 +49,8 @@ from jaxgt.bench_report import add_pin_option, figure, missing_peer, pin_from_ar
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers.ismcts import ISMCTS
-from jaxgt.solvers.oos import OOS, target_members
+from jaxgt.core.targets import target_members
+from jaxgt.solvers.oos import OOS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sampling_speed import _meter, call_meter, interleaved  # noqa: E402

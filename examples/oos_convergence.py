@@ -11,7 +11,8 @@ play is evaluated exactly: OOS's average strategy, UCT's visit frequencies
 (the paper's choice for convergence), RM's mean strategy. Information states
 not yet in memory play one fixed random action, the same for every algorithm
 (Sec. 5.4). OOS from the root is OOS-IST = OOS-PST (nothing to target), so
-one OOS curve is drawn.
+one OOS curve is drawn. II-GS has no public actions, hence no public subgame
+(the paper's Fig. small says so): OOS-PST is not run there.
 
 **Aggregated** (Fig. small b, e, i): 001's aggregate method
 (:func:`jaxgt.evaluation.aggregate.aggregate_policy`, Sec. 5.2) at a per-move
@@ -160,6 +161,9 @@ def main(argv=None):
       print(f"aggregated ({args.matches} matches vs random), NashConv at budgets " +
             " ".join(f"{b:>8d}" for b in budgets))
       for name in algorithms:
+        if name == "oos-pst" and not game.game.public_actions:
+          print(f"  {name:>8}: n/a (every action is private: no public subgame)")
+          continue
         t0 = time.perf_counter()
         vals = []
         for b in budgets:

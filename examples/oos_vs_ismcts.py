@@ -21,8 +21,10 @@ paper's II-GS(6) (``ii_goofspiel(num_cards=6)``, point cards 0..5), ``gs4`` =
 II-GS(4), ``ld`` = LD(1,1), ``gp`` = GP(3,3,2,2). Parameters (Sec. 5.1, 5.4):
 UCT ``C`` twice the largest payoff, the most visited action played; RM
 exploration 0.2, moves sampled from the mean strategy; OOS ``epsilon =
-0.6``, ``gamma = 0.01``, ``delta = --delta`` with ``--targeting``; OOS keeps
-its tables between the moves of a match, ISMCTS starts fresh every move.
+0.6``, ``gamma = 0.01``, ``delta = --delta`` with ``--targeting``, playing
+its average strategy (``oos``, the paper) or its current one (``oos-cur``, the
+authors' implementation's default); OOS keeps its tables between the moves of
+a match, ISMCTS starts fresh every move.
 
 Matches run through :func:`jaxgt.evaluation.match.play` (all matches of a
 cell as one jitted program; each agent searches only where it acts).
@@ -51,16 +53,17 @@ GAMES = {"gs": "ii_goofspiel(num_cards=6)", "gs4": "ii_goofspiel(num_cards=4)",
 
 
 def make_agent(kind: str, game: CompiledGame, budget: int, args) -> Agent:
-  if kind == "oos":
+  if kind in ("oos", "oos-cur"):  # OOS playing its average / its current strategy
     solver = OOS(delta=args.delta, targeting=args.targeting, epsilon=0.6, gamma=0.01)
-    return OOSAgent(game, iterations=max(budget // 2, 1), solver=solver)
+    return OOSAgent(game, iterations=max(budget // 2, 1), solver=solver,
+                    play="current" if kind == "oos-cur" else "average")
   if kind == "uct":
     return ISMCTSAgent(game, simulations=budget, solver=ISMCTS(selection="uct"))
   if kind == "rm":
     return ISMCTSAgent(game, simulations=budget, solver=ISMCTS(selection="rm", exploration=0.2))
   if kind == "rnd":
     return PolicyAgent(game, sequence_form.uniform_policy(game.tree))  # the random opponent
-  raise ValueError(f"unknown agent {kind!r}; choose oos, uct, rm or rnd")
+  raise ValueError(f"unknown agent {kind!r}; choose oos, oos-cur, uct, rm or rnd")
 
 
 def main(argv=None):

@@ -6,10 +6,13 @@ import pytest
 
 import jaxgt
 from jaxgt import policy as policy_lib
-from jaxgt.solvers import mccfr
+from jaxgt.solvers import mccfr, mccfr_external, mccfr_outcome
 from jaxgt.solvers.base import compilations
+from jaxgt.solvers.cfr_rules import (PowerAveraging, PredictiveRegretMatchingPlus, RegretMatching,
+                                     RegretMatchingPlus)
 from jaxgt.core import sequence_form as sf
 from jaxgt.core.compiler import NO_PLAYER
+from jaxgt.core.evaluate import policy_evaluation
 
 pyspiel = pytest.importorskip("pyspiel")
 from open_spiel.python.algorithms import exploitability as os_expl  # noqa: E402
@@ -134,8 +137,8 @@ def test_outcome_walks_agree():
   state = solver.run(tree, solver.init(tree), 50, jax.random.key(0))
   uni = jax.random.uniform(jax.random.key(5), (tree.max_depth, 32), np.float64)
   for p in (0, 1):
-    (ta, *rest_a) = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=False)
-    (tb, *rest_b) = mccfr.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=True)
+    (ta, *rest_a) = mccfr_outcome.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=False)
+    (tb, *rest_b) = mccfr_outcome.outcome_walk(solver, tree, state.regrets, p, uni, tabulate=True)
     for name in ("history", "player", "infostate", "action", "sample_prob", "target_prob",
                  "terminal", "last"):
       np.testing.assert_allclose(np.asarray(getattr(ta, name)), np.asarray(getattr(tb, name)),
@@ -163,7 +166,7 @@ def test_walk_records_probabilities_of_the_drawn_actions():
   solver = mccfr.outcome_sampling(epsilon=0.5, batch=4, dtype="float64")
   state = solver.run(tree, solver.init(tree), 20, jax.random.key(0))
   uni = jax.random.uniform(jax.random.key(1), (tree.max_depth, 64), np.float64)
-  traj = mccfr.outcome_walk(solver, tree, state.regrets, 0, uni, tabulate=False)[0]
+  traj = mccfr_outcome.outcome_walk(solver, tree, state.regrets, 0, uni, tabulate=False)[0]
   sigma = [np.asarray(sf.regret_matching(r, pt.legal)) for r, pt in zip(state.regrets, tree.players)]
   legal = [np.asarray(pt.legal) for pt in tree.players]
   chance = np.asarray(tree.chance_probs)
@@ -235,18 +238,18 @@ def test_external_traversals_match_a_numpy_traversal(game):
   """The batched traversal equals a recursive NumPy traversal fed the same uniforms, for a
   non-uniform profile, both players: regrets, visit counts, and no more draws than sized."""
   tree = jaxgt.load(game).device_tree("float64")
-  static = mccfr.es_sizes(tree)
+  static = mccfr_external.es_sizes(tree)
   rng = np.random.default_rng(0)
   sigma = []
   for t in tree.players:  # a random profile with some zero probabilities
     w = rng.random(t.legal.shape) * np.asarray(t.legal) * (rng.random(t.legal.shape) > 0.2)
     sigma.append(np.asarray(sf.regret_matching(w, t.legal)))
   B = 48
-  traversals = jax.jit(mccfr.es_traversals, static_argnums=(3, 4))
+  traversals = jax.jit(mccfr_external.es_traversals, static_argnums=(3, 4))
   for p in (0, 1):
     sizes, draws = static[p]
     uni = rng.random((B, draws))
-    regret, visits = traversals(tree, mccfr.es_tables(tree, p, static[2]), tuple(sigma), p, sizes,
+    regret, visits = traversals(tree, mccfr_external.es_tables(tree, p, static[2]), tuple(sigma), p, sizes,
                                 uni)
     want_r = np.zeros(np.shape(regret))
     want_v = np.zeros(np.shape(visits))
@@ -262,3 +265,38 @@ def test_external_traversals_match_a_numpy_traversal(game):
     np.testing.assert_allclose(np.asarray(regret), want_r, atol=1e-9)
     np.testing.assert_array_equal(np.asarray(visits), want_v)
     assert np.abs(want_r).sum() > 0 and want_v.sum() > 0
+
+
+@pytest.mark.parametrize("kind", ["os", "es"])
+def test_regret_matching_plus_converges_on_kuhn(kind):
+  """Through the CFR engine's RM+ rule and linear averaging, MCCFR's regrets stay non-negative
+  and its average strategy nears Kuhn's game value -1/18 (closed form) with falling
+  exploitability."""
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  solver = SOLVERS[kind](batch=16, dtype="float64", regret_rule=RegretMatchingPlus(),
+                         averaging=PowerAveraging(1.0))
+  state, key, out = solver.init(tree), jax.random.key(0), []
+  for n in (100, 2900):
+    state = solver.run(tree, state, n, key)
+    assert all(float(np.min(r)) >= 0.0 for r in state.regrets)
+    ev = policy_evaluation(tree, solver.average_policy(tree, state))
+    out.append((float(ev.value), float(ev.exploitability)))
+  assert abs(out[-1][0] + 1 / 18) < 0.01
+  assert out[-1][1] < 0.05 and out[-1][1] < out[0][1]
+
+
+def test_rules_refused_or_default():
+  """A predictive rule is refused; the default rules are regret matching with uniform
+  averaging, the same numbers as naming them."""
+  with pytest.raises(ValueError, match="prediction"):
+    mccfr.outcome_sampling(regret_rule=PredictiveRegretMatchingPlus())
+  with pytest.raises(ValueError, match="averaging"):
+    mccfr.external_sampling(averaging="linear")
+  tree = jaxgt.load("kuhn_poker").device_tree("float64")
+  for kind in ("os", "es"):
+    a, b = (SOLVERS[kind](batch=4, dtype="float64", **kw) for kw in (
+        {}, {"regret_rule": RegretMatching(), "averaging": PowerAveraging(0.0)}))
+    sa = a.run(tree, a.init(tree), 30, jax.random.key(2))
+    sb = b.run(tree, b.init(tree), 30, jax.random.key(2))
+    for x, y in zip(jax.tree_util.tree_leaves(sa), jax.tree_util.tree_leaves(sb)):
+      np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

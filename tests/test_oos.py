@@ -17,6 +17,8 @@ from jaxgt.core import xla_flags
 from jaxgt.agents.oos import OOSAgent
 from jaxgt.solvers.oos import OOS
 from jaxgt.solvers.walk import walk
+from jaxgt.solvers import sampled
+from jaxgt.core import targets
 
 
 def _nonlocality(leftmost=1.0):
@@ -268,7 +270,7 @@ def test_playout_below_the_tree_is_uniform_and_untargeted():
   h = int(np.flatnonzero((player == 1) & (info == i))[0])
   solver = OOS(delta=0.9, targeting="ist", dtype="float64")
   state = solver.init(tree)
-  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(oos.target_members(tree, "ist")),
+  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(targets.target_members(tree, "ist")),
                                  jnp.asarray(h))
   B = 4000
   uni = jax.random.uniform(jax.random.key(0), (tree.max_depth, B), jnp.float64)
@@ -313,7 +315,7 @@ def test_walk_replay_loop_gives_the_vectorised_replays_trajectory(monkeypatch, b
   solver = OOS(delta=0.9, targeting="ist", dtype="float64")
   state = solver.run(tree, solver.init(tree), 20, jax.random.key(1), history=None)
   h = int(np.flatnonzero(np.asarray(tree.player) == 1)[3])
-  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(oos.target_members(tree, "ist")),
+  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(targets.target_members(tree, "ist")),
                                  jnp.asarray(h))
   policy = oos.oos_node_policy(solver, tree, state, 1, (members, oos.ancestor_children(tree, anc),
                                                          True))
@@ -337,10 +339,10 @@ def test_batch_one_walk_loops_compile_to_single_cpu_kernels():
   tree = jaxgt.load("leduc_poker").device_tree("float32")
   h = int(np.flatnonzero(np.asarray(tree.player) == 1)[3])
   solver = OOS(targeting="ist", batch=1)
-  jax.clear_caches()  # a fresh trace of _run
-  hlo = jax.jit(oos._run, static_argnums=0).lower(
+  jax.clear_caches()  # a fresh trace of the driver's run
+  hlo = jax.jit(sampled._run, static_argnums=0).lower(
       solver, tree, solver.init(tree), 10, jax.random.key(0),
-      *oos.search_position(tree, "ist", h, None)).compile().as_text()
+      *targets.search_position(tree, "ist", h, None)).compile().as_text()
   if "xla_cpu_small_call" not in hlo:
     pytest.skip("this XLA marks no small-loop kernels (the guard is for the XLA it was written on)")
   assert hlo.count('xla_cpu_small_call="true"') == 4
@@ -357,9 +359,45 @@ def test_liars_dice_batch_one_walk_loops_compile_to_single_cpu_kernels():
   h = int(np.flatnonzero(np.asarray(tree.player) == 1)[3])
   solver = OOS(targeting="ist", batch=1)
   jax.clear_caches()
-  hlo = jax.jit(oos._run, static_argnums=0).lower(
+  hlo = jax.jit(sampled._run, static_argnums=0).lower(
       solver, tree, solver.init(tree), 10, jax.random.key(0),
-      *oos.search_position(tree, "ist", h, None)).compile().as_text()
+      *targets.search_position(tree, "ist", h, None)).compile().as_text()
   if "xla_cpu_small_call" not in hlo:
     pytest.skip("this XLA marks no small-loop kernels (the guard is for the XLA it was written on)")
   assert hlo.count('xla_cpu_small_call="true"') == 4
+
+
+def test_agent_plays_the_average_or_the_current_strategy():
+  """play="average" plays the normalised sums s_I, play="current" regret matching of the
+  cumulative regrets, both after the same search (the state does not depend on play)."""
+  g = jaxgt.load("kuhn_poker")
+  tree = g.device_tree("float64")
+  h = int(np.flatnonzero(np.asarray(tree.player) == 1)[0])
+  i = int(np.asarray(tree.infostate)[h])
+  legal = np.asarray(tree.players[1].legal[i])
+  out = {}
+  for play in ("average", "current"):
+    agent = OOSAgent(g, iterations=50, solver=OOS(batch=2, dtype="float64"), play=play)
+    out[play] = agent.act(jax.random.key(3), agent.init(jax.random.key(0)), h)
+  (avg, s_avg), (cur, s_cur) = out["average"], out["current"]
+  for x, y in zip(jax.tree_util.tree_leaves(s_avg), jax.tree_util.tree_leaves(s_cur)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  np.testing.assert_allclose(np.asarray(avg), np.asarray(sf.normalize(s_avg.cum_policy[1][i],
+                                                                      legal)), atol=1e-12)
+  np.testing.assert_allclose(np.asarray(cur), np.asarray(sf.regret_matching(s_cur.regrets[1][i],
+                                                                            legal)), atol=1e-12)
+  assert not np.allclose(np.asarray(avg), np.asarray(cur))
+  with pytest.raises(ValueError, match="play"):
+    OOSAgent(g, play="last")
+
+
+@pytest.mark.parametrize("game", ["ii_goofspiel(num_cards=3)", "rps_plus"])
+def test_public_subgame_targeting_refused_without_public_actions(game):
+  """Every action of II-Goofspiel (the bids) and of RPS+ is private, so these games have no
+  public subgame (Lisy, Lanctot, Bowling 2015, Sec. 4.2 and Fig. 2): OOS-PST is refused,
+  OOS-IST is not."""
+  g = jaxgt.load(game)
+  with pytest.raises(ValueError, match="no public subgame"):
+    OOSAgent(g, solver=OOS(targeting="pst"))
+  OOSAgent(g, solver=OOS(targeting="ist"))
+  OOSAgent(jaxgt.load("kuhn_poker"), solver=OOS(targeting="pst"))

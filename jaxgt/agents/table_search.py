@@ -8,7 +8,7 @@ from jax import lax
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import GameTree
-from jaxgt.solvers.oos import target_members
+from jaxgt.core.targets import target_members
 
 
 class TableSearchAgent(Agent):
@@ -30,6 +30,9 @@ class TableSearchAgent(Agent):
       raise ValueError(f"solver must be an {self._solver_type.__name__} instance, "
                        f"got {type(self.solver).__name__}")
     targeting = self._targeting or self.solver.targeting
+    if targeting == "pst" and not self.game.game.public_actions:
+      raise ValueError(f"{self.game.name} has no public actions, so no public subgame to target "
+                       "(Lisy, Lanctot, Bowling 2015, Sec. 4.2): use targeting='ist'")
     # Device arrays made here, outside any trace (act may run under jit).
     object.__setattr__(self, "_tree", self.game.device_tree(self.solver.dtype))
     object.__setattr__(self, "_members", jnp.asarray(target_members(self.game.tree, targeting)))

@@ -28,7 +28,12 @@ class Game(abc.ABC):
 
   ``name`` is the registry name, ``params`` all parameters (defaults filled
   in; they name the game), ``num_actions`` the number of player action ids,
-  ``big_blind`` chips in one big blind for mbb/h (``None``: no blinds).
+  ``big_blind`` chips in one big blind for mbb/h (``None``: no blinds),
+  ``public_actions`` whether some player actions are seen by both players
+  (without any, every history has the same sequence of public actions, so the
+  game has no public subgame in the sense of Lisy, Lanctot, Bowling, "Online
+  Monte Carlo Counterfactual Regret Minimization for Search in Imperfect
+  Information Games", 2015, Sec. 4.2).
   A game that declares ``param_defaults`` gets its ``params`` filled and
   checked from them (:func:`check_params`); a ``players`` parameter must be 2.
   """
@@ -36,6 +41,7 @@ class Game(abc.ABC):
   name: str = "game"
   num_actions: int = 0
   big_blind: float | None = None
+  public_actions: bool = True
   param_defaults: dict = {}
 
   def __init__(self, **params: Any):

@@ -44,6 +44,7 @@ _TIE = -3  # winner of a tied round, OpenSpiel's kInvalidPlayer
 class Goofspiel(Game):
   name = "goofspiel"
   param_defaults = PARAMS
+  public_actions = False  # bids are secret; only who won each round is seen
 
   def __init__(self, **params):
     """Checks ``params`` and builds the card tables; point card ``k`` is worth

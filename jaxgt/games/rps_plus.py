@@ -17,6 +17,7 @@ class RockPaperScissorsPlus(Game):
   name = "rps_plus"
   param_defaults = PARAMS
   num_actions = 3
+  public_actions = False  # player 1 never sees player 0's move
 
   def __init__(self, **params):
     super().__init__(**params)

@@ -21,8 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core import rng, sequence_form
-from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int, max_depth
-from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int
 from jaxgt.core.evaluate import policy_evaluation
 
 
@@ -142,15 +141,6 @@ def require_key(solver_name: str, key) -> jax.Array:
     raise ValueError(f"{solver_name} is a sampled solver: pass a jax.random key, "
                      "e.g. run(tree, state, n, jax.random.key(0))")
   return check_key(key)
-
-
-def walking_init_dtype(solver: Solver, tree, weights):
-  """The float dtype of a root-walking solver's state; raises for ``weights`` (root beliefs)
-  and for a tree not in breadth-first order."""
-  if weights is not None:
-    raise ValueError(f"{solver.name} does not support root beliefs (weights)")
-  max_depth(tree)
-  return resolve_dtype(solver.dtype)
 
 
 def step_key(key: jax.Array, iteration) -> jax.Array:

@@ -24,7 +24,7 @@ Selection (Sec. 5.1):
 
 ``ISMCTS(...).run(tree, state, n, key, history=history)`` runs ``n`` steps of
 ``batch`` simulations (``n x batch`` in all) in one jitted ``lax.fori_loop``
-(the solver protocol of :mod:`jaxgt.solvers.base`; the simulations of a step
+(the sampled-solver driver of :mod:`jaxgt.solvers.sampled`; the simulations of a step
 are walked together by :func:`jaxgt.solvers.walk.walk`, read the same
 statistics and are written with one scatter-add).
 """
@@ -32,23 +32,18 @@ statistics and are written with one scatter-add).
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
 from flax import struct
-from jax import lax
 
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_real
 from jaxgt.core.compiler import GameTree
-from jaxgt.core.dtypes import cast_tree
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
-                                walking_init_dtype)
-from jaxgt.solvers.oos import (ancestor_chains, chain_reach, check_memory_config, grow_tree,
-                               member_row, search_position)
+from jaxgt.core.targets import ancestor_chains, chain_reach, member_row, search_position
+from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
 from jaxgt.solvers.walk import Draw, walk
 
 SELECTION = ("uct", "rm")
@@ -69,7 +64,7 @@ class ISMCTSState:
 
 
 @dataclasses.dataclass(frozen=True)
-class ISMCTS(Solver):
+class ISMCTS(SampledSolver):
   """Hyperparameters of ISMCTS (Sec. 5.1); methods are pure (:mod:`.base`)."""
 
   selection: str = "uct"  # "uct" or "rm"
@@ -102,7 +97,7 @@ class ISMCTS(Solver):
 
   def init(self, tree: GameTree, *, weights=None) -> ISMCTSState:
     """Empty statistics and memory (root beliefs, ``weights``, are not supported)."""
-    dtype = walking_init_dtype(self, tree, weights)
+    dtype = self.init_dtype(tree, weights)
     zeros = tuple(jnp.zeros((k, tree.num_actions), dtype) for k in tree.num_infostates)
     uct = self.selection == "uct"
     return ISMCTSState(visits=zeros, values=zeros if uct else None,
@@ -116,21 +111,26 @@ class ISMCTS(Solver):
       return jnp.asarray(self.c, tree.terminal_payoff.dtype)
     return 2.0 * jnp.max(jnp.abs(tree.terminal_payoff), initial=0.0)
 
-  @property
-  def jitted_run(self):
-    return _run
+  def position(self, tree: GameTree, *, history=None, members=None) -> tuple:
+    """``run``'s keywords: ``history``, ``None`` (the root) or a history index (may be traced)
+    where player 0 or 1 acts, of which only the acting player's information state is used;
+    ``members``, ``target_members(tree, "ist")`` (computed when ``None``)."""
+    return search_position(tree, "ist", history, members)
 
-  def run(self, tree: GameTree, state: ISMCTSState, num_steps, key=None, *, history=None,
-          members=None) -> ISMCTSState:
-    """``num_steps`` steps of ``batch`` simulations each, determinized from ``history``'s
-    information state.
+  def prepare(self, tree: GameTree, state: ISMCTSState, history, members):
+    """The histories of ``history``'s information state, their chance reach (the
+    determinization's weights) and the UCT constant, once per run."""
+    del state
+    row = member_row(tree, "ist", members, history)
+    reach = chain_reach(tree, ancestor_chains(tree, tree.max_depth, row))
+    weights = jnp.where(row >= 0, reach, 0.0)
+    weights = jnp.where(jnp.sum(weights) > 0, weights, 1.0)  # the root: any slot
+    return row, weights, self.exploration_constant(tree)
 
-    ``history``: ``None`` (the root) or a history index (may be traced) where
-    player 0 or 1 acts; only its acting player's information state is used.
-    ``members``: ``target_members(tree, "ist")`` (computed here when ``None``).
-    """
-    return _run(self, tree, state, check_num_steps(num_steps, traced_ok=True),
-                require_key(self.name, key), *search_position(tree, "ist", history, members))
+  def sample_step(self, tree: GameTree, state: ISMCTSState, context, key) -> ISMCTSState:
+    """``batch`` simulations reading ``state`` (:func:`_step`)."""
+    row, weights, c_uct = context
+    return _step(self, c_uct, tree, state, row, weights, key)
 
   def policy(self, tree: GameTree, state: ISMCTSState):
     """Move policy of every information state (``final``): ``([I0, A], [I1, A])``."""
@@ -162,10 +162,6 @@ def ismcts_node_policy(cfg: ISMCTS, c_uct, state: ISMCTSState):
   def node_policy(t, node, head):
     del t
     pl, info, legal = node.player, node.infostate, node.legal
-    mem = infostate_rows(state.in_tree, pl, info) & node.decision
-    tree_node = node.decision & head & mem
-    new_node = node.decision & head & ~mem
-    unif = mix_uniform(jnp.zeros(legal.shape, state.visits[0].dtype), legal, 1.0)
     if cfg.selection == "uct":
       n = infostate_rows(state.visits, pl, info)
       q = infostate_rows(state.values, pl, info) / jnp.maximum(n, 1.0)
@@ -178,9 +174,9 @@ def ismcts_node_policy(cfg: ISMCTS, c_uct, state: ISMCTSState):
     else:
       rm = sequence_form.regret_matching(infostate_rows(state.regrets, pl, info), legal)
       sig = mix_uniform(rm, legal, cfg.exploration)
-    sig = jnp.where(tree_node[:, None], sig, unif).astype(unif.dtype)
-    return Draw(sample=sig, target=sig, record=(sig, legal, tree_node, new_node)), \
-        head & ~new_node
+    sig, tree_node, new_node, head = memory_step(state.in_tree, node, head,
+                                                 sig.astype(state.visits[0].dtype))
+    return Draw(sample=sig, target=sig, record=(sig, legal, tree_node, new_node)), head
 
   return node_policy
 
@@ -220,20 +216,3 @@ def _step(cfg: ISMCTS, c_uct, tree: GameTree, state: ISMCTSState, row, weights, 
           jnp.where(m[..., None], inc, 0.0).reshape(-1, A))
     out[name] = tuple(tabs)
   return state.replace(in_tree=in_tree, size=size, **out)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run(cfg: ISMCTS, tree: GameTree, state: ISMCTSState, num_steps, key, history, members):
-  tree = cast_tree(tree, state.visits[0].dtype)
-  row = member_row(tree, "ist", members, history)
-  reach = chain_reach(tree, ancestor_chains(tree, tree.max_depth, row))
-  weights = jnp.where(row >= 0, reach, 0.0)
-  weights = jnp.where(jnp.sum(weights) > 0, weights, 1.0)  # the root: any slot
-
-  c_uct = cfg.exploration_constant(tree)  # once per run, not per step
-
-  def body(_, s):
-    s = _step(cfg, c_uct, tree, s, row, weights, step_key(key, s.iteration))
-    return s.replace(iteration=s.iteration + 1)
-
-  return lax.fori_loop(0, num_steps, body, state)

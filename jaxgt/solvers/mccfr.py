@@ -1,64 +1,34 @@
-"""Monte Carlo CFR with batches of sampled trajectories: outcome and external sampling.
+"""Monte Carlo CFR: outcome and external sampling through the CFR engine's rules.
 
-``solver = outcome_sampling(epsilon=0.6, batch=256)`` returns a frozen
-:class:`MCCFRSolver` following the solver protocol (:mod:`jaxgt.solvers.base`);
-its policy is the average strategy.
-
-One *step* updates player 0 from ``batch`` trajectories, then player 1 from
-``batch`` new ones (sampled under player 0's updated regrets), so a step is
-``2 * batch`` trajectories; at ``batch=1`` it is one OpenSpiel iteration.
-Within a player's half-step all trajectories read the same strategy and their
-updates are summed with one scatter-add.
-
-* **Outcome sampling** (Lanctot et al. 2009; Lisy et al. 2015, Sec. 3.1, the
-  ``delta = 0`` case of Algorithm 1): one terminal per trajectory, walked by
-  :func:`jaxgt.solvers.walk.walk` (the node policy is below); the updated
-  player samples from ``epsilon * uniform + (1 - epsilon) * sigma``, the
-  opponent and chance on-policy. Regrets at the updated player's states get
-  ``W (1[a = a*] pi(z|ha) / q(a*) - pi(z|h))`` with ``W = u(z) / q_i(z[:h])``
-  (importance weight of the updated player's sampled prefix); the opponent's
-  average strategy gets ``sigma / q_i(h)`` (stochastically weighted averaging,
-  as OpenSpiel's ``OutcomeSamplingSolver``).
-* **External sampling** (Lanctot et al. 2009): chance and opponent actions
-  sampled once per visited history, every action of the updated player
-  explored. This is a traversal, not one trajectory, so it does not use
-  :func:`~jaxgt.solvers.walk.walk`. The ``batch`` traversals of a half-step
-  go down together, depth by depth, over frontiers ``[batch, S_d]`` of the
-  non-terminal histories they reach (``S_d``: the most one traversal can
-  reach at depth ``d``, computed at ``init``; Leduc: 30 slots in all for
-  player 0, 16 for player 1, against 9,457 histories): each slot reads its
-  history's row of a table built once per run (:func:`es_tables`), draws at
-  chance and opponent histories with the one sampler
-  (:func:`~jaxgt.core.sampling.sample_cdf`, one uniform per draw), and the
-  next frontier is compacted from running child counts. Values flow up with
-  the sampled outcome at chance/opponent histories and ``sigma`` at the
-  updated player's (terminal children read from their parent's row);
-  regrets ``q(h, a) - v(h)`` at visited histories; the opponent's average
-  strategy gets ``sigma`` once per visited history (OpenSpiel's default
-  "simple" averaging), summed as visit counts times ``sigma``.
+``mccfr.outcome_sampling(epsilon=0.6, batch=256)`` (trajectories,
+:mod:`jaxgt.solvers.mccfr_outcome`) and ``mccfr.external_sampling(batch=256)``
+(traversals, :mod:`jaxgt.solvers.mccfr_external`) are :class:`MCCFRSolver` s
+run by :mod:`jaxgt.solvers.sampled`; their policy is the average strategy. A
+step updates player 0 from ``batch`` samples, then player 1 from ``batch`` new
+ones (``batch=1``: one OpenSpiel iteration), each half-step one scatter-add.
+Regrets and averages go through :mod:`jaxgt.solvers.cfr_rules` at step ``t``
+(1-based): regret matching by default (Lanctot et al., "Monte Carlo Sampling
+for Regret Minimization in Extensive Games", 2009), RM+, discounted regrets,
+averaging weights ``t^gamma``; predictive rules are refused (a single noisy
+sample is no prediction of the next regrets).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
-from jax import lax
 
-from jaxgt.core import rng, sequence_form
+from jaxgt.core import rng
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import GameTree
-from jaxgt.core.dtypes import cast_tree, dtype_name
-from jaxgt.core.sampling import mix_uniform, sample_cdf
-from jaxgt.core.tables import infostate_rows
-from jaxgt.games.base import CHANCE
-from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
-                                walking_init_dtype)
-from jaxgt.solvers.walk import Draw, node_at, walk, walk_tables
+from jaxgt.core.dtypes import dtype_name
+from jaxgt.solvers.cfr_rules import PowerAveraging, RegretMatching
+from jaxgt.solvers.mccfr_external import es_sizes, es_tables, es_traversals
+from jaxgt.solvers.mccfr_outcome import half_step
+from jaxgt.solvers.sampled import SampledSolver
 
 
 @struct.dataclass
@@ -67,418 +37,140 @@ class MCCFRState:
 
   regrets: tuple  # ([I0, A], [I1, A]) cumulative sampled regrets
   cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators
-  iteration: jax.Array  # [] int32 completed steps (2 * batch trajectories each)
+  iteration: jax.Array  # [] int32 completed steps (2 * batch samples each)
   # static, external sampling only: per player the frontier size of each depth and the most
-  # draws of a traversal (:func:`_frontier_sizes`), then the number of chance histories
+  # draws of a traversal, then the number of chance histories (mccfr_external.es_sizes)
   frontier: tuple = struct.field(pytree_node=False)
 
 
 @dataclasses.dataclass(frozen=True)
-class MCCFRSolver(Solver):
-  """Hyperparameters of a batched MCCFR variant; methods are pure functions (:mod:`.base`)."""
+class MCCFRSolver(SampledSolver):
+  """Hyperparameters every MCCFR sampler has; methods are pure functions (:mod:`.base`)."""
 
-  name: str  # "mccfr-os" | "mccfr-es"
-  batch: int = 1  # trajectories per player per step
-  epsilon: float = 0.6  # exploration of the updated player (outcome sampling only)
+  batch: int = 1  # trajectories (traversals) per player per step
   dtype: str = "float32"  # float dtype of the state
+  regret_rule: RegretMatching = RegretMatching()  # the regret rule (cfr_rules; not predictive)
+  averaging: PowerAveraging = PowerAveraging()  # the averaging rule (cfr_rules)
+
+  def __post_init__(self):
+    object.__setattr__(self, "batch", check_positive_int("batch", self.batch))
+    object.__setattr__(self, "dtype", dtype_name(self.dtype))
+    if not isinstance(self.regret_rule, RegretMatching):
+      raise ValueError(f"regret_rule must be a cfr_rules regret rule, got {self.regret_rule!r}")
+    if self.regret_rule.init(jnp.zeros((1, 1))) != ():
+      raise ValueError(f"{type(self.regret_rule).__name__} carries a prediction of the next "
+                       "regrets, which sampled regrets do not give; use a rule without one")
+    if not isinstance(self.averaging, PowerAveraging):
+      raise ValueError(f"averaging must be a cfr_rules averaging rule, got {self.averaging!r}")
 
   @property
   def samples_per_step(self) -> int:
     return 2 * self.batch
 
+  def frontier(self, tree: GameTree) -> tuple:
+    """The static sizes a sampler needs in its state (none by default)."""
+    del tree
+    return ()
+
   def init(self, tree: GameTree, *, weights=None) -> MCCFRState:
     """Zero regrets and averages (root beliefs are not supported)."""
-    dtype = walking_init_dtype(self, tree, weights)
+    dtype = self.init_dtype(tree, weights)
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
-                      frontier=es_sizes(tree) if self.name == "mccfr-es" else ())
+                      frontier=self.frontier(tree))
 
-  @property
-  def jitted_run(self):
-    return _run
+  def strategy(self, regrets, legal):
+    """The current strategy ``[..., A]`` of cumulative regrets ``[..., A]`` under the rule."""
+    return self.regret_rule.strategy(regrets, legal, ())
 
-  def run(self, tree: GameTree, state: MCCFRState, num_steps, key=None) -> MCCFRState:
-    """``num_steps`` steps inside one jitted call; step ``t`` uses ``step_key(key, t)``."""
-    num_steps = check_num_steps(num_steps, traced_ok=True)
-    return _run(self, tree, state, num_steps, require_key(self.name, key))
+  def strategies(self, tree: GameTree, regrets) -> tuple:
+    """Both players' current strategies ``([I0, A], [I1, A])``."""
+    return tuple(self.strategy(r, pt.legal) for r, pt in zip(regrets, tree.players))
 
+  def add_regrets(self, regrets, instant, t, at=None):
+    """Cumulative regrets ``[I, A]`` after the instantaneous ``instant`` of step ``t``: rows
+    ``[N, A]`` at information states ``at [N]``, or ``[I, A]`` when ``at`` is ``None``.
+    Regret matching's plain sum adds in place (a rule that rescales copies the table)."""
+    if at is not None:
+      if type(self.regret_rule).update is RegretMatching.update:
+        return regrets.at[at].add(instant)
+      instant = jnp.zeros_like(regrets).at[at].add(instant)
+    return self.regret_rule.update(regrets, instant, t, ())[0]
 
-
-def regret_matching_at(tree: GameTree, regrets, tabulate: bool):
-  """``sigma(node) -> [B, A]``: regret matching of ``regrets`` at the nodes' information states.
-
-  ``tabulate`` regret-matches every information state once (large batches);
-  otherwise only the visited rows are regret-matched (same numbers).
-  Zero off decisions.
-  """
-  if tabulate:
-    sigma = tuple(sequence_form.regret_matching(r, pt.legal) for r, pt in zip(regrets, tree.players))
-    return lambda node: jnp.where(node.decision[:, None],
-                                  infostate_rows(sigma, node.player, node.infostate), 0.0)
-  return lambda node: sequence_form.regret_matching(
-      infostate_rows(regrets, node.player, node.infostate), node.legal)
-
-
-def outcome_walk(cfg: MCCFRSolver, tree: GameTree, regrets, p: int, uniforms, *,
-                 tabulate: bool):
-  """Outcome-sampling trajectories for updated player ``p`` (:func:`walk`).
-
-  Target: regret matching ``sigma``; sampling: ``epsilon``-on-policy at
-  ``p``'s states, ``sigma`` at the opponent's. Returns the
-  :class:`Trajectory` and ``sigma, legal [D, B, A]`` of each step.
-  ``tabulate`` (large batches) computes both distributions of every
-  history once and the walk only gathers rows; otherwise only the visited
-  rows are regret-matched (same numbers).
-  """
-  sigma_at = regret_matching_at(tree, regrets, tabulate)
-
-  def distributions(node):
-    sig = sigma_at(node)
-    q = jnp.where((node.player == p)[:, None], mix_uniform(sig, node.legal, cfg.epsilon), sig)
-    return sig, q
-
-  if not tabulate:
-    def node_policy(t, node, carry):
-      del t
-      sig, q = distributions(node)
-      return Draw(sample=q, target=sig, record=(sig, node.legal)), carry
-
-    traj = walk(tree, node_policy, uniforms)[0]
-    return (traj,) + traj.record
-  every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
-  sig_h, q_h = distributions(every)
-  traj = walk_tables(tree, q_h, sig_h, uniforms)
-  h = jnp.maximum(traj.history, 0)
-  return traj, jnp.where((traj.history >= 0)[..., None], sig_h[h], 0.0), every.legal[h]
+  def add_average(self, total, increment, t, at=None):
+    """The average-strategy sum ``[I, A]`` after step ``t``'s ``increment`` (rows at ``at``,
+    as :meth:`add_regrets`), weighted by the averaging rule's scale-free coefficients; uniform
+    averaging adds in place."""
+    if type(self.averaging) is PowerAveraging and not self.averaging.exponent:
+      return total.at[at].add(increment) if at is not None else total + increment
+    a, b = self.averaging.coefficients(t, total.dtype)
+    total = total * a
+    return total.at[at].add(b * increment) if at is not None else total + b * increment
 
 
-def _os_half_step(cfg: MCCFRSolver, tree: GameTree, regrets, cum, p: int, key):
-  """Outcome sampling for player ``p`` from ``batch`` trajectories (one scatter-add each).
+@dataclasses.dataclass(frozen=True)
+class OutcomeSampling(MCCFRSolver):
+  """Outcome-sampling MCCFR; fields of :class:`MCCFRSolver` and
+  ``epsilon``."""
 
-  The whole batch walks down together (:func:`outcome_walk`), with the
-  ``[D, B]`` uniforms drawn in one call. Per depth ``t``
-  with ``V_t = u(z) prod_{k >= t} sigma/q`` over ``p``'s sampled actions and
-  ``Q_t = prod_{k < t} q`` (``p``'s sampling reach), the regret increment is
-  ``(1[a = a_t] V_{t+1} / q_t - V_t) / Q_t`` and the opponent's average
-  increment ``sigma / Q_t`` (chance and opponent reach cancel: both are
-  sampled on-policy).
-  """
-  A = tree.num_actions
-  dtype = regrets[0].dtype
-  B = cfg.batch
-  uni = rng.uniform(key, (tree.max_depth, B), dtype)
-  # Large batches regret-match every information state once; small ones
-  # only the visited rows (same numbers either way).
-  traj, sig_t, legal_t = outcome_walk(cfg, tree, regrets, p, uni,
-                                      tabulate=B * tree.max_depth >= tree.num_histories)
-  s_a, q_a = traj.target_prob, traj.sample_prob
-  u = traj.payoff(tree) * (1.0 if p == 0 else -1.0)  # [B]
-  mine = traj.player == p
-  ratio = jnp.where(mine, s_a / q_a, 1.0)
-  V = u * jnp.cumprod(ratio[::-1], axis=0)[::-1]  # [D, B]
-  V_next = jnp.concatenate([V[1:], u[None]])
-  qp = jnp.where(mine, q_a, 1.0)
-  prefix = jnp.concatenate([jnp.ones((1, B), dtype), jnp.cumprod(qp, axis=0)[:-1]])
-  onehot = jax.nn.one_hot(traj.action, A, dtype=dtype)
-  regret = (onehot * (V_next / q_a)[..., None] - V[..., None]) / prefix[..., None]
-  regret = jnp.where(mine[..., None] & legal_t, regret, 0.0)
-  theirs = traj.player == 1 - p
-  avg = jnp.where(theirs[..., None], sig_t / prefix[..., None], 0.0)
-  info = traj.infostate
-  regrets, cum = list(regrets), list(cum)
-  regrets[p] = regrets[p].at[jnp.where(mine, info, 0).reshape(-1)].add(regret.reshape(-1, A))
-  cum[1 - p] = cum[1 - p].at[jnp.where(theirs, info, 0).reshape(-1)].add(avg.reshape(-1, A))
-  return tuple(regrets), tuple(cum)
+  epsilon: float = 0.6  # exploration of the updated player
+
+  name = "mccfr-os"
+
+  def __post_init__(self):
+    super().__post_init__()
+    object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, 0, 1, lo_open=True))
+
+  def sample_step(self, tree: GameTree, state: MCCFRState, context, key) -> MCCFRState:
+    """Player 0's half-step, then player 1's (:func:`~jaxgt.solvers.mccfr_outcome.half_step`)."""
+    del context
+    regrets, cum, t = state.regrets, state.cum_policy, state.iteration + 1
+    for p, k in enumerate(rng.split(key)):
+      regrets, cum = half_step(self, tree, regrets, cum, p, t, k)
+    return state.replace(regrets=regrets, cum_policy=cum)
 
 
-def es_sizes(tree: GameTree) -> tuple:
-  """The static sizes of external sampling: ``((sizes0, draws0), (sizes1, draws1), Hc)``, per
-  player the frontier sizes and most draws of a traversal (:func:`_frontier_sizes`), then the
-  number of chance histories (for :func:`es_tables`)."""
-  return _frontier_sizes(tree) + (int(np.sum(np.asarray(tree.player) == CHANCE)),)
+@dataclasses.dataclass(frozen=True)
+class ExternalSampling(MCCFRSolver):
+  """External-sampling MCCFR; fields of :class:`MCCFRSolver`."""
+
+  name = "mccfr-es"
+
+  def frontier(self, tree: GameTree) -> tuple:
+    """The static traversal sizes :func:`~jaxgt.solvers.mccfr_external.es_sizes`."""
+    return es_sizes(tree)
+
+  def prepare(self, tree: GameTree, state: MCCFRState) -> tuple:
+    """Both players' traversal tables (:func:`~jaxgt.solvers.mccfr_external.es_tables`)."""
+    return tuple(es_tables(tree, p, state.frontier[2]) for p in (0, 1))
+
+  def sample_step(self, tree: GameTree, state: MCCFRState, tables, key) -> MCCFRState:
+    """Player 0's ``batch`` traversals, then player 1's, from one draw of both players'
+    uniforms; regrets and averages through the rules at step ``iteration + 1``."""
+    regrets, cum, step = state.regrets, state.cum_policy, state.iteration + 1
+    (sizes0, draws0), (sizes1, draws1) = state.frontier[:2]
+    uni = rng.uniform(key, (self.batch, draws0 + draws1), regrets[0].dtype)
+    for p, sizes, u in ((0, sizes0, uni[:, :draws0]), (1, sizes1, uni[:, draws0:])):
+      sigma = self.strategies(tree, regrets)
+      regret, visits = es_traversals(tree, tables[p], sigma, p, sizes, u)
+      regrets, cum = list(regrets), list(cum)
+      regrets[p] = self.add_regrets(regrets[p], regret, step)
+      cum[1 - p] = self.add_average(cum[1 - p], visits[:, None] * sigma[1 - p], step)
+      regrets, cum = tuple(regrets), tuple(cum)
+    return state.replace(regrets=regrets, cum_policy=cum)
 
 
-def _frontier_sizes(tree: GameTree) -> tuple:
-  """Per player ``p``, ``(sizes, draws)``: the most non-terminal histories one external-sampling
-  traversal reaches at each depth (trailing zeros cut), and the most chance/opponent histories
-  (one draw each) it visits.
-
-  ``M(h) = sum_a M(ha)`` at ``p``'s histories, ``max_a M(ha)`` at chance and
-  opponent histories (one sampled outcome), computed for every target depth;
-  these static bounds size the traversal's frontier arrays and its uniforms.
-  Terminals take no frontier slot: their parents read their payoffs.
-  """
-  levels = tree.depth_levels
-  depth = np.asarray(tree.depth)
-  ch = np.asarray(tree.children)
-  pl = np.asarray(tree.player)
-  inner = np.asarray(tree.history_terminal) < 0
-  out = []
-  for p in (0, 1):
-    sizes = []
-    for d in range(len(levels)):
-      m = ((depth == d) & inner).astype(np.int64)
-      for e in range(d - 1, -1, -1):
-        lo, hi = levels[e]
-        c = np.where(ch[lo:hi] >= 0, m[np.maximum(ch[lo:hi], 0)], 0)
-        m[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), c.max(1, initial=0))
-      sizes.append(int(m[0]))
-    while len(sizes) > 1 and sizes[-1] == 0:
-      sizes.pop()
-    draws = np.zeros(len(pl), np.int64)
-    for lo, hi in reversed(levels):
-      c = np.where(ch[lo:hi] >= 0, draws[np.maximum(ch[lo:hi], 0)], 0)
-      draws[lo:hi] = np.where(pl[lo:hi] == p, c.sum(1), np.where(inner[lo:hi], 1 + c.max(1), 0))
-    out.append((tuple(max(s, 1) for s in sizes), max(int(draws[0]), 1)))
-  return tuple(out)
+def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32",
+                     **rules) -> OutcomeSampling:
+  """Outcome-sampling MCCFR, ``epsilon``-on-policy exploration (Lisy et al. 2015, Sec. 3.1);
+  ``rules``: ``regret_rule`` and ``averaging`` (:class:`MCCFRSolver`)."""
+  return OutcomeSampling(epsilon=epsilon, batch=batch, dtype=dtype, **rules)
 
 
-# Columns of a history's row in the traversal table (:func:`es_tables`): kind, number of
-# non-terminal children explored, row of its distribution, information state, then per action
-# its rank, explored child and payoff (float bits).
-_KIND, _COUNT, _ROW, _INFO, _RANK = range(5)
-# Kinds of history in a traversal for player p: p acts (every legal action explored), chance or
-# the opponent acts (one sampled outcome), else padding (0).
-_EXPLORE, _CHANCE, _OPPONENT = 1, 2, 3
-_TERMINAL_CHILD, _ILLEGAL = -1, -2  # ranks of actions without a frontier slot
-
-
-def es_tables(tree: GameTree, p: int, num_chance: int):
-  """Per-history rows of an external-sampling traversal for player ``p``; row ``H`` pads.
-
-  Returns ``(head [H + 1, 4 + 3A], tail [H + 1, 2W], chance_cdf [Hc, W])``
-  with ``W = max(A, C)`` and ``Hc = num_chance`` chance histories; ``head``
-  and ``tail`` are integer tables as wide as the tree's float dtype (payoffs
-  as float bits), so one gather reads all a slot needs. ``head`` columns:
-  kind (``_EXPLORE``, ``_CHANCE``, ``_OPPONENT``, 0), how many non-terminal
-  children ``p`` explores, the row of the history's distribution in
-  ``concat(table0, table1, chance_cdf)``, the acting player's information
-  state; then per action, at ``p``'s histories, its rank among the
-  non-terminal children ``p`` explores (``_TERMINAL_CHILD``, ``_ILLEGAL``;
-  ``_ILLEGAL`` off ``p``'s turns), the explored non-terminal children in
-  action order (``H`` pads) and the children's payoffs to ``p`` (zero off
-  terminals). ``tail``, read at the one sampled child of chance and opponent
-  histories: each child if it is not terminal (else ``H``), then each
-  child's payoff to ``p``. Built once per jitted run from the tree's arrays.
-  """
-  A, H, C = tree.num_actions, tree.num_histories, tree.children.shape[1]
-  W = max(A, C)
-  dtype = tree.chance_probs.dtype
-  itype = jnp.int32 if jnp.dtype(dtype).itemsize == 4 else jnp.int64
-  player = tree.player
-  mine = player == p
-  kind = jnp.where(mine, _EXPLORE, jnp.where(
-      player == CHANCE, _CHANCE, jnp.where(player == 1 - p, _OPPONENT, 0)))
-  exists = tree.children >= 0
-  child = jnp.maximum(tree.children, 0)
-  term = tree.history_terminal
-  payoff = jnp.where(exists & (term[child] >= 0), (1.0 if p == 0 else -1.0)
-                     * tree.terminal_payoff[jnp.maximum(term[child], 0)], 0.0).astype(dtype)
-  payoff = lax.bitcast_convert_type(jnp.pad(payoff, ((0, 0), (0, W - C))), itype)  # [H, W]
-  inner = exists & (term[child] < 0)  # [H, C] children that take a frontier slot
-  explored = inner[:, :A] & mine[:, None]
-  rank = jnp.where(explored, jnp.cumsum(explored, axis=-1) - 1,
-                   jnp.where(exists[:, :A] & mine[:, None], _TERMINAL_CHILD, _ILLEGAL))
-  by_rank = jnp.stack([jnp.sum(jnp.where(rank == r, child[:, :A], 0), -1)
-                       + jnp.where(jnp.any(rank == r, -1), 0, H) for r in range(A)], -1)
-  count = jnp.where(mine, jnp.sum(explored, -1), 0)
-  info = jnp.maximum(tree.infostate, 0)
-  chance = jnp.nonzero(player == CHANCE, size=num_chance)[0]
-  chance_row = jnp.zeros(H, itype).at[chance].set(jnp.arange(num_chance).astype(itype))
-  I0, I1 = tree.num_infostates
-  row = jnp.where(player == 0, info, jnp.where(player == 1, I0 + info, I0 + I1 + chance_row))
-  head = jnp.concatenate([jnp.stack([kind, count, row, info], -1).astype(itype),
-                          rank.astype(itype), by_rank.astype(itype), payoff[:, :A]], -1)
-  slots = jnp.pad(jnp.where(inner, child, H), ((0, 0), (0, W - C)), constant_values=H)
-  tail = jnp.concatenate([slots.astype(itype), payoff], -1)
-  pad = lambda x: jnp.concatenate([x, jnp.zeros((1, x.shape[1]), itype)])
-  cdf = jnp.pad(jnp.cumsum(tree.chance_probs[chance], -1), ((0, 0), (0, W - C)), mode="edge")
-  return pad(head), pad(tail), cdf.astype(dtype)
-
-
-def _computed_once(x, true):
-  """``x``, computed into a buffer once (``true``: a traced boolean that is always true).
-
-  XLA's CPU fusion copies a cheap elementwise producer into each consumer, so
-  an array that a gather reads several times per element (a slot's value, read
-  by each of its parent's ``A`` action columns; the uniforms, read once per
-  frontier slot and each a threefry hash) is recomputed per read. Optimization
-  barriers are gone before fusion runs; a conditional on a runtime predicate
-  is not, and its result is a buffer. Values are unchanged (the false branch,
-  which never runs, only keeps the two branches from being merged). Leduc
-  external sampling, batch 256, one core: 511k to 1.1M traversals/s with the
-  uniforms, the slots' rows, the running child counts, the children's values
-  and each level's values computed once.
-  """
-  return lax.cond(true, lambda v: v, lambda v: jnp.where(v == v, v, jnp.zeros_like(v)), x)
-
-
-def _sum_last(x):
-  """``sum(x, -1)`` as unrolled adds when the axis is short (XLA's CPU reductions over a few
-  elements cost far more than the adds)."""
-  if x.shape[-1] > 16:
-    return jnp.sum(x, -1)
-  out = x[..., 0]
-  for k in range(1, x.shape[-1]):
-    out = out + x[..., k]
-  return out
-
-
-def _running_sum(x):
-  """Inclusive cumulative sum of ``x [B, S]`` along ``S``: unrolled adds for the short frontiers
-  of a traversal (XLA's CPU cumsum is a reduce-window), a scan for long ones."""
-  if x.shape[1] > 16:
-    return lax.associative_scan(jnp.add, x, axis=1)
-  cols = [x[:, 0]]
-  for k in range(1, x.shape[1]):
-    cols.append(cols[-1] + x[:, k])
-  return jnp.stack(cols, 1)
-
-
-def _parents(ends, n: int):
-  """``(parent, start, valid)``, each ``[B, n]``: for each slot of the next frontier, the slot
-  whose kept children fill it, where that slot's children start, and whether it is filled, from
-  the running child counts ``ends [B, S]`` (slot ``j``'s children fill ``ends[j - 1] ..
-  ends[j] - 1``)."""
-  k = jnp.arange(n, dtype=ends.dtype)
-  if ends.shape[1] <= 16:
-    before = ends[:, None, :] <= k[:, None]  # [B, n, S]
-    parent = _sum_last(before.astype(ends.dtype))
-    start = jnp.max(jnp.where(before, ends[:, None, :], 0), axis=-1)
-  else:
-    parent = jax.vmap(lambda e: jnp.searchsorted(e, k, side="right", method="scan"))(ends)
-    start = jnp.where(parent > 0, jnp.take_along_axis(ends, jnp.maximum(parent - 1, 0), 1), 0)
-  return jnp.minimum(parent, ends.shape[1] - 1), start, k < ends[:, -1:]
-
-
-def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
-  """``B`` external-sampling traversals for player ``p``; returns ``(regret [I_p, A], visits [I_o])``.
-
-  ``tables = es_tables(tree, p, ...)``; ``sigma = (s0 [I0, A], s1 [I1, A])``
-  the current regret-matching strategies; ``uni [B, U]`` uniforms, one per
-  chance/opponent history a traversal visits, in visiting order (``U`` is
-  the most there can be). The frontier of depth ``d`` is ``[B, sizes[d]]``
-  non-terminal histories (``H`` pads): the children of the frontier above in
-  slot order, every legal child at ``p``'s histories and one child elsewhere,
-  drawn with :func:`~jaxgt.core.sampling.sample_cdf` from the chance
-  probabilities or the opponent's ``sigma``; terminal children are valued
-  from their parent's row. Going up, a history is worth ``sum_a sigma(a)
-  v(ha)`` at ``p``'s and its sampled child's value elsewhere. Returns the
-  summed regret increments ``q(h, a) - v(h)`` of ``p``'s visited histories
-  and how often each opponent information state was visited (its average
-  strategy gets ``sigma`` per visit). The work is ``B * sum(sizes)`` slots,
-  the non-terminal histories the traversals can touch, not the tree's ``H``.
-  """
-  head, tail, chance_cdf = tables
-  once = uni[0, 0] >= 0  # always true; unknown to XLA (see _computed_once)
-  uni = _computed_once(uni, once)  # read once per frontier slot, hashed once
-  A, H = tree.num_actions, tree.num_histories
-  W = chance_cdf.shape[1]
-  B, U = uni.shape
-  dtype = sigma[0].dtype
-  # One row per distribution, W wide: sigma at p's information states (to value them), the CDF
-  # of sigma at the opponent's and of chance's probabilities (to sample them).
-  pad = lambda x, mode: jnp.pad(x, ((0, 0), (0, W - A)), mode=mode)
-  rows = jnp.concatenate([pad(sigma[i], "constant") if i == p else pad(jnp.cumsum(sigma[i], -1),
-                                                                        "edge")
-                          for i in (0, 1)] + [chance_cdf])
-  batch = jnp.arange(B)[:, None]
-  front = jnp.zeros((B, 1), jnp.int32)
-  drawn = jnp.zeros((B, 1), jnp.int32)  # uniforms used so far
-  levels = []
-  for d, n in enumerate(sizes):
-    t = _computed_once(head[front], once)  # [B, S, 4 + 3A]: all a slot needs, one gather
-    row = rows[t[..., _ROW]]  # [B, S, W]
-    kind = t[..., _KIND]
-    draws = (kind > _EXPLORE).astype(jnp.int32)
-    at = drawn + _running_sum(draws) - 1
-    drawn = drawn + _sum_last(draws)[:, None]
-    s = sample_cdf(row, uni.reshape(-1)[batch * U + jnp.clip(at, 0, U - 1)])
-    # The sampled child (H: terminal, no slot) and its payoff, read off the tail row.
-    cell = front * 2 * W + s
-    sampled = tail.reshape(-1)[cell]
-    sampled_payoff = lax.bitcast_convert_type(tail.reshape(-1)[cell + W], dtype)
-    count = jnp.where(kind == _EXPLORE, t[..., _COUNT], (draws > 0) & (sampled < H))
-    ends = _computed_once(_running_sum(count.astype(jnp.int32)), once)  # read per next slot
-    payoff = lax.bitcast_convert_type(t[..., _RANK + 2 * A:], dtype)
-    levels.append((t, row[..., :A], payoff, sampled_payoff, count, ends - count))
-    if d + 1 == len(sizes):
-      break
-    # The children each slot keeps, in order ([B, S, A], H-padded).
-    kept = jnp.where((kind == _EXPLORE)[..., None], t[..., _RANK + A:_RANK + 2 * A],
-                     jnp.where(jnp.arange(A) == 0, sampled[..., None], H))
-    parent, start, valid = _parents(ends, sizes[d + 1])
-    r = jnp.arange(sizes[d + 1]) - start
-    at = (batch * n + parent) * A + jnp.clip(r, 0, A - 1)
-    front = jnp.where(valid, kept.reshape(-1)[at], H)
-  value = None
-  regret_at, regrets, visit_at = [], [], []
-  I_p, I_o = tree.num_infostates[p], tree.num_infostates[1 - p]
-  for t, sig_h, payoff, sampled_payoff, count, start in reversed(levels):
-    kind, info = t[..., _KIND], t[..., _INFO]
-    rank = t[..., _RANK:_RANK + A]  # [B, S, A]
-    if value is None:  # every child is terminal
-      below = jnp.zeros_like(payoff)
-    else:  # the children's slot values by rank (the sampled child's in column 0)
-      n = value.shape[1]
-      idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), n - 1)
-      below = _computed_once(value.reshape(-1)[batch[..., None] * n + idx], once)
-    q = jnp.where(rank >= 0, below, payoff)
-    mine = kind == _EXPLORE
-    value = jnp.where(mine, _sum_last(sig_h * q), jnp.where(
-        count > 0, below[..., 0], sampled_payoff))
-    value = _computed_once(value, once)  # the level above reads it A times a slot
-    regrets.append(jnp.where(rank >= _TERMINAL_CHILD, q - value[..., None], 0.0).reshape(-1, A))
-    regret_at.append(jnp.where(mine, info, I_p).reshape(-1))
-    visit_at.append(jnp.where(kind == _OPPONENT, info, I_o).reshape(-1))
-  regret = jnp.zeros((I_p, A), dtype).at[jnp.concatenate(regret_at)].add(
-      jnp.concatenate(regrets), mode="drop")
-  visits = jnp.zeros(I_o, dtype).at[jnp.concatenate(visit_at)].add(1.0, mode="drop")
-  return regret, visits
-
-
-def _es_half_step(cfg: MCCFRSolver, tree: GameTree, tables, regrets, cum, p: int, sizes, uni):
-  """External sampling for player ``p`` from ``batch`` traversals (:func:`es_traversals`)."""
-  sigma = tuple(sequence_form.regret_matching(r, pt.legal) for r, pt in zip(regrets, tree.players))
-  regret, visits = es_traversals(tree, tables, sigma, p, sizes, uni)
-  regrets, cum = list(regrets), list(cum)
-  regrets[p] = regrets[p] + regret
-  cum[1 - p] = cum[1 - p] + visits[:, None] * sigma[1 - p]
-  return tuple(regrets), tuple(cum)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run(cfg: MCCFRSolver, tree: GameTree, state: MCCFRState, num_steps, key) -> MCCFRState:
-  tree = cast_tree(tree, state.regrets[0].dtype)
-  tables = tuple(es_tables(tree, p, state.frontier[2]) for p in (0, 1)) if cfg.name == "mccfr-es" else None
-
-  def body(_, s):
-    regrets, cum = s.regrets, s.cum_policy
-    if cfg.name == "mccfr-es":  # one draw of both players' uniforms
-      (sizes0, draws0), (sizes1, draws1) = state.frontier[:2]
-      uni = rng.uniform(step_key(key, s.iteration), (cfg.batch, draws0 + draws1),
-                               regrets[0].dtype)
-      for p, sizes, u in ((0, sizes0, uni[:, :draws0]), (1, sizes1, uni[:, draws0:])):
-        regrets, cum = _es_half_step(cfg, tree, tables[p], regrets, cum, p, sizes, u)
-    else:
-      k0, k1 = rng.split(step_key(key, s.iteration))
-      for p, k in ((0, k0), (1, k1)):
-        regrets, cum = _os_half_step(cfg, tree, regrets, cum, p, k)
-    return s.replace(regrets=regrets, cum_policy=cum, iteration=s.iteration + 1)
-
-  return lax.fori_loop(0, num_steps, body, state)
-
-
-def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32") -> MCCFRSolver:
-  """Outcome-sampling MCCFR, ``epsilon``-on-policy exploration (Lisy et al. 2015, Sec. 3.1)."""
-  return MCCFRSolver("mccfr-os", epsilon=check_real("epsilon", epsilon, 0, 1, lo_open=True),
-                     batch=check_positive_int("batch", batch), dtype=dtype_name(dtype))
-
-
-def external_sampling(batch: int = 1, *, dtype="float32") -> MCCFRSolver:
-  """External-sampling MCCFR (Lanctot et al. 2009)."""
-  batch = check_positive_int("batch", batch)
-  return MCCFRSolver("mccfr-es", batch=batch, dtype=dtype_name(dtype))
+def external_sampling(batch: int = 1, *, dtype="float32", **rules) -> ExternalSampling:
+  """External-sampling MCCFR (Lanctot et al. 2009); ``rules``: ``regret_rule`` and
+  ``averaging`` (:class:`MCCFRSolver`)."""
+  return ExternalSampling(batch=batch, dtype=dtype, **rules)
 
 
 SAMPLING_SOLVERS = {"mccfr-os": outcome_sampling, "mccfr-es": external_sampling}

@@ -12,8 +12,8 @@ searcher's information state ``I(m)`` (IST) or through its public state (PST).
 ``state = solver.run(tree, state, num_steps, key, history=history)`` runs
 ``num_steps`` iterations (each one ``batch`` trajectories per update player,
 player 0 then player 1, walked by :func:`jaxgt.solvers.walk.walk` with
-targeting) in one jitted ``lax.fori_loop`` (the solver protocol of
-:mod:`jaxgt.solvers.base`: step ``t`` uses ``step_key(key, t)``); the tables
+targeting) in one jitted ``lax.fori_loop`` (the sampled-solver driver of
+:mod:`jaxgt.solvers.sampled`: step ``t`` uses ``step_key(key, t)``); the tables
 in ``state`` carry over between the moves of a match. ``history=None``
 searches with an empty match history (plain MCCFR with incremental tree
 building).
@@ -59,10 +59,10 @@ Strategies are explorative regret matching ``gamma / |A| + (1 - gamma)
 RM`` (Sec. 4.3, ``gamma = 0.01``).
 
 Memory is a fixed-capacity table over the compiled information states
-(``in_tree`` mask, ``size`` counter, at most ``capacity`` entries); the
-targeted sets come from a host-side table (:func:`target_members`, ``[R, K]``
-histories per information state or public state) and their ancestor chains
-(``O(K depth)`` work and one ``[H]`` mask per search, no sweeps over the tree).
+(``in_tree`` mask, ``size`` counter, at most ``capacity`` entries,
+:func:`~jaxgt.solvers.sampled.grow_tree`); the targeted sets and their
+ancestor chains come from :mod:`jaxgt.core.targets` (``O(K depth)`` work and
+one ``[H]`` mask per search, no sweeps over the tree).
 
 With ``delta = 0`` (or ``history=None``) OOS is outcome-sampling MCCFR with
 incremental tree building; with ``gamma = 0`` and ``init(..., prefill=True)``
@@ -78,20 +78,18 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 from jax import lax
 
 from jaxgt.core import rng, sequence_form
-from jaxgt.core.checks import (check_choice, check_decision_history, check_positive_int,
-                               check_real)
-from jaxgt.core.compiler import NO_INDEX, GameTree
-from jaxgt.core.dtypes import cast_tree, dtype_name
+from jaxgt.core.checks import check_choice, check_real
+from jaxgt.core.compiler import GameTree
+from jaxgt.core.dtypes import cast_tree
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
-from jaxgt.games.base import CHANCE
-from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
-                                walking_init_dtype)
+from jaxgt.core.targets import (ancestor_chains, ancestor_mask, chain_reach, member_row,
+                                search_position, target_members)
+from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
 from jaxgt.solvers.walk import Draw, walk
 
 TARGETING = ("ist", "pst")
@@ -108,88 +106,6 @@ class OOSState:
   iteration: jax.Array  # [] int32 iterations (steps) run so far (all searches)
 
 
-def target_members(tree: GameTree, targeting: str) -> np.ndarray:
-  """Host-side ``[R, K] int32`` decision histories of every targetable set (``-1`` padded).
-
-  Rows are information states (``infostate``, plus ``I0`` for player 1) for
-  ``"ist"``, public states for ``"pst"``; ``K`` is the largest set.
-  """
-  pl = np.asarray(tree.player)
-  dec = np.flatnonzero(pl >= 0)
-  if targeting == "ist":
-    info = np.asarray(tree.infostate)[dec]
-    key = np.where(pl[dec] == 0, info, tree.num_infostates[0] + info)
-    rows = sum(tree.num_infostates)
-  else:
-    key = np.asarray(tree.history_public)[dec]
-    rows = tree.num_public_states
-  order = np.argsort(key, kind="stable")
-  key, hist = key[order], dec[order]
-  counts = np.bincount(key, minlength=rows)
-  start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-  table = np.full((rows, max(int(counts.max(initial=0)), 1)), -1, np.int32)
-  table[key, np.arange(len(key)) - start[key]] = hist
-  return table
-
-
-def search_position(tree: GameTree, targeting: str, history, members):
-  """``(history, members)`` as arrays for a search run: ``history`` checked to be a decision
-  (``None``: ``NO_INDEX``, no match history), ``members`` the :func:`target_members` table of
-  ``tree`` (computed when ``None``)."""
-  if history is None:
-    history = NO_INDEX
-  else:
-    check_decision_history(tree, history)
-  if members is None:
-    members = target_members(tree, targeting)
-  return jnp.asarray(history, jnp.int32), jnp.asarray(members)
-
-
-def check_memory_config(cfg) -> None:
-  """Checks ``capacity`` and ``batch`` of a fixed-capacity search config (OOS, ISMCTS) and
-  stores its ``dtype`` by name."""
-  if cfg.capacity is not None:
-    check_positive_int("capacity", cfg.capacity)
-  check_positive_int("batch", cfg.batch)
-  object.__setattr__(cfg, "dtype", dtype_name(cfg.dtype))
-
-
-def member_row(tree: GameTree, targeting: str, members, history):
-  """``[K]`` histories targeted from ``history`` (``-1``: none): those of its acting player's
-  information state (IST) or of its public state (PST); reads nothing else off ``history``."""
-  m = jnp.maximum(history, 0)
-  if targeting == "ist":
-    r = jnp.where(tree.player[m] == 0, tree.infostate[m],
-                  tree.players[0].num_infostates + tree.infostate[m])
-  else:
-    r = tree.history_public[m]
-  return jnp.where(history >= 0, members[r], -1)
-
-
-def ancestor_chains(tree: GameTree, depth: int, row):
-  """``[depth + 1, K]``: ``row`` and its ancestors level by level (``-1`` above the root)."""
-  def up(x, _):
-    return jnp.where(x >= 0, tree.parent[jnp.maximum(x, 0)], -1), x
-  return lax.scan(up, row, None, length=depth + 1)[1]
-
-
-def chain_reach(tree: GameTree, chain, decision_prob=None):
-  """``[K]`` reach of the chains' bottom histories: chance times ``decision_prob(pl, info, a)``
-  at decisions (``None``: chance reach only)."""
-  x = jnp.maximum(chain, 0)
-  par = tree.parent[x]
-  pp = jnp.maximum(par, 0)
-  act = tree.action[x]
-  pl = tree.player[pp]
-  edge = tree.chance_probs[pp, act]
-  if decision_prob is not None:
-    dec = decision_prob(pl, tree.infostate[pp], jnp.minimum(act, tree.num_actions - 1))
-    edge = jnp.where(pl == CHANCE, edge, dec)
-  else:
-    edge = jnp.where(pl == CHANCE, edge, 1.0)
-  return jnp.prod(jnp.where((chain >= 0) & (par >= 0), edge, 1.0), axis=0)
-
-
 def table_prob(tables, legal, pl, info, a):
   """Probability of action ``a`` under the normalised rows of ``tables`` (uniform where zero)."""
   row = sequence_form.normalize(infostate_rows(tables, pl, info), infostate_rows(legal, pl, info))
@@ -201,14 +117,8 @@ def explorative_regret_matching(regrets, legal, gamma):
   return mix_uniform(sequence_form.regret_matching(regrets, legal), legal, gamma)
 
 
-def ancestor_mask(tree: GameTree, chain):
-  """``[H] bool``: the histories in ``chain [..., K]`` (e.g. the targeted set and its ancestors)."""
-  H = tree.num_histories
-  return jnp.zeros(H, bool).at[jnp.where(chain >= 0, chain, H).reshape(-1)].set(True, mode="drop")
-
-
 @dataclasses.dataclass(frozen=True)
-class OOS(Solver):
+class OOS(SampledSolver):
   """Hyperparameters of Online Outcome Sampling (Sec. 4); methods are pure (:mod:`.base`)."""
 
   delta: float = 0.9  # probability that an iteration samples only Z_sub (targeting)
@@ -240,7 +150,7 @@ class OOS(Solver):
     with offline MCCFR); it needs ``capacity`` to cover the game. Root
     beliefs (``weights``) are not supported.
     """
-    dtype = walking_init_dtype(self, tree, weights)
+    dtype = self.init_dtype(tree, weights)
     n = tree.num_infostates
     if prefill and self.capacity is not None and self.capacity < sum(n):
       raise ValueError(f"prefill needs capacity >= {sum(n)} information states, "
@@ -251,21 +161,23 @@ class OOS(Solver):
                     size=jnp.asarray(sum(n) if prefill else 0, jnp.int32),
                     iteration=jnp.zeros((), jnp.int32))
 
-  @property
-  def jitted_run(self):
-    return _run
+  def position(self, tree: GameTree, *, history=None, members=None) -> tuple:
+    """``run``'s keywords: ``history``, ``None`` (empty match history, no targeting) or a
+    history index (may be traced) where player 0 or 1 acts; ``members``, the
+    :func:`~jaxgt.core.targets.target_members` table of ``tree`` (computed when ``None``)."""
+    return search_position(tree, self.targeting, history, members)
 
-  def run(self, tree: GameTree, state: OOSState, num_steps, key=None, *, history=None,
-          members=None) -> OOSState:
-    """``num_steps`` OOS iterations targeted at match position ``history``.
+  def prepare(self, tree: GameTree, state: OOSState, history, members):
+    """The targeted set, its ancestors' children and ``w_T`` of a search (:func:`_targets`)."""
+    member_set, anc, w_t = _targets(self, tree, state, members, history)
+    return (member_set, ancestor_children(tree, anc), history >= 0), w_t
 
-    ``history``: ``None`` (empty match history, no targeting) or a history
-    index (may be traced) where player 0 or 1 acts. ``members``: the
-    :func:`target_members` table of ``tree`` (computed here when ``None``).
-    """
-    return _run(self, tree, state, check_num_steps(num_steps, traced_ok=True),
-                require_key(self.name, key),
-                *search_position(tree, self.targeting, history, members))
+  def sample_step(self, tree: GameTree, state: OOSState, context, key) -> OOSState:
+    """One iteration: ``batch`` trajectories for player 0, then for player 1."""
+    target, w_t = context
+    for i, k in enumerate(rng.split(key)):
+      state = _half_step(self, tree, state, i, target, w_t, k)
+    return state
 
   def targets(self, tree: GameTree, state: OOSState, history):
     """``(on_target [H] bool, w_T [])`` of match position ``history`` (``-1``: none).
@@ -321,49 +233,18 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
     del t
     head, below = carry
     below = below | members[node.history]
-    mem = infostate_rows(state.in_tree, node.player, node.infostate) & node.decision
-    tree_node = node.decision & head & mem
-    new_node = node.decision & head & ~mem
     rm = explorative_regret_matching(infostate_rows(state.regrets, node.player, node.infostate),
                                      node.legal, cfg.gamma)
-    unif = mix_uniform(jnp.zeros_like(rm), node.legal, 1.0)
-    sig = jnp.where(tree_node[:, None], rm, unif)
+    sig, tree_node, new_node, inside = memory_step(state.in_tree, node, head, rm)
     phi = jnp.where((tree_node & (node.player == i))[:, None],
                     mix_uniform(sig, node.legal, cfg.epsilon), sig)
     free = below | ~has | ~head | new_node  # past Z_sub's entry, no target, or the playout
     on = anc_child[node.history] | ((tree.children[node.history] >= 0) & free[:, None])
     draw = Draw(sample=phi, target=sig, record=(sig, node.legal, tree_node, new_node),
                 on_target=on)
-    return draw, (head & ~new_node, below)
+    return draw, (inside, below)
 
   return node_policy
-
-
-def grow_tree(in_tree, size, capacity, plt, info, new_node):
-  """Incremental tree building (Sec. 4): each trajectory's first state outside memory enters it.
-
-  ``plt, info, new_node [D, B]``: acting player, information state and the
-  flag of the (at most one per column) state reached outside memory. Distinct
-  new states are admitted in index order (player 0's first) while
-  ``capacity`` lasts. Returns ``(in_tree, size, admitted [D, B])``,
-  ``admitted`` marking the new states that entered memory (they are updated
-  like states in memory).
-  """
-  n0, n1 = in_tree[0].shape[0], in_tree[1].shape[0]
-  B = plt.shape[1]
-  gid = jnp.where(plt == 0, info, n0 + info)
-  prop = jnp.max(jnp.where(new_node, gid, -1), axis=0)  # [B], -1: none
-  order = jnp.argsort(prop, stable=True)
-  sp = prop[order]
-  first = (sp >= 0) & jnp.concatenate([jnp.ones(1, bool), sp[1:] != sp[:-1]])
-  group = jnp.cumsum(first) - 1
-  room = (n0 + n1 if capacity is None else capacity) - size
-  enter = first & (group < room)
-  group_in = jnp.zeros(B, bool).at[jnp.where(enter, group, B)].set(True, mode="drop")
-  entered = jnp.zeros(B, bool).at[order].set((sp >= 0) & group_in[jnp.maximum(group, 0)])
-  in_tree = (in_tree[0].at[jnp.where(enter & (sp < n0), sp, n0)].set(True, mode="drop"),
-             in_tree[1].at[jnp.where(enter & (sp >= n0), sp - n0, n1)].set(True, mode="drop"))
-  return in_tree, size + jnp.sum(enter).astype(jnp.int32), new_node & entered[None, :]
 
 
 def _exclusive_cumprod(x):
@@ -403,18 +284,3 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
   regrets[i] = regrets[i].at[jnp.where(mine, info, 0).reshape(-1)].add(regret.reshape(-1, A))
   cum[1 - i] = cum[1 - i].at[jnp.where(theirs, info, 0).reshape(-1)].add(avg.reshape(-1, A))
   return state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), in_tree=in_tree, size=size)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run(cfg: OOS, tree: GameTree, state: OOSState, num_steps, key, history,
-         members) -> OOSState:
-  tree = cast_tree(tree, state.regrets[0].dtype)
-  member_set, anc, w_t = _targets(cfg, tree, state, members, history)
-  target = (member_set, ancestor_children(tree, anc), history >= 0)
-
-  def body(_, s):
-    for i, k in enumerate(rng.split(step_key(key, s.iteration))):
-      s = _half_step(cfg, tree, s, i, target, w_t, k)
-    return s.replace(iteration=s.iteration + 1)
-
-  return lax.fori_loop(0, num_steps, body, state)

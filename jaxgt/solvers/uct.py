@@ -51,21 +51,18 @@ The factory defaults are the Kuhn constants. Note the paper's exploitability
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
 from flax import struct
-from jax import lax
 
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.compiler import GameTree
-from jaxgt.core.dtypes import cast_tree, dtype_name
+from jaxgt.core.dtypes import dtype_name
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.base import (Solver, check_num_steps, require_key, step_key,
-                                walking_init_dtype)
+from jaxgt.solvers.sampled import SampledSolver
 from jaxgt.solvers.walk import Draw, walk
 
 PAPER_CONSTANTS = {
@@ -93,7 +90,7 @@ class UCTState:
 
 
 @dataclasses.dataclass(frozen=True)
-class UCTSolver(Solver):
+class UCTSolver(SampledSolver):
   """Hyperparameters of UCT / Smooth UCT self-play; methods are pure functions (:mod:`.base`)."""
 
   name: str  # "uct" | "smooth-uct"
@@ -114,23 +111,23 @@ class UCTSolver(Solver):
 
   def init(self, tree: GameTree, *, weights=None) -> UCTState:
     """Empty trees (no visits); root beliefs (``weights``) are not supported."""
-    dtype = walking_init_dtype(self, tree, weights)
+    dtype = self.init_dtype(tree, weights)
     A = tree.num_actions
     visits = tuple(jnp.zeros((n, A), jnp.int32) for n in tree.num_infostates)
     values = tuple(jnp.zeros((n, A), dtype) for n in tree.num_infostates)
     return UCTState(visits=visits, values=values, iteration=jnp.zeros((), jnp.int32))
 
-  @property
-  def jitted_run(self):
-    return _run
-
-  def run(self, tree: GameTree, state: UCTState, num_steps, key=None) -> UCTState:
-    """``num_steps`` steps (``num_steps * batch`` episodes) in one jitted call.
-
-    ``num_steps`` may be a traced integer (e.g. inside an agent's ``act``).
-    """
-    num_steps = check_num_steps(num_steps, traced_ok=True)
-    return _run(self, tree, state, num_steps, require_key(self.name, key))
+  def sample_step(self, tree: GameTree, state: UCTState, context, key) -> UCTState:
+    """``batch`` episodes reading ``state``, their UPDATEs summed."""
+    del context
+    uni = rng.uniform(key, (tree.max_depth, self.batch), state.values[0].dtype)
+    traj, _ = walk(tree, uct_node_policy(self, state.visits, state.values), uni,
+                   carry=jnp.zeros((self.batch, 2), bool))
+    upd = traj.record
+    visits, values = _update(state.visits, state.values, jnp.where(upd, traj.player, -1),
+                             jnp.where(upd, traj.infostate, 0),
+                             jnp.minimum(traj.action, tree.num_actions - 1), traj.payoff(tree))
+    return state.replace(visits=visits, values=values)
 
   def average_policy(self, tree: GameTree, state: UCTState):
     """Normalised visit counts ``N(u, a) / N(u)``, uniform outside the tree (``[I_p, A]`` each)."""
@@ -223,25 +220,6 @@ def _update(visits, values, rec_pl, rec_info, rec_act, ret):
     values[p] = q.at[i, a].add(jnp.where(mine, step, 0.0).astype(q.dtype))
     visits[p] = n_new
   return tuple(visits), tuple(values)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _run(cfg: UCTSolver, tree: GameTree, state: UCTState, num_steps, key) -> UCTState:
-  dtype = state.values[0].dtype
-  tree = cast_tree(tree, dtype)
-  A = tree.num_actions
-
-  def body(_, s):
-    uni = rng.uniform(step_key(key, s.iteration), (tree.max_depth, cfg.batch), dtype)
-    traj, _ = walk(tree, uct_node_policy(cfg, s.visits, s.values), uni,
-                   carry=jnp.zeros((cfg.batch, 2), bool))
-    upd = traj.record
-    visits, values = _update(s.visits, s.values, jnp.where(upd, traj.player, -1),
-                             jnp.where(upd, traj.infostate, 0), jnp.minimum(traj.action, A - 1),
-                             traj.payoff(tree))
-    return s.replace(visits=visits, values=values, iteration=s.iteration + 1)
-
-  return lax.fori_loop(0, num_steps, body, state)
 
 
 def uct(c: float = 2.0, *, batch: int = 1, dtype="float32") -> UCTSolver:

@@ -5,7 +5,7 @@ the same way: a batch of ``B`` histories walks down together, one depth
 step per iteration of a ``lax.fori_loop`` over the tree's ``max_depth``;
 at each step chance draws from ``tree.chance_probs`` and a decision draws
 from the algorithm's *sampling* distribution, with one uniform per
-trajectory and step (:func:`jaxgt.core.sampling.sample_index`). The
+trajectory and step (:func:`jaxgt.core.sampling.sample_cdf`). The
 algorithms differ only in the distribution at a decision (their *node
 policy*) and in what they do with the finished trajectories (their update).
 :func:`walk` is that loop; it returns a :class:`Trajectory`.
@@ -36,12 +36,12 @@ targeting, a trajectory is drawn from the mixture ``delta prod targeted_prob
 **External sampling** (Lanctot et al. 2009) explores every action of the
 traverser, so it is a traversal over a frontier, not ``B`` single
 trajectories; it reads per-history table rows instead of nodes and
-draws with the same sampler (see :mod:`jaxgt.solvers.mccfr`).
+draws with the same sampler (see :mod:`jaxgt.solvers.mccfr_external`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -50,7 +50,7 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core.compiler import NO_INDEX, NO_PLAYER, GameTree
-from jaxgt.core.sampling import sample_index
+from jaxgt.core.sampling import sample_cdf
 from jaxgt.core.tables import infostate_rows
 from jaxgt.games.base import CHANCE
 
@@ -173,49 +173,65 @@ def _take(x, a):
   return jnp.take_along_axis(x, a[:, None], axis=-1)[:, 0]
 
 
-def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=None,
+@struct.dataclass
+class PolicyTable:
+  """A node policy that is a fixed table over histories (no carry, no targeting, no record)."""
+
+  sample: jax.Array  # [H, A] sampling weights at every history (need not be normalised)
+  target: jax.Array  # [H, A] target policy at every history
+
+
+def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
          targeted=None) -> tuple[Trajectory, Any]:
   """Walks ``B`` trajectories down ``tree`` for ``D`` steps; returns ``(Trajectory, carry)``.
 
-  The loop only samples: each step evaluates ``node_policy`` for its draw and
-  keeps the history, the action and the carry the step saw (and, with
-  targeting, the action's targeted probability, where the restricted weights
-  are at hand). Everything else of the :class:`Trajectory` (probabilities,
-  records) is computed after it by calling ``node_policy`` again on the
-  recorded nodes and carries (the same function of the same inputs, so the
-  same numbers): for small walks (``B * D <= REPLAY_LOOP_ROWS``) in a second
-  loop over the steps, else once on all ``D x B`` rows. On the CPU, XLA
-  compiles a loop whose body reads and writes under 1 kB into a single kernel
-  and runs anything else operation by operation at a fixed cost each, so at
-  batch 1 both loops are kept that small (few operations per step, what one
-  trajectory at a time is bound by). ``node_policy`` must therefore be a
-  function of ``(node, carry)`` row by row (``t`` is passed as an int32
-  array broadcastable to the rows: the scalar step in the loops, ``[D * B]``
-  on all rows).
+  The loop only samples: each step draws the action from the cumulative
+  weights of its node (:func:`~jaxgt.core.sampling.sample_cdf`, one uniform
+  each) and keeps the history, the action and the carry the step saw (and,
+  with targeting, the action's targeted probability, where the restricted
+  weights are at hand). Everything else of the :class:`Trajectory`
+  (probabilities, records) is computed after it by calling the node policy
+  again on the recorded nodes and carries (the same function of the same
+  inputs, so the same numbers): for small walks (``B * D <=
+  REPLAY_LOOP_ROWS``) in a second loop over the steps, else once on all ``D x
+  B`` rows. On the CPU, XLA compiles a loop whose body reads and writes
+  under 1 kB into a single kernel and runs anything else operation by
+  operation at a fixed cost each, so at batch 1 both loops are kept that
+  small (few operations per step, what one trajectory at a time is bound
+  by). A node policy must therefore be a function of ``(node, carry)`` row by
+  row (``t`` is passed as an int32 array broadcastable to the rows: the
+  scalar step in the loops, ``[D * B]`` on all rows).
+
+  A :class:`PolicyTable` is the node policy ``Draw(sample[h], target[h])``
+  whose per-history cumulative weights are computed once, so each step of
+  the loop is one row gather and a comparison (what large batches need:
+  ``B * D`` visited rows outnumber the ``H`` rows of the table).
 
   Args:
     tree: the compiled tree.
-    node_policy: ``(t, Node, carry) -> (Draw, carry)`` (see module docstring).
+    policy: a node policy ``(t, Node, carry) -> (Draw, carry)`` (see module docstring) or a
+      :class:`PolicyTable`.
     uniforms: ``[D, B]`` uniforms in ``[0, 1)``, one per step and trajectory.
     start: ``[B] int32`` first histories (default: the root).
-    carry: initial per-trajectory carry of ``node_policy`` (any pytree of ``[B, ...]`` arrays).
+    carry: initial per-trajectory carry of the node policy (any pytree of ``[B, ...]`` arrays).
     targeted: ``[B] bool`` trajectories drawn from the targeted distribution
       (requires ``Draw.on_target``); ``None``: no targeting.
   """
   D, B = uniforms.shape
   dtype = uniforms.dtype
   hs = jnp.zeros(B, jnp.int32) if start is None else jnp.asarray(start, jnp.int32)
-  probe = jax.eval_shape(lambda h, c: node_policy(jnp.int32(0), node_at(tree, h), c)[0], hs, carry)
-  targeting = probe.on_target is not None
+  table = isinstance(policy, PolicyTable)
+  if table:
+    every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
+    table_live = every.decision | (every.player == CHANCE)  # [H]
+    table_weights = with_chance(tree, every, policy.sample.astype(dtype))  # [H, C]
+    table_cdf = jnp.cumsum(table_weights, axis=-1)
+    targeting, A = False, policy.target.shape[-1]
+  else:
+    probe = jax.eval_shape(lambda h, c: policy(jnp.int32(0), node_at(tree, h), c)[0], hs, carry)
+    targeting, A = probe.on_target is not None, probe.target.shape[-1]
   if targeting != (targeted is not None):
     raise ValueError("targeted trajectories need a node policy with on_target, and vice versa")
-
-  def draw_weights(draw, node):
-    """``(weights [N, C], restricted [N, C] or None)``: the untargeted and on-target weights."""
-    weights = with_chance(tree, node, draw.sample.astype(dtype))
-    if not targeting:
-      return weights, None
-    return weights, jnp.where(draw.on_target, weights, 0.0)
 
   # What each step keeps, packed (see _packing): (history, action, the carry it saw) and, with
   # targeting, the action's targeted probability.
@@ -224,43 +240,52 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
 
   def body(t, loop):
     hs, carry, out = loop
-    node = node_at(tree, hs)
     seen = carry
-    draw, carry = node_policy(t, node, carry)
-    weights, restricted = draw_weights(draw, node)
-    live = node.decision | (node.player == CHANCE)
+    if table:
+      cdf, live = table_cdf[hs], table_live[hs]
+    else:
+      node = node_at(tree, hs)
+      draw, carry = policy(t, node, carry)
+      weights = with_chance(tree, node, draw.sample.astype(dtype))
+      live = node.decision | (node.player == CHANCE)
+      if targeting:
+        restricted = jnp.where(draw.on_target, weights, 0.0)
+        on_total = jnp.sum(restricted, axis=-1)
+        weights = jnp.where((targeted & (on_total > 0))[:, None], restricted, weights)
+      cdf = jnp.cumsum(weights, axis=-1)
+    a = sample_cdf(cdf, uniforms[t])
+    row = (hs, jnp.where(live, a, 0), seen)
     if targeting:
-      on_total = jnp.sum(restricted, axis=-1)
-      use = targeted & (on_total > 0)
-      a = sample_index(jnp.where(use[:, None], restricted, weights), uniforms[t])
       # The targeted probability of the action here, where the restricted weights are at hand.
       tp = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(on_total > 0, on_total, 1.0),
                      0.0)
-      row = (hs, jnp.where(live, a, 0), seen, jnp.where(live, tp, 1.0).astype(dtype))
-    else:
-      a = sample_index(weights, uniforms[t])
-      row = (hs, jnp.where(live, a, 0), seen)
+      row = row + (jnp.where(live, tp, 1.0).astype(dtype),)
     out = tuple(x.at[t].set(r) for x, r in zip(out, pack_kept(row)))
     return jnp.where(live, tree.children[hs, a], hs), carry, out
 
   hs, carry, kept_out = lax.fori_loop(0, D, body, (hs, carry, tuple(
       jnp.zeros((D,) + x.shape, x.dtype) for x in pack_kept(kept, abstract=True))))
-  A = probe.target.shape[-1]
 
   def replay(step, h, a, carry_rows):
     """The draw of rows ``h [N]`` again: ``(on, player, infostate, sample_p, target_p,
     record)`` of the recorded actions ``a [N]``."""
-    node = node_at(tree, h)
-    on = node.decision | (node.player == CHANCE)
-    draw, _ = node_policy(step, node, carry_rows)
-    weights = with_chance(tree, node, draw.sample.astype(dtype))
-    total = jnp.sum(weights, axis=-1)
+    if table:
+      on, player, infostate = table_live[h], tree.player[h], tree.infostate[h]
+      weights, target, record = table_weights[h], policy.target[h], None
+      total = table_cdf[h, -1]
+    else:
+      node = node_at(tree, h)
+      draw, _ = policy(step, node, carry_rows)
+      on, player, infostate = node.decision | (node.player == CHANCE), node.player, node.infostate
+      weights = with_chance(tree, node, draw.sample.astype(dtype))
+      target, record = draw.target, draw.record
+      total = jnp.sum(weights, axis=-1)
     sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
-    target_p = jnp.where(node.player == CHANCE, sample_p,
-                         _take(draw.target.astype(dtype), jnp.minimum(a, A - 1)))
-    return (on, jnp.where(on, node.player, NO_PLAYER), jnp.where(on, node.infostate, NO_INDEX),
+    target_p = jnp.where(player == CHANCE, sample_p,
+                         _take(target.astype(dtype), jnp.minimum(a, A - 1)))
+    return (on, jnp.where(on, player, NO_PLAYER), jnp.where(on, infostate, NO_INDEX),
             jnp.where(on, sample_p, 1.0).astype(dtype), jnp.where(on, target_p, 1.0).astype(dtype),
-            draw.record)
+            record)
 
   at, acts, carries, *targeted_p = unpack_kept(kept_out)
   targeted_p = targeted_p[0] if targeting else None
@@ -294,49 +319,5 @@ def walk(tree: GameTree, node_policy: Callable, uniforms, *, start=None, carry=N
 
 
 def walk_tables(tree: GameTree, sample, target, uniforms) -> Trajectory:
-  """:func:`walk` for a node policy that is a fixed table over histories (no carry, no targeting).
-
-  ``sample``/``target`` ``[H, A]`` are the sampling and target distributions
-  at every history. The per-history child weights and their cumulative
-  sums are computed once, so each step of the loop is one row gather and a
-  comparison (what large batches need: ``B * D`` visited rows outnumber the
-  ``H`` rows of the table); the probabilities are read off after the loop.
-  Returns the same :class:`Trajectory` as :func:`walk` with the node policy
-  ``Draw(sample[h], target[h])`` (``record`` is ``None``).
-  """
-  D, B = uniforms.shape
-  dtype = uniforms.dtype
-  every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
-  live_h = every.decision | (every.player == CHANCE)  # [H]
-  weights = with_chance(tree, every, sample.astype(dtype))  # [H, C]
-  cdf = jnp.cumsum(weights, axis=-1)
-  C = weights.shape[-1]
-
-  def body(t, loop):
-    hs, path, acts = loop
-    c = cdf[hs]
-    a = jnp.minimum(jnp.sum(c <= (uniforms[t] * c[:, -1])[:, None], axis=-1), C - 1)
-    a = a.astype(jnp.int32)
-    live = live_h[hs]
-    path = path.at[t].set(jnp.where(live, hs, NO_INDEX))
-    acts = acts.at[t].set(jnp.where(live, a, 0))
-    return jnp.where(live, tree.children[hs, a], hs), path, acts
-
-  hs, path, acts = lax.fori_loop(0, D, body, (jnp.zeros(B, jnp.int32),
-                                             jnp.full((D, B), NO_INDEX, jnp.int32),
-                                             jnp.zeros((D, B), jnp.int32)))
-  on = path >= 0
-  h = jnp.maximum(path, 0)
-  total = cdf[:, -1]
-  sample_p = (jnp.take_along_axis(weights[h], acts[..., None], axis=-1)[..., 0]
-              / jnp.where(total[h] > 0, total[h], 1.0))
-  A = target.shape[-1]
-  target_p = jnp.take_along_axis(target.astype(dtype)[h], jnp.minimum(acts, A - 1)[..., None],
-                                 axis=-1)[..., 0]
-  chance = every.player[h] == CHANCE
-  one = jnp.ones_like(sample_p)
-  return Trajectory(history=path, player=jnp.where(on, every.player[h], NO_PLAYER),
-                    infostate=jnp.where(on, every.infostate[h], NO_INDEX), action=acts,
-                    sample_prob=jnp.where(on, sample_p, one),
-                    target_prob=jnp.where(on, jnp.where(chance, sample_p, target_p), one),
-                    targeted_prob=None, terminal=tree.history_terminal[hs], last=hs, record=None)
+  """:func:`walk` of the :class:`PolicyTable` ``(sample [H, A], target [H, A])``."""
+  return walk(tree, PolicyTable(sample=sample, target=target), uniforms)[0]
