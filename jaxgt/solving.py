@@ -229,7 +229,7 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   solve_seconds = time.perf_counter() - start
   pol = solver.policy(tree, state)
   final = policy_evaluation_jit(tree, pol, weights)
-  policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol], atol=1e-4)
+  policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol])
   return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
                      state, compile_seconds, solve_seconds, it)
 

@@ -38,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.agents.gtcfr import GTCFRAgent
-from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int
+from jaxgt.core.checks import (check_decision_history, check_key, check_nonnegative_int,
+                               check_positive_int)
 from jaxgt.core.compiler import CompiledGame, infostate_histories
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree
@@ -203,12 +204,8 @@ class ContinualResolvingAgent(GTCFRAgent):
   def act(self, key, state, history):
     hc = None if isinstance(history, jax.core.Tracer) else int(np.asarray(history))
     if hc is not None:  # argument checks on concrete histories
-      tree = self.game.tree
-      if not 0 <= hc < tree.num_histories:
-        raise ValueError(f"history {hc} out of range for {self.game.name}")
-      p = int(tree.player[hc])
-      if p not in (0, 1):
-        raise ValueError(f"history {hc} is not a decision node (player {p})")
+      check_decision_history(self.game.tree, hc)
+      p = int(self.game.tree.player[hc])
       if not isinstance(state.public, jax.core.Tracer) and bool(state.started):
         prev = int(self._acting[int(state.public)])
         if prev != p:

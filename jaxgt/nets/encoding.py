@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgt.core.checks import PROB_ATOL, check_distribution
+from jaxgt.core.checks import PROB_ATOL, check_distribution, check_index, check_shape
 from jaxgt.core.compiler import CompiledGame, ancestor_at_depth
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.core.public_tree import PublicTree, build_public_tree
@@ -84,14 +84,8 @@ class PBSEncoding:
 
   def check_public(self, public) -> np.ndarray:
     """``public`` as an ``int32`` array; ``ValueError`` if out of range."""
-    ids = np.asarray(public)
-    if not np.issubdtype(ids.dtype, np.integer):
-      raise ValueError(f"public state ids must be integers, got dtype {ids.dtype}")
-    P = self.num_public_states
-    if ids.size and (ids.min() < 0 or ids.max() >= P):
-      raise ValueError(f"public state ids must lie in [0, {P}) for {self.game.name}, "
-                       f"got {ids.min()}..{ids.max()}")
-    return ids.astype(np.int32)
+    return np.asarray(check_index("public state id", public, self.num_public_states,
+                                  f" for {self.game.name}"), np.int32)
 
   def check_for(self, game) -> None:
     """``ValueError`` unless ``game`` (compiled game or public tree) is this encoding's game."""
@@ -216,10 +210,8 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
   rows = []
   for p in (0, 1):
     r = jnp.asarray(flat_ranges[p])
-    want = len(enc.pt.aug_keys[p])
-    if r.shape[-1:] != (want,):
-      raise ValueError(f"flat range of player {p} must have shape [..., {want}] (one entry per "
-                       f"augmented information state of {enc.game.name}), got {r.shape}")
+    check_shape(f"flat range of player {p} (one entry per augmented information state of "
+                f"{enc.game.name})", r, (..., len(enc.pt.aug_keys[p])))
     sl = jnp.asarray(enc.slots[:, p])[public]
     rows.append(jnp.where(sl >= 0, jnp.take(r, jnp.maximum(sl, 0), axis=-1), 0.0))
   return jnp.stack(rows, axis=-2)
@@ -229,9 +221,7 @@ def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PB
   """Validated :class:`PBS` from ids ``[...]`` and padded ranges ``[..., 2, K]`` (host side)."""
   ids = enc.check_public(public)
   r = np.asarray(ranges, np.float64)
-  if r.shape != ids.shape + (2, enc.k_max):
-    raise ValueError(f"ranges must have shape {ids.shape + (2, enc.k_max)} (public states x "
-                     f"2 players x K={enc.k_max} slots), got {r.shape}")
+  check_shape("ranges (public states x 2 players x K slots)", r, ids.shape + (2, enc.k_max))
   m = enc.mask[ids]
   if np.any(r[~m] != 0):
     raise ValueError("ranges put mass on padding slots (past the public state's information "
@@ -250,8 +240,7 @@ def scatter(enc: PBSEncoding, public, values) -> tuple:
   """
   public = jnp.asarray(public)
   values = jnp.asarray(values)
-  if values.shape[-2:] != (2, enc.k_max) or values.shape[:-2] != public.shape:
-    raise ValueError(f"values must have shape {public.shape + (2, enc.k_max)}, got {values.shape}")
+  check_shape("values", values, public.shape + (2, enc.k_max))
   return tuple(_set_rows(jnp.zeros(len(enc.pt.aug_keys[p]), values.dtype),
                          jnp.asarray(enc.slots[:, p])[public].reshape(-1),
                          values[..., p, :].reshape(-1)) for p in (0, 1))
@@ -268,15 +257,12 @@ def scatter_policy(enc: PBSEncoding, public, probs, base_policy) -> tuple:
   """``base_policy`` ``([I0, A], [I1, A])`` with the acting slots of ``probs [N, 2, K, A]`` set."""
   public = jnp.asarray(public)
   probs = jnp.asarray(probs)
-  if probs.shape != public.shape + (2, enc.k_max, enc.num_actions):
-    raise ValueError(f"policy must have shape {public.shape + (2, enc.k_max, enc.num_actions)}, "
-                     f"got {probs.shape}")
+  check_shape("policy", probs, public.shape + (2, enc.k_max, enc.num_actions))
   out = []
   for p in (0, 1):
     base = jnp.asarray(base_policy[p])
-    if base.shape != (enc.game.tree.num_infostates[p], enc.num_actions):
-      raise ValueError(f"base policy of player {p} has shape {base.shape}, expected "
-                       f"{(enc.game.tree.num_infostates[p], enc.num_actions)}")
+    check_shape(f"base policy of player {p}", base,
+                (enc.game.tree.num_infostates[p], enc.num_actions))
     out.append(_set_rows(base, jnp.asarray(enc.policy_infostate[:, p])[public].reshape(-1),
                          probs[..., p, :, :].reshape(-1, enc.num_actions)))
   return tuple(out)
@@ -297,8 +283,7 @@ def exact_cfvs(enc: PBSEncoding, public, ranges, utilities=None) -> jax.Array:
   """
   public = jnp.asarray(public)
   ranges = jnp.asarray(ranges)
-  if ranges.shape != public.shape + (2, enc.k_max):
-    raise ValueError(f"ranges must have shape {public.shape + (2, enc.k_max)}, got {ranges.shape}")
+  check_shape("ranges", ranges, public.shape + (2, enc.k_max))
   return slot_sums(jnp.asarray(enc.hist_slot)[public], jnp.asarray(enc.hist_q)[public],
                    jnp.asarray(enc.mask)[public], ranges, utilities)
 

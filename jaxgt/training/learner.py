@@ -31,7 +31,7 @@ import optax
 from flax import struct
 
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
-from jaxgt.nets.cvpn import CVPN, init as cvpn_init
+from jaxgt.nets.cvpn import CVPN, init as cvpn_init, masked_mean
 from jaxgt.nets.encoding import masks
 from jaxgt.training import buffers
 
@@ -107,7 +107,7 @@ def loss(model: CVPN, params, batch: buffers.ReplayExample, config: LearnerConfi
   # Value: mean Huber over the masked-in slots (valid example, valid slot, slot has a target).
   vw = mask & batch.value_mask & valid[:, None, None]
   per = optax.huber_loss(out.values, jnp.asarray(batch.values, dtype), delta=config.huber_delta)
-  value_loss = jnp.sum(jnp.where(vw, per, 0.0)) / jnp.maximum(jnp.sum(vw), 1)
+  value_loss = masked_mean(per, vw)
   # Policy: KL(target || network) summed over the target rows, averaged over examples.
   target = jnp.where(legal, jnp.asarray(batch.policy, dtype), 0.0)
   has = valid & batch.policy_mask
@@ -115,7 +115,7 @@ def loss(model: CVPN, params, batch: buffers.ReplayExample, config: LearnerConfi
   logp = jax.nn.log_softmax(out.logits, axis=-1)
   log_t = jnp.log(jnp.where(target > 0, target, 1.0))
   kl = jnp.sum(jnp.where(legal & (target > 0), target * (log_t - logp), 0.0), -1)
-  policy_loss = jnp.sum(jnp.where(rows, kl, 0.0)) / jnp.maximum(jnp.sum(has), 1)
+  policy_loss = masked_mean(kl, rows, count=jnp.sum(has))
   total = config.value_weight * value_loss + config.policy_weight * policy_loss
   return total, (value_loss, policy_loss)
 
