@@ -13,7 +13,7 @@ not yet in memory play one fixed random action, the same for every algorithm
 (Sec. 5.4). OOS from the root is OOS-IST = OOS-PST (nothing to target), so
 one OOS curve is drawn.
 
-**Aggregated** (Fig. small b, e, i): 001's aggregate method
+**Aggregated** (Fig. small b, e, i): Lisy et al.'s aggregate method
 (:func:`jaxgt.evaluation.aggregate.aggregate_policy`, Sec. 5.2) at a per-move
 budget: ``--matches`` matches against a random opponent (the paper: 500), the
 agent's search statistics (OOS ``s_I``, ISMCTS visit counts / RM mean

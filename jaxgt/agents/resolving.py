@@ -1,6 +1,6 @@
-"""Modified continual re-solving as an agent, on the device public tree (``003``).
+"""Modified continual re-solving as an agent, on the device public tree (Schmid et al. 2023).
 
-:class:`ContinualResolvingAgent` (``003``, "Modified Continual Re-solving"):
+:class:`ContinualResolvingAgent` (Schmid et al. 2023, "Modified Continual Re-solving"):
 a player's first decision at public state ``s`` solves the game's root public
 state with both (known) root ranges on the single branch from the root to
 ``s`` (off-branch public states are leaves) plus ``depth_limit`` public
@@ -10,7 +10,7 @@ holds (below the previous decision, so our range there is the one we
 actually played), with the (``alpha``-modified) safe re-solving gadget and
 the previous search's summary there: our range, the opponent's range under
 the average policy and the opponent's average self-play counterfactual
-values (``003``, "Self-play Values as Re-solving Constraints").
+values (Schmid et al. 2023, "Self-play Values as Re-solving Constraints").
 
 Every re-solve is ``iterations`` public-tree CFR+ iterations (simultaneous
 updates, the regret phase of GT-CFR alone: :func:`jaxgt.search.gtcfr.solve_tree`)
@@ -69,7 +69,8 @@ def resolving_capacity(game: CompiledGame, depth_limit: int) -> int:
 
 
 class ContinualResolvingAgent(GTCFRAgent):
-  """Modified continual re-solving (``003``) with exact or user leaf values, on the device tree.
+  """Modified continual re-solving (Schmid et al. 2023) with exact or user leaf values, on the
+  device tree.
 
   Args:
     game: a :class:`CompiledGame`.

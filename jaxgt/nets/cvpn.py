@@ -1,6 +1,6 @@
 """Counterfactual value-and-policy network (CVPN) and its fit.
 
-Student of Games (``003``): Fig. 6, "Training Process" and Table S2 (Huber
+Student of Games (Schmid et al. 2023): Fig. 6, "Training Process" and Table S2 (Huber
 and cross-entropy losses), "Search via Growing-Tree CFR". Layout and value
 scale: :mod:`jaxgt.nets.encoding` (``B`` a batch of PBSs).
 
@@ -43,7 +43,7 @@ class CVPNTargets:
 
 
 class CVPN(nn.Module):
-  """MLP counterfactual value-and-policy network over one game's PBSs (``003``, Fig. 6).
+  """MLP counterfactual value-and-policy network over one game's PBSs (Schmid et al. 2023, Fig. 6).
 
   Input: public features, both padded ranges and slot masks (and a learned
   public-state embedding when ``embed_dim > 0``); a ReLU trunk ``hidden``;
@@ -108,8 +108,8 @@ def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: 
 def masked_mean(x, mask, count=None):
   """Mean of ``x`` over ``mask``'s true entries (``count`` of them, by default ``sum(mask)``;
   zero without any): the losses' average over valid slots."""
-  return jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(jnp.sum(mask) if count is None else count,
-                                                        1)
+  count = jnp.sum(mask) if count is None else count
+  return jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(count, 1)
 
 
 def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, key, steps: int = 500,

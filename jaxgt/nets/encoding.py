@@ -1,4 +1,5 @@
-"""Fixed-size encodings of public belief states (PBS) for any compiled game (``003``, Fig. 6).
+"""Fixed-size encodings of public belief states (PBS) for any compiled game
+(Schmid et al. 2023, Fig. 6).
 
 Shape letters: ``P`` public states, ``K`` (``k_max``) most (augmented)
 information states of one player at one public state, ``A`` actions, ``D``
@@ -15,7 +16,7 @@ histories where player 0, player 1, chance act or that are terminal; the
 public path, per level a one-hot of which child of its parent each ancestor
 is (injective, so it works for every game).
 
-**Value scale** (``003`` supplement, "Value Functions for Subgames"):
+**Value scale** (Schmid et al. 2023, supplement, "Value Functions for Subgames"):
 ``v_p(I) = sum_{h in I} q(h) r_o(I_o(h)) u_p(h)`` with ``q(h) = pi_c(h) /
 C(s)``, ``C(s)`` the chance reach of the public state's non-terminal
 histories, ``r`` the normalised ranges and ``u_p(h)`` ``p``'s value below ``h``.
@@ -226,8 +227,6 @@ def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PB
   if np.any(r[~m] != 0):
     raise ValueError("ranges put mass on padding slots (past the public state's information "
                      "states)")
-  if not np.isfinite(r).all() or np.any(r < 0):
-    raise ValueError("ranges have negative or non-finite entries")
   check_distribution("ranges (each player's must sum to one)", r[m.any(-1)], enc.k_max, atol=atol)
   return PBS(public=jnp.asarray(ids), ranges=jnp.asarray(ranges))
 
@@ -276,7 +275,8 @@ def history_utilities(enc: PBSEncoding, public, hist_values) -> jax.Array:
 
 
 def exact_cfvs(enc: PBSEncoding, public, ranges, utilities=None) -> jax.Array:
-  """Network-scale counterfactual values ``[..., 2, K]`` of PBSs (``003``'s targets; jittable).
+  """Network-scale counterfactual values ``[..., 2, K]`` of PBSs (Schmid et al.'s
+  targets; jittable).
 
   ``utilities [..., M]`` (:func:`history_utilities`) are player 0's; row 1 is
   in player 1's utility. ``None`` gives the counterfactual reach of each slot.

@@ -225,7 +225,7 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
 
   ``chunk=None``: one call per CFR iteration on all ``N`` nodes. ``chunk=c``: only the nodes
   with leaf slots are valued, ``c`` per call, as many calls as they need (a tree that is
-  still small costs little; ``003``'s leaf queries are exactly these nodes).
+  still small costs little; Schmid et al.'s leaf queries are exactly these nodes).
   """
   smap = slot_map(source, encoding)
   if chunk is not None:
@@ -280,7 +280,7 @@ def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: gtcfr.
 def search_targets(encoding: PBSEncoding, source: device_tree.Source,
                    result: gtcfr.SearchResult, ranges=None):
   """``(PBS, values [2, K], policy [2, K, A])``: a searched root's training targets in the
-  network's layout (``003``, "Training Process"; add ``B`` in front for a batch).
+  network's layout (Schmid et al. 2023, "Training Process"; add ``B`` in front for a batch).
 
   ``values`` are the search's average root counterfactual values divided by the
   root's chance mass ``C(s)`` (network scale, :mod:`jaxgt.nets.encoding`);

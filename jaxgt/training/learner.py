@@ -1,4 +1,4 @@
-"""The learner of Student of Games (``003``, supplement "Network Architecture and
+"""The learner of Student of Games (Schmid et al. 2023, supplement "Network Architecture and
 Optimization", Table S2): minibatches from the replay buffer, Huber value loss plus
 ``w_p`` times the summed KL policy losses, an optax optimiser with the learning rate
 ``alpha_init * d^(t / T_decay)``, and a bounded number of gradient updates per example.
@@ -40,7 +40,7 @@ OPTIMIZERS = ("adam", "sgd")
 
 @dataclasses.dataclass(frozen=True)
 class LearnerConfig:
-  """Static learner settings (``003`` Table S2's names in brackets)."""
+  """Static learner settings (Schmid et al. 2023, Table S2's names in brackets)."""
 
   batch_size: int = 256  # examples per gradient step
   huber_delta: float = 1.0  # Huber loss threshold
@@ -82,7 +82,7 @@ class LearnerState:
 
 
 def learning_rate(config: LearnerConfig) -> optax.Schedule:
-  """``t -> alpha_init * d^(t / T_decay)`` (``003``, smooth decay)."""
+  """``t -> alpha_init * d^(t / T_decay)`` (Schmid et al. 2023, smooth decay)."""
   return optax.exponential_decay(init_value=config.alpha_init,
                                  transition_steps=config.decay_steps, decay_rate=config.decay)
 
