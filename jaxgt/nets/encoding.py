@@ -83,11 +83,6 @@ class PBSEncoding:
   def feature_size(self) -> int:
     return (self.max_depth + 1) + 4 + self.max_depth * self.max_children
 
-  def check_public(self, public) -> np.ndarray:
-    """``public`` as an ``int32`` array; ``ValueError`` if out of range."""
-    return np.asarray(check_index("public state id", public, self.num_public_states,
-                                  f" for {self.game.name}"), np.int32)
-
   def check_for(self, game) -> None:
     """``ValueError`` unless ``game`` (compiled game or public tree) is this encoding's game."""
     g = game.game if isinstance(game, PublicTree) else game
@@ -220,7 +215,8 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
 
 def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PBS:
   """Validated :class:`PBS` from ids ``[...]`` and padded ranges ``[..., 2, K]`` (host side)."""
-  ids = enc.check_public(public)
+  ids = np.asarray(check_index("public state id", public, enc.num_public_states,
+                              f" for {enc.game.name}"), np.int32)
   r = np.asarray(ranges, np.float64)
   check_shape("ranges (public states x 2 players x K slots)", r, ids.shape + (2, enc.k_max))
   m = enc.mask[ids]
