@@ -1,6 +1,6 @@
 """The CVPN as GT-CFR's leaf evaluator: leaf queries/s of network-valued searches.
 
-``SoG(s, c)`` searches (``003``, Algorithm 1) at ``B`` decision public states with random
+``SoG(s, c)`` searches (Schmid et al. 2023, Algorithm 1) at ``B`` decision public states with random
 root ranges, as one vmapped jitted call, valued by the network
 (:func:`jaxgt.nets.gtcfr_evaluator.cvpn_evaluator`, parameters passed as data) and, in the
 same run, by the exact evaluator (:func:`jaxgt.search.evaluator.exact`: the remaining game

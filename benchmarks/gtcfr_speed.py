@@ -1,6 +1,6 @@
 """GT-CFR on the device tree: searches/s and leaf queries/s for B concurrent searches.
 
-``SoG(s, c)`` searches (``003``, Algorithm 1; exact leaf values, the remaining
+``SoG(s, c)`` searches (Schmid et al. 2023, Algorithm 1; exact leaf values, the remaining
 game solved for the current ranges) at ``B`` decision public states of the
 game with random root ranges, run as one vmapped jitted call
 (:func:`jaxgt.search.gtcfr.search`; one compilation serves every ``B``-sized

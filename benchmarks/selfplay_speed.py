@@ -1,5 +1,5 @@
 """Student of Games' training loop: self-play searches/s, queries solved/s, learner steps/s
-and the share of time in each part (``003``, Algorithm 2; :mod:`jaxgt.training.loop`).
+and the share of time in each part (Schmid et al. 2023, Algorithm 2; :mod:`jaxgt.training.loop`).
 
 Runs the loop's three compiled programs (actors, query solver, learner) for a few
 iterations after one warm-up iteration (compilation), each part timed on its own. Peer:

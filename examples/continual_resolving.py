@@ -1,4 +1,4 @@
-"""Continual re-solving, evaluated exactly by policy construction (``003``).
+"""Continual re-solving, evaluated exactly by policy construction (Schmid et al. 2023).
 
   python examples/continual_resolving.py --game leduc_poker --depth-limit 2 \\
       --iterations 1000 --seeds 1 --export-openspiel leduc_cr.json

@@ -14,7 +14,7 @@ not yet in memory play one fixed random action, the same for every algorithm
 one OOS curve is drawn. II-GS has no public actions, hence no public subgame
 (the paper's Fig. small says so): OOS-PST is not run there.
 
-**Aggregated** (Fig. small b, e, i): 001's aggregate method
+**Aggregated** (Fig. small b, e, i): Lisy et al.'s aggregate method
 (:func:`jaxgt.evaluation.aggregate.aggregate_policy`, Sec. 5.2) at a per-move
 budget: ``--matches`` matches against a random opponent (the paper: 500), the
 agent's search statistics (OOS ``s_I``, ISMCTS visit counts / RM mean

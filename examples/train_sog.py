@@ -1,5 +1,5 @@
 """Student of Games: train by sound self-play, then the exact exploitability of SoG(s, 1) for
-several s over seeds, from the run's checkpoints (``003``, Fig. 3 style).
+several s over seeds, from the run's checkpoints (Schmid et al. 2023, Fig. 3 style).
 
   python examples/train_sog.py --game kuhn_poker --preset tiny --steps 20 --out /tmp/sog
   python examples/train_sog.py --game leduc_poker --out runs/leduc0 --evaluate-only \\

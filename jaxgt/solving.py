@@ -29,7 +29,7 @@ from typing import Callable
 import jax
 import numpy as np
 
-from jaxgt.core.checks import check_nonnegative_int, check_positive_int, check_real
+from jaxgt.core.checks import check_nonnegative_int, check_positive_int, check_real, check_shape
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.compiler import CompiledGame, compile_game, load
 from jaxgt.policy import Policy
@@ -229,7 +229,7 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   solve_seconds = time.perf_counter() - start
   pol = solver.policy(tree, state)
   final = policy_evaluation_jit(tree, pol, weights)
-  policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol], atol=1e-4)
+  policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol])
   return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
                      state, compile_seconds, solve_seconds, it)
 
@@ -284,8 +284,7 @@ def solve_batch(game, weights, solver=DEFAULT_SOLVER, *,
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
   weights = jax.numpy.asarray(weights)
-  if weights.ndim != 2:
-    raise ValueError(f"solve_batch needs weights of shape [B, T], got {weights.shape}")
+  check_shape("solve_batch: terminal weights [B, T]", weights, (None, tree.num_terminals))
   state = solver.init(tree, weights=weights)
   state = solver.run_batch(tree, state, iterations)
   pols, vals, expl = _evaluate_batch(solver, tree, state)

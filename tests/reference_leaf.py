@@ -5,7 +5,7 @@ Leaf evaluators of depth-limited subgames and the chunked solve that queries the
 
 A leaf evaluator gives player 0's value of every leaf history ``[L]`` of a
 :class:`~jaxgt.search.subgame.Subgame` from the current beliefs at the leaves, as
-``004`` (Sec. 3) and ``003`` (Sec. 3) need: with values depending on the
+Brown et al. 2018 (Sec. 3) and Schmid et al. 2023 (Sec. 3) need: with values depending on the
 ranges, CFR queries the evaluator inside its jitted loop every ``chunk``
 iterations. The interface is a pair of pure functions (optax style):
 
@@ -110,7 +110,7 @@ def equilibrium(sub: Subgame, solver, iterations: int = 1,
   leaf beliefs as its root belief, warm-started from the previous query,
   and values the leaves under its current strategies; with the subgame's
   own CFR this is CFR on the trunk and the continuation together (the
-  decomposition of ``003``, Sec. 3, with exact continuation solving in
+  decomposition of Schmid et al. 2023, Sec. 3, with exact continuation solving in
   place of a value network), so the trunk converges to its part of an
   equilibrium. The final query (:func:`solve`, for the average policy)
   solves the continuation afresh for ``final_iterations`` iterations and
@@ -188,7 +188,7 @@ def run_chunked(sub: Subgame, tree, evaluator: LeafEvaluator, leaves, step, carr
   """The chunked solve of a depth-limited subgame; returns ``(carry, evaluator_state)``.
 
   Every ``chunk`` iterations ``evaluator`` values the leaves for the current
-  beliefs ``leaves(carry) -> LeafInput`` (``004`` Sec. 3, ``003`` Sec. 3:
+  beliefs ``leaves(carry) -> LeafInput`` (Brown et al. 2018, Sec. 3, Schmid et al. 2023, Sec. 3:
   leaf values depend on the ranges); then ``step(carry, trees) -> carry``
   runs one iteration ``chunk`` times with those values fixed, ``trees[p]``
   being ``tree`` with row ``p`` of the values filled in (player ``p``'s

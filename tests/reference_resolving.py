@@ -3,7 +3,7 @@ library's re-solving before the device tree), an independent oracle.
 
 Safe re-solving from summaries, and the summaries continual re-solving carries.
 
-Re-solving (``003``, "Imperfect Information Search, Decomposition, and
+Re-solving (Schmid et al. 2023, "Imperfect Information Search, Decomposition, and
 Re-Solving"; DeepStack; Burch et al. 2014): a subgame rooted at public state
 ``s`` is re-solved from summary information only: *our* range ``r_i [K_i]``
 at ``s`` and the opponent's counterfactual values ``v_o [K_o]`` there. In the
@@ -54,7 +54,7 @@ from jaxgt.search.subgame import summary_from_policy  # noqa: F401  (the summari
 # ------------------------------------------------------------------ summaries
 @dataclasses.dataclass(frozen=True, eq=False)
 class Summary:
-  """Re-solving summary at one public state (``003``: "our range and the
+  """Re-solving summary at one public state (Schmid et al. 2023: "our range and the
   opponent's counterfactual values"), plus the opponent's range for mixing.
   """
 
@@ -113,8 +113,8 @@ class ResolveState:
   policy: Any = None  # ([I0_sub, A], [I1_sub, A]) average policy of the subgame
   # [H_sub] average over iterations (solver's averaging weights) of our own reach (root range
   # included) times player 0's value below each subgame history under the iterate and its leaf
-  # values: the self-play counterfactual values 003 uses as opt-out values (None unless asked for
-  # with self_play_values)
+  # values: the self-play counterfactual values Schmid et al. (2023) use as opt-out values (None
+  # unless asked for with self_play_values)
   history_values: Any = None
   # [2, H_sub] own reach of each history under the average policy, root range included (ours, and
   # the opponent's average root range)
@@ -148,7 +148,7 @@ def resolve(sub: Subgame, solver, player: int, our_range, opp_values=None, opp_r
       ``alpha`` mixing and fixed-range solves).
     evaluator: leaf evaluator; default :func:`default_evaluator`.
     iterations: CFR iterations; ``chunk``: evaluator queried every ``chunk``.
-    alpha: ``None`` for the exact gadget; a number in ``[0, 1]`` for ``003``'s
+    alpha: ``None`` for the exact gadget; a number in ``[0, 1]`` for Schmid et al.'s
       modified gadget ``alpha f / sum(f) + (1 - alpha) opp_range``.
     self_play_values: also average the self-play values below every history
       (``ResolveState.history_values``, read by :func:`child_summaries`;
@@ -242,7 +242,7 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
     def step(c, trees):
       it, acc = c
       if self_play_values:
-        # Self-play values of this iterate (``003``: average counterfactual values
+        # Self-play values of this iterate (Schmid et al. 2023: average counterfactual values
         # as the next re-solve's opt-out values): our reach times player 0's value.
         value = history_values(trees[o], it.sigma, host=tree)
         acc = solver.averaging.accumulate(acc, ours * it.x[i][tree.last_seq[i]] * value,
@@ -278,7 +278,7 @@ def _resolve_fn(prep: _Prepared, solver, evaluator, iterations, chunk, gadget, m
 def child_summaries(sub: Subgame, player: int, state: ResolveState, targets) -> dict:
   """``{public state: Summary}`` at public states ``targets`` inside ``sub`` after a
   (single) re-solve for ``player``: our range and the opponent's range under the
-  average policy, the opponent's average self-play counterfactual values (``003``,
+  average policy, the opponent's average self-play counterfactual values (Schmid et al. 2023,
   "Self-play Values as Re-solving Constraints")."""
   if state.history_values is None:
     raise ValueError("the re-solve did not keep self-play values: resolve with "
@@ -315,7 +315,7 @@ def child_summaries(sub: Subgame, player: int, state: ResolveState, targets) -> 
 
 def branch_leaves(pt: PublicTree, root: int, target: int, depth_limit: int) -> list:
   """Leaves of the re-solving subgame: ``root``'s single branch to ``target``
-  (off-branch children are leaves, ``003`` "Modified Continual Re-solving")
+  (off-branch children are leaves, Schmid et al. 2023 "Modified Continual Re-solving")
   plus the public states ``depth_limit`` levels below ``target``."""
   path = [target]
   while path[-1] != root:

@@ -1,7 +1,8 @@
 """Reference implementation for the tests: host-extracted subgames (the library's re-solving
 path before it moved to the device tree, :mod:`jaxgt.search.subgame`), an independent oracle.
 
-Depth-limited subgames cut out of a compiled game at public states (``004``, ``003`` Sec. 3).
+Depth-limited subgames cut out of a compiled game at public states
+(Brown et al. 2018; Schmid et al. 2023, Sec. 3).
 
 A subgame, rooted at public states and cut at *leaf* public states, is an
 ordinary :class:`~jaxgt.core.compiler.GameTree` assembled from the full game's
@@ -180,7 +181,7 @@ def extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: int | None 
   Leaves are the public states ``leaves``, or those ``depth_limit`` levels
   below a root (neither: no cut); all-terminal leaf public states stay terminals.
 
-  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0`` player
+  Multi-valued states (Brown et al. 2018, Sec. 4): with ``leaf_choices = K > 0`` player
   ``chooser`` picks one of ``K`` continuations at each leaf (leaf values ``[L, K]``).
   """
   K = check_nonnegative_int("leaf_choices", leaf_choices)

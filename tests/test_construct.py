@@ -1,4 +1,4 @@
-"""Policy construction for exact evaluation of any agent (``003`` supplement)."""
+"""Policy construction for exact evaluation of any agent (Schmid et al. 2023, supplement)."""
 
 import dataclasses
 

@@ -74,7 +74,7 @@ def test_points_base_and_errors():
 
 
 def test_paper_preset_is_goofspiel_with_points_from_zero():
-  """001's II-GS(N) (point cards 0..N-1) is registered as ii_goofspiel: the same tree as
+  """Lisy et al.'s II-GS(N) (point cards 0..N-1) is registered as ii_goofspiel: the same tree as
   goofspiel(points_base=0), payoffs different from OpenSpiel's 1..N where the zero card decides."""
   paper = make("ii_goofspiel", num_cards=3)
   assert paper.game_string() == "ii_goofspiel(num_cards=3)" and paper.openspiel_game_string() is None

@@ -120,7 +120,8 @@ def test_chunked_run_equals_one_long_run():
 
 @pytest.mark.parametrize("selection", ["uct", pytest.param("rm", marks=pytest.mark.slow)])
 def test_agent_exposes_its_search_statistics_for_aggregation(selection):
-  """001 Sec. 5.2 aggregates "visit counts in ISMCTS": the agent keeps the last search's."""
+  """Lisy et al. (2015, Sec. 5.2) aggregate "visit counts in ISMCTS": the agent keeps the last
+  search's."""
   from jaxgt.evaluation import aggregate
   g = jaxgt.load("kuhn_poker")
   tree = g.device_tree("float64")

@@ -1,4 +1,4 @@
-"""Head-to-head match runner, round robin and the aggregate evaluation method (001)."""
+"""Head-to-head match runner, round robin and the aggregate evaluation method (Lisy et al. 2015)."""
 
 import dataclasses
 import functools

@@ -289,7 +289,8 @@ def test_playout_below_the_tree_is_uniform_and_untargeted():
 
 @pytest.mark.slow  # over the default run's time budget
 def test_agent_exposes_average_strategy_sums_for_aggregation():
-  """001 Sec. 5.2 aggregates "s_I in OOS": the agent's statistics are the match's sums."""
+  """Lisy et al. (2015, Sec. 5.2) aggregate "s_I in OOS": the agent's statistics are the match's
+  sums."""
   from jaxgt.evaluation import aggregate
   g = jaxgt.load("kuhn_poker")
   agent = OOSAgent(g, iterations=100, solver=OOS(batch=2, dtype="float64"))

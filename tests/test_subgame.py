@@ -272,7 +272,7 @@ def _reference_extract(game: CompiledGame | PublicTree, root=0, *, depth_limit: 
   ``leaves`` = no cut) choose the leaves. Leaf public states whose histories
   are all terminal stay ordinary terminals.
 
-  Multi-valued states (``004``, Sec. 4): with ``leaf_choices = K > 0``, at
+  Multi-valued states (Brown et al. 2018, Sec. 4): with ``leaf_choices = K > 0``, at
   every leaf history player ``chooser`` picks one of ``K`` continuation
   strategies at its (augmented) information state there; leaf values then
   have shape ``[L, K]``.

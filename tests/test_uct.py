@@ -242,8 +242,8 @@ def _example(name):
 
 
 def test_kuhn_mse_to_the_closest_equilibrium():
-  """002 Sec. 4.1's measure: zero on every member of Kuhn's equilibrium family, positive off it,
-  and the closest member is found (checked against a grid over alpha)."""
+  """Heinrich & Silver's (2015) Sec. 4.1 measure: zero on every member of Kuhn's equilibrium
+  family, positive off it, and the closest member is found (checked against a grid over alpha)."""
   example = _example("smooth_uct_kuhn")
   g = jaxgt.load("kuhn_poker")
   tree = g.device_tree("float64")

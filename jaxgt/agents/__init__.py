@@ -1,6 +1,7 @@
 """Online agents sharing one interface (:class:`~jaxgt.agents.base.Agent`).
 
-* :class:`PolicyAgent` plays a fixed tabular policy;
+* :class:`PolicyAgent` plays a fixed tabular policy; :class:`~jaxgt.agents.explore.Explore`
+  wraps an agent with epsilon-uniform exploration;
 * :class:`~jaxgt.agents.oos.OOSAgent`, :class:`~jaxgt.agents.ismcts.ISMCTSAgent`
   and :class:`~jaxgt.agents.uct.UCTAgent` search with the solvers of
   :mod:`jaxgt.solvers`;
@@ -14,8 +15,9 @@ from its agent class and solver.
 """
 
 from jaxgt.agents.base import Agent, PolicyAgent
+from jaxgt.agents.explore import Explore
 from jaxgt.agents.specs import (AgentSpec, Doc, Param, agent_kinds, describe_agents, make_agent,
                                 params_from, parse_spec, register_agent)
 
-__all__ = ["Agent", "AgentSpec", "Doc", "Param", "PolicyAgent", "agent_kinds", "describe_agents",
-           "make_agent", "params_from", "parse_spec", "register_agent"]
+__all__ = ["Agent", "AgentSpec", "Doc", "Explore", "Param", "PolicyAgent", "agent_kinds",
+           "describe_agents", "make_agent", "params_from", "parse_spec", "register_agent"]

@@ -1,11 +1,11 @@
-"""The Growing-Tree CFR agent, ``SoG(s, c)`` (``003``, "Search via Growing-Tree CFR").
+"""The Growing-Tree CFR agent, ``SoG(s, c)`` (Schmid et al. 2023, "Search via Growing-Tree CFR").
 
 At a decision in public state ``s`` the agent searches with GT-CFR
 (:func:`jaxgt.search.gtcfr.search`) on a tree that starts as the single
 branch from the search's root to ``s`` with every off-branch child a leaf and
 ``s``'s children added; growth is constrained below ``s`` (simulations start
 there) and it plays the search's average policy at its information state
-(``003``, "Modified Continual Re-solving"). The search's root:
+(Schmid et al. 2023, "Modified Continual Re-solving"). The search's root:
 
 * ``resolve=False`` (or the player's first decision): the game's root public
   state with its known beliefs;
@@ -15,7 +15,7 @@ there) and it plays the search's average policy at its information state
   (``alpha``-modified) safe re-solving gadget with the previous search's
   summary there: our range and the opponent's range under its average
   policy, and the opponent's average self-play counterfactual values
-  (``003``, "Self-play Values as Re-solving Constraints").
+  (Schmid et al. 2023, "Self-play Values as Re-solving Constraints").
 
 The search depends on public information only (public states and the key),
 so every information state of ``s`` reads the same search. The agent is
@@ -38,7 +38,7 @@ import numpy as np
 from flax import struct
 
 from jaxgt.agents.base import Agent
-from jaxgt.core import rng
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_positive_int, concrete_int
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, infostate_histories
 from jaxgt.search import device_tree
@@ -168,13 +168,11 @@ class GTCFRAgent(Agent):
     valid = src.tables.info_id[root] >= 0  # [2, K]
     o = 1 - player
     ours, opp, vals = state.reach[player, rows], state.reach[o, rows], state.values[o, rows]
-    z = jnp.sum(ours)
-    uniform = (valid / jnp.maximum(valid.sum(-1, keepdims=True), 1)).astype(ours.dtype)
-    our_range = jnp.where(z > 0, ours / jnp.where(z > 0, z, 1.0), uniform[player])
-    zo = jnp.sum(opp)
-    opp_range = jnp.where(zo > 0, opp / jnp.where(zo > 0, zo, 1.0), uniform[o])
+    z, uniform = jnp.sum(ours), sequence_form.uniform(valid, ours.dtype)
+    our_range = sequence_form.safe_div(ours, z, uniform[player])
+    opp_range = sequence_form.safe_div(opp, jnp.sum(opp), uniform[o])
     ranges = jnp.zeros((2, K), ours.dtype).at[player].set(our_range).at[o].set(opp_range)
-    opp_values = jnp.where(z > 0, vals / jnp.where(z > 0, z, 1.0), 0.0)
+    opp_values = sequence_form.safe_div(vals, z)
     shifted = jnp.where(jnp.arange(path.shape[0]) + j < path.shape[0], jnp.roll(path, -j),
                         NO_INDEX)
     return root, ranges, opp_values, shifted

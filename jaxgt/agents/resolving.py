@@ -1,6 +1,6 @@
-"""Modified continual re-solving as an agent, on the device public tree (``003``).
+"""Modified continual re-solving as an agent, on the device public tree (Schmid et al. 2023).
 
-:class:`ContinualResolvingAgent` (``003``, "Modified Continual Re-solving"):
+:class:`ContinualResolvingAgent` (Schmid et al. 2023, "Modified Continual Re-solving"):
 a player's first decision at public state ``s`` solves the game's root public
 state with both (known) root ranges on the single branch from the root to
 ``s`` (off-branch public states are leaves) plus ``depth_limit`` public
@@ -10,7 +10,7 @@ holds (below the previous decision, so our range there is the one we
 actually played), with the (``alpha``-modified) safe re-solving gadget and
 the previous search's summary there: our range, the opponent's range under
 the average policy and the opponent's average self-play counterfactual
-values (``003``, "Self-play Values as Re-solving Constraints").
+values (Schmid et al. 2023, "Self-play Values as Re-solving Constraints").
 
 Every re-solve is ``iterations`` public-tree CFR+ iterations (simultaneous
 updates, the regret phase of GT-CFR alone: :func:`jaxgt.search.gtcfr.solve_tree`)
@@ -38,7 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.agents.gtcfr import GTCFRAgent
-from jaxgt.core.checks import check_key, check_nonnegative_int, check_positive_int
+from jaxgt.core.checks import (check_decision_history, check_key, check_nonnegative_int,
+                               check_positive_int)
 from jaxgt.core.compiler import CompiledGame, infostate_histories
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree
@@ -68,7 +69,8 @@ def resolving_capacity(game: CompiledGame, depth_limit: int) -> int:
 
 
 class ContinualResolvingAgent(GTCFRAgent):
-  """Modified continual re-solving (``003``) with exact or user leaf values, on the device tree.
+  """Modified continual re-solving (Schmid et al. 2023) with exact or user leaf values, on the
+  device tree.
 
   Args:
     game: a :class:`CompiledGame`.
@@ -203,12 +205,8 @@ class ContinualResolvingAgent(GTCFRAgent):
   def act(self, key, state, history):
     hc = None if isinstance(history, jax.core.Tracer) else int(np.asarray(history))
     if hc is not None:  # argument checks on concrete histories
-      tree = self.game.tree
-      if not 0 <= hc < tree.num_histories:
-        raise ValueError(f"history {hc} out of range for {self.game.name}")
-      p = int(tree.player[hc])
-      if p not in (0, 1):
-        raise ValueError(f"history {hc} is not a decision node (player {p})")
+      check_decision_history(self.game.tree, hc)
+      p = int(self.game.tree.player[hc])
       if not isinstance(state.public, jax.core.Tracer) and bool(state.started):
         prev = int(self._acting[int(state.public)])
         if prev != p:

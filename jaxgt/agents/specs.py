@@ -28,6 +28,7 @@ from jaxgt.agents.oos import OOSAgent
 from jaxgt.agents.resolving import ContinualResolvingAgent
 from jaxgt.agents.spec_grammar import TYPES, Doc, Param, bind, params_from, show, split_spec, usage
 from jaxgt.agents.uct import UCTAgent
+from jaxgt.core.sequence_form import uniform
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.search.gadget import check_alpha
 from jaxgt.solvers import ismcts as ismcts_lib
@@ -163,8 +164,8 @@ def _any_dtype(params: dict) -> dict:
 
 def random_agent(game) -> Agent:
   """Uniform over the legal actions at every information state."""
-  legal = [np.asarray(player.legal, np.float64) for player in game.tree.players]
-  return PolicyAgent(game, tuple(x / np.maximum(x.sum(-1, keepdims=True), 1.0) for x in legal))
+  return PolicyAgent(game, tuple(uniform(np.asarray(pt.legal), np.float64)
+                                 for pt in game.tree.players))
 
 
 def policy_agent(game, path: str) -> Agent:

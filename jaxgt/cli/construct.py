@@ -1,4 +1,5 @@
-"""``jaxgt construct GAME AGENT``: exact exploitability of an agent by policy construction (003)."""
+"""``jaxgt construct GAME AGENT``: exact exploitability of an agent by policy construction
+(Schmid et al. 2023)."""
 
 from __future__ import annotations
 

@@ -137,8 +137,9 @@ def run(args) -> int:
                                                                 logged is None):
     print(f"note: {partial} lines hide a chance outcome (null); the {args.estimator} estimator "
           f"with baseline {baseline}{' off-policy' if logged is not None else ''} is biased with "
-          f"partial information (Bowling et al. 2008, Sec. 3.1); unbiased: basic, or on-policy "
-          f"all-cards, without a baseline, and aivat", file=sys.stderr)
+          f"partial information (jaxgt's own completion recipe: jaxgt.evaluation.importance); "
+          f"unbiased: basic, or on-policy all-cards, without a baseline, and aivat",
+          file=sys.stderr)
   if args.json:
     print(json.dumps(out.as_dict()))
     return 0

@@ -53,7 +53,7 @@ def run(args) -> int:
   n = args.matches
   with warnings.catch_warnings():  # said below, once
     warnings.simplefilter("ignore", UserWarning)
-    traced = referee.play_mode(g, agents, "auto", jax.random.key(0))
+    traced = referee.play_mode(g, agents, "auto", jax.random.key(args.seed))
   block = args.block or max(1, math.ceil(n / 10))
   print(f"{g.name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
         f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),

@@ -1,4 +1,5 @@
-"""``jaxgt train GAME``: Student of Games' sound self-play training (003, Algorithm 2)."""
+"""``jaxgt train GAME``: Student of Games' sound self-play training (Schmid et al. 2023,
+Algorithm 2)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ def add_parser(sub) -> None:
   p = sub.add_parser(
       "train", help="train a value-and-policy network by sound self-play (Student of Games)",
       description="Self-play actors (GT-CFR searches with the network at the leaves), a query "
-      "solver and the learner interleaved with fixed ratios (003, Algorithm 2); metrics in "
-      "DIR/metrics.jsonl, orbax checkpoints in DIR/checkpoints. The trained agent is "
+      "solver and the learner interleaved with fixed ratios (Schmid et al. 2023, Algorithm 2); "
+      "metrics in DIR/metrics.jsonl, orbax checkpoints in DIR/checkpoints. The trained agent is "
       "sog(checkpoint=DIR,simulations=S,expansions_per_update=c).")
   p.add_argument("game")
   group = p.add_mutually_exclusive_group()

@@ -1,4 +1,4 @@
-"""The public tree of a compiled game and public belief states (``003``, Sec. 3).
+"""The public tree of a compiled game and public belief states (Schmid et al. 2023, Sec. 3).
 
 A *public belief state* is one range per player over its (augmented)
 information states at a public state (:attr:`CompiledGame.aug`; ``K_p`` of
@@ -197,8 +197,9 @@ def ranges(pt: PublicTree, policy, *, normalize: bool = True):
 
 
 def counterfactual_values(pt: PublicTree, policy):
-  """Counterfactual values ``([K_0], [K_1])`` of every augmented information state (``003``
-  Sec. 3; chance and opponent reach included, each in its own player's utility)."""
+  """Counterfactual values ``([K_0], [K_1])`` of every augmented information state
+  (Schmid et al. 2023, Sec. 3; chance and opponent reach included, each in its own player's
+  utility)."""
   tree = pt.game.tree
   sequence_form.check_policy(tree, policy)
   v = history_values(tree, policy)

@@ -3,10 +3,10 @@
 * :mod:`jaxgt.evaluation.referee`: the one match walk (traced or a Python
   loop) with a per-decision hook; only the acting agent's ``act`` runs.
 * :mod:`jaxgt.evaluation.match`: :func:`play` (many matches as one jitted
-  program) and :func:`round_robin` (001's head-to-head tables).
-* :mod:`jaxgt.evaluation.aggregate`: 001's aggregate method, a policy for
+  program) and :func:`round_robin` (Lisy et al.'s head-to-head tables).
+* :mod:`jaxgt.evaluation.aggregate`: Lisy et al.'s aggregate method, a policy for
   exact exploitability built from an online agent's search statistics.
-* :mod:`jaxgt.evaluation.construct`: 003's breadth-first policy construction.
+* :mod:`jaxgt.evaluation.construct`: Schmid et al.'s breadth-first policy construction.
 """
 
 from jaxgt.evaluation.aggregate import AggregateResult, aggregate_policy

@@ -1,12 +1,13 @@
-"""001's aggregate method (Lisy et al. 2015, Sec. 5): an exactly evaluable policy of an agent.
+"""The aggregate method of Lisy, Lanctot & Bowling (2015, Sec. 5): an exactly evaluable policy
+of an agent.
 
 An online agent has no fixed policy: what it plays at an information state
-depends on the searches it ran earlier in the match. 001 estimates its
+depends on the searches it ran earlier in the match. Lisy et al. estimate its
 exploitability by aggregation: keep a global accumulating strategy
 ``G_p [I_p, A]`` per player; play ``num_matches`` matches of the agent
 against a uniform random opponent (half of them as each player); at every
 information state ``I`` the agent reaches, add the information its search
-computed (``agent.statistics(state, p)``: 001's "visit counts in ISMCTS,
+computed (``agent.statistics(state, p)``: Lisy et al.'s "visit counts in ISMCTS,
 ``s_I`` in OOS": the last search's visit counts for
 :class:`~jaxgt.agents.ismcts.ISMCTSAgent` (mean-strategy sums for its RM
 variant), the match's average-strategy sums ``s_I`` for
@@ -14,18 +15,18 @@ variant), the match's average-strategy sums ``s_I`` for
 :class:`~jaxgt.agents.uct.UCTAgent`) at ``I`` *and at every successor information
 state of ``I``* in ``p``'s tree, raw, so each successor weighs in
 proportionally to its visits. Information states never added get a fixed
-random action (``unvisited="random_action"``, 001's choice) or the uniform
+random action (``unvisited="random_action"``, Lisy et al.'s choice) or the uniform
 strategy. The exploitability of the normalised global strategy is then
 computed exactly (sequence-form best responses).
 
 Agents without ``statistics`` (it returns ``None``) contribute the
 probabilities ``act`` returned, at the reached information state only.
 
-Conventions: 001's tables report ``epsilon_sigma = max u_1(., sigma_2) +
+Conventions: Lisy et al.'s tables report ``epsilon_sigma = max u_1(., sigma_2) +
 max u_2(sigma_1, .)``, i.e. **NashConv** (the sum of both players' terms);
 jaxgt's :func:`~jaxgt.core.sequence_form.exploitability` is NashConv / 2
 (OpenSpiel's). :class:`AggregateResult` carries both: compare ``nash_conv``
-with 001's figures and ``exploitability`` with the rest of jaxgt.
+with Lisy et al.'s figures and ``exploitability`` with the rest of jaxgt.
 
 Agents must be traceable (see :mod:`jaxgt.agents.base`); untraceable ones
 run through a Python loop (slow, for small match counts).
@@ -58,7 +59,7 @@ class AggregateResult:
   # per player, the fraction of information states that received information (the rest play the
   # fallback)
   coverage: tuple
-  nash_conv: float  # NashConv of policy (001's "exploitability", both players summed)
+  nash_conv: float  # NashConv of policy (Lisy et al.'s "exploitability", both players summed)
   exploitability: float  # NashConv / 2 (jaxgt's default convention)
   num_matches: int  # matches played (half as each player, player 0 gets the odd one)
 
@@ -110,10 +111,10 @@ def accumulate_hook(game: CompiledGame, agent: Agent, p: int, dtype) -> referee.
 def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: jax.Array, *,
                      opponent: Agent | None = None, unvisited: str = "random_action",
                      dtype=None) -> AggregateResult:
-  """001's aggregate method for ``agent``; see the module docstring.
+  """Lisy et al.'s aggregate method for ``agent``; see the module docstring.
 
-  001 plays 500 matches; ``opponent`` defaults to the uniform random policy
-  (001). Match ``m`` of seat ``p`` uses ``split(fold_in(key, p), n_p)[m]``;
+  Lisy et al. play 500 matches; ``opponent`` defaults to the uniform random policy
+  (Lisy et al. 2015). Match ``m`` of seat ``p`` uses ``split(fold_in(key, p), n_p)[m]``;
   the fallback random actions use ``fold_in(key, 2)``. ``dtype`` of the
   accumulators defaults to float64 when x64 is enabled.
   """
@@ -149,7 +150,7 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
                                         (len(w),), jnp.float32), np.float64)
       pick = np.asarray(sample_index(jnp.asarray(legal[p], u.dtype), jnp.asarray(u)))
       fallback = np.eye(w.shape[1])[pick] * legal[p] if len(w) else w
-    policy.append(np.where(seen[:, None], sequence_form.safe_div(w, tot), fallback))
+    policy.append(sequence_form.safe_div(w, tot, fallback))
     coverage.append(float(seen.mean()) if len(seen) else 1.0)
   ev = evaluate(game, tuple(policy))
   return AggregateResult(tuple(policy), tuple(weights), tuple(coverage), ev.nash_conv,

@@ -1,7 +1,7 @@
-"""Exact evaluation of search agents by policy construction (``003``, supplement).
+"""Exact evaluation of search agents by policy construction (Schmid et al. 2023, supplement).
 
 A search agent's play at a state can depend on its earlier searches in the
-same match, so it has no fixed policy to evaluate. ``003`` ("Exploitability
+same match, so it has no fixed policy to evaluate. Schmid et al. 2023 ("Exploitability
 in Leduc Poker and Small Scotland Yard Map") constructs one: pick a seed, run
 the search at every public state breadth-first so that every search is
 conditioned on the searches at its predecessors, compose the policies the

@@ -52,7 +52,7 @@ from jax import lax
 
 from jaxgt.agents.base import Agent
 from jaxgt.core import rng
-from jaxgt.core.checks import check_choice, check_positive_int
+from jaxgt.core.checks import check_choice, check_positive_int, check_shape
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE, TERMINAL
@@ -90,10 +90,8 @@ def traceable(agent: Agent, game: CompiledGame, key) -> bool:
     warnings.warn(f"{type(agent).__name__}.act is not traceable ({type(e).__name__}); "
                   "playing its matches in a Python loop", stacklevel=3)
     return False
-  A = game.tree.num_actions
-  if tuple(probs.shape) != (A,):
-    raise ValueError(f"{type(agent).__name__}.act returned probabilities of shape "
-                     f"{tuple(probs.shape)}; this game needs ({A},)")
+  check_shape(f"{type(agent).__name__}.act's probabilities (one per action of {game.name})",
+              probs, (game.tree.num_actions,))
   if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(state) or any(
       (a.shape, a.dtype) != (b.shape, b.dtype)
       for a, b in zip(jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(state))):

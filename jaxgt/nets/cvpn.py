@@ -1,6 +1,6 @@
 """Counterfactual value-and-policy network (CVPN) and its fit.
 
-Student of Games (``003``): Fig. 6, "Training Process" and Table S2 (Huber
+Student of Games (Schmid et al. 2023): Fig. 6, "Training Process" and Table S2 (Huber
 and cross-entropy losses), "Search via Growing-Tree CFR". Layout and value
 scale: :mod:`jaxgt.nets.encoding` (``B`` a batch of PBSs).
 
@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxgt.core.checks import check_key
+from jaxgt.core.checks import check_key, check_shape
 from jaxgt.nets.encoding import PBS, PBSEncoding, exact_cfvs, features, history_utilities, masks
 from jaxgt.core.public_tree import history_values
 from jaxgt.core import sequence_form
@@ -43,7 +43,7 @@ class CVPNTargets:
 
 
 class CVPN(nn.Module):
-  """MLP counterfactual value-and-policy network over one game's PBSs (``003``, Fig. 6).
+  """MLP counterfactual value-and-policy network over one game's PBSs (Schmid et al. 2023, Fig. 6).
 
   Input: public features, both padded ranges and slot masks (and a learned
   public-state embedding when ``embed_dim > 0``); a ReLU trunk ``hidden``;
@@ -60,9 +60,7 @@ class CVPN(nn.Module):
     K, A = enc.k_max, enc.num_actions
     public = jnp.asarray(pbs.public)
     ranges = jnp.asarray(pbs.ranges)
-    if ranges.shape != public.shape + (2, K):
-      raise ValueError(f"PBS ranges must have shape {public.shape + (2, K)} for "
-                       f"{enc.game.name} (K={K} slots per player), got {ranges.shape}")
+    check_shape("PBS ranges", ranges, public.shape + (2, K))  # K slots per player
     batch = public.shape
     mask, legal = masks(enc, public)
     x = [features(enc, public), ranges.astype(jnp.float32).reshape(batch + (2 * K,)),
@@ -92,22 +90,26 @@ def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: 
   targeted rows (0 without policy targets)."""
   out = model.apply(params, pbs)
   tv = jnp.asarray(targets.values, out.values.dtype)
-  if tv.shape != out.values.shape:
-    raise ValueError(f"value targets must have shape {out.values.shape}, got {tv.shape}")
+  check_shape("value targets", tv, out.values.shape)
   mask, legal = masks(model.encoding, pbs.public)
   per = optax.huber_loss(out.values, tv, delta=huber_delta)
-  value_loss = jnp.sum(jnp.where(mask, per, 0.0)) / jnp.maximum(jnp.sum(mask), 1)
+  value_loss = masked_mean(per, mask)
   if targets.policy is None:
     return value_loss, jnp.zeros((), value_loss.dtype)
   tp = jnp.asarray(targets.policy, out.logits.dtype)
-  if tp.shape != out.logits.shape:
-    raise ValueError(f"policy targets must have shape {out.logits.shape}, got {tp.shape}")
+  check_shape("policy targets", tp, out.logits.shape)
   tp = jnp.where(legal, tp, 0.0)
   rows = jnp.sum(tp, -1) > 0
   logp = jax.nn.log_softmax(out.logits, axis=-1)
   ce = -jnp.sum(jnp.where(legal, tp * logp, 0.0), -1)
-  policy_loss = jnp.sum(jnp.where(rows, ce, 0.0)) / jnp.maximum(jnp.sum(rows), 1)
-  return value_loss, policy_loss
+  return value_loss, masked_mean(ce, rows)
+
+
+def masked_mean(x, mask, count=None):
+  """Mean of ``x`` over ``mask``'s true entries (``count`` of them, by default ``sum(mask)``;
+  zero without any): the losses' average over valid slots."""
+  count = jnp.sum(mask) if count is None else count
+  return jnp.sum(jnp.where(mask, x, 0.0)) / jnp.maximum(count, 1)
 
 
 def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, key, steps: int = 500,
@@ -119,8 +121,7 @@ def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, key, steps: int 
   ``optimizer`` is given; minibatches of ``batch_size`` drawn with ``key``.
   """
   public = jnp.asarray(pbs.public)
-  if public.ndim != 1:
-    raise ValueError(f"fit needs a flat batch of PBSs (public [B]), got shape {public.shape}")
+  check_shape("fit: a flat batch of PBSs' public ids", public, (None,))
   B = public.shape[0]
   if jnp.shape(targets.values)[:1] != (B,):
     raise ValueError(f"targets must have a leading batch of {B}, got {jnp.shape(targets.values)}")

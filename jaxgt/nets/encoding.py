@@ -1,4 +1,5 @@
-"""Fixed-size encodings of public belief states (PBS) for any compiled game (``003``, Fig. 6).
+"""Fixed-size encodings of public belief states (PBS) for any compiled game
+(Schmid et al. 2023, Fig. 6).
 
 Shape letters: ``P`` public states, ``K`` (``k_max``) most (augmented)
 information states of one player at one public state, ``A`` actions, ``D``
@@ -15,7 +16,7 @@ histories where player 0, player 1, chance act or that are terminal; the
 public path, per level a one-hot of which child of its parent each ancestor
 is (injective, so it works for every game).
 
-**Value scale** (``003`` supplement, "Value Functions for Subgames"):
+**Value scale** (Schmid et al. 2023, supplement, "Value Functions for Subgames"):
 ``v_p(I) = sum_{h in I} q(h) r_o(I_o(h)) u_p(h)`` with ``q(h) = pi_c(h) /
 C(s)``, ``C(s)`` the chance reach of the public state's non-terminal
 histories, ``r`` the normalised ranges and ``u_p(h)`` ``p``'s value below ``h``.
@@ -33,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgt.core.checks import PROB_ATOL, check_distribution
+from jaxgt.core.checks import PROB_ATOL, check_distribution, check_index, check_shape
 from jaxgt.core.compiler import CompiledGame, ancestor_at_depth
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.core.public_tree import PublicTree, build_public_tree
@@ -81,17 +82,6 @@ class PBSEncoding:
   @property
   def feature_size(self) -> int:
     return (self.max_depth + 1) + 4 + self.max_depth * self.max_children
-
-  def check_public(self, public) -> np.ndarray:
-    """``public`` as an ``int32`` array; ``ValueError`` if out of range."""
-    ids = np.asarray(public)
-    if not np.issubdtype(ids.dtype, np.integer):
-      raise ValueError(f"public state ids must be integers, got dtype {ids.dtype}")
-    P = self.num_public_states
-    if ids.size and (ids.min() < 0 or ids.max() >= P):
-      raise ValueError(f"public state ids must lie in [0, {P}) for {self.game.name}, "
-                       f"got {ids.min()}..{ids.max()}")
-    return ids.astype(np.int32)
 
   def check_for(self, game) -> None:
     """``ValueError`` unless ``game`` (compiled game or public tree) is this encoding's game."""
@@ -216,10 +206,8 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
   rows = []
   for p in (0, 1):
     r = jnp.asarray(flat_ranges[p])
-    want = len(enc.pt.aug_keys[p])
-    if r.shape[-1:] != (want,):
-      raise ValueError(f"flat range of player {p} must have shape [..., {want}] (one entry per "
-                       f"augmented information state of {enc.game.name}), got {r.shape}")
+    check_shape(f"flat range of player {p} (one entry per augmented information state of "
+                f"{enc.game.name})", r, (..., len(enc.pt.aug_keys[p])))
     sl = jnp.asarray(enc.slots[:, p])[public]
     rows.append(jnp.where(sl >= 0, jnp.take(r, jnp.maximum(sl, 0), axis=-1), 0.0))
   return jnp.stack(rows, axis=-2)
@@ -227,17 +215,14 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
 
 def make_pbs(enc: PBSEncoding, public, ranges, *, atol: float = PROB_ATOL) -> PBS:
   """Validated :class:`PBS` from ids ``[...]`` and padded ranges ``[..., 2, K]`` (host side)."""
-  ids = enc.check_public(public)
+  ids = np.asarray(check_index("public state id", public, enc.num_public_states,
+                              f" for {enc.game.name}"), np.int32)
   r = np.asarray(ranges, np.float64)
-  if r.shape != ids.shape + (2, enc.k_max):
-    raise ValueError(f"ranges must have shape {ids.shape + (2, enc.k_max)} (public states x "
-                     f"2 players x K={enc.k_max} slots), got {r.shape}")
+  check_shape("ranges (public states x 2 players x K slots)", r, ids.shape + (2, enc.k_max))
   m = enc.mask[ids]
   if np.any(r[~m] != 0):
     raise ValueError("ranges put mass on padding slots (past the public state's information "
                      "states)")
-  if not np.isfinite(r).all() or np.any(r < 0):
-    raise ValueError("ranges have negative or non-finite entries")
   check_distribution("ranges (each player's must sum to one)", r[m.any(-1)], enc.k_max, atol=atol)
   return PBS(public=jnp.asarray(ids), ranges=jnp.asarray(ranges))
 
@@ -250,8 +235,7 @@ def scatter(enc: PBSEncoding, public, values) -> tuple:
   """
   public = jnp.asarray(public)
   values = jnp.asarray(values)
-  if values.shape[-2:] != (2, enc.k_max) or values.shape[:-2] != public.shape:
-    raise ValueError(f"values must have shape {public.shape + (2, enc.k_max)}, got {values.shape}")
+  check_shape("values", values, public.shape + (2, enc.k_max))
   return tuple(_set_rows(jnp.zeros(len(enc.pt.aug_keys[p]), values.dtype),
                          jnp.asarray(enc.slots[:, p])[public].reshape(-1),
                          values[..., p, :].reshape(-1)) for p in (0, 1))
@@ -268,15 +252,12 @@ def scatter_policy(enc: PBSEncoding, public, probs, base_policy) -> tuple:
   """``base_policy`` ``([I0, A], [I1, A])`` with the acting slots of ``probs [N, 2, K, A]`` set."""
   public = jnp.asarray(public)
   probs = jnp.asarray(probs)
-  if probs.shape != public.shape + (2, enc.k_max, enc.num_actions):
-    raise ValueError(f"policy must have shape {public.shape + (2, enc.k_max, enc.num_actions)}, "
-                     f"got {probs.shape}")
+  check_shape("policy", probs, public.shape + (2, enc.k_max, enc.num_actions))
   out = []
   for p in (0, 1):
     base = jnp.asarray(base_policy[p])
-    if base.shape != (enc.game.tree.num_infostates[p], enc.num_actions):
-      raise ValueError(f"base policy of player {p} has shape {base.shape}, expected "
-                       f"{(enc.game.tree.num_infostates[p], enc.num_actions)}")
+    check_shape(f"base policy of player {p}", base,
+                (enc.game.tree.num_infostates[p], enc.num_actions))
     out.append(_set_rows(base, jnp.asarray(enc.policy_infostate[:, p])[public].reshape(-1),
                          probs[..., p, :, :].reshape(-1, enc.num_actions)))
   return tuple(out)
@@ -290,15 +271,15 @@ def history_utilities(enc: PBSEncoding, public, hist_values) -> jax.Array:
 
 
 def exact_cfvs(enc: PBSEncoding, public, ranges, utilities=None) -> jax.Array:
-  """Network-scale counterfactual values ``[..., 2, K]`` of PBSs (``003``'s targets; jittable).
+  """Network-scale counterfactual values ``[..., 2, K]`` of PBSs (Schmid et al.'s
+  targets; jittable).
 
   ``utilities [..., M]`` (:func:`history_utilities`) are player 0's; row 1 is
   in player 1's utility. ``None`` gives the counterfactual reach of each slot.
   """
   public = jnp.asarray(public)
   ranges = jnp.asarray(ranges)
-  if ranges.shape != public.shape + (2, enc.k_max):
-    raise ValueError(f"ranges must have shape {public.shape + (2, enc.k_max)}, got {ranges.shape}")
+  check_shape("ranges", ranges, public.shape + (2, enc.k_max))
   return slot_sums(jnp.asarray(enc.hist_slot)[public], jnp.asarray(enc.hist_q)[public],
                    jnp.asarray(enc.mask)[public], ranges, utilities)
 

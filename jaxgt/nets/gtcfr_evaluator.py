@@ -47,7 +47,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxgt.core.checks import check_positive_int
+from jaxgt.core.checks import check_positive_int, check_shape
+from jaxgt.core.sequence_form import normalize, safe_div
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.games.base import TERMINAL
 from jaxgt.nets.cvpn import CVPN
@@ -138,11 +139,7 @@ def _normalise(smap: SlotMap, public, ranges):
   """Ranges ``[..., 2, K]`` (encoding order) normalised per player, uniform over the valid
   slots where a player has no mass (as :func:`jaxgt.core.public_tree.ranges`)."""
   mask = jnp.asarray(smap.encoding.mask)[jnp.maximum(public, 0)]
-  ranges = jnp.where(mask, jnp.maximum(ranges, 0.0), 0.0)
-  tot = jnp.sum(ranges, -1, keepdims=True)
-  cnt = jnp.maximum(jnp.sum(mask, -1, keepdims=True), 1)
-  r = jnp.where(tot > 0, ranges / jnp.where(tot > 0, tot, 1.0), mask / cnt)
-  return jnp.where(mask, r, 0.0)
+  return normalize(jnp.maximum(ranges, 0.0), mask)
 
 
 def node_pbs(smap: SlotMap, leaves: LeafInput) -> PBS:
@@ -175,16 +172,14 @@ def leaf_values(smap: SlotMap, leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
   N, M = leaves.leaf.shape
   K = smap.encoding.k_max
   cfvs = jnp.asarray(cfvs)
-  if cfvs.shape != (N, 2, K):
-    raise ValueError(f"network values must have shape ({N}, 2, {K}) (nodes x players x slots), "
-                     f"got {cfvs.shape}")
+  check_shape("network values", cfvs, (N, 2, K))  # nodes x players x slots
   dtype = leaves.chance.dtype
   public = pbs.public
   enc = smap.encoding
   c = slot_sums(jnp.asarray(enc.hist_slot)[public], jnp.asarray(enc.hist_q)[public],
                 jnp.asarray(enc.mask)[public], jnp.asarray(pbs.ranges, dtype))
   cfvs = cfvs.astype(dtype)
-  ratio = jnp.where(c > 0, cfvs / jnp.where(c > 0, c, 1.0), 0.0)  # [N, 2, K] encoding order
+  ratio = safe_div(cfvs, c)  # [N, 2, K] encoding order
   ratio = to_device_order(smap, public, ratio)
   out = []
   for p in (0, 1):
@@ -230,7 +225,7 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
 
   ``chunk=None``: one call per CFR iteration on all ``N`` nodes. ``chunk=c``: only the nodes
   with leaf slots are valued, ``c`` per call, as many calls as they need (a tree that is
-  still small costs little; ``003``'s leaf queries are exactly these nodes).
+  still small costs little; Schmid et al.'s leaf queries are exactly these nodes).
   """
   smap = slot_map(source, encoding)
   if chunk is not None:
@@ -285,7 +280,7 @@ def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: gtcfr.
 def search_targets(encoding: PBSEncoding, source: device_tree.Source,
                    result: gtcfr.SearchResult, ranges=None):
   """``(PBS, values [2, K], policy [2, K, A])``: a searched root's training targets in the
-  network's layout (``003``, "Training Process"; add ``B`` in front for a batch).
+  network's layout (Schmid et al. 2023, "Training Process"; add ``B`` in front for a batch).
 
   ``values`` are the search's average root counterfactual values divided by the
   root's chance mass ``C(s)`` (network scale, :mod:`jaxgt.nets.encoding`);

@@ -1,6 +1,6 @@
-"""A fixed-capacity public tree on the device, grown by expansions (``003``, GT-CFR).
+"""A fixed-capacity public tree on the device, grown by expansions (Schmid et al. 2023, GT-CFR).
 
-Student of Games (``003``, "Search via Growing-Tree CFR") searches a public
+Student of Games (Schmid et al. 2023, "Search via Growing-Tree CFR") searches a public
 tree that grows while it is solved. Here that tree is a pytree of arrays
 allocated once for a static capacity ``N`` (mctx's ``Tree`` is the model):
 node ``0`` is the root public state, given as data; every expansion appends
@@ -15,7 +15,7 @@ A node is a public state. It holds, padded to the game's static maxima:
   edge into the history, action, terminal payoff, the *global slot*
   ``n * M + m`` of the parent history (in the same node, e.g. a private deal,
   or in the parent node) and the slots of its children once expanded;
-* per player its augmented information states (``K`` slots, ``003`` Sec. 3:
+* per player its augmented information states (``K`` slots, Schmid et al. 2023, Sec. 3:
   the range of a public belief state is indexed by them), with their legal
   actions; each history slot names its information-state slot per player.
 
@@ -374,7 +374,7 @@ def public_path(source: Source, public) -> jax.Array:
 def grow_branch(source: Source, tree: DeviceTree, path) -> tuple[DeviceTree, jax.Array]:
   """Expands the node of every public state of ``path [D + 1]`` (root first, NO_INDEX
   padded; ``path[0]`` is the root node's) in turn: the single branch to the last
-  one with all off-branch children as leaves (``003``, "Modified Continual
+  one with all off-branch children as leaves (Schmid et al. 2023, "Modified Continual
   Re-solving"), and that state's children. Returns ``(tree, node of the last state)``."""
 
   def body(i, carry):
@@ -407,8 +407,8 @@ def expand_all(source: Source, tree: DeviceTree, depth_limit=None, leaves=None) 
 def expand_below(source: Source, tree: DeviceTree, node, depth_limit: int) -> DeviceTree:
   """Expands, in creation order, every node in the subtree of ``node`` (traced) less than
   ``depth_limit`` public levels below it: with :func:`grow_branch` this is the re-solving
-  subgame of ``003`` ("Modified Continual Re-solving"): the single branch to the decision,
-  off-branch children as leaves, and ``depth_limit`` levels below the decision."""
+  subgame of Schmid et al. 2023 ("Modified Continual Re-solving"): the single branch to the
+  decision, off-branch children as leaves, and ``depth_limit`` levels below the decision."""
   node = jnp.asarray(node, jnp.int32)
   limit = tree.depth[jnp.clip(node, 0, tree.capacity - 1)] + depth_limit
 

@@ -36,7 +36,7 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_positive_int
+from jaxgt.core.checks import check_index, check_positive_int, check_shape
 from jaxgt.core.compiler import ancestor_at_depth, infostate_histories
 from jaxgt.core.public_tree import history_values
 from jaxgt.search import device_tree
@@ -89,10 +89,8 @@ def _checked(apply, name: str):
       raise ValueError(f"evaluator {name!r} returned values of shape {shape}; expected "
                        f"{single} or {(2,) + single} (player 0's value of each history slot)")
     if prior is not None:
-      want = (2,) + tuple(leaves.tree.legal.shape[1:])
-      if tuple(jnp.shape(prior)) != want:
-        raise ValueError(f"evaluator {name!r} returned a prior of shape {jnp.shape(prior)}; "
-                         f"expected {want} (a policy per information-state slot) or None")
+      check_shape(f"evaluator {name!r}'s prior (a policy per information-state slot, or None)",
+                  prior, (2,) + tuple(leaves.tree.legal.shape[1:]))
     if jax.tree_util.tree_structure(new_state) != jax.tree_util.tree_structure(state):
       raise ValueError(f"evaluator {name!r} changed the structure of its state")
     return (jnp.asarray(values, leaves.chance.dtype), prior), new_state
@@ -232,8 +230,7 @@ def continuation(source: device_tree.Source, policies, chooser: int = 1) -> Eval
   equilibrium). The state is the chooser's ``[I_aug, C]`` cumulative choice regrets.
   """
   game = _game_of(source, "continuation")
-  if chooser not in (0, 1):
-    raise ValueError(f"chooser must be 0 or 1, got {chooser!r}")
+  check_index("chooser", chooser, 2)
   profiles = [policies] if not isinstance(policies, list) else list(policies)
   if not profiles:
     raise ValueError("continuation needs at least one profile")

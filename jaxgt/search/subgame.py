@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core import sequence_form
-from jaxgt.core.checks import check_positive_int
+from jaxgt.core.checks import check_index, check_positive_int, check_shape
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.core.public_tree import build_public_tree, counterfactual_values, ranges as reaches
 from jaxgt.search import device_tree
@@ -58,8 +58,7 @@ def summary_from_policy(game: CompiledGame, public_state, player: int, policy,
   ``policy``."""
   pt = build_public_tree(game)
   ps = pt.public_id(public_state)
-  if player not in (0, 1):
-    raise ValueError(f"player must be 0 or 1, got {player!r}")
+  check_index("player", player, 2)
   i, o = player, 1 - player
   tree = pt.game.device_tree("float64")
   profile = [jnp.asarray(x, jnp.float64) for x in policy]
@@ -84,8 +83,7 @@ def subgame_tree(source: device_tree.Source, root: int, *, depth_limit: int | No
   down to ``depth_limit`` public levels, or to the public states ``leaves`` (ids; both:
   whichever comes first; neither: the whole game below ``root``). ``capacity`` defaults to the
   source's public states."""
-  if not 0 <= int(root) < source.num_public_states:
-    raise ValueError(f"root public state {root} out of range [0, {source.num_public_states})")
+  check_index("root public state", root, source.num_public_states)
   if depth_limit is not None:
     depth_limit = check_positive_int("depth_limit", depth_limit)
   mask = None
@@ -135,9 +133,7 @@ def solve(game: CompiledGame, root: int = 0, *, iterations: int, ranges=None,
     player = summary.player
     ranges = [summary.our_range, summary.opp_range][::1 if player == 0 else -1]
     opp_values = np.zeros(source.num_infostates)
-    if np.shape(summary.opp_values) != np.shape(summary.opp_range):
-      raise ValueError(f"opponent values must have shape {np.shape(summary.opp_range)}, got "
-                       f"{np.shape(summary.opp_values)}")
+    check_shape("opponent values", summary.opp_values, np.shape(summary.opp_range))
     if not np.isfinite(summary.opp_values).all():
       raise ValueError("opponent values contain NaN or infinite entries")
     opp_values[:len(summary.opp_values)] = summary.opp_values

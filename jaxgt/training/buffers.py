@@ -1,4 +1,4 @@
-"""Fixed-capacity device ring buffers of Student of Games' training process (``003``,
+"""Fixed-capacity device ring buffers of Student of Games' training process (Schmid et al. 2023,
 "Training Process", Fig. 8 and Algorithm 2): the query buffer (public belief states the
 searches queried, waiting to be solved) and the replay buffer (solved belief states with
 their value and policy targets). Value targets are per slot (``ReplayExample.value_mask
@@ -10,7 +10,7 @@ Both are flax struct dataclasses of arrays allocated once for a static capacity 
 :func:`add` and the samplers are pure and jit-able (a batch arrives with a validity mask,
 so a vmapped actor writes a fixed-size batch). Writing is a ring: the ``j``-th valid
 example of a batch goes to slot ``(next + j) mod C`` and overwrites the oldest (a sliding
-window, ``003``); if a batch holds more than ``C`` valid examples only its last ``C`` are
+window, Schmid et al. 2023); if a batch holds more than ``C`` valid examples only its last ``C`` are
 kept.
 
 **Sampling probabilities.**

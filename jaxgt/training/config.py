@@ -1,4 +1,4 @@
-"""Training configuration of Student of Games' sound self-play (``003``, Algorithm 2 and
+"""Training configuration of Student of Games' sound self-play (Schmid et al. 2023, Algorithm 2 and
 Table S2): :class:`TrainConfig`, the named presets and ``--config FILE`` (JSON).
 
 A config fixes every static size of the training programs (actors ``G``, search
@@ -35,7 +35,7 @@ from jaxgt.training.learner import OPTIMIZERS, LearnerConfig
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-  """Static settings of a training run (``003`` Table S2's names in comments)."""
+  """Static settings of a training run (Schmid et al. 2023, Table S2's names in comments)."""
 
   # network
   hidden: tuple = (128, 128)  # CVPN trunk widths

@@ -1,4 +1,4 @@
-"""The learner of Student of Games (``003``, supplement "Network Architecture and
+"""The learner of Student of Games (Schmid et al. 2023, supplement "Network Architecture and
 Optimization", Table S2): minibatches from the replay buffer, Huber value loss plus
 ``w_p`` times the summed KL policy losses, an optax optimiser with the learning rate
 ``alpha_init * d^(t / T_decay)``, and a bounded number of gradient updates per example.
@@ -31,7 +31,7 @@ import optax
 from flax import struct
 
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
-from jaxgt.nets.cvpn import CVPN, init as cvpn_init
+from jaxgt.nets.cvpn import CVPN, init as cvpn_init, masked_mean
 from jaxgt.nets.encoding import masks
 from jaxgt.training import buffers
 
@@ -40,7 +40,7 @@ OPTIMIZERS = ("adam", "sgd")
 
 @dataclasses.dataclass(frozen=True)
 class LearnerConfig:
-  """Static learner settings (``003`` Table S2's names in brackets)."""
+  """Static learner settings (Schmid et al. 2023, Table S2's names in brackets)."""
 
   batch_size: int = 256  # examples per gradient step
   huber_delta: float = 1.0  # Huber loss threshold
@@ -82,7 +82,7 @@ class LearnerState:
 
 
 def learning_rate(config: LearnerConfig) -> optax.Schedule:
-  """``t -> alpha_init * d^(t / T_decay)`` (``003``, smooth decay)."""
+  """``t -> alpha_init * d^(t / T_decay)`` (Schmid et al. 2023, smooth decay)."""
   return optax.exponential_decay(init_value=config.alpha_init,
                                  transition_steps=config.decay_steps, decay_rate=config.decay)
 
@@ -107,7 +107,7 @@ def loss(model: CVPN, params, batch: buffers.ReplayExample, config: LearnerConfi
   # Value: mean Huber over the masked-in slots (valid example, valid slot, slot has a target).
   vw = mask & batch.value_mask & valid[:, None, None]
   per = optax.huber_loss(out.values, jnp.asarray(batch.values, dtype), delta=config.huber_delta)
-  value_loss = jnp.sum(jnp.where(vw, per, 0.0)) / jnp.maximum(jnp.sum(vw), 1)
+  value_loss = masked_mean(per, vw)
   # Policy: KL(target || network) summed over the target rows, averaged over examples.
   target = jnp.where(legal, jnp.asarray(batch.policy, dtype), 0.0)
   has = valid & batch.policy_mask
@@ -115,7 +115,7 @@ def loss(model: CVPN, params, batch: buffers.ReplayExample, config: LearnerConfi
   logp = jax.nn.log_softmax(out.logits, axis=-1)
   log_t = jnp.log(jnp.where(target > 0, target, 1.0))
   kl = jnp.sum(jnp.where(legal & (target > 0), target * (log_t - logp), 0.0), -1)
-  policy_loss = jnp.sum(jnp.where(rows, kl, 0.0)) / jnp.maximum(jnp.sum(has), 1)
+  policy_loss = masked_mean(kl, rows, count=jnp.sum(has))
   total = config.value_weight * value_loss + config.policy_weight * policy_loss
   return total, (value_loss, policy_loss)
 

@@ -1,4 +1,4 @@
-"""Student of Games' training loop (``003``, Algorithm 2) on one host: self-play actors
+"""Student of Games' training loop (Schmid et al. 2023, Algorithm 2) on one host: self-play actors
 (:mod:`jaxgt.training.selfplay`), the query solver (:mod:`jaxgt.training.queries`) and the
 learner (:mod:`jaxgt.training.learner`) interleaved with the config's fixed ratios.
 

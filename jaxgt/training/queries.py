@@ -1,4 +1,5 @@
-"""The query solver of Student of Games (``003``, Algorithm 2 "Solver", "Training Process").
+"""The query solver of Student of Games (Schmid et al. 2023, Algorithm 2
+"Solver", "Training Process").
 
 :class:`QuerySolver`'s :meth:`QuerySolver.step` is one jitted program (network parameters as
 data): it takes ``solver_batch`` public belief states from the query buffer (uniformly
