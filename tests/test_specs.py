@@ -19,7 +19,7 @@ def test_defaults_and_typed_values():
   s = specs.parse_spec(" oos( iterations = 50 , delta=0.5,targeting=pst, epsilon=1 ) ")
   assert s.kind == "oos"
   assert s.params == {"iterations": 50, "delta": 0.5, "targeting": "pst", "epsilon": 1.0,
-                      "gamma": 0.01, "batch": 1, "dtype": "float32"}
+                      "gamma": 0.01, "play": "average", "batch": 1, "dtype": "float32"}
   assert isinstance(s.params["epsilon"], float) and isinstance(s.params["iterations"], int)
   assert specs.parse_spec("random").params == {} and specs.parse_spec("random()").params == {}
   assert specs.parse_spec("ismcts(c=none,selection=rm)").params["c"] is None
@@ -49,6 +49,7 @@ def test_policy_path_is_a_bare_string(tmp_path):
     ("oos(delta=nan)", "'delta' expects a finite number"),
     ("oos(delta=1.5)", "delta must be in [0, 1]"),
     ("oos(targeting=xyz)", "'targeting' must be one of ist, pst"),
+    ("oos(play=greedy)", "'play' must be one of average, current"),
     ("ismcts(selection=ucb)", "'selection' must be one of uct, rm"),
     ("ismcts(c=none,final=mean)", "final='mean' needs selection='rm'"),
     ("uct(episodes=10,batch=3)", "episodes must be a multiple of batch"),
@@ -73,6 +74,8 @@ def test_builtins_build_with_their_parameters(tmp_path):
   a = specs.make_agent(g, "oos(iterations=7,delta=0.4,targeting=pst,epsilon=0.3)")
   assert isinstance(a, OOSAgent) and a.iterations == 7
   assert (a.solver.delta, a.solver.targeting, a.solver.epsilon) == (0.4, "pst", 0.3)
+  assert a.play == "average"
+  assert specs.make_agent(g, "oos(play=current)").play == "current"
   a = specs.make_agent(g, "ismcts(simulations=9,selection=rm)")
   assert isinstance(a, ISMCTSAgent) and a.simulations == 9 and a.solver.selection == "rm"
   a = specs.make_agent(g, "smooth_uct(episodes=8,c=3,d=0.002)")

@@ -24,7 +24,7 @@ import numpy as np
 from jaxgt.agents.base import Agent, PolicyAgent
 from jaxgt.agents.gtcfr import GTCFRAgent
 from jaxgt.agents.ismcts import ISMCTSAgent
-from jaxgt.agents.oos import OOSAgent
+from jaxgt.agents.oos import PLAY as OOS_PLAY, OOSAgent
 from jaxgt.agents.resolving import ContinualResolvingAgent
 from jaxgt.agents.spec_grammar import TYPES, Doc, Param, bind, params_from, show, split_spec, usage
 from jaxgt.agents.uct import UCTAgent
@@ -243,6 +243,7 @@ _register_search(
                               choices=oos_lib.TARGETING),
                 epsilon="exploration of the sampling policy",
                 gamma=Doc("uniform mixing of explorative regret matching", **_NONNEGATIVE),
+                play=Doc("play the average or the current strategy", choices=OOS_PLAY),
                 batch=Doc(_BATCH, **_POSITIVE), dtype=DTYPE),
     "Online Outcome Sampling (Lisy, Lanctot & Bowling 2015, Sec. 4): tables kept between moves")
 _register_search(
