@@ -40,7 +40,7 @@ from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 # the full-width solvers by name: the CFR family and MMD (sampling: mccfr.SAMPLING_SOLVERS)
 SOLVERS = {**cfr_lib.SOLVERS, mmd_lib.mmd().name: mmd_lib.mmd}
 # the options every solver of a family shares; a factory's other parameters are hyperparameters
-SHARED_OPTIONS = ("alternating", "dtype", "compensated", "batch")
+SHARED_OPTIONS = ("alternating", "dtype", "compensated", "exact_ties", "batch")
 # the hyperparameter of the scheduled solvers (HS-PCFR+, HS-DCFR) that solve() sets to iterations
 PLANNED = "planned_iterations"
 SAMPLING_BATCH = 256  # trajectories per step of a sampling solver given by name (half per player)

@@ -142,6 +142,17 @@ def test_solve_flag_that_does_not_apply(capsys):
   assert "--alpha does not apply to --solver pcfr+ (it takes: --gamma)" in capsys.readouterr().err
   assert main(["solve", "kuhn_poker", "--solver", "mmd", "--no-compensation"]) == 2
   assert "CFR family only" in capsys.readouterr().err
+  assert main(["solve", "kuhn_poker", "--solver", "mmd", "--no-exact-ties"]) == 2
+  assert "--no-exact-ties applies to the CFR family only" in capsys.readouterr().err
+
+
+def test_no_exact_ties_turns_the_tie_rule_off():
+  from jaxgt.cli import _parser as build_parser
+  from jaxgt.cli.solve import solver_kwargs
+  args = build_parser().parse_args(["solve", "kuhn_poker", "--solver", "dcfr", "--no-exact-ties"])
+  assert solver_kwargs(args) == {"exact_ties": False}
+  args = build_parser().parse_args(["solve", "kuhn_poker", "--solver", "dcfr"])
+  assert solver_kwargs(args) == {}
 
 
 def test_solver_flags_are_the_factories_hyperparameters(capsys):

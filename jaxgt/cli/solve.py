@@ -72,6 +72,9 @@ def add_parser(sub) -> None:
                    metavar="true|false" if kind is bool else None, help=_hyperparameter_help(name))
   p.add_argument("--no-compensation", action="store_true",
                  help="CFR family: plain average sums instead of compensated rescaled ones")
+  p.add_argument("--no-exact-ties", action="store_true",
+                 help="CFR family: keep rounding residuals where action values tie exactly "
+                      "(the tie rule sets them to zero by default)")
   p.add_argument("--target", type=float,
                  help="stop at the first evaluation with exploitability at or below this (game "
                       "units); evaluations then come at --eval-every and every x1.25 iterations")
@@ -96,11 +99,12 @@ def solver_kwargs(args) -> dict:
     raise ValueError(f"{', '.join(map(_flag, wrong))} does not apply to --solver {args.solver} "
                      f"(it takes: {takes})")
   kw = dict(given)
-  if args.no_compensation:
-    factory = {**SOLVERS, **SAMPLING_SOLVERS}[args.solver]
-    if "compensated" not in inspect.signature(factory).parameters:
-      raise ValueError("--no-compensation applies to the CFR family only")
-    kw["compensated"] = False
+  for flag, option in (("no_compensation", "compensated"), ("no_exact_ties", "exact_ties")):
+    if getattr(args, flag):
+      factory = {**SOLVERS, **SAMPLING_SOLVERS}[args.solver]
+      if option not in inspect.signature(factory).parameters:
+        raise ValueError(f"--{flag.replace('_', '-')} applies to the CFR family only")
+      kw[option] = False
   return kw
 
 
