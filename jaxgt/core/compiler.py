@@ -119,29 +119,27 @@ class CompiledGame:
   def name(self) -> str:
     return self.game.game_string()
 
-  def cached(self, name, build):
-    """``build()`` computed once per compiled game under ``name`` (never a traced value)."""
-    if name not in self._cache:
-      self._cache[name] = build()
-    return self._cache[name]
+  def derived(self, build, *args):
+    """``build(self, *args)``, computed once per compiled game and hashable ``args``: a view
+    derived from the immutable compiled arrays (device arrays, public tree, search tables),
+    keyed by the function that builds it, so each layer owns its views' keys (never a
+    traced value)."""
+    key = (build, args)
+    if key not in self._cache:
+      self._cache[key] = build(self, *args)
+    return self._cache[key]
 
   def device_tree(self, dtype=None) -> GameTree:
     """The tree as device arrays with floats in ``dtype`` (cached)."""
-    dtype = resolve_dtype(dtype)
-
-    def build():
-      with jax.ensure_compile_time_eval():  # concrete even inside a trace
-        return cast_tree(jax.tree_util.tree_map(jnp.asarray, self.tree), dtype)
-    return self.cached(("device_tree", jnp.dtype(dtype).name), build)
+    return self.derived(_device_tree, jnp.dtype(resolve_dtype(dtype)).name)
 
   def infostate_index(self, player: int) -> dict:
     """``{key: index}`` of ``player``'s information states."""
-    return self.cached(("index", player),
-                       lambda: {k: i for i, k in enumerate(self.infostate_keys[player])})
+    return self.derived(_infostate_index, player)
 
   def public_index(self) -> dict:
     """``{key: index}`` of the public states."""
-    return self.cached(("public_index",), lambda: {k: i for i, k in enumerate(self.public_keys)})
+    return self.derived(_public_index)
 
   def sizes(self) -> dict:
     t = self.tree
@@ -595,3 +593,17 @@ def load(text: str, max_histories: int = 5_000_000, *, progress=False):
   while len(_LOADED) > _LOADED_MAX:
     _LOADED.popitem(last=False)
   return game
+
+
+def _device_tree(game: CompiledGame, dtype: str) -> GameTree:
+  """:meth:`CompiledGame.device_tree`'s view."""
+  with jax.ensure_compile_time_eval():  # concrete even inside a trace
+    return cast_tree(jax.tree_util.tree_map(jnp.asarray, game.tree), dtype)
+
+
+def _infostate_index(game: CompiledGame, player: int) -> dict:
+  return {k: i for i, k in enumerate(game.infostate_keys[player])}
+
+
+def _public_index(game: CompiledGame) -> dict:
+  return {k: i for i, k in enumerate(game.public_keys)}

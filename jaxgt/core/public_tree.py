@@ -74,7 +74,7 @@ def build_public_tree(compiled: CompiledGame | PublicTree) -> PublicTree:
   """The :class:`PublicTree` of ``compiled`` (cached on it; a :class:`PublicTree` passes)."""
   if isinstance(compiled, PublicTree):
     return compiled
-  return compiled.cached(("public_tree",), lambda: _assemble_public_tree(compiled))
+  return compiled.derived(_assemble_public_tree)
 
 
 def _groups(ids: np.ndarray, n: int) -> tuple:

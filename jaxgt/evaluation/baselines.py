@@ -108,18 +108,20 @@ def view_known_chance(compiled: CompiledGame, player: int) -> np.ndarray:
   """``[H]`` bool: chance nodes whose outcome probabilities player ``player`` knows from its own
   view (equal at every history it cannot tell apart), e.g. Leduc's deal of player 0's card but
   not the public card, whose probabilities depend on the opponent's hidden card."""
-  def build():
-    tree = compiled.tree
-    view = opponent_classes(compiled, 1 - player)  # classes of player's own view
-    probs = np.asarray(tree.chance_probs, np.float64)
-    chance = np.asarray(tree.player) == CHANCE
-    n = int(view.max()) + 1
-    hi = np.full((n, probs.shape[1]), -np.inf)
-    lo = np.full((n, probs.shape[1]), np.inf)
-    np.maximum.at(hi, view[chance], probs[chance])
-    np.minimum.at(lo, view[chance], probs[chance])
-    return chance & np.all(hi[view] - lo[view] <= 1e-12, axis=1)
-  return compiled.cached(("importance.view_known_chance", player), build)
+  return compiled.derived(_view_known_chance, player)
+
+
+def _view_known_chance(compiled: CompiledGame, player: int) -> np.ndarray:
+  tree = compiled.tree
+  view = opponent_classes(compiled, 1 - player)  # classes of player's own view
+  probs = np.asarray(tree.chance_probs, np.float64)
+  chance = np.asarray(tree.player) == CHANCE
+  n = int(view.max()) + 1
+  hi = np.full((n, probs.shape[1]), -np.inf)
+  lo = np.full((n, probs.shape[1]), np.inf)
+  np.maximum.at(hi, view[chance], probs[chance])
+  np.minimum.at(lo, view[chance], probs[chance])
+  return chance & np.all(hi[view] - lo[view] <= 1e-12, axis=1)
 
 
 def view_values(compiled: CompiledGame, values, player: int, weights=None) -> jax.Array:

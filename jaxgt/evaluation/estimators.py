@@ -58,21 +58,23 @@ def opponent_classes(compiled: CompiledGame, player: int) -> np.ndarray:
   state; terminals: same depth, the parent's class and the last action.
   Cached on the compiled game.
   """
-  def build():
-    tree = compiled.tree
-    opp = 1 - player
-    depth = np.asarray(tree.depth, np.int64)
-    terminal = np.asarray(tree.history_terminal) >= 0
-    par = np.maximum(np.asarray(tree.parent), 0)
-    aug = np.asarray(compiled.aug[opp], np.int64)
-    K = int(aug.max()) + 2
-    A = int(np.asarray(tree.children).shape[1]) + 1
-    keys = np.where(terminal,
-                    -1 - ((depth * K + aug[par]) * A + np.asarray(tree.action)),
-                    depth * K + aug)
-    _, cls = np.unique(keys, return_inverse=True)
-    return cls.astype(np.int32)
-  return compiled.cached(("importance.opponent_classes", player), build)
+  return compiled.derived(_opponent_classes, player)
+
+
+def _opponent_classes(compiled: CompiledGame, player: int) -> np.ndarray:
+  tree = compiled.tree
+  opp = 1 - player
+  depth = np.asarray(tree.depth, np.int64)
+  terminal = np.asarray(tree.history_terminal) >= 0
+  par = np.maximum(np.asarray(tree.parent), 0)
+  aug = np.asarray(compiled.aug[opp], np.int64)
+  K = int(aug.max()) + 2
+  A = int(np.asarray(tree.children).shape[1]) + 1
+  keys = np.where(terminal,
+                  -1 - ((depth * K + aug[par]) * A + np.asarray(tree.action)),
+                  depth * K + aug)
+  _, cls = np.unique(keys, return_inverse=True)
+  return cls.astype(np.int32)
 
 
 @jax.jit

@@ -93,7 +93,11 @@ class PBSEncoding:
 def build_encoding(game: CompiledGame | PublicTree) -> PBSEncoding:
   """The :class:`PBSEncoding` of a compiled game (cached on it)."""
   pt = build_public_tree(game)
-  return pt.game.cached(("nets.pbs_encoding",), lambda: _assemble_encoding(pt))
+  return pt.game.derived(_encoding_of)
+
+
+def _encoding_of(game: CompiledGame) -> PBSEncoding:
+  return _assemble_encoding(build_public_tree(game))
 
 
 def _assemble_encoding(pt: PublicTree) -> PBSEncoding:

@@ -103,8 +103,7 @@ class Source:
 
 def source_from_game(game: CompiledGame, dtype="float64") -> Source:
   """The :class:`Source` of a compiled game, from its public view (cached on it)."""
-  return game.cached(("device_tree.source", str(jnp.dtype(dtype))),
-                     lambda: _build_source(game, dtype))
+  return game.derived(_build_source, jnp.dtype(dtype).name)
 
 
 def _build_source(game: CompiledGame, dtype) -> Source:

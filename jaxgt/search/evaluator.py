@@ -191,30 +191,32 @@ def _continuation_tables(game, dtype) -> dict:
   terminal's and each information state's ancestors at every depth ``[., D + 1]``, ``1 / U_p``
   ``[2, H]`` (the uniform strategy's realization of player ``p``'s last sequence before each
   history) and ``1 / (chance(h) U_0(h) U_1(h))`` ``[H]``."""
-  def build():
-    t = game.tree
-    depths = np.arange(len(t.depth_levels))
+  return game.derived(_build_continuation_tables, jnp.dtype(dtype).name)
 
-    def anc(nodes):
-      grid = np.broadcast_to(np.asarray(nodes)[:, None], (len(nodes), len(depths)))
-      return ancestor_at_depth(t.parent, t.depth, grid, depths[None, :]).astype(np.int32)
 
-    uniform = []
-    for p, pt in enumerate(t.players):
-      legal = np.asarray(pt.legal, np.float64)
-      sigma = legal / np.maximum(legal.sum(-1, keepdims=True), 1.0)
-      xu = np.asarray(sequence_form.realization(pt, jnp.asarray(sigma)))
-      uniform.append(xu[np.asarray(t.last_seq[p])])
-    uniform = np.stack(uniform)
-    reps = [anc(infostate_histories(t, p)) for p in (0, 1)]
-    den = np.asarray(t.chance_reach, np.float64) * uniform[0] * uniform[1]
-    return {"tree": game.device_tree(dtype),
-            "terminal_ancestors": jnp.asarray(anc(t.terminal_history)),
-            "infostate_ancestors": tuple(jnp.asarray(r) for r in reps),
-            "inv_uniform": jnp.asarray(1.0 / uniform, dtype),
-            "inv_entry": jnp.asarray(np.where(den > 0, 1.0 / np.where(den > 0, den, 1.0), 0.0),
-                                     dtype)}
-  return game.cached(f"gtcfr.exact_tables.{jnp.dtype(dtype).name}", build)
+def _build_continuation_tables(game, dtype: str) -> dict:
+  t = game.tree
+  depths = np.arange(len(t.depth_levels))
+
+  def anc(nodes):
+    grid = np.broadcast_to(np.asarray(nodes)[:, None], (len(nodes), len(depths)))
+    return ancestor_at_depth(t.parent, t.depth, grid, depths[None, :]).astype(np.int32)
+
+  uniform = []
+  for p, pt in enumerate(t.players):
+    legal = np.asarray(pt.legal, np.float64)
+    sigma = legal / np.maximum(legal.sum(-1, keepdims=True), 1.0)
+    xu = np.asarray(sequence_form.realization(pt, jnp.asarray(sigma)))
+    uniform.append(xu[np.asarray(t.last_seq[p])])
+  uniform = np.stack(uniform)
+  reps = [anc(infostate_histories(t, p)) for p in (0, 1)]
+  den = np.asarray(t.chance_reach, np.float64) * uniform[0] * uniform[1]
+  return {"tree": game.device_tree(dtype),
+          "terminal_ancestors": jnp.asarray(anc(t.terminal_history)),
+          "infostate_ancestors": tuple(jnp.asarray(r) for r in reps),
+          "inv_uniform": jnp.asarray(1.0 / uniform, dtype),
+          "inv_entry": jnp.asarray(np.where(den > 0, 1.0 / np.where(den > 0, den, 1.0), 0.0),
+                                   dtype)}
 
 
 def continuation(source: device_tree.Source, policies, chooser: int = 1) -> Evaluator:
