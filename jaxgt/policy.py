@@ -89,7 +89,7 @@ def validate(compiled: CompiledGame, probs, *, atol: float = PROB_ATOL) -> None:
                         f"{compiled.infostate_keys[p][bad]!r} sum to {sums[bad]:.9g}, not 1")
 
 
-def load(path: str | os.PathLike, game: CompiledGame | None = None) -> tuple[Policy, CompiledGame]:
+def load_policy(path: str | os.PathLike, game: CompiledGame | None = None) -> tuple[Policy, CompiledGame]:
   """Loads a policy file; returns it with its compiled game.
 
   With ``game`` given the file must belong to it; otherwise the game is

@@ -12,7 +12,7 @@ from jaxgt.cli import main
 from jaxgt.evaluation import importance
 from jaxgt.evaluation.episode_log import read_episodes, write_episodes
 from jaxgt.policy import Policy
-from jaxgt.policy import load as load_policy
+from jaxgt.policy import load_policy
 
 
 def _policy(compiled, seed):

@@ -20,7 +20,7 @@ def kuhn_result():
 def test_save_load_round_trip(tmp_path, kuhn_result):
   path = tmp_path / "kuhn.npz"
   kuhn_result.policy.save(path)
-  pol, g = pol_lib.load(path)
+  pol, g = pol_lib.load_policy(path)
   assert g.fingerprint == kuhn_result.game.fingerprint
   for a, b in zip(pol.probs, kuhn_result.policy.probs):
     np.testing.assert_array_equal(a, b)
@@ -30,7 +30,7 @@ def test_loading_policy_for_another_game_fails(tmp_path, kuhn_result):
   path = tmp_path / "kuhn.npz"
   kuhn_result.policy.save(path)
   with pytest.raises(PolicyError, match="policy is for game kuhn_poker .* not for leduc_poker"):
-    pol_lib.load(path, jaxgt.load("leduc_poker"))
+    pol_lib.load_policy(path, jaxgt.load("leduc_poker"))
 
 
 def test_truncated_and_corrupt_files_fail(tmp_path, kuhn_result):
@@ -39,15 +39,15 @@ def test_truncated_and_corrupt_files_fail(tmp_path, kuhn_result):
   data = path.read_bytes()
   (tmp_path / "trunc.npz").write_bytes(data[: len(data) // 2])
   with pytest.raises(PolicyError, match="truncated or corrupt"):
-    pol_lib.load(tmp_path / "trunc.npz")
+    pol_lib.load_policy(tmp_path / "trunc.npz")
   (tmp_path / "junk.npz").write_bytes(b"not a policy at all")
   with pytest.raises(PolicyError, match="truncated or corrupt"):
-    pol_lib.load(tmp_path / "junk.npz")
+    pol_lib.load_policy(tmp_path / "junk.npz")
   np.savez(tmp_path / "other.npz", a=np.ones(3))
   with pytest.raises(PolicyError, match="not a jaxgt policy"):
-    pol_lib.load(tmp_path / "other.npz")
+    pol_lib.load_policy(tmp_path / "other.npz")
   with pytest.raises(PolicyError, match="cannot read"):
-    pol_lib.load(tmp_path / "missing.npz")
+    pol_lib.load_policy(tmp_path / "missing.npz")
 
 
 def test_invalid_probabilities_fail(tmp_path):
@@ -75,7 +75,7 @@ def test_invalid_probabilities_fail(tmp_path):
   p = Policy(g.name, g.fingerprint, tuple(bad_sum))
   p.save(tmp_path / "bad.npz")
   with pytest.raises(PolicyError, match="sum to"):
-    pol_lib.load(tmp_path / "bad.npz")
+    pol_lib.load_policy(tmp_path / "bad.npz")
 
 
 def test_openspiel_round_trip_and_export(tmp_path, kuhn_result):

@@ -31,14 +31,14 @@ def test_presets_and_json_configs(tmp_path):
     config_lib.preset("chess")
   path = tmp_path / "c.json"
   path.write_text(json.dumps({"num_actors": 3, "hidden": [8, 8]}))
-  cfg = config_lib.load(path)
+  cfg = config_lib.load_config(path)
   assert cfg.num_actors == 3 and cfg.hidden == (8, 8)
   path.write_text(json.dumps({"num_actor": 3}))
   with pytest.raises(ValueError, match="unknown training config keys"):
-    config_lib.load(path)
+    config_lib.load_config(path)
   path.write_text("{")
   with pytest.raises(ValueError, match="cannot read"):
-    config_lib.load(path)
+    config_lib.load_config(path)
   for bad in ({"epsilon": 1.5}, {"num_actors": 0}, {"solver_batch": 99, "query_capacity": 8},
               {"optimizer": "rmsprop"}, {"hidden": []}):
     with pytest.raises(ValueError):

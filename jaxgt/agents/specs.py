@@ -171,7 +171,7 @@ def random_agent(game) -> Agent:
 def policy_agent(game, path: str) -> Agent:
   """Plays the tabular policy saved in ``path`` (``jaxgt solve --save``) for ``game``."""
   from jaxgt import policy as policy_lib
-  pol, _ = policy_lib.load(path, game)
+  pol, _ = policy_lib.load_policy(path, game)
   return PolicyAgent(game, pol.probs)
 
 

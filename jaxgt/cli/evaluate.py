@@ -115,15 +115,15 @@ def run(args) -> int:
   from jaxgt.evaluation.episode_log import read_episodes
   episodes = read_episodes(args.log)
   episodes, seats, who = select_seats(episodes, args.agent, args.player)
-  pol, game = pol_lib.load(args.policy)
+  pol, game = pol_lib.load_policy(args.policy)
   importance.check_log_game(game, episodes)
-  logged = pol_lib.load(args.logged_policy, game)[0] if args.logged_policy else None
+  logged = pol_lib.load_policy(args.logged_policy, game)[0] if args.logged_policy else None
   flag, path, played = (("--policy", args.policy, pol) if logged is None else
                         ("--logged-policy", args.logged_policy, logged))
   agent = args.agent if args.agent is not None else next(  # unique: select_seats checked
       (e.seats[args.player or 0] for e in episodes if e.seats is not None), None)
   check_played_policy(episodes, agent, seats, flag, path, played.probs, game)
-  reference = pol_lib.load(args.baseline_policy, game)[0] if args.baseline_policy else None
+  reference = pol_lib.load_policy(args.baseline_policy, game)[0] if args.baseline_policy else None
   baseline = args.baseline or ("exact" if args.estimator == "aivat" else "none")
   out = importance.estimate_episodes(game, episodes, pol, player=seats,
                                      logged_policy=logged, estimator=args.estimator,

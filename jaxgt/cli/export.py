@@ -12,7 +12,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
   from jaxgt import policy as pol_lib
-  pol, g = pol_lib.load(args.policy)
+  pol, g = pol_lib.load_policy(args.policy)
   pol_lib.export_openspiel(pol, g, args.openspiel)
   print(f"wrote {args.openspiel} ({sum(g.tree.num_infostates)} information states, "
         f"game {pol_lib.openspiel_game_string(g)})")

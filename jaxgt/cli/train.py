@@ -59,7 +59,7 @@ def run(args) -> int:
       raise ValueError(f"--devices must be between 1 and {jax.device_count()}, got "
                        f"{args.devices}")
   if args.config is not None:
-    cfg = config_lib.load(args.config)
+    cfg = config_lib.load_config(args.config)
   else:
     cfg = config_lib.preset(args.preset or "leduc")
   out = pathlib.Path(args.out)

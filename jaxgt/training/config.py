@@ -166,7 +166,7 @@ def from_dict(values: dict, base: TrainConfig | None = None) -> TrainConfig:
   return dataclasses.replace(base if base is not None else TrainConfig(), **values)
 
 
-def load(path) -> TrainConfig:
+def load_config(path) -> TrainConfig:
   """The :class:`TrainConfig` of the JSON file ``path`` (``ValueError`` if unreadable)."""
   path = pathlib.Path(path)
   try:
