@@ -45,8 +45,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxgt
-from jaxgt.agents.ismcts import ISMCTSAgent
-from jaxgt.agents.oos import OOSAgent
+from jaxgt.agents.ismcts_agent import ISMCTSAgent
+from jaxgt.agents.oos_agent import OOSAgent
 from jaxgt.core import sequence_form
 from jaxgt.core.sampling import sample_index
 from jaxgt.evaluation.aggregate import aggregate_policy

@@ -42,9 +42,9 @@ from jaxgt.agents.base import Agent, PolicyAgent
 from jaxgt.core import sequence_form
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.evaluation.match import play
-from jaxgt.agents.ismcts import ISMCTSAgent
+from jaxgt.agents.ismcts_agent import ISMCTSAgent
 from jaxgt.solvers.ismcts import ISMCTS
-from jaxgt.agents.oos import OOSAgent
+from jaxgt.agents.oos_agent import OOSAgent
 from jaxgt.solvers.oos import OOS
 
 

@@ -218,10 +218,10 @@ def test_no_package_name_hides_a_module():
   assert bad == []
 
 
-# Module names used at two layers, so importers alias them (agents.oos's agent runs
-# solvers.oos's solver); this list may only shrink. ``base`` and the command modules of
+# Module names used at two layers force importers to alias them; none is left (the agents'
+# modules are ``*_agent``), and none may come back. ``base`` and the command modules of
 # ``cli`` (named after their commands) are exempt.
-SHARED_NAMES = {"gtcfr", "ismcts", "oos", "resolving", "uct"}
+SHARED_NAMES: set = set()
 
 
 def test_module_names_shared_across_layers_only_shrink():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.agents.gtcfr import GTCFRAgent
+from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.core.evaluate import evaluate
 from jaxgt.core import public_tree as ptm
 from jaxgt.core import sequence_form as sf

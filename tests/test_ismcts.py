@@ -8,7 +8,7 @@ import pytest
 import jaxgt
 from jaxgt.core.compiler import compile_game
 from jaxgt.solvers.base import compilations
-from jaxgt.agents.ismcts import ISMCTSAgent
+from jaxgt.agents.ismcts_agent import ISMCTSAgent
 from jaxgt.solvers.ismcts import ISMCTS
 
 

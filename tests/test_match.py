@@ -12,7 +12,7 @@ import jaxgt
 from jaxgt.agents import Agent, PolicyAgent
 from jaxgt.evaluation import aggregate, match
 from jaxgt.core import sequence_form as sf
-from jaxgt.agents.uct import UCTAgent
+from jaxgt.agents.uct_agent import UCTAgent
 from jaxgt.core.tables import acting_row
 from jaxgt.solvers import uct as uct_lib
 

@@ -14,7 +14,7 @@ from jaxgt.solvers.base import compilations
 from jaxgt.solvers import oos
 from jaxgt.core import sequence_form as sf
 from jaxgt.core import xla_flags
-from jaxgt.agents.oos import OOSAgent
+from jaxgt.agents.oos_agent import OOSAgent
 from jaxgt.solvers.oos import OOS
 from jaxgt.solvers.walk import walk
 from jaxgt.solvers import sampled

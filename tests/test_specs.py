@@ -6,10 +6,10 @@ import pytest
 
 import jaxgt
 from jaxgt.agents import specs
-from jaxgt.agents.ismcts import ISMCTSAgent
-from jaxgt.agents.oos import OOSAgent
+from jaxgt.agents.ismcts_agent import ISMCTSAgent
+from jaxgt.agents.oos_agent import OOSAgent
 from jaxgt.agents.resolving import ContinualResolvingAgent
-from jaxgt.agents.uct import UCTAgent
+from jaxgt.agents.uct_agent import UCTAgent
 from jaxgt.cli import main
 
 BUILTIN = ("random", "policy", "oos", "ismcts", "uct", "smooth_uct", "resolving")
@@ -148,7 +148,7 @@ def test_match_help_lists_the_agents(capsys):
 
 
 def test_gtcfr_spec_builds_the_growing_tree_agent():
-  from jaxgt.agents.gtcfr import GTCFRAgent
+  from jaxgt.agents.gtcfr_agent import GTCFRAgent
   spec = specs.parse_spec("gtcfr(simulations=12,expansions_per_update=0.5,resolve=false)")
   agent = spec.build(jaxgt.load("kuhn_poker"))
   assert isinstance(agent, GTCFRAgent) and not agent.resolve
@@ -158,12 +158,12 @@ def test_gtcfr_spec_builds_the_growing_tree_agent():
 
 
 @pytest.mark.parametrize("kind, sources", [
-    ("oos", ("jaxgt.agents.oos:OOSAgent", "jaxgt.solvers.oos:OOS")),
-    ("ismcts", ("jaxgt.agents.ismcts:ISMCTSAgent", "jaxgt.solvers.ismcts:ISMCTS")),
-    ("uct", ("jaxgt.agents.uct:UCTAgent", "jaxgt.solvers.uct:uct")),
-    ("smooth_uct", ("jaxgt.agents.uct:UCTAgent", "jaxgt.solvers.uct:smooth_uct")),
+    ("oos", ("jaxgt.agents.oos_agent:OOSAgent", "jaxgt.solvers.oos:OOS")),
+    ("ismcts", ("jaxgt.agents.ismcts_agent:ISMCTSAgent", "jaxgt.solvers.ismcts:ISMCTS")),
+    ("uct", ("jaxgt.agents.uct_agent:UCTAgent", "jaxgt.solvers.uct:uct")),
+    ("smooth_uct", ("jaxgt.agents.uct_agent:UCTAgent", "jaxgt.solvers.uct:smooth_uct")),
     ("resolving", ("jaxgt.agents.resolving:ContinualResolvingAgent",)),
-    ("gtcfr", ("jaxgt.agents.gtcfr:GTCFRAgent",))])
+    ("gtcfr", ("jaxgt.agents.gtcfr_agent:GTCFRAgent",))])
 def test_kind_defaults_are_the_constructors(kind, sources):
   """Each parameter's default is the one its agent class or solver states (the exceptions are
   the spec's own: GT-CFR's budget, which the agent leaves to its caller, and the dtype of

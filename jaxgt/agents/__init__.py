@@ -2,8 +2,8 @@
 
 * :class:`PolicyAgent` plays a fixed tabular policy; :class:`~jaxgt.agents.explore.Explore`
   wraps an agent with epsilon-uniform exploration;
-* :class:`~jaxgt.agents.oos.OOSAgent`, :class:`~jaxgt.agents.ismcts.ISMCTSAgent`
-  and :class:`~jaxgt.agents.uct.UCTAgent` search with the solvers of
+* :class:`~jaxgt.agents.oos_agent.OOSAgent`, :class:`~jaxgt.agents.ismcts_agent.ISMCTSAgent`
+  and :class:`~jaxgt.agents.uct_agent.UCTAgent` search with the solvers of
   :mod:`jaxgt.solvers`;
 * :class:`~jaxgt.agents.resolving.ContinualResolvingAgent` re-solves with
   :mod:`jaxgt.search`.

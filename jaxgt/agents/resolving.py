@@ -22,7 +22,7 @@ solved for the current ranges, warm-started across iterations) or a given
 one. Nothing is extracted on the host: one compiled program serves every
 public state, root and range, and the agent is traceable (jitted matches
 through :mod:`jaxgt.evaluation.referee`). It is the search of
-:class:`jaxgt.agents.gtcfr.GTCFRAgent` with a fixed depth-limited tree in
+:class:`jaxgt.agents.gtcfr_agent.GTCFRAgent` with a fixed depth-limited tree in
 place of a grown one, so it shares that agent's state, re-solving summaries
 and memoisation (one search per previous state and public state, what
 :func:`jaxgt.evaluation.construct.construct_policy` needs).
@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.agents.gtcfr import GTCFRAgent
+from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.core.checks import (check_decision_history, check_key, check_nonnegative_int,
                                check_positive_int)
 from jaxgt.core.compiler import CompiledGame, infostate_histories

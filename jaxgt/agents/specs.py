@@ -22,12 +22,12 @@ from typing import Callable
 import numpy as np
 
 from jaxgt.agents.base import Agent, PolicyAgent
-from jaxgt.agents.gtcfr import GTCFRAgent
-from jaxgt.agents.ismcts import ISMCTSAgent
-from jaxgt.agents.oos import PLAY as OOS_PLAY, OOSAgent
+from jaxgt.agents.gtcfr_agent import GTCFRAgent
+from jaxgt.agents.ismcts_agent import ISMCTSAgent
+from jaxgt.agents.oos_agent import PLAY as OOS_PLAY, OOSAgent
 from jaxgt.agents.resolving import ContinualResolvingAgent
 from jaxgt.agents.spec_grammar import TYPES, Doc, Param, bind, params_from, show, split_spec, usage
-from jaxgt.agents.uct import UCTAgent
+from jaxgt.agents.uct_agent import UCTAgent
 from jaxgt.core.sequence_form import uniform
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.search.gadget import check_alpha

@@ -9,10 +9,10 @@ against a uniform random opponent (half of them as each player); at every
 information state ``I`` the agent reaches, add the information its search
 computed (``agent.statistics(state, p)``: Lisy et al.'s "visit counts in ISMCTS,
 ``s_I`` in OOS": the last search's visit counts for
-:class:`~jaxgt.agents.ismcts.ISMCTSAgent` (mean-strategy sums for its RM
+:class:`~jaxgt.agents.ismcts_agent.ISMCTSAgent` (mean-strategy sums for its RM
 variant), the match's average-strategy sums ``s_I`` for
-:class:`~jaxgt.agents.oos.OOSAgent`, visit counts for
-:class:`~jaxgt.agents.uct.UCTAgent`) at ``I`` *and at every successor information
+:class:`~jaxgt.agents.oos_agent.OOSAgent`, visit counts for
+:class:`~jaxgt.agents.uct_agent.UCTAgent`) at ``I`` *and at every successor information
 state of ``I``* in ``p``'s tree, raw, so each successor weighs in
 proportionally to its visits. Information states never added get a fixed
 random action (``unvisited="random_action"``, Lisy et al.'s choice) or the uniform

@@ -1,5 +1,5 @@
 """The Student of Games agent (Schmid et al., *Student of Games*, 2023, "Modified Continual
-Re-solving"): a :class:`jaxgt.agents.gtcfr.GTCFRAgent` whose leaf evaluator is the CVPN with
+Re-solving"): a :class:`jaxgt.agents.gtcfr_agent.GTCFRAgent` whose leaf evaluator is the CVPN with
 given parameters (the training loop's evaluations; a run's checkpoint in the agent spec
 ``sog(checkpoint=DIR)``, :mod:`jaxgt.training.agent_kind`).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxgt.agents.gtcfr import GTCFRAgent
+from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.core.compiler import CompiledGame
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.cvpn import CVPN

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import pathlib
 
-from jaxgt.agents.gtcfr import GTCFRAgent
+from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.spec_grammar import Doc, params_from
 from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
 from jaxgt.core.compiler import CompiledGame

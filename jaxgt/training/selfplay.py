@@ -9,7 +9,7 @@ decision with the network parameters passed as data (no recompilation when they 
 * the decision's search is GT-CFR (:func:`jaxgt.search.gtcfr.search`, network evaluator,
   ``evaluator_state=params``): a game's first decision searches from the game's root, later
   ones re-solve with the ``alpha``-modified gadget from the previous search's summary (the
-  same summary and arguments as :class:`jaxgt.agents.gtcfr.GTCFRAgent`, via its
+  same summary and arguments as :class:`jaxgt.agents.gtcfr_agent.GTCFRAgent`, via its
   ``decision_args``; in self-play the previous search is the previous decision's, of either
   player);
 * the move is drawn from ``(1 - epsilon) pi + epsilon uniform`` over the legal actions
@@ -83,7 +83,7 @@ import numpy as np
 from flax import struct
 
 from jaxgt.agents.explore import Explore
-from jaxgt.agents.gtcfr import GTCFRAgent, GTCFRAgentState
+from jaxgt.agents.gtcfr_agent import GTCFRAgent, GTCFRAgentState
 from jaxgt.core import rng
 from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
 from jaxgt.evaluation import referee
