@@ -38,7 +38,7 @@ def _random_policy(tree, rng, alpha=1.0):
 @pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
 def test_encoding_layout(name):
   g, enc = _game(name)
-  pt = enc.pt
+  pt = enc.public_tree
   P = pt.num_public_states
   assert enc.slots.shape == (P, 2, enc.k_max)
   assert enc.k_max == max(len(x) for p in (0, 1) for x in pt.infostates[p])
@@ -64,7 +64,7 @@ def test_encoding_layout(name):
 
 def test_range_gather_scatter_round_trip():
   g, enc = _game("leduc_poker")
-  pt = enc.pt
+  pt = enc.public_tree
   pol = _random_policy(g.device_tree("float64"), np.random.default_rng(3))
   flat = ptm.ranges(pt, pol)
   ids = np.flatnonzero(~pt.terminal_public)
@@ -94,7 +94,7 @@ def test_range_gather_scatter_round_trip():
 def test_exact_cfvs_match_public_tree(name):
   """Network-scale CFVs, rescaled, equal :func:`public_tree.counterfactual_values`."""
   g, enc = _game(name)
-  pt = enc.pt
+  pt = enc.public_tree
   tree = g.device_tree("float64")
   pol = _random_policy(tree, np.random.default_rng(1))
   ref = ptm.counterfactual_values(pt, pol)
@@ -113,7 +113,7 @@ def test_cvpn_shapes_and_masks():
   model = cvpn.CVPN(enc, hidden=(32,), embed_dim=4)
   params = cvpn.init(model, jax.random.PRNGKey(0))
   rng = np.random.default_rng(0)
-  ids = rng.choice(np.flatnonzero(~enc.pt.terminal_public), size=(3, 5))
+  ids = rng.choice(np.flatnonzero(~enc.public_tree.terminal_public), size=(3, 5))
   r = rng.random((3, 5, 2, enc.k_max)) * enc.mask[ids]
   r = r / r.sum(-1, keepdims=True)
   out = model.apply(params, enc_lib.make_pbs(enc, ids, r))
@@ -163,7 +163,7 @@ def test_oracle_cfvs_through_adapter_reproduce_continuation(name, depth):
 def test_adapter_at_inner_root_uses_root_ranges():
   """Kuhn subgame at player 0's first decision (3 x 3 root infostates), non-uniform ranges."""
   g, enc = _game("kuhn_poker")
-  pt = enc.pt
+  pt = enc.public_tree
   root = int(pt.at_depth(2)[0])
   pol = _random_policy(g.device_tree("float64"), np.random.default_rng(4))
   r0, r1 = np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.3, 0.6])
@@ -193,7 +193,7 @@ def test_fit_kuhn_exact_targets():
   loss far below the initial one and the per-slot mean predictor; the policy head
   learns the continuation policy (cross entropy -> its entropy)."""
   g, enc = _game("kuhn_poker")
-  pt = enc.pt
+  pt = enc.public_tree
   tree = g.device_tree("float64")
   rng = np.random.default_rng(0)
   cont = _random_policy(tree, rng)

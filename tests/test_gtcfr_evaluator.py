@@ -55,7 +55,7 @@ def test_exact_cfvs_through_adapter_equal_leaf_continuation(name, depth):
   adapter == the reference depth-limited solve with ``reference_leaf.continuation``."""
   g, enc, src = _game(name)
   pol = _random_policy(g.device_tree("float64"), np.random.default_rng(3))
-  cap = int(np.sum(enc.pt.depth <= depth))  # exactly the depth-limited tree
+  cap = int(np.sum(enc.public_tree.depth <= depth))  # exactly the depth-limited tree
   tree = _grow(src, cap, 0, depth)
   assert int(tree.num_nodes) == cap < src.num_public_states
   cfg = gt.make_config(src, simulations=1, capacity=cap)
@@ -142,11 +142,11 @@ def test_query_pbs_are_the_leaf_beliefs():
   pbs, valid = ge.query_pbs(enc, src, res.state.queries)
   v = np.asarray(valid)
   frontier = (~np.asarray(tree.expanded) & (np.asarray(tree.public) >= 0)
-              & ~enc.pt.terminal_public[np.maximum(np.asarray(tree.public), 0)])
+              & ~enc.public_tree.terminal_public[np.maximum(np.asarray(tree.public), 0)])
   assert v.sum() == frontier.sum() > 0
   ids = np.asarray(pbs.public)[v]
   assert sorted(ids.tolist()) == sorted(np.asarray(tree.public)[frontier].tolist())
-  flat = ptm.ranges(enc.pt, pol, normalize=False)
+  flat = ptm.ranges(enc.public_tree, pol, normalize=False)
   want = np.asarray(enc_lib.gather_ranges(enc, ids, flat))
   want = want / want.sum(-1, keepdims=True)
   got = np.asarray(pbs.ranges)[v]
@@ -161,7 +161,7 @@ def test_search_targets_are_network_scale_values():
   g, enc, src = _game("leduc_poker")
   gtree = g.device_tree("float64")
   pol = sf.uniform_policy(gtree, jnp.float64)
-  pt = enc.pt
+  pt = enc.public_tree
   root = int(np.flatnonzero((pt.depth == 5) & ~pt.terminal_public)[0])
   smap = ge.slot_map(src, enc)
   assert smap.leaf_ok.all()  # no public state holds internal non-terminal histories
@@ -223,7 +223,7 @@ def test_batched_network_search_gives_valid_queries_and_targets():
   cfg = gt.make_config(src, simulations=4, log_queries=8)
   roots = np.array([3, 3, 4])
   rng = np.random.default_rng(1)
-  ranges = np.stack([gt.root_ranges(src, int(s), [rng.dirichlet(np.ones(len(enc.pt.infostates[p][s])))
+  ranges = np.stack([gt.root_ranges(src, int(s), [rng.dirichlet(np.ones(len(enc.public_tree.infostates[p][s])))
                                                   for p in (0, 1)]) for s in roots])
   res = gt.search(src, cfg, ev, roots, ranges, jax.random.split(jax.random.PRNGKey(0), 3),
                   evaluator_state=ev.init())

@@ -24,7 +24,7 @@ def _setup(name="leduc_poker"):
 
 
 def _random_pbs(enc, rng, n):
-  ids = rng.choice(np.flatnonzero(~enc.pt.terminal_public), size=n)
+  ids = rng.choice(np.flatnonzero(~enc.public_tree.terminal_public), size=n)
   r = rng.random((n, 2, enc.k_max)) * enc.mask[ids]
   tot = r.sum(-1, keepdims=True)
   r = np.where(tot > 0, r / np.where(tot > 0, tot, 1), 0.0)

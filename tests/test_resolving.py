@@ -181,7 +181,7 @@ def test_first_resolve_equals_host_extracted_resolve():
   g = jaxgt.load("kuhn_poker")
   sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
   agent = ContinualResolvingAgent(g, depth_limit=1, iterations=50, solver=sim)
-  pt = agent.pt
+  pt = agent.public_tree
   s = 2  # a decision public state of player 1 below the root
   h = int(pt.histories[s][0])
   p = int(g.tree.player[h])

@@ -253,7 +253,7 @@ def test_p_td1_1_writes_the_realised_payoffs_on_the_held_slots_only():
     want_mask = np.zeros((2, enc.k_max), bool)
     want = np.zeros((2, enc.k_max))
     for p in (0, 1):
-      k = int(np.flatnonzero(enc.slots[s, p] == enc.pt.aug[p][hs])[0])
+      k = int(np.flatnonzero(enc.slots[s, p] == enc.public_tree.aug[p][hs])[0])
       want_mask[p, k] = True
       rows = np.flatnonzero((enc.hist[s] >= 0) & (enc.hist_slot[s, p] == k))
       c = sum(enc.hist_q[s, m] * d.pbs.ranges[j, 1 - p, enc.hist_slot[s, 1 - p, m]] for m in rows)

@@ -53,16 +53,16 @@ def resolving_capacity(game: CompiledGame, depth_limit: int) -> int:
   """Nodes of the largest re-solving tree of ``game``: over every public state ``s``, the
   game's root, the children of every public state on the branch to ``s`` and the public
   states at most ``depth_limit`` levels below ``s`` (a re-solve rooted lower holds fewer)."""
-  pt = build_public_tree(game)
+  ptree = build_public_tree(game)
   best = 0
-  for s in range(pt.num_public_states):
+  for s in range(ptree.num_public_states):
     n, u = 1, s
-    while int(pt.parent[u]) >= 0:
-      u = int(pt.parent[u])
-      n += len(pt.children[u])
+    while int(ptree.parent[u]) >= 0:
+      u = int(ptree.parent[u])
+      n += len(ptree.children[u])
     level = [s]
     for _ in range(depth_limit):
-      level = [c for v in level for c in pt.children[v]]
+      level = [c for v in level for c in ptree.children[v]]
       n += len(level)
     best = max(best, n)
   return best
@@ -119,7 +119,7 @@ class ContinualResolvingAgent(GTCFRAgent):
     if evaluator == "equilibrium":  # the continuation solved with the re-solving solver
       evaluator = evaluator_lib.exact(source, solver=solver)
     self._setup(game, source, config, evaluator, True, alpha, cache_size)
-    self.pt = build_public_tree(game)
+    self.public_tree = build_public_tree(game)
     self._build_fn = jax.jit(functools.partial(_resolving_tree, source, capacity,
                                                self.depth_limit))
     tables = source.tables

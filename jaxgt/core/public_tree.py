@@ -177,18 +177,18 @@ def subtree_values(tree: GameTree, leaf, edge, open_=None, *,
   return jnp.concatenate(layers)
 
 
-def ranges(pt: PublicTree, policy, *, normalize: bool = True):
+def ranges(ptree: PublicTree, policy, *, normalize: bool = True):
   """Own reaches ``([K_0], [K_1])`` of every augmented information state, normalised per public
   state when ``normalize`` (uniform where the player never reaches it)."""
-  tree = pt.game.tree
+  tree = ptree.game.tree
   sequence_form.check_policy(tree, policy)
   out = []
   for p in (0, 1):
     x = sequence_form.realization(tree.players[p], policy[p])
-    r = x[jnp.asarray(pt.aug_seq[p])]
+    r = x[jnp.asarray(ptree.aug_seq[p])]
     if normalize:
-      P = pt.num_public_states
-      ids = jnp.asarray(pt.aug_public[p])
+      P = ptree.num_public_states
+      ids = jnp.asarray(ptree.aug_public[p])
       tot = jax.ops.segment_sum(r, ids, P)[ids]
       cnt = jax.ops.segment_sum(jnp.ones_like(r), ids, P)[ids]
       r = sequence_form.safe_div(r, tot, 1.0 / cnt)
@@ -196,27 +196,27 @@ def ranges(pt: PublicTree, policy, *, normalize: bool = True):
   return tuple(out)
 
 
-def counterfactual_values(pt: PublicTree, policy):
+def counterfactual_values(ptree: PublicTree, policy):
   """Counterfactual values ``([K_0], [K_1])`` of every augmented information state
   (Schmid et al. 2023, Sec. 3; chance and opponent reach included, each in its own player's
   utility)."""
-  tree = pt.game.tree
+  tree = ptree.game.tree
   sequence_form.check_policy(tree, policy)
   v = history_values(tree, policy)
   xs = [sequence_form.realization(tree.players[p], policy[p]) for p in (0, 1)]
   out = []
   last = np.asarray(tree.last_seq)
   for p in (0, 1):
-    m = np.flatnonzero(pt.aug[p] >= 0)
+    m = np.flatnonzero(ptree.aug[p] >= 0)
     o = 1 - p
     sign = 1.0 if p == 0 else -1.0
-    contrib = sign * jnp.asarray(pt.chance_reach[m], v.dtype) * xs[o][last[o, m]] * v[m]
-    out.append(jax.ops.segment_sum(contrib, jnp.asarray(pt.aug[p][m]), len(pt.aug_keys[p])))
+    contrib = sign * jnp.asarray(ptree.chance_reach[m], v.dtype) * xs[o][last[o, m]] * v[m]
+    out.append(jax.ops.segment_sum(contrib, jnp.asarray(ptree.aug[p][m]), len(ptree.aug_keys[p])))
   return tuple(out)
 
 
-def public_belief_state(pt: PublicTree, public_state, policy):
+def public_belief_state(ptree: PublicTree, public_state, policy):
   """Both players' ranges ``([K0_s], [K1_s])`` at one public state under ``policy``."""
-  ps = pt.public_id(public_state)
-  r = ranges(pt, policy)
-  return tuple(r[p][jnp.asarray(pt.infostates[p][ps])] for p in (0, 1))
+  ps = ptree.public_id(public_state)
+  r = ranges(ptree, policy)
+  return tuple(r[p][jnp.asarray(ptree.infostates[p][ps])] for p in (0, 1))

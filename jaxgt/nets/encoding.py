@@ -52,7 +52,7 @@ class PBS:
 class PBSEncoding:
   """Static layout of one game's public belief states (NumPy arrays, host side)."""
 
-  pt: PublicTree  # the :class:`PublicTree`
+  public_tree: PublicTree  # the :class:`PublicTree`
   k_max: int  # K
   num_actions: int  # A
   max_depth: int  # D
@@ -73,11 +73,11 @@ class PBSEncoding:
 
   @property
   def game(self) -> CompiledGame:
-    return self.pt.game
+    return self.public_tree.game
 
   @property
   def num_public_states(self) -> int:
-    return self.pt.num_public_states
+    return self.public_tree.num_public_states
 
   @property
   def feature_size(self) -> int:
@@ -92,26 +92,26 @@ class PBSEncoding:
 
 def build_encoding(game: CompiledGame | PublicTree) -> PBSEncoding:
   """The :class:`PBSEncoding` of a compiled game (cached on it)."""
-  pt = build_public_tree(game)
-  return pt.game.derived(_encoding_of)
+  ptree = build_public_tree(game)
+  return ptree.game.derived(_encoding_of)
 
 
 def _encoding_of(game: CompiledGame) -> PBSEncoding:
   return _assemble_encoding(build_public_tree(game))
 
 
-def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
-  t = pt.game.tree
-  P, A = pt.num_public_states, t.num_actions
+def _assemble_encoding(ptree: PublicTree) -> PBSEncoding:
+  t = ptree.game.tree
+  P, A = ptree.num_public_states, t.num_actions
   player = np.asarray(t.player)
-  _check_perfect_recall(pt)
-  K = max(1, max(len(x) for p in (0, 1) for x in pt.infostates[p]))
+  _check_perfect_recall(ptree)
+  K = max(1, max(len(x) for p in (0, 1) for x in ptree.infostates[p]))
   slots = np.full((P, 2, K), -1, np.int32)
   slot_of = []
   for p in (0, 1):
-    so = np.zeros(len(pt.aug_keys[p]), np.int32)
+    so = np.zeros(len(ptree.aug_keys[p]), np.int32)
     for s in range(P):
-      ids = pt.infostates[p][s]
+      ids = ptree.infostates[p][s]
       slots[s, p, :len(ids)] = ids
       so[ids] = np.arange(len(ids))
     slot_of.append(so)
@@ -122,24 +122,24 @@ def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
   hp = np.asarray(t.history_public)
   for p in (0, 1):
     hs = np.flatnonzero(player == p)
-    a = pt.aug[p][hs]
+    a = ptree.aug[p][hs]
     pol_info[hp[hs], p, slot_of[p][a]] = info[hs]
     legal[hp[hs], p, slot_of[p][a]] = np.asarray(t.players[p].legal)[info[hs]]
-  depth = np.asarray(pt.depth, np.int32)
+  depth = np.asarray(ptree.depth, np.int32)
   D = int(depth.max()) if P else 0
-  W = max(1, max((len(c) for c in pt.children), default=1))
+  W = max(1, max((len(c) for c in ptree.children), default=1))
   path = np.full((P, max(D, 1)), -1, np.int32)
   rank = np.zeros(P, np.int32)
   for s in range(P):
-    for i, c in enumerate(pt.children[s]):
+    for i, c in enumerate(ptree.children[s]):
       rank[c] = i
   every = np.arange(P)
   for d in range(1, D + 1):  # rank of each public state's ancestor at depth d
-    anc = ancestor_at_depth(pt.parent, depth, every, d)
+    anc = ancestor_at_depth(ptree.parent, depth, every, d)
     path[:, d - 1] = np.where(depth >= d, rank[anc], -1)
   actor = np.stack([np.bincount(hp, player == x, minlength=P) for x in (0, 1, CHANCE, TERMINAL)],
                    -1) / np.bincount(hp, minlength=P)[:, None]
-  nonterm = [hs[player[hs] != TERMINAL] for hs in pt.histories]
+  nonterm = [hs[player[hs] != TERMINAL] for hs in ptree.histories]
   M = max([1] + [len(nt) for nt in nonterm])
   hist = np.full((P, M), -1, np.int32)
   hist_slot = np.zeros((P, 2, M), np.int32)
@@ -148,28 +148,28 @@ def _assemble_encoding(pt: PublicTree) -> PBSEncoding:
   for s, nt in enumerate(nonterm):
     n = len(nt)
     hist[s, :n] = nt
-    hist_slot[s, :, :n] = [slot_of[p][pt.aug[p][nt]] for p in (0, 1)]
-    c = pt.chance_reach[nt]
+    hist_slot[s, :, :n] = [slot_of[p][ptree.aug[p][nt]] for p in (0, 1)]
+    c = ptree.chance_reach[nt]
     mass[s] = c.sum()
     hist_q[s, :n] = c / mass[s]
-  return PBSEncoding(pt=pt, k_max=K, num_actions=A, max_depth=D, max_children=W,
+  return PBSEncoding(public_tree=ptree, k_max=K, num_actions=A, max_depth=D, max_children=W,
                      max_histories=M, slots=slots, mask=mask, legal=legal,
                      policy_infostate=pol_info, actor=actor.astype(np.float32), depth=depth,
                      path=path[:, :D], hist=hist, hist_slot=hist_slot, hist_q=hist_q,
                      chance_mass=mass, slot_of=tuple(slot_of))
 
 
-def _check_perfect_recall(pt: PublicTree) -> None:
+def _check_perfect_recall(ptree: PublicTree) -> None:
   """``ValueError`` unless every augmented information state has one own sequence (a range)."""
-  last = np.asarray(pt.game.tree.last_seq)
+  last = np.asarray(ptree.game.tree.last_seq)
   for p in (0, 1):
-    m = pt.aug[p] >= 0
-    bad = np.flatnonzero(pt.aug_seq[p][pt.aug[p][m]] != last[p][m])
+    m = ptree.aug[p] >= 0
+    bad = np.flatnonzero(ptree.aug_seq[p][ptree.aug[p][m]] != last[p][m])
     if len(bad):
-      i = int(pt.aug[p][m][bad[0]])
+      i = int(ptree.aug[p][m][bad[0]])
       raise ValueError(
-          f"{pt.game.name}: augmented information state {pt.aug_keys[p][i]!r} of player {p} "
-          f"(public state {int(pt.aug_public[p][i])}) holds histories with different own action "
+          f"{ptree.game.name}: augmented information state {ptree.aug_keys[p][i]!r} of player {p} "
+          f"(public state {int(ptree.aug_public[p][i])}) holds histories with different own action "
           "sequences (imperfect recall), so its range is undefined; PBS encodings need "
           "perfect-recall information states")
 
@@ -195,10 +195,10 @@ def masks(enc: PBSEncoding, public):
 
 def pad_ranges(enc: PBSEncoding, public_state, range0, range1) -> np.ndarray:
   """One PBS's ranges ``[K0_s]``, ``[K1_s]`` -> ``[2, K]`` (validated, host side)."""
-  s = enc.pt.public_id(public_state)
+  s = enc.public_tree.public_id(public_state)
   out = np.zeros((2, enc.k_max), np.float64)
   for p, r in enumerate((range0, range1)):
-    r = enc.pt.check_range(s, p, r)
+    r = enc.public_tree.check_range(s, p, r)
     out[p, :len(r)] = r
   return out
 
@@ -211,7 +211,7 @@ def gather_ranges(enc: PBSEncoding, public, flat_ranges) -> jax.Array:
   for p in (0, 1):
     r = jnp.asarray(flat_ranges[p])
     check_shape(f"flat range of player {p} (one entry per augmented information state of "
-                f"{enc.game.name})", r, (..., len(enc.pt.aug_keys[p])))
+                f"{enc.game.name})", r, (..., len(enc.public_tree.aug_keys[p])))
     sl = jnp.asarray(enc.slots[:, p])[public]
     rows.append(jnp.where(sl >= 0, jnp.take(r, jnp.maximum(sl, 0), axis=-1), 0.0))
   return jnp.stack(rows, axis=-2)
@@ -240,7 +240,7 @@ def scatter(enc: PBSEncoding, public, values) -> tuple:
   public = jnp.asarray(public)
   values = jnp.asarray(values)
   check_shape("values", values, public.shape + (2, enc.k_max))
-  return tuple(_set_rows(jnp.zeros(len(enc.pt.aug_keys[p]), values.dtype),
+  return tuple(_set_rows(jnp.zeros(len(enc.public_tree.aug_keys[p]), values.dtype),
                          jnp.asarray(enc.slots[:, p])[public].reshape(-1),
                          values[..., p, :].reshape(-1)) for p in (0, 1))
 

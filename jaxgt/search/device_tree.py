@@ -107,19 +107,19 @@ def source_from_game(game: CompiledGame, dtype="float64") -> Source:
 
 
 def _build_source(game: CompiledGame, dtype) -> Source:
-  pt = build_public_tree(game)
+  ptree = build_public_tree(game)
   t = game.tree
-  H, P, A = t.num_histories, pt.num_public_states, t.num_actions
+  H, P, A = t.num_histories, ptree.num_public_states, t.num_actions
   C = t.children.shape[1]
   hp = np.asarray(t.history_public).astype(np.int64)
   player = np.asarray(t.player)
   parent = np.asarray(t.parent)
   action = np.asarray(t.action)
-  M = max(len(h) for h in pt.histories)
-  K = max(1, max(len(i) for p in (0, 1) for i in pt.infostates[p]))
-  Q = max(1, max(len(c) for c in pt.children))
+  M = max(len(h) for h in ptree.histories)
+  K = max(1, max(len(i) for p in (0, 1) for i in ptree.infostates[p]))
+  Q = max(1, max(len(c) for c in ptree.children))
   local = np.zeros(H, np.int64)
-  for ps, hs in enumerate(pt.histories):
+  for ps, hs in enumerate(ptree.histories):
     local[hs] = np.arange(len(hs))
   hist = np.full((P, M), NO_INDEX, np.int32)
   hist[hp, local] = np.arange(H)
@@ -138,12 +138,12 @@ def _build_source(game: CompiledGame, dtype) -> Source:
   aug_local = np.full((2, H), NO_INDEX, np.int64)
   info_id = np.full((2, P, K), NO_INDEX, np.int32)
   for p in (0, 1):
-    pos = np.full(len(pt.aug_keys[p]), NO_INDEX, np.int64)
-    for ps, ids in enumerate(pt.infostates[p]):
+    pos = np.full(len(ptree.aug_keys[p]), NO_INDEX, np.int64)
+    for ps, ids in enumerate(ptree.infostates[p]):
       pos[ids] = np.arange(len(ids))
       info_id[p, ps, :len(ids)] = ids
-    m = pt.aug[p] >= 0
-    aug_local[p, m] = pos[pt.aug[p][m]]
+    m = ptree.aug[p] >= 0
+    aug_local[p, m] = pos[ptree.aug[p][m]]
   info = np.where(valid[None], aug_local[:, h], NO_INDEX).astype(np.int32)
   acting = np.full((2, P, K), NO_INDEX, np.int32)
   legal = np.zeros((2, P, K, A), bool)
@@ -154,7 +154,7 @@ def _build_source(game: CompiledGame, dtype) -> Source:
     legal[p, hp[hs], aug_local[p, hs]] = children[hs, :A] >= 0
   kids = np.full((P, Q), NO_INDEX, np.int32)
   kid_pos = {}
-  for ps, ks in enumerate(pt.children):
+  for ps, ks in enumerate(ptree.children):
     kids[ps, :len(ks)] = ks
     for j, k in enumerate(ks):
       kid_pos[k] = j
@@ -167,7 +167,7 @@ def _build_source(game: CompiledGame, dtype) -> Source:
   for k, j in kid_pos.items():
     pos_of[k] = j
   child_of = np.where(ch_valid & ~ch_same, pos_of[hp[chs]], NO_INDEX).astype(np.int32)
-  if np.any(ch_valid & ~ch_same & (np.asarray(pt.parent)[hp[chs]] != hp[h][..., None])):
+  if np.any(ch_valid & ~ch_same & (np.asarray(ptree.parent)[hp[chs]] != hp[h][..., None])):
     raise ValueError(f"{game.name}: a history's child lies in a public state that is not a "
                      "child of its own (the public tree is inconsistent)")
   f = jnp.dtype(dtype)
@@ -187,10 +187,10 @@ def _build_source(game: CompiledGame, dtype) -> Source:
       child_local=jnp.asarray(child_local), child_of=jnp.asarray(child_of),
       children=jnp.asarray(kids))
   hist_info = np.where(aug_local >= 0, aug_local, NO_INDEX).astype(np.int32)
-  return Source(game=game, tables=tables, public_parent=jnp.asarray(pt.parent),
-                public_depth=jnp.asarray(pt.depth), history_info=jnp.asarray(hist_info),
+  return Source(game=game, tables=tables, public_parent=jnp.asarray(ptree.parent),
+                public_depth=jnp.asarray(ptree.depth), history_info=jnp.asarray(hist_info),
                 num_histories=M, num_infostates=K, num_actions=A, num_children=Q, branching=C,
-                max_depth=int(t.max_depth), max_public_depth=int(pt.depth.max()),
+                max_depth=int(t.max_depth), max_public_depth=int(ptree.depth.max()),
                 num_public_states=P, value_scale=float(max(np.abs(payoff).max(), 1e-12)))
 
 

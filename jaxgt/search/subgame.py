@@ -56,18 +56,18 @@ def summary_from_policy(game: CompiledGame, public_state, player: int, policy,
   ``opp_values`` are the opponent's counterfactual best-response values to
   ``policy[player]`` (``best_response=True``, the safe choice) or its values under
   ``policy``."""
-  pt = build_public_tree(game)
-  ps = pt.public_id(public_state)
+  ptree = build_public_tree(game)
+  ps = ptree.public_id(public_state)
   check_index("player", player, 2)
   i, o = player, 1 - player
-  tree = pt.game.device_tree("float64")
+  tree = ptree.game.device_tree("float64")
   profile = [jnp.asarray(x, jnp.float64) for x in policy]
   sequence_form.check_policy(tree, tuple(profile))
   if best_response:
     profile[o] = sequence_form.best_response(tree, tuple(profile), o)
-  reach = reaches(pt, tuple(profile), normalize=False)
-  cfv = counterfactual_values(pt, tuple(profile))
-  ours, theirs = pt.infostates[i][ps], pt.infostates[o][ps]
+  reach = reaches(ptree, tuple(profile), normalize=False)
+  cfv = counterfactual_values(ptree, tuple(profile))
+  ours, theirs = ptree.infostates[i][ps], ptree.infostates[o][ps]
   r_i = np.asarray(reach[i])[ours]
   total = r_i.sum()
   if total <= 0:

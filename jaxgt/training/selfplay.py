@@ -165,7 +165,7 @@ class SelfPlay:
                        value_average=cfg.value_average, dtype=DTYPE)
     smap = gtcfr_evaluator.slot_map(source, self.model.encoding)
     enc = self.model.encoding
-    held = np.stack([np.where(enc.pt.aug[p] >= 0, enc.slot_of[p][np.maximum(enc.pt.aug[p], 0)],
+    held = np.stack([np.where(enc.public_tree.aug[p] >= 0, enc.slot_of[p][np.maximum(enc.public_tree.aug[p], 0)],
                               NO_INDEX) for p in (0, 1)]).astype(np.int32)
     set_ = object.__setattr__
     set_(self, "held_slot", jnp.asarray(held))  # [2, H] encoding slot of each history's I_p(h)
