@@ -40,7 +40,7 @@ import jax
 import jaxgt
 from jaxgt.agents.base import Agent, PolicyAgent
 from jaxgt.core import sequence_form
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation.match import play
 from jaxgt.agents.ismcts_agent import ISMCTSAgent
 from jaxgt.solvers.ismcts import ISMCTS

@@ -11,7 +11,8 @@ from jaxgt.core import xla_flags as _xla_flags
 _xla_flags.tune_cpu()  # before JAX's first backend: see jaxgt/core/xla_flags.py
 
 from jaxgt import games  # noqa: E402
-from jaxgt.core.compiler import CompiledGame, GameTree, PlayerTree, compile_game, load  # noqa: E402
+from jaxgt.core.compiler import compile_game, load
+from jaxgt.core.game_tree import CompiledGame, GameTree, PlayerTree
 from jaxgt.core.evaluate import evaluate  # noqa: E402
 from jaxgt.core.sequence_form import (  # noqa: E402
     best_response, best_response_value, exploitability, expected_value, nash_conv)

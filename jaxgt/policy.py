@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.games.openspiel_import import pyspiel_module
 
 FORMAT = "jaxgt-policy"

@@ -216,7 +216,7 @@ def _leading_spec(x, n: int, axis: str) -> PartitionSpec:
 
 
 def shard_game(tree, m: Mesh):
-  """``tree`` (a :class:`~jaxgt.core.compiler.GameTree`) spread over the mesh.
+  """``tree`` (a :class:`~jaxgt.core.game_tree.GameTree`) spread over the mesh.
 
   Terminals are padded to a multiple of the device count with terminals of
   payoff and chance zero reached by both players' empty sequences (they add

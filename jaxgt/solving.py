@@ -31,7 +31,8 @@ import numpy as np
 
 from jaxgt.core.checks import check_nonnegative_int, check_positive_int, check_real, check_shape
 from jaxgt.core.dtypes import resolve_dtype
-from jaxgt.core.compiler import CompiledGame, compile_game, load
+from jaxgt.core.compiler import compile_game, load
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.solvers import mmd as mmd_lib

@@ -5,7 +5,7 @@ Depth-limited subgames cut out of a compiled game at public states
 (Brown et al. 2018; Schmid et al. 2023, Sec. 3).
 
 A subgame, rooted at public states and cut at *leaf* public states, is an
-ordinary :class:`~jaxgt.core.compiler.GameTree` assembled from the full game's
+ordinary :class:`~jaxgt.core.game_tree.GameTree` assembled from the full game's
 arrays (:func:`jaxgt.core.compiler.assemble`): a root chance node over the
 root histories, the histories below, and every leaf history a terminal whose
 payoff (player 0's value) is supplied per solve. Root ranges enter as
@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_positive_int
-from jaxgt.core.compiler import CompiledGame, ancestor_at_depth, assemble, first_seen_ids
+from jaxgt.core.compiler import assemble
+from jaxgt.core.game_tree import CompiledGame, ancestor_at_depth, first_seen_ids
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 from jaxgt.core.public_tree import PublicTree, build_public_tree
 

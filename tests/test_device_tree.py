@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.core.compiler import NO_INDEX
+from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree as dt
 

@@ -212,7 +212,7 @@ def test_compiler_accepts_a_player_who_never_acts():
 
 def test_ancestor_at_depth_matches_walking_parents():
   """The vectorised walk-up equals a per-history parent walk, on histories and public states."""
-  from jaxgt.core.compiler import ancestor_at_depth
+  from jaxgt.core.game_tree import ancestor_at_depth
   t = jaxgt.load("leduc_poker").tree
   rng = np.random.default_rng(0)
   hs = rng.integers(0, t.num_histories, 300)

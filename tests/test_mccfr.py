@@ -11,7 +11,7 @@ from jaxgt.solvers.base import compilations
 from jaxgt.solvers.cfr_rules import (PowerAveraging, PredictiveRegretMatchingPlus, RegretMatching,
                                      RegretMatchingPlus)
 from jaxgt.core import sequence_form as sf
-from jaxgt.core.compiler import NO_PLAYER
+from jaxgt.core.game_tree import NO_PLAYER
 from jaxgt.core.evaluate import policy_evaluation
 
 pyspiel = pytest.importorskip("pyspiel")

@@ -11,7 +11,8 @@ import reference_subgame as sgm
 from test_random_games import RandomGame
 from jaxgt.core import public_tree as ptm
 from jaxgt.core import sequence_form as sf
-from jaxgt.core.compiler import CompiledGame, compile_game
+from jaxgt.core.compiler import compile_game
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.public_tree import PublicTree, build_public_tree
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 from jaxgt.search import device_tree as dt

@@ -1,7 +1,7 @@
 """The interface shared by every online agent (search or re-solving).
 
 A match position is a history index ``h`` of a compiled game's
-:class:`~jaxgt.core.compiler.GameTree` at which the agent's player acts. The agent
+:class:`~jaxgt.core.game_tree.GameTree` at which the agent's player acts. The agent
 may use only what its player knows there: its information state
 (``tree.infostate[h]`` of the acting player), the public state and the public
 history. It must not read hidden information (the opponent's private cards)
@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgt.core.checks import check_decision_history
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.tables import acting_row
 
 

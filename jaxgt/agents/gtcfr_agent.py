@@ -40,7 +40,7 @@ from flax import struct
 from jaxgt.agents.base import Agent
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_positive_int, concrete_int
-from jaxgt.core.compiler import NO_INDEX, CompiledGame, infostate_histories
+from jaxgt.core.game_tree import NO_INDEX, CompiledGame, infostate_histories
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.search import evaluator as evaluator_lib

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxgt.agents.table_search import TableSearchAgent
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.tables import acting_row
 from jaxgt.solvers.ismcts import ISMCTS, ISMCTSState
 

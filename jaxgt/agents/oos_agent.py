@@ -8,7 +8,7 @@ import jax
 
 from jaxgt.agents.table_search import TableSearchAgent
 from jaxgt.core.checks import check_choice
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.tables import acting_row
 from jaxgt.solvers.oos import OOS, OOSState
 

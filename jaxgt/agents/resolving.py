@@ -40,7 +40,7 @@ import numpy as np
 from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.core.checks import (check_decision_history, check_key, check_nonnegative_int,
                                check_positive_int)
-from jaxgt.core.compiler import CompiledGame, infostate_histories
+from jaxgt.core.game_tree import CompiledGame, infostate_histories
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree
 from jaxgt.search import evaluator as evaluator_lib

@@ -64,7 +64,7 @@ class AgentSpec:
   text: str  # the spec as written
 
   def build(self, game) -> Agent:
-    """The agent of this spec for ``game`` (a :class:`~jaxgt.core.compiler.CompiledGame`).
+    """The agent of this spec for ``game`` (a :class:`~jaxgt.core.game_tree.CompiledGame`).
 
     A ``ValueError`` of the kind's builder (e.g. a policy file of another game)
     is re-raised with the spec in front.

@@ -7,7 +7,7 @@ from jax import lax
 
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_positive_int
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.targets import target_members
 
 

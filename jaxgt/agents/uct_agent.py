@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from jaxgt.agents.base import Agent
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.tables import acting_row
 from jaxgt.solvers.uct import UCTSolver, UCTState, smooth_uct
 

@@ -1,7 +1,7 @@
 """The core layer: compiled games and the array algebra every solver shares.
 
 * :mod:`jaxgt.core.compiler`: enumerate a :class:`~jaxgt.games.base.Game`
-  once into a :class:`~jaxgt.core.compiler.GameTree` of static arrays
+  once into a :class:`~jaxgt.core.game_tree.GameTree` of static arrays
   (:func:`compile_game`, :func:`load`).
 * :mod:`jaxgt.core.sequence_form`: realization plans, counterfactual values,
   best responses, regret matching.
@@ -19,7 +19,8 @@
 ``core`` imports nothing of jaxgt but :mod:`jaxgt.games`.
 """
 
-from jaxgt.core.compiler import CompiledGame, GameTree, PlayerTree, compile_game, load
+from jaxgt.core.compiler import compile_game, load
+from jaxgt.core.game_tree import CompiledGame, GameTree, PlayerTree
 from jaxgt.core.evaluate import Evaluation, PolicyEvaluation, policy_evaluation
 
 # ``evaluate`` (the function) is ``jaxgt.evaluate``: bound here it would hide the module

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxgt.core import sequence_form
-from jaxgt.core.compiler import CompiledGame, GameTree
+from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype
 
 

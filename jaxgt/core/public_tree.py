@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL, check_distribution, check_index, check_shape
-from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
+from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.core import sequence_form
 

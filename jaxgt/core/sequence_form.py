@@ -1,6 +1,6 @@
 """Sequence-form primitives shared by the CFR family and best response (pure, jit/vmap-able).
 
-``tree`` is a :class:`~jaxgt.core.compiler.GameTree` with floats in the
+``tree`` is a :class:`~jaxgt.core.game_tree.GameTree` with floats in the
 working dtype (shape letters there). A *policy* is ``(sigma0 [I0, A], sigma1
 [I1, A])`` with zeros at illegal actions; *terminal weights* ``w [T]`` are the
 chance (or root-belief) reach of each terminal (default ``tree.terminal_chance``).
@@ -17,7 +17,7 @@ from jax import custom_batching
 import numpy as np
 
 from jaxgt.core.checks import check_distribution, check_shape
-from jaxgt.core.compiler import GameTree, PlayerTree, ancestor_at_depth
+from jaxgt.core.game_tree import GameTree, PlayerTree, ancestor_at_depth
 from jaxgt.games.base import CHANCE
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from jax import lax
 
 from jaxgt.core.checks import check_decision_history
-from jaxgt.core.compiler import NO_INDEX, GameTree
+from jaxgt.core.game_tree import NO_INDEX, GameTree
 from jaxgt.games.base import CHANCE
 
 

@@ -43,7 +43,7 @@ import numpy as np
 from jaxgt.agents.base import Agent, PolicyAgent
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_choice, check_key
-from jaxgt.core.compiler import CompiledGame, GameTree
+from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype, resolve_dtype
 from jaxgt.core.evaluate import evaluate
 from jaxgt.core.sampling import sample_index

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core.checks import check_choice, check_shape
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.dtypes import default_dtype
 from jaxgt.core.public_tree import history_values
 from jaxgt.core.sequence_form import safe_div

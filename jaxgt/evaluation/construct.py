@@ -37,7 +37,7 @@ from jaxgt import policy as policy_lib
 from jaxgt.agents.base import Agent
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import PROB_ATOL, check_shape
-from jaxgt.core.compiler import CompiledGame, infostate_histories
+from jaxgt.core.game_tree import CompiledGame, infostate_histories
 from jaxgt.core.evaluate import evaluate as evaluate_policy
 
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
+from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype
 from jaxgt.games.base import CHANCE
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgt.core.compiler import CompiledGame, GameTree
+from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.public_tree import (chance_edge_probabilities, edge_probabilities,
                                     player_edge_probabilities, subtree_values)
 from jaxgt.core.sequence_form import safe_div

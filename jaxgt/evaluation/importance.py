@@ -88,14 +88,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core import rng
 from jaxgt.core.checks import check_choice, check_key
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.dtypes import default_dtype
 from jaxgt.core.tables import infostate_rows
 from jaxgt.evaluation.baselines import (BASELINES, baseline_profile, baseline_values,  # noqa: F401

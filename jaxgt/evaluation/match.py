@@ -35,7 +35,7 @@ import numpy as np
 
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_key, check_positive_int
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.evaluation import referee
 

@@ -53,7 +53,7 @@ from jax import lax
 from jaxgt.agents.base import Agent
 from jaxgt.core import rng
 from jaxgt.core.checks import check_choice, check_positive_int, check_shape
-from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
+from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE, TERMINAL
 

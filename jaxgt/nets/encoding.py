@@ -35,7 +35,7 @@ import numpy as np
 from flax import struct
 
 from jaxgt.core.checks import PROB_ATOL, check_distribution, check_index, check_shape
-from jaxgt.core.compiler import CompiledGame, ancestor_at_depth
+from jaxgt.core.game_tree import CompiledGame, ancestor_at_depth
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.core.public_tree import PublicTree, build_public_tree
 

@@ -49,7 +49,7 @@ from jax import lax
 
 from jaxgt.core.checks import check_positive_int, check_shape
 from jaxgt.core.sequence_form import normalize, safe_div
-from jaxgt.core.compiler import NO_INDEX
+from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.games.base import TERMINAL
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import PBS, PBSEncoding, slot_sums

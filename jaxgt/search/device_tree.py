@@ -42,7 +42,7 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core.checks import check_positive_int
-from jaxgt.core.compiler import NO_INDEX, NO_PLAYER, CompiledGame
+from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER, CompiledGame
 from jaxgt.core.public_tree import build_public_tree
 from jaxgt.games.base import CHANCE
 

@@ -37,7 +37,7 @@ from jax import lax
 
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_index, check_positive_int, check_shape
-from jaxgt.core.compiler import ancestor_at_depth, infostate_histories
+from jaxgt.core.game_tree import ancestor_at_depth, infostate_histories
 from jaxgt.core.public_tree import history_values
 from jaxgt.search import device_tree
 from jaxgt.solvers import cfr as cfr_lib

@@ -47,7 +47,7 @@ from jax import lax
 from jaxgt.core.checks import (check_choice, check_distribution, check_key,
                                check_nonnegative_int, check_positive_int, check_real)
 from jaxgt.core import rng
-from jaxgt.core.compiler import NO_INDEX
+from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree

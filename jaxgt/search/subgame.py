@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_index, check_positive_int, check_shape
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.public_tree import build_public_tree, counterfactual_values, ranges as reaches
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr

@@ -2,7 +2,7 @@
 
 A solver is a frozen dataclass made by a factory (``cfr_plus()``...); its
 methods (:class:`Solver`) are pure functions of a
-:class:`~jaxgt.core.compiler.GameTree` and an immutable state pytree.
+:class:`~jaxgt.core.game_tree.GameTree` and an immutable state pytree.
 ``state.iteration`` (``[] int32``) counts completed steps. Randomness enters
 only through ``key``: step ``t`` uses :func:`step_key` ``(key, t)``, so
 ``run(n1)`` then ``run(n2)`` equals ``run(n1 + n2)``. Deterministic solvers

@@ -45,7 +45,7 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype
 from jaxgt.solvers.base import FullWidthSolver
 from jaxgt.core.checks import check_positive_int, check_real

@@ -39,7 +39,7 @@ from flax import struct
 
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_real
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
 from jaxgt.core.targets import ancestor_chains, chain_reach, member_row, search_position

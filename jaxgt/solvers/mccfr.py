@@ -23,7 +23,7 @@ from flax import struct
 
 from jaxgt.core import rng
 from jaxgt.core.checks import check_positive_int, check_real
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import dtype_name
 from jaxgt.solvers.cfr_rules import PowerAveraging, RegretMatching
 from jaxgt.solvers.mccfr_external import es_sizes, es_tables, es_traversals

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.sampling import sample_cdf
 from jaxgt.games.base import CHANCE
 

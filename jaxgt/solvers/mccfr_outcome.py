@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgt.core import rng
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
 from jaxgt.solvers.walk import Draw, PolicyTable, node_at, walk

@@ -43,7 +43,7 @@ from jax import lax
 
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_real
-from jaxgt.core.compiler import GameTree, PlayerTree
+from jaxgt.core.game_tree import GameTree, PlayerTree
 from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype
 from jaxgt.solvers.base import FullWidthSolver
 

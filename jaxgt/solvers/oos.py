@@ -83,7 +83,7 @@ from jax import lax
 
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_real
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import cast_tree
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows

@@ -58,7 +58,7 @@ from flax import struct
 
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
-from jaxgt.core.compiler import GameTree
+from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import dtype_name
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows

@@ -49,7 +49,7 @@ import numpy as np
 from flax import struct
 from jax import lax
 
-from jaxgt.core.compiler import NO_INDEX, NO_PLAYER, GameTree
+from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER, GameTree
 from jaxgt.core.sampling import sample_cdf
 from jaxgt.core.tables import infostate_rows
 from jaxgt.games.base import CHANCE

@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 from jaxgt.agents.gtcfr_agent import GTCFRAgent
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.search import device_tree

@@ -16,7 +16,7 @@ import pathlib
 from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.spec_grammar import Doc, params_from
 from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.training.agent import sog_agent
 
 

@@ -37,7 +37,7 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxgt import sharding
-from jaxgt.core.compiler import CompiledGame
+from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation import construct
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import build_encoding

@@ -85,7 +85,7 @@ from flax import struct
 from jaxgt.agents.explore import Explore
 from jaxgt.agents.gtcfr_agent import GTCFRAgent, GTCFRAgentState
 from jaxgt.core import rng
-from jaxgt.core.compiler import NO_INDEX, CompiledGame, GameTree
+from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree
 from jaxgt.evaluation import referee
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.cvpn import CVPN
