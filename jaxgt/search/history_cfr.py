@@ -43,8 +43,13 @@ class Forest:
   payoff: Any  # [S] float player 0's terminal utility
   live: Any  # [S] bool the slot takes part (parents of live slots are live)
   leaf: Any  # [S] bool live and valued from outside (its subtree is cut)
-  # static: passes over the slots (at least the longest parent chain among live slots plus
-  # one); a pass settles one more level
+  children: Any  # [S, C] int32 live child slots of each live uncut slot, increasing (NO_INDEX last)
+  action_child: Any  # [S, A] int32 the live child by action of each live uncut slot (NO_INDEX: none)
+  # [2, I, L] int32 the slots of each row of each player's table, acting or not (increasing;
+  # NO_INDEX padding)
+  members: Any
+  passes: Any  # [] int32 passes that settle every live slot: the longest live parent chain
+  # static: the most passes any forest of this shape needs (the static depth bound)
   depth: int = struct.field(pytree_node=False)
 
 
@@ -69,11 +74,6 @@ def average_policy(legal, st) -> tuple:
   return tuple(sequence_form.normalize(st.cum_policy[p], legal[p]) for p in (0, 1))
 
 
-def _rows(table, info):
-  """``table[info]`` with NO_INDEX rows read as zeros."""
-  return jnp.where((info >= 0)[..., None], table[jnp.maximum(info, 0)], 0.0)
-
-
 def edges(forest: Forest, sigma) -> jax.Array:
   """``[3, S]`` probability of the edge into each slot: player 0's, player 1's, chance's part."""
   par = jnp.maximum(forest.parent, 0)
@@ -81,8 +81,9 @@ def edges(forest: Forest, sigma) -> jax.Array:
   act = jnp.maximum(forest.action, 0)
   out = []
   for p in (0, 1):
-    row = _rows(sigma[p], forest.info[p][par])
-    prob = jnp.take_along_axis(row, act[:, None], axis=1)[:, 0]
+    row = forest.info[p][par]
+    flat = jnp.maximum(row, 0) * sigma[p].shape[-1] + act  # one gather, not a row's then its entry
+    prob = jnp.where(row >= 0, sigma[p].reshape(-1)[flat], 0.0)
     out.append(jnp.where(pp == p, prob, 1.0))
   out.append(jnp.where(pp == CHANCE, forest.chance, 1.0))
   has_parent = forest.parent >= 0
@@ -98,7 +99,7 @@ def forward(forest: Forest, sigma, root_own, root_chance=None) -> Forward:
   start = jnp.where(root[None] & forest.live[None], start, 0.0)
   par = jnp.maximum(forest.parent, 0)
   x = _fixed_point(lambda x: jnp.where(root[None], start, x[:, par] * e) * forest.live[None],
-                   start, forest.depth)
+                   start, forest.passes)
   return Forward(own=x[:2], chance=x[2], edge=edge_total(forest, e))
 
 
@@ -110,54 +111,73 @@ def edge_total(forest: Forest, e) -> jax.Array:
 def values(forest: Forest, edge, leaf_values) -> jax.Array:
   """``[R, S]`` player 0's value below each slot when ``edge [S]`` are the probabilities of
   the edges (:func:`edge_total`, :attr:`Forward.edge`), with ``leaf_values [R, S]`` at
-  leaves and payoffs at terminals."""
-  S = forest.parent.shape[0]
+  leaves and payoffs at terminals. Each pass gathers every slot's children (a scatter to
+  the parents ran several times slower on CPU, batched most)."""
   term = forest.live & (forest.player == TERMINAL)
   cut = forest.leaf | term
   base = jnp.where(forest.leaf[None], leaf_values, jnp.where(term[None], forest.payoff[None], 0.0))
-  send = forest.live & (forest.parent >= 0)
-  ids = jnp.where(send, forest.parent, S)
+  kids = jnp.maximum(forest.children, 0)
+  ok = forest.children >= 0
+  w = jnp.where(ok, edge[kids], 0.0)  # [S, C]
 
   def step(v):
-    up = sequence_form.segment_sum((edge * v).T, ids, S + 1)[:S].T
+    up = _sum_last(jnp.where(ok[None], w[None] * v[:, kids], 0.0))
     return base + jnp.where(cut[None], 0.0, up)
 
-  return _fixed_point(step, base, forest.depth)
+  return _fixed_point(step, base, forest.passes)
 
 
-def _fixed_point(step, x, passes: int):
+def _sum_last(x):
+  """``x`` summed over its last axis in index order (as a scatter-add sums its updates)."""
+  out = x[..., 0]
+  for c in range(1, x.shape[-1]):
+    out = out + x[..., c]
+  return out
+
+
+def _fixed_point(step, x, passes):
   """``step`` applied to ``x`` ``passes`` times: a pass settles one more level of the forest,
   and at the fixed point a pass changes nothing (it recomputes the same numbers), so any
-  count of at least the depth plus one gives the same result. A fixed count costs less than
-  stopping early: a change check over every slot per pass cost more than the passes it
-  saved on shallow trees (GT-CFR searches about 15% faster on Leduc at s = 100 and 300)."""
+  count of at least the longest live parent chain (:attr:`Forest.passes`, from the
+  histories' depths, not from a change check: checking every slot per pass cost more than
+  the passes it saved) gives the same result."""
   return lax.fori_loop(0, passes, lambda _, y: step(y), x)
 
 
-def action_values(forest: Forest, fw: Forward, v, player: int, num_rows: int, num_actions: int):
+def row_reduce(forest: Forest, player: int, x, mask, reduce: str = "sum"):
+  """``[I, ...]``: ``x [S, ...]`` summed (or ``"max"``, with 0 for an empty row) over the
+  slots of each row of ``player``'s table where ``mask [S]``; sums in slot order."""
+  mem = forest.members[player]
+  slots = jnp.maximum(mem, 0)
+  ok = (mem >= 0) & mask[slots]
+  vals = jnp.where(ok.reshape(ok.shape + (1,) * (x.ndim - 1)), x[slots], 0.0)
+  if reduce == "max":
+    return jnp.max(vals, axis=1)
+  return _sum_last(jnp.moveaxis(vals, 1, -1))
+
+
+def action_values(forest: Forest, fw: Forward, v, player: int):
   """Counterfactual action values ``[I, A]`` of ``player`` (``v [S]``: player 0's values for
   its update) and the opponent-and-chance reach ``[I]`` of each row (``003``: the
   normaliser of PUCT's values)."""
-  par = jnp.maximum(forest.parent, 0)
-  o = 1 - player
   sign = 1.0 if player == 0 else -1.0
-  cfw = fw.chance * fw.own[o]
-  acting = forest.live & (forest.parent >= 0) & (forest.player[par] == player)
-  row = forest.info[player][par]
-  ok = acting & (row >= 0)
-  ids = jnp.where(ok, row * num_actions + jnp.maximum(forest.action, 0), num_rows * num_actions)
-  q = sequence_form.segment_sum(sign * cfw[par] * v, ids, num_rows * num_actions + 1)
-  dec = forest.live & (forest.player == player) & (forest.info[player] >= 0)
-  norm = sequence_form.segment_sum(cfw, jnp.where(dec, forest.info[player], num_rows),
-                                   num_rows + 1)
-  return q[:-1].reshape(num_rows, num_actions), norm[:-1]
+  cfw = fw.chance * fw.own[1 - player]
+  dec = _acting(forest, player)
+  kids = forest.action_child
+  child = jnp.where(kids >= 0, v[jnp.maximum(kids, 0)], 0.0)  # [S, A]
+  q = row_reduce(forest, player, (sign * cfw)[:, None] * child, dec)
+  return q, row_reduce(forest, player, cfw, dec)
 
 
-def own_reach(forest: Forest, fw: Forward, player: int, num_rows: int):
-  """``[I]`` own reach of each row of ``player``'s table (equal on its slots: perfect recall)."""
-  dec = forest.live & (forest.player == player) & (forest.info[player] >= 0)
-  ids = jnp.where(dec, forest.info[player], num_rows)
-  return jax.ops.segment_max(jnp.where(dec, fw.own[player], 0.0), ids, num_rows + 1)[:-1]
+def own_reach(forest: Forest, fw: Forward, player: int):
+  """``[I]`` own reach of each row of ``player``'s table (equal on its slots: perfect recall;
+  0 for a row with no live slot)."""
+  return row_reduce(forest, player, fw.own[player], _acting(forest, player), "max")
+
+
+def _acting(forest: Forest, player: int):
+  """``[S]`` live slots where ``player`` acts."""
+  return forest.live & (forest.player == player) & (forest.info[player] >= 0)
 
 
 def root_values(forest: Forest, fw: Forward, v, player: int):
