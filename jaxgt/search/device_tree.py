@@ -25,10 +25,9 @@ the compiled game's public view today (:func:`source_from_game`); a game too
 large to enumerate can supply the same rows from its rules.
 
 Shape letters: ``N`` nodes (capacity), ``M`` history slots per node, ``K``
-information-state slots per node and player, ``L`` history slots of one
-information-state slot (at most), ``A`` actions, ``C`` history branching, ``Q``
-child public states per public state, ``P`` public states of the source, ``D``
-public depth.
+information-state slots per node and player, ``A`` actions, ``C`` history
+branching, ``Q`` child public states per public state, ``P`` public states of
+the source, ``D`` public depth.
 """
 
 from __future__ import annotations
@@ -65,8 +64,6 @@ class PublicStateRows:
   parent_local: Any  # [M] int32 slot of the parent history in its public state (NO_INDEX: none)
   parent_same: Any  # [M] bool the parent history lies in this public state
   info: Any  # [2, M] int32 each player's information-state slot (NO_INDEX at terminals)
-  # [2, K, L] int32 history slots of each information-state slot, increasing (NO_INDEX padding)
-  info_slots: Any
   depth: Any  # [M] int32 depth of each history in the game (0 at padding)
   info_id: Any  # [2, K] int32 source augmented information state of each slot (NO_INDEX padding)
   # [2, K] int32 source (sequence-form) information state where the slot's player acts, else NO_INDEX
@@ -150,15 +147,6 @@ def _build_source(game: CompiledGame, dtype) -> Source:
     m = pt.aug[p] >= 0
     aug_local[p, m] = pos[pt.aug[p][m]]
   info = np.where(valid[None], aug_local[:, h], NO_INDEX).astype(np.int32)
-  members = [[[[] for _ in range(K)] for _ in range(P)] for _ in (0, 1)]
-  for p, ps, m in zip(*np.nonzero(info >= 0)):
-    members[p][ps][info[p, ps, m]].append(m)
-  L = max(1, max(len(x) for q in members for r in q for x in r))
-  info_slots = np.full((2, P, K, L), NO_INDEX, np.int32)
-  for p in (0, 1):
-    for ps in range(P):
-      for k, ms in enumerate(members[p][ps]):
-        info_slots[p, ps, k, :len(ms)] = ms
   acting = np.full((2, P, K), NO_INDEX, np.int32)
   legal = np.zeros((2, P, K, A), bool)
   children = np.asarray(t.children)
@@ -195,7 +183,6 @@ def _build_source(game: CompiledGame, dtype) -> Source:
       parent_local=jnp.asarray(np.where(has_par, local[np.maximum(par, 0)], NO_INDEX)
                                .astype(np.int32)),
       parent_same=jnp.asarray(same), info=jnp.asarray(info.transpose(1, 0, 2)),
-      info_slots=jnp.asarray(info_slots.transpose(1, 0, 2, 3)),
       depth=jnp.asarray(np.where(valid, np.asarray(t.depth)[h], 0).astype(np.int32)),
       info_id=jnp.asarray(info_id.transpose(1, 0, 2)),
       acting_info=jnp.asarray(acting.transpose(1, 0, 2)),

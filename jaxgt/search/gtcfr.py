@@ -49,7 +49,7 @@ from jaxgt.core.checks import (check_choice, check_distribution, check_key,
 from jaxgt.core import rng
 from jaxgt.core.compiler import NO_INDEX
 from jaxgt.core.sampling import sample_index
-from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree
 from jaxgt.search.evaluator import Evaluator, LeafInput
 from jaxgt.search import history_cfr
@@ -264,37 +264,14 @@ def tree_forest(source: device_tree.Source, tree: device_tree.DeviceTree) -> his
   rows = jnp.stack([jnp.where((player == p) & (info[p] >= 0), node * K + info[p], NO_INDEX)
                     for p in (0, 1)])
   chance = jnp.where(parent >= 0, tree.chance.reshape(-1), tree.chance_reach.reshape(-1))
-  kids = tree.slot_children.reshape(N * M, -1)
-  cut = leaf | (player == TERMINAL)
-  kids = jnp.where((kids >= 0) & live[jnp.maximum(kids, 0)] & (live & ~cut)[:, None], kids,
-                   NO_INDEX)
-  # Increasing, as a scatter to the parents adds them (the values' sums stay bit-identical).
-  order = _sort_columns(jnp.where(kids >= 0, kids, N * M))
-  pub = device_tree.public_state_rows(source, tree.public)
-  local = jnp.where((tree.public >= 0)[:, None, None, None], pub.info_slots, NO_INDEX)  # [N,2,K,L]
-  members = jnp.where(local >= 0, jnp.arange(N)[:, None, None, None] * M + local, NO_INDEX)
-  members = jnp.moveaxis(members, 1, 0).reshape(2, N * K, -1)
   # Every live slot lies at most (its depth - the shallowest live root's) below its root.
-  depth = pub.depth.reshape(-1)
+  depth = device_tree.public_state_rows(source, tree.public).depth.reshape(-1)
   root = live & (parent < 0)
   lo = jnp.min(jnp.where(root, depth, jnp.iinfo(jnp.int32).max))
   passes = jnp.clip(jnp.max(jnp.where(live, depth, 0)) - lo, 0, source.max_depth + 1)
   return history_cfr.Forest(parent=parent, player=player, action=tree.action.reshape(-1),
                             chance=chance, info=rows, payoff=tree.payoff.reshape(-1), live=live,
-                            leaf=leaf, children=jnp.where(order < N * M, order, NO_INDEX),
-                            action_child=kids[:, :source.num_actions], members=members,
-                            passes=passes,
-                            depth=source.max_depth + 1)
-
-
-def _sort_columns(x):
-  """``x [S, C]`` with each row sorted (odd-even transposition: ``C`` rounds of elementwise
-  compare-exchanges, several times faster on CPU than ``jnp.sort`` of short rows)."""
-  cols = [x[:, c] for c in range(x.shape[1])]
-  for r in range(len(cols)):
-    for c in range(r % 2, len(cols) - 1, 2):
-      cols[c], cols[c + 1] = jnp.minimum(cols[c], cols[c + 1]), jnp.maximum(cols[c], cols[c + 1])
-  return jnp.stack(cols, axis=1)
+                            leaf=leaf, passes=passes, depth=source.max_depth + 1)
 
 
 def _legal(tree):
@@ -366,11 +343,14 @@ class _Program:
                   None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
                   tree.info_id[o, 0] >= 0)
 
-  def _entry_rows(self, tree, forest, x, player, reduce="sum"):
-    """``[N * K]``: ``x [N * M]`` summed (or ``"max"``ed) over each node's entry histories by
+  def _entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
+    """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
     ``player``'s information-state slot."""
-    return history_cfr.row_reduce(forest, player, x, forest.live & tree.entry.reshape(-1),
-                                  reduce)
+    N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
+    node = jnp.arange(N * M) // M
+    info = tree.info[player].reshape(-1)
+    ok = forest.live & tree.entry.reshape(-1) & (info >= 0)
+    return reduce(jnp.where(ok, x, 0.0), jnp.where(ok, node * K + info, N * K), N * K + 1)[:-1]
 
   def _log(self, log, tree, forest, fw, t):
     """``log`` with this iteration's leaf public belief states appended."""
@@ -380,10 +360,14 @@ class _Program:
     count = log.count + jnp.sum(queried, dtype=jnp.int32)
     if not L:
       return log.replace(count=count)
+    node = jnp.arange(N * M) // M
     ranges = []
     for p in (0, 1):
-      r = jnp.maximum(history_cfr.row_reduce(forest, p, fw.own[p], forest.leaf, "max"),
-                      0.0).reshape(N, K)
+      info = tree.info[p].reshape(-1)
+      ok = forest.leaf & (info >= 0)
+      r = jax.ops.segment_max(jnp.where(ok, fw.own[p], 0.0), jnp.where(ok, node * K + info, N * K),
+                              N * K + 1)[:-1].reshape(N, K)
+      r = jnp.maximum(r, 0.0)
       tot = r.sum(-1, keepdims=True)
       ranges.append(jnp.where(tot > 0, r / jnp.where(tot > 0, tot, 1.0), 0.0))
     pos = jnp.where(queried, log.count + jnp.cumsum(queried) - 1, L)
@@ -508,8 +492,8 @@ class _Program:
       ranges = ranges.at[o].set(jnp.where(on, gadget.average_range(st.gadget), ranges[o]))
     forest = tree_forest(self.source, tree)
     fw = history_cfr.forward(forest, pol, _root_own(tree, ranges, self.source.num_infostates))
-    reach = jnp.stack([jnp.maximum(self._entry_rows(tree, forest, fw.own[p], p, "max"), 0.0)
-                       for p in (0, 1)])
+    reach = jnp.stack([jnp.maximum(self._entry_rows(tree, forest, fw.own[p], p,
+                                                    jax.ops.segment_max), 0.0) for p in (0, 1)])
     return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
 
   def solve(self, tree, ranges, opp_values, iterations, evaluator_state, player,
@@ -591,8 +575,9 @@ class _RegretPhase:
                 leaf_values=leaf_values, query=query, prior=prior, qs={})
 
   def values(self, ctx, p, sigma, x):
-    q, norm = history_cfr.action_values(self.forest, ctx["fw"], ctx["v"][p], p)
-    reach = jnp.maximum(history_cfr.own_reach(self.forest, ctx["fw"], p), 0.0)
+    n, A = sigma[p].shape
+    q, norm = history_cfr.action_values(self.forest, ctx["fw"], ctx["v"][p], p, n, A)
+    reach = jnp.maximum(history_cfr.own_reach(self.forest, ctx["fw"], p, n), 0.0)
     return q, reach, {**ctx, "qs": {**ctx["qs"], p: (q, norm)}}
 
   def end(self, ctx, players, t):
@@ -601,10 +586,14 @@ class _RegretPhase:
     K = prog.source.num_infostates
     N, M = tree.capacity, prog.source.num_histories
     last = players[-1] == 1  # static: the iteration's final update
-    # Root counterfactual values of this iterate, per root information-state slot (node 0's rows).
-    root = forest.live & (forest.parent < 0)
-    rv = jnp.stack([history_cfr.row_reduce(forest, p, history_cfr.root_values(forest, fw, v[p], p),
-                                           root)[:K] for p in (0, 1)])
+    # Root counterfactual values of this iterate, per root information-state slot.
+    root_info = tree.info.reshape(2, -1)
+    rv = []
+    for p in (0, 1):
+      contrib = history_cfr.root_values(forest, fw, v[p], p)
+      rv.append(jax.ops.segment_sum(contrib, jnp.where(root_info[p] >= 0, root_info[p], K),
+                                    K + 1)[:K])
+    rv = jnp.stack(rv)
     node_v = jnp.stack([prog._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
                                          * fw.own[1 - p] * v[p], p) for p in (0, 1)])
     gs = st.gadget
