@@ -8,7 +8,8 @@ values from a fixed continuation profile (the uniform blueprint:
 re-solves with the safe-re-solving gadget mixed with the previous opponent range (Student
 of Games, alpha = 0.5) from ``B`` random summaries (our range, opponent counterfactual values
 and range) in one vmapped jitted call on the subgame's one tree; ``--mode fixed`` solves ``B``
-random root-range pairs. Both are compared with the same solves one by one (one jitted call each, compiled once).
+random root-range pairs. Both are compared with the same solves one by one (one jitted call
+each, compiled once).
 Compile and steady-state times are reported separately; runs unchanged on CPU or GPU.
 
 OpenSpiel has no depth-limited subgame solver, so the closest equal work is a

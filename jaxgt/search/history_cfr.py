@@ -5,8 +5,8 @@ game, whose level structure is static. A growing tree
 (:mod:`jaxgt.search.device_tree`) changes shape at run time, so public-tree
 CFR on it (Schmid et al., "Student of Games", 2023: Growing-Tree CFR) walks its
 histories instead: each slot knows its parent slot, so reaches flow down and
-values flow up in a fixed number of array passes (the static depth bound),
-whatever the tree's shape. These passes are the tree view of GT-CFR's regret
+values flow up in as many array passes as the longest live parent chain
+(:attr:`Forest.passes`), whatever the tree's shape. These passes are the tree view of GT-CFR's regret
 phase (:mod:`jaxgt.search.gtcfr`); the iteration itself (update order, tie rule,
 regret and averaging rules) is the package's one
 (:func:`jaxgt.solvers.cfr_iteration.iteration`), so every rule of the CFR family
@@ -111,7 +111,8 @@ def values(forest: Forest, edge, leaf_values) -> jax.Array:
   S = forest.parent.shape[0]
   term = forest.live & (forest.player == TERMINAL)
   cut = forest.leaf | term
-  base = jnp.where(forest.leaf[None], leaf_values, jnp.where(term[None], forest.payoff[None], 0.0)).T
+  base = jnp.where(forest.leaf[None], leaf_values,
+                   jnp.where(term[None], forest.payoff[None], 0.0)).T
   send = forest.live & (forest.parent >= 0)
   ids = jnp.where(send, forest.parent, S)
 
