@@ -7,8 +7,9 @@ values from a fixed continuation profile (the uniform blueprint:
 (:func:`jaxgt.search.gtcfr.solve_tree`, simultaneous CFR+). ``--mode resolve`` (default)
 re-solves with the safe-re-solving gadget mixed with the previous opponent range (Student
 of Games, alpha = 0.5) from ``B`` random summaries (our range, opponent counterfactual values
-and range) in one vmapped jitted call; ``--mode fixed`` solves ``B`` random root-range pairs.
-Both are compared with the same solves one by one (one jitted call each, compiled once).
+and range) in one vmapped jitted call on the subgame's one tree; ``--mode fixed`` solves ``B``
+random root-range pairs. Both are compared with the same solves one by one (one jitted call
+each, compiled once).
 Compile and steady-state times are reported separately; runs unchanged on CPU or GPU.
 
 OpenSpiel has no depth-limited subgame solver, so the closest equal work is a
@@ -112,9 +113,8 @@ def main(argv=None):
 
     def batch(B):
       ranges, values = draw(B)
-      trees = jax.tree_util.tree_map(lambda x: jnp.stack([x] * B), tree)
       kw = dict(alpha=0.5, player=np.full(B, player), opp_values=values) if gadget else {}
-      return lambda: gt.solve_tree(src, cfg, ev, trees, ranges, T, **kw).policy
+      return lambda: gt.solve_tree(src, cfg, ev, tree, ranges, T, **kw).policy
 
     def single(n):
       ranges, values = draw(n)

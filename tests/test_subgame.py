@@ -99,6 +99,10 @@ def test_batched_solve_matches_one_by_one_at_inner_public_state():
   trees = jax.tree_util.tree_map(lambda x: jnp.stack([x] * 3), tree)
   batch = gt.solve_tree(src, cfg, ev, trees, ranges, 1500)
   vb = _root_value(batch, ranges)
+  # One tree shared by the batch: the same solves.
+  shared = gt.solve_tree(src, cfg, ev, tree, ranges, 1500)
+  for a, b in zip(shared.policy + (shared.root_values,), batch.policy + (batch.root_values,)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-15)
   assert vb[0] == pytest.approx(-1 / 18 / 9, abs=2e-4)
   for b in (1, 2):
     one = gt.solve_tree(src, cfg, ev, tree, ranges[b], 1500)

@@ -64,6 +64,7 @@ class PublicStateRows:
   parent_local: Any  # [M] int32 slot of the parent history in its public state (NO_INDEX: none)
   parent_same: Any  # [M] bool the parent history lies in this public state
   info: Any  # [2, M] int32 each player's information-state slot (NO_INDEX at terminals)
+  depth: Any  # [M] int32 depth of each history in the game (0 at padding)
   info_id: Any  # [2, K] int32 source augmented information state of each slot (NO_INDEX padding)
   # [2, K] int32 source (sequence-form) information state where the slot's player acts, else NO_INDEX
   acting_info: Any
@@ -181,6 +182,7 @@ def _build_source(game: CompiledGame, dtype) -> Source:
       parent_local=jnp.asarray(np.where(has_par, local[np.maximum(par, 0)], NO_INDEX)
                                .astype(np.int32)),
       parent_same=jnp.asarray(same), info=jnp.asarray(info.transpose(1, 0, 2)),
+      depth=jnp.asarray(np.where(valid, np.asarray(t.depth)[h], 0).astype(np.int32)),
       info_id=jnp.asarray(info_id.transpose(1, 0, 2)),
       acting_info=jnp.asarray(acting.transpose(1, 0, 2)),
       legal=jnp.asarray(legal.transpose(1, 0, 2, 3)),

@@ -258,14 +258,20 @@ def tree_forest(source: device_tree.Source, tree: device_tree.DeviceTree) -> his
   expanded = tree.expanded[node]
   live = valid & (expanded | tree.entry.reshape(-1))
   nonterminal = (player == 0) | (player == 1) | (player == CHANCE)
+  leaf = live & ~expanded & nonterminal
   parent = tree.parent_slot.reshape(-1)
   info = tree.info.reshape(2, -1)
   rows = jnp.stack([jnp.where((player == p) & (info[p] >= 0), node * K + info[p], NO_INDEX)
                     for p in (0, 1)])
   chance = jnp.where(parent >= 0, tree.chance.reshape(-1), tree.chance_reach.reshape(-1))
+  # Every live slot lies at most (its depth - the shallowest live root's) below its root.
+  depth = device_tree.public_state_rows(source, tree.public).depth.reshape(-1)
+  root = live & (parent < 0)
+  lo = jnp.min(jnp.where(root, depth, jnp.iinfo(jnp.int32).max))
+  passes = jnp.clip(jnp.max(jnp.where(live, depth, 0)) - lo, 0, source.max_depth + 1)
   return history_cfr.Forest(parent=parent, player=player, action=tree.action.reshape(-1),
                             chance=chance, info=rows, payoff=tree.payoff.reshape(-1), live=live,
-                            leaf=live & ~expanded & nonterminal, depth=source.max_depth + 1)
+                            leaf=leaf, passes=passes, depth=source.max_depth + 1)
 
 
 def _legal(tree):
@@ -313,7 +319,8 @@ class _Program:
   resolving: bool
   alpha: float | None
 
-  def regret_update(self, st: SearchState, ranges, opp_values, player, on) -> SearchState:
+  def regret_update(self, st: SearchState, ranges, opp_values, player, on,
+                    forest=None) -> SearchState:
     """One public-tree CFR iteration over the current tree: the package's CFR iteration
     (:func:`jaxgt.solvers.cfr_iteration.iteration`) on the tree's history form
     (:class:`_RegretPhase`), simultaneous (``003``) or, with an alternating solver, player 0's
@@ -322,9 +329,9 @@ class _Program:
     those leaf values (as the CFR engine's depth-limited solve does:
     :func:`jaxgt.search.leaf.solve` sets the leaf values once per iteration). ``player`` ([]
     int32) is the re-solving player and ``on`` ([] bool) turns its gadget on (off: both
-    ranges fixed)."""
-    view = _RegretPhase(self, st.tree, tree_forest(self.source, st.tree), _legal(st.tree), ranges,
-                        opp_values, player, on)
+    ranges fixed); ``forest``: the tree's history form when already built."""
+    forest = tree_forest(self.source, st.tree) if forest is None else forest
+    view = _RegretPhase(self, st.tree, forest, _legal(st.tree), ranges, opp_values, player, on)
     carry = cfr_iteration.iteration(self.config.solver, view,
                                     cfr_iteration.start(view, st.cfr, (st, None)))
     return carry.root_state[0].replace(cfr=carry.state)
@@ -491,8 +498,9 @@ class _Program:
 
   def solve(self, tree, ranges, opp_values, iterations, evaluator_state, player,
             on) -> SearchResult:
+    forest = tree_forest(self.source, tree)  # the tree does not grow: its form is built once
     st = lax.fori_loop(0, iterations,
-                       lambda _, s: self.regret_update(s, ranges, opp_values, player, on),
+                       lambda _, s: self.regret_update(s, ranges, opp_values, player, on, forest),
                        self.state_for(tree, ranges, player, evaluator_state))
     return self.finish(st, ranges, player, on)
 
@@ -755,9 +763,11 @@ def _check_resolving(source, ranges, player, opp_values, alpha, gadget=True):
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled_solve(program: _Program, batched: bool = False):
-  if batched:  # a batch of trees and ranges; iterations and the evaluator's state shared
-    return jax.jit(jax.vmap(program.solve, in_axes=(0, 0, 0, None, None, 0, 0)))
+def _compiled_solve(program: _Program, batched: bool = False, shared_tree: bool = False):
+  if batched:  # a batch of ranges on a batch of trees or on one tree; iterations and the
+    # evaluator's state shared
+    return jax.jit(jax.vmap(program.solve, in_axes=(None if shared_tree else 0, 0, 0, None, None,
+                                                    0, 0)))
   return jax.jit(program.solve)
 
 
@@ -769,8 +779,9 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   solving and re-solving on the device tree (the regret phase of GT-CFR alone).
 
   ``iterations`` may be traced; arguments (``evaluator_state`` included) as in :func:`search`;
-  ``ranges [B, 2, K]`` with a batch of trees (leading ``B`` on every field) runs ``B`` solves
-  in one vmapped call.
+  ``ranges [B, 2, K]`` runs ``B`` solves in one vmapped call, on a batch of trees (leading
+  ``B`` on every field) or on one tree shared by the batch (its indices then are the same
+  for every solve, which runs several times faster on CPU).
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
   batched = ranges.ndim == 3
@@ -778,7 +789,11 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   if tree.capacity != config.capacity:
     raise ValueError(f"tree capacity {tree.capacity} differs from config.capacity "
                      f"{config.capacity}")
+  shared = tree.public.ndim == 1
+  if not batched and not shared:
+    raise ValueError(f"a batch of trees (public {tree.public.shape}) needs a batch of ranges "
+                     f"[B, 2, K], got ranges {ranges.shape}")
   program = _Program(source, config, evaluator, player is not None, alpha)
   es = evaluator.init() if evaluator_state is None else evaluator_state
-  return _compiled_solve(program, batched)(tree, ranges, opp, jnp.asarray(iterations, jnp.int32),
-                                           es, player, on)
+  return _compiled_solve(program, batched, batched and shared)(
+      tree, ranges, opp, jnp.asarray(iterations, jnp.int32), es, player, on)
