@@ -16,6 +16,7 @@ from jaxgt.evaluation import construct as cs
 from jaxgt.search import device_tree as dt
 from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
+from jaxgt.search import regret_phase
 from jaxgt.search import history_cfr
 import reference_leaf as lf
 import reference_resolving as rs
@@ -149,7 +150,7 @@ def test_leduc_full_tree_runs_the_engines_rule(name, alternating):
   res = gt.solve_tree(src, cfg, evaluators.exact(src), full, gt.root_ranges(src, 0), 30)
   gtree = g.device_tree("float64")
   st = solver.run(gtree, solver.init(gtree), 30)
-  current = history_cfr.strategy(solver, gt._legal(full), res.state.cfr)
+  current = history_cfr.strategy(solver, regret_phase.legal_rows(full), res.state.cfr)
   for mine_pol, ref_pol in ((res.policy, solver.average_policy(gtree, st)),
                             (current, solver.current_policy(gtree, st))):
     for p in (0, 1):

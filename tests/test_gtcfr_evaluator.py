@@ -18,6 +18,7 @@ from jaxgt.nets import gtcfr_evaluator as ge
 from jaxgt.search import device_tree as dt
 from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
+from jaxgt.search import regret_phase
 import reference_leaf as lf
 import reference_subgame as sgm
 
@@ -100,7 +101,7 @@ def test_network_evaluator_shapes_masks_and_params_as_data():
   cap = 14
   tree = _grow(src, cap, 0, 4)  # 10 nodes: 4 padded ones
   cfg = gt.make_config(src, simulations=1, capacity=cap)
-  forest = gt.tree_forest(src, tree)
+  forest = regret_phase.tree_forest(src, tree)
   N, M = cap, src.num_histories
   fw_own = jnp.ones((2, N * M))
   leaves = evaluators.LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M),

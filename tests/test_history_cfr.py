@@ -9,6 +9,7 @@ from jaxgt.agents.resolving import _resolving_tree, resolving_capacity
 from jaxgt.games.base import TERMINAL
 from jaxgt.search import device_tree as dt
 from jaxgt.search import gtcfr as gt
+from jaxgt.search import regret_phase
 from jaxgt.search import history_cfr
 
 
@@ -65,10 +66,10 @@ def test_forward_and_values_equal_a_numpy_walk_of_a_resolving_tree():
   decision = int(np.flatnonzero(np.any(np.asarray(tables.player) == 1, axis=1))[3])
   tree, _ = jax.jit(lambda r, p: _resolving_tree(src, cap, 2, r, p))(
       jnp.int32(0), jnp.asarray(dt.public_path(src, decision), jnp.int32))
-  forest = gt.tree_forest(src, tree)
+  forest = regret_phase.tree_forest(src, tree)
   assert int(jnp.sum(forest.leaf)) > 0
   rng = np.random.default_rng(0)
-  legal = gt._legal(tree)
+  legal = regret_phase.legal_rows(tree)
   sigma = tuple(jnp.asarray(np.where(np.asarray(l), rng.random(l.shape), 0.0)) for l in legal)
   sigma = tuple(s / jnp.maximum(s.sum(-1, keepdims=True), 1e-300) for s in sigma)
   root_own = jnp.asarray(rng.random((2, forest.parent.shape[0])))

@@ -9,6 +9,8 @@
   ``Evaluator``) with the exact, continuation (multi-valued) and callable
   evaluators; the network adapter is :mod:`jaxgt.nets.gtcfr_evaluator`.
 * :mod:`jaxgt.search.gadget`: the safe re-solving gadget at a search's root.
+* :mod:`jaxgt.search.regret_phase`: the tree's history form as a view of the one CFR
+  iteration (GT-CFR's regret phase).
 * :mod:`jaxgt.search.gtcfr`: Growing-Tree CFR (Schmid et al., "Student of
   Games", 2023, Algorithm 1): regret and expansion phases, batched searches,
   and the regret phase alone on a given tree (``solve_tree``).

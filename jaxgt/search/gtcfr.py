@@ -51,8 +51,9 @@ from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree
-from jaxgt.search.evaluator import Evaluator, LeafInput
+from jaxgt.search.evaluator import Evaluator
 from jaxgt.search import history_cfr
+from jaxgt.search.regret_phase import RegretPhase, legal_rows, root_own, tree_forest
 from jaxgt.search.gadget import Gadget, check_alpha
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.solvers import cfr_iteration
@@ -248,54 +249,6 @@ class SearchResult:
 
 
 # ------------------------------------------------------------------ the regret phase
-def tree_forest(source: device_tree.Source, tree: device_tree.DeviceTree) -> history_cfr.Forest:
-  """The history-form view of ``tree``: live slots are the histories of expanded nodes
-  and the entry histories of frontier nodes (leaves unless terminal)."""
-  N, M, K = tree.capacity, source.num_histories, source.num_infostates
-  node = jnp.arange(N * M) // M
-  player = tree.player.reshape(-1)
-  valid = tree.history.reshape(-1) >= 0
-  expanded = tree.expanded[node]
-  live = valid & (expanded | tree.entry.reshape(-1))
-  nonterminal = (player == 0) | (player == 1) | (player == CHANCE)
-  leaf = live & ~expanded & nonterminal
-  parent = tree.parent_slot.reshape(-1)
-  info = tree.info.reshape(2, -1)
-  rows = jnp.stack([jnp.where((player == p) & (info[p] >= 0), node * K + info[p], NO_INDEX)
-                    for p in (0, 1)])
-  chance = jnp.where(parent >= 0, tree.chance.reshape(-1), tree.chance_reach.reshape(-1))
-  # Every live slot lies at most (its depth - the shallowest live root's) below its root.
-  depth = device_tree.public_state_rows(source, tree.public).depth.reshape(-1)
-  root = live & (parent < 0)
-  lo = jnp.min(jnp.where(root, depth, jnp.iinfo(jnp.int32).max))
-  passes = jnp.clip(jnp.max(jnp.where(live, depth, 0)) - lo, 0, source.max_depth + 1)
-  return history_cfr.Forest(parent=parent, player=player, action=tree.action.reshape(-1),
-                            chance=chance, info=rows, payoff=tree.payoff.reshape(-1), live=live,
-                            leaf=leaf, passes=passes, depth=source.max_depth + 1)
-
-
-def _legal(tree):
-  return tuple(tree.legal[p].reshape(-1, tree.legal.shape[-1]) for p in (0, 1))
-
-
-def _root_own(tree, ranges, K):
-  """``[2, N * M]`` root ranges at the root node's entry slots."""
-  info = tree.info.reshape(2, -1)
-  return jnp.stack([ranges[p][jnp.clip(info[p], 0, K - 1)] for p in (0, 1)])
-
-
-def _prior(tree, prior, temperature):
-  """Evaluator prior at temperature ``temperature``, uniform where absent."""
-  legal = jnp.stack(_legal(tree)).astype(tree.chance.dtype)
-  uniform = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1.0)
-  if prior is None:
-    return uniform
-  p = jnp.asarray(prior, tree.chance.dtype).reshape(legal.shape) * legal
-  p = p ** (1.0 / temperature)
-  tot = p.sum(-1, keepdims=True)
-  return jnp.where(tot > 0, p / jnp.where(tot > 0, tot, 1.0), uniform)
-
-
 def puct_scores(config: GTCFRConfig, scale, q, visits, virtual, prior, legal):
   """``[A]`` PUCT scores at one information state (``-inf`` at illegal actions; formula in
   :func:`make_config`): ``q``, ``visits``, ``virtual`` (this phase's visits), ``prior`` ``[A]``
@@ -323,7 +276,7 @@ class _Program:
                     forest=None) -> SearchState:
     """One public-tree CFR iteration over the current tree: the package's CFR iteration
     (:func:`jaxgt.solvers.cfr_iteration.iteration`) on the tree's history form
-    (:class:`_RegretPhase`), simultaneous (``003``) or, with an alternating solver, player 0's
+    (:class:`RegretPhase`), simultaneous (``003``) or, with an alternating solver, player 0's
     update then player 1's, each with its own forward pass. The evaluator is queried once
     per iteration, with the iteration's first strategies; both alternating half-updates read
     those leaf values (as the CFR engine's depth-limited solve does:
@@ -331,19 +284,19 @@ class _Program:
     int32) is the re-solving player and ``on`` ([] bool) turns its gadget on (off: both
     ranges fixed); ``forest``: the tree's history form when already built."""
     forest = tree_forest(self.source, st.tree) if forest is None else forest
-    view = _RegretPhase(self, st.tree, forest, _legal(st.tree), ranges, opp_values, player, on)
+    view = RegretPhase(self, st.tree, forest, legal_rows(st.tree), ranges, opp_values, player, on)
     carry = cfr_iteration.iteration(self.config.solver, view,
                                     cfr_iteration.start(view, st.cfr, (st, None)))
     return carry.root_state[0].replace(cfr=carry.state)
 
-  def _gadget(self, tree, ranges, opp_values, player):
+  def root_gadget(self, tree, ranges, opp_values, player):
     K = self.source.num_infostates
     o = 1 - player
     return Gadget(self.config.solver, o, jnp.arange(K), opp_values, ranges[o],
                   None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
                   tree.info_id[o, 0] >= 0)
 
-  def _entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
+  def entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
     """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
     ``player``'s information-state slot."""
     N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
@@ -352,7 +305,7 @@ class _Program:
     ok = forest.live & tree.entry.reshape(-1) & (info >= 0)
     return reduce(jnp.where(ok, x, 0.0), jnp.where(ok, node * K + info, N * K), N * K + 1)[:-1]
 
-  def _log(self, log, tree, forest, fw, t):
+  def record_queries(self, log, tree, forest, fw, t):
     """``log`` with this iteration's leaf public belief states appended."""
     L = self.config.log_queries
     N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
@@ -389,7 +342,7 @@ class _Program:
     w = jnp.where(in_focus, st.joint_reach[focus], 0.0)
     w = jnp.where(jnp.sum(w) > 0, w, in_focus.astype(dtype))
     start = focus * M + sample_index(w, rng.uniform(keys[0], dtype=dtype))
-    legal = _legal(tree)
+    legal = legal_rows(tree)
     if cfg.select_policy == "current":
       pol_cfr = history_cfr.strategy(cfg.solver, legal, st.cfr)
     else:
@@ -477,7 +430,7 @@ class _Program:
 
   def finish(self, st: SearchState, ranges, player, on) -> SearchResult:
     tree = st.tree
-    pol = history_cfr.average_policy(_legal(tree), st.cfr)
+    pol = history_cfr.average_policy(legal_rows(tree), st.cfr)
     w = jnp.where(st.value_weight > 0, st.value_weight, 1.0)
     rv = jnp.where(st.value_weight > 0, st.root_values / w, 0.0)
     K = self.source.num_infostates
@@ -488,11 +441,11 @@ class _Program:
       nv = jnp.where(st.value_weight > 0, st.node_values / w, 0.0)
     if self.resolving:  # the opponent's average gadget range
       o = 1 - player
-      gadget = self._gadget(tree, ranges, jnp.zeros(K, ranges.dtype), player)
+      gadget = self.root_gadget(tree, ranges, jnp.zeros(K, ranges.dtype), player)
       ranges = ranges.at[o].set(jnp.where(on, gadget.average_range(st.gadget), ranges[o]))
     forest = tree_forest(self.source, tree)
-    fw = history_cfr.forward(forest, pol, _root_own(tree, ranges, self.source.num_infostates))
-    reach = jnp.stack([jnp.maximum(self._entry_rows(tree, forest, fw.own[p], p,
+    fw = history_cfr.forward(forest, pol, root_own(tree, ranges, self.source.num_infostates))
+    reach = jnp.stack([jnp.maximum(self.entry_rows(tree, forest, fw.own[p], p,
                                                     jax.ops.segment_max), 0.0) for p in (0, 1)])
     return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
 
@@ -518,130 +471,6 @@ class _Program:
       return st.replace(virtual=jnp.zeros_like(st.virtual))
 
     return self.finish(lax.fori_loop(0, cfg.num_phases, phase, st), ranges, player, on)
-
-
-@dataclasses.dataclass(frozen=True)
-class _RegretPhase:
-  """GT-CFR's regret phase on one tree: the history (forest) form as a
-  :class:`~jaxgt.solvers.cfr_iteration.TreeView`. Its state is ``(SearchState, leaf values
-  [2, N * M] of this iteration or None before the query)``; :meth:`begin` runs the gadget's
-  mixing, the forward pass and the leaf query, :meth:`end` records the search's values,
-  action values, priors and counts."""
-
-  program: _Program
-  tree: device_tree.DeviceTree  # the current tree
-  forest: history_cfr.Forest  # its history form (tree_forest)
-  legal_masks: tuple  # ([N * K, A], [N * K, A]) legal actions of every node's rows
-  ranges: Any  # [2, K] root ranges
-  opp_values: Any  # [K] the opponent's terminate values (re-solving)
-  player: Any  # [] int32 the re-solving player
-  on: Any  # [] bool the gadget is on
-  axis: int = -1  # the actions' axis
-
-  def legal(self, p):
-    return self.legal_masks[p]
-
-  def strategy(self, p, regrets, extra):
-    return self.program.config.solver.regret_rule.strategy(regrets, self.legal_masks[p], extra), ()
-
-  def begin(self, aux, players, sigma, x, t):
-    st, leaf_values = aux
-    prog, tree, forest = self.program, self.tree, self.forest
-    K = prog.source.num_infostates
-    N, M = tree.capacity, prog.source.num_histories
-    gs, ranges_t, gadget = st.gadget, self.ranges, None
-    if prog.resolving:
-      o = 1 - self.player
-      gadget = prog._gadget(tree, self.ranges, self.opp_values, self.player)
-      # The opponent's range of the gadget's current strategy, in either half-update (its own
-      # counterfactual values do not see it; the leaf query and its averaging weights do), as
-      # search.resolving.resolve queries; recorded for averaging in our update only. (An
-      # opponent updated first used to see the range recorded at the previous iteration,
-      # r_prev at the first: the query of iteration 1 then saw another range than our update.)
-      r_o, gs_new = gadget.mix(gs, t)
-      gs = _select(_among(self.player, players), gs_new, gs)
-      ranges_t = self.ranges.at[o].set(jnp.where(self.on, r_o, self.ranges[o]))
-    fw = history_cfr.forward(forest, sigma, _root_own(tree, ranges_t, K))
-    query = leaf_values is None
-    prior, es = None, st.evaluator
-    if query:
-      leaves = LeafInput(tree=tree, leaf=forest.leaf.reshape(N, M), reach=fw.own.reshape(2, N, M),
-                         chance=fw.chance.reshape(N, M), root_ranges=ranges_t)
-      (leaf_values, prior), es = prog.evaluator.apply(st.evaluator, leaves)
-    leaf_values = jnp.broadcast_to(jnp.asarray(leaf_values, fw.chance.dtype).reshape(-1, N * M),
-                                   (2, N * M))
-    v = history_cfr.values(forest, fw.edge, leaf_values)
-    return dict(st=st.replace(gadget=gs, evaluator=es), gadget=gadget, fw=fw, v=v,
-                leaf_values=leaf_values, query=query, prior=prior, qs={})
-
-  def values(self, ctx, p, sigma, x):
-    n, A = sigma[p].shape
-    q, norm = history_cfr.action_values(self.forest, ctx["fw"], ctx["v"][p], p, n, A)
-    reach = jnp.maximum(history_cfr.own_reach(self.forest, ctx["fw"], p, n), 0.0)
-    return q, reach, {**ctx, "qs": {**ctx["qs"], p: (q, norm)}}
-
-  def end(self, ctx, players, t):
-    prog, tree, forest = self.program, self.tree, self.forest
-    fw, v, st = ctx["fw"], ctx["v"], ctx["st"]
-    K = prog.source.num_infostates
-    N, M = tree.capacity, prog.source.num_histories
-    last = players[-1] == 1  # static: the iteration's final update
-    # Root counterfactual values of this iterate, per root information-state slot.
-    root_info = tree.info.reshape(2, -1)
-    rv = []
-    for p in (0, 1):
-      contrib = history_cfr.root_values(forest, fw, v[p], p)
-      rv.append(jax.ops.segment_sum(contrib, jnp.where(root_info[p] >= 0, root_info[p], K),
-                                    K + 1)[:K])
-    rv = jnp.stack(rv)
-    node_v = jnp.stack([prog._entry_rows(tree, forest, (1.0 if p == 0 else -1.0) * fw.chance
-                                         * fw.own[1 - p] * v[p], p) for p in (0, 1)])
-    gs = st.gadget
-    if prog.resolving:
-      o = 1 - self.player
-      gs = _select(_among(o, players),
-                   ctx["gadget"].regret_step(gs, rv[o], jnp.ones(K, rv.dtype), t), gs)
-    averaging = prog.config.solver.averaging
-    q = st.q
-    for p, (qp, norm) in ctx["qs"].items():
-      q = q.at[p].set(jnp.where((norm > 0)[:, None], qp / jnp.where(norm > 0, norm, 1.0)[:, None],
-                                0.0))
-    prior_out = st.prior
-    if ctx["query"]:
-      new_prior = _prior(tree, ctx["prior"], prog.config.prior_temperature)
-      frontier = jnp.repeat(~tree.expanded, K)
-      prior_out = jnp.where(frontier[None, :, None], new_prior, st.prior)
-    rows = jnp.asarray([p in players for p in (0, 1)])[:, None]
-    node_weight = st.node_weight
-    if last and prog.config.value_average == "node":  # static: only "node" reads it
-      in_tree = jnp.any((forest.live & tree.entry.reshape(-1)).reshape(N, M), axis=1)  # [N]
-      node_weight = averaging.accumulate(node_weight, in_tree.astype(rv.dtype), t)
-    st = st.replace(
-        q=q, prior=prior_out, gadget=gs,
-        queries=prog._log(st.queries, tree, forest, fw, t) if ctx["query"] else st.queries,
-        joint_reach=(fw.chance * fw.own[0] * fw.own[1]).reshape(N, M),
-        root_values=jnp.where(rows, averaging.accumulate(st.root_values, rv, t), st.root_values),
-        node_values=jnp.where(rows, averaging.accumulate(st.node_values, node_v, t),
-                              st.node_values),
-        value_weight=(averaging.accumulate(st.value_weight, jnp.ones((), rv.dtype), t) if last
-                      else st.value_weight),
-        node_weight=node_weight,
-        num_queries=st.num_queries + (jnp.sum(forest.leaf, dtype=jnp.int32) if ctx["query"]
-                                      else 0),
-        history_visits=st.history_visits + jnp.sum(forest.live, dtype=jnp.int32))
-    return st, ctx["leaf_values"]
-
-
-def _among(player, players: tuple):
-  """Whether the (traced) ``player`` is one of the (static) ``players`` updated now."""
-  if len(players) == 2:
-    return jnp.ones((), bool)
-  return player == players[0]
-
-
-def _select(pred, a, b):
-  """The pytree ``a`` where ``pred`` else ``b``."""
-  return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
 
 
 def _check_ranges(source: device_tree.Source, ranges):

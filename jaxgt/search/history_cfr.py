@@ -13,7 +13,7 @@ regret and averaging rules) is the package's one
 runs here as on the sequence form.
 
 A :class:`Forest` is the flat view (``S`` slots) of the GT-CFR search's device
-tree (:func:`jaxgt.search.gtcfr.tree_forest`). Shape letters: ``S`` slots, ``I``
+tree (:func:`jaxgt.search.regret_phase.tree_forest`). Shape letters: ``S`` slots, ``I``
 rows of a player's table (information states), ``A`` actions, ``R`` value rows
 (one per player's update).
 """
