@@ -42,9 +42,9 @@ from jaxgt.core.evaluate import policy_evaluation_jit
 from jaxgt.solving import SOLVERS, make_full_width_solver
 
 TARGETS = (1e-3, 1e-4, 1e-5)
-HEADLINE = 1e-4  # the target of the ratios (issue 16: Leduc, 1e-4)
+HEADLINE = 1e-4  # the exploitability at which the headline ratios are taken
 ISO_LEDUC = "leduc_poker(suit_isomorphism=true)"
-OPENSPIEL = "OpenSpiel C++ CFR+"  # the label of the issue's target peer
+OPENSPIEL = "OpenSpiel C++ CFR+"  # the label of the headline ratio's peer
 # jaxgt game string -> (label, OpenSpiel game string or None, turn-based conversion)
 GAMES = {
     "kuhn_poker": ("Kuhn", "kuhn_poker", False),
@@ -357,7 +357,7 @@ def run_peers(spec, label, args, peer_budget):
 
 
 def openspiel_line(gs, label, curves, peers, ours, peer_best):
-  """The line comparing the best jaxgt time to 1e-4 with OpenSpiel C++ CFR+'s (the issue's
+  """The line comparing the best jaxgt time to 1e-4 with OpenSpiel C++ CFR+'s (the headline
   target peer; its figure recorded when it is not the fastest peer), or an estimate from
   jaxgt cfr+'s iterations where OpenSpiel's iterates are the same (:data:`SAME_ITERATES`);
   ``None`` without both."""
@@ -366,7 +366,7 @@ def openspiel_line(gs, label, curves, peers, ours, peer_best):
     return None
   r = peer.reach(HEADLINE)
   if r:
-    if peer_best is None or peer_best[1] != OPENSPIEL:  # the issue's target peer, its own row
+    if peer_best is None or peer_best[1] != OPENSPIEL:  # the headline peer, its own row
       figure("seconds to 1e-4", ours[0], "s", higher_is_better=False, game=label,
              solver=ours[1], peer=OPENSPIEL, peer_value=r[0])
     return (f"1e-4: best jaxgt {ours[1]} {ours[0]:.3g}s; {OPENSPIEL} {r[0]:.3g}s: "

@@ -285,7 +285,7 @@ def test_late_increments_survive_in_float32():
 def test_float32_leduc_million_iterations():
   """Leduc CFR+ in float32, 10^6 iterations (evaluated in float64): the final exploitability
   is no worse than the best of the earlier checkpoints (10% slack for the algorithm's own
-  wobble) and within 3x of float64's run (issue 16: plain sums gave 1.4e-4 at 10^6, 17x
+  wobble) and within 3x of float64's run (plain sums gave 1.4e-4 at 10^6, 17x
   their best at 2.5e5)."""
   g = jaxgt.load("leduc_poker")
   tree64 = g.device_tree("float64")

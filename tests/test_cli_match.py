@@ -1,4 +1,4 @@
-"""``jaxgt match`` and ``jaxgt construct``: the command line contract of issue 14."""
+"""``jaxgt match`` and ``jaxgt construct``: their command-line contract (docs/CLI.md)."""
 
 import functools
 import json

@@ -1,4 +1,4 @@
-"""B GT-CFR searches sharded over 8 emulated devices equal the unsharded batch (issue 17)."""
+"""B GT-CFR searches sharded over 8 emulated devices equal the unsharded batch."""
 
 import pathlib
 

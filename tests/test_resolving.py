@@ -267,10 +267,10 @@ def test_bad_inputs():
 
 @pytest.mark.slow
 def test_leduc_acceptance_continual_resolving():
-  """Issue 5/15 acceptance: Leduc, exact leaf values, depth limit 2, 1000 alternating CFR+
+  """Leduc, exact leaf values, depth limit 2, 1000 alternating CFR+
   iterations per re-solve on the device tree, alpha = 0.5: composed policy <= 0.55 mbb/h
   (0.428 here; the host-extracted implementation gave 0.47, root ranges off by one rounding
-  unit give 0.43-0.47; before issue 15's fix of the gadget's first-iteration range 0.611),
+  unit give 0.43-0.47; with the gadget's first-iteration range taken before the mix, 0.611),
   checked with OpenSpiel's exploitability on the exported policy; one compiled re-solve per
   mode (fixed ranges, gadget) for all 186 re-solves."""
   g = jaxgt.load("leduc_poker")

@@ -1,4 +1,4 @@
-"""Student of Games' training process (issue 12 part B): config, self-play actors, query
+"""Student of Games' training process: config, self-play actors, query
 solver, loop, exact resume. The end-to-end runs compile GT-CFR searches with a network
 (minutes on a loaded 2-core machine) and are marked slow."""
 

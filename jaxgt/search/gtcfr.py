@@ -84,7 +84,7 @@ class GTCFRConfig:
   No variant moved the mean by more than the paired seed-to-seed spread (standard deviation
   of the per-seed differences 6-41 mbb/h). ``virtual_loss`` is inert at ``ceil(c) = 1`` (one
   simulation per phase); ``chance="uniform"`` was not measured. ``value_average`` is
-  ``"node"`` by default (since stop 17; ``"search"`` before): the unbiased average of a node's
+  ``"node"`` by default (``"search"`` before git 9900324): the unbiased average of a node's
   own iterates, it removed the one outlier of ``SoG(1000, 1)`` (seed 4: 9.40 against 38.6
   mbb/h) and is better at ``s = 100`` (seeds 0-9: 53.1 / 68.6 / 139 against 60.5 / 90.4 /
   131, 9 of 10 paired seeds better), worse at ``s = 10`` (548 / 596 / 680 against 477 / 544 /

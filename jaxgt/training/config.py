@@ -47,7 +47,7 @@ class TrainConfig:
   capacity: int = 0  # search-tree nodes (0: what the simulations can add)
   alpha: float = 0.5  # modified re-solving gadget's mixing
   # normaliser of a node's averaged values (jaxgt.search.gtcfr.make_config): the presets were
-  # measured with "search", the search default before "node" (stop 17)
+  # measured with "search", the search default before "node"
   value_average: str = "search"
   epsilon: float = 0.1  # exploration: (1 - epsilon) pi + epsilon uniform
   greedy_after: int = 1_000_000  # decisions of a game after which the move is pi's argmax

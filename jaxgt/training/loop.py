@@ -112,7 +112,7 @@ class Trainer:
                          f"shard the actors and the learner over the devices")
 
   def place(self, state: TrainState, mesh: Mesh | None) -> TrainState:
-    """``state`` laid out over ``mesh`` (issue 17): the actors' games split over its devices,
+    """``state`` laid out over ``mesh``: the actors' games split over its devices,
     everything else replicated, so the actor program runs each device's games and the
     learner (with :meth:`iterate`'s ``mesh``) is data-parallel. ``None``: unchanged."""
     if mesh is None:
