@@ -44,7 +44,8 @@ from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_p
 from jaxgt.core.public_tree import PublicTree, history_values
 from jaxgt.games.base import TERMINAL
 import reference_leaf as leaf_lib
-from jaxgt.search.gadget import Gadget, check_alpha, normalized
+from jaxgt.core.sequence_form import safe_div as normalized
+from jaxgt.search.gadget import Gadget, check_alpha
 from reference_subgame import Subgame
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.search.subgame import summary_from_policy  # noqa: F401  (the summaries the tests use)

@@ -99,10 +99,10 @@ def solver_kwargs(args) -> dict:
     raise ValueError(f"{', '.join(map(_flag, wrong))} does not apply to --solver {args.solver} "
                      f"(it takes: {takes})")
   kw = dict(given)
+  options = inspect.signature({**SOLVERS, **SAMPLING_SOLVERS}[args.solver]).parameters
   for flag, option in (("no_compensation", "compensated"), ("no_exact_ties", "exact_ties")):
     if getattr(args, flag):
-      factory = {**SOLVERS, **SAMPLING_SOLVERS}[args.solver]
-      if option not in inspect.signature(factory).parameters:
+      if option not in options:
         raise ValueError(f"--{flag.replace('_', '-')} applies to the CFR family only")
       kw[option] = False
   return kw

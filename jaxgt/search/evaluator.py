@@ -204,8 +204,7 @@ def _build_continuation_tables(game, dtype: str) -> dict:
 
   uniform = []
   for p, pt in enumerate(t.players):
-    legal = np.asarray(pt.legal, np.float64)
-    sigma = legal / np.maximum(legal.sum(-1, keepdims=True), 1.0)
+    sigma = sequence_form.uniform(np.asarray(pt.legal), np.float64)
     xu = np.asarray(sequence_form.realization(pt, jnp.asarray(sigma)))
     uniform.append(xu[np.asarray(t.last_seq[p])])
   uniform = np.stack(uniform)

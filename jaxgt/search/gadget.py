@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxgt.core.checks import check_real
+from jaxgt.core.sequence_form import safe_div
 
 
 # the modified gadget's opponent-range mixing (Schmid et al., "Student of Games", 2023,
@@ -82,7 +83,7 @@ class Gadget:
     f = self.follow(gs)
     if self.alpha is None:
       return f
-    return (self.alpha * normalized(f, f.sum(), self.previous_range)
+    return (self.alpha * safe_div(f, f.sum(), self.previous_range)
             + (1.0 - self.alpha) * self.previous_range)
 
   def weights(self, gs: GadgetState, player: int, weights, t):
@@ -120,10 +121,5 @@ class Gadget:
     """``[K_o]`` the average opponent root range (the average follow
     probabilities themselves for the exact gadget)."""
     if self.terminate_values is not None and self.alpha is None:
-      return normalized(gs.range_sum, gs.weight_sum, 0.0)
-    return normalized(gs.range_sum, gs.range_sum.sum(), 1.0 / max(len(gs.range_sum), 1))
-
-
-def normalized(v, total, default):
-  """``v / total``, ``default`` where ``total`` is not positive."""
-  return jnp.where(total > 0, v / jnp.where(total > 0, total, 1.0), default)
+      return safe_div(gs.range_sum, gs.weight_sum, 0.0)
+    return safe_div(gs.range_sum, gs.range_sum.sum(), 1.0 / max(len(gs.range_sum), 1))

@@ -46,7 +46,7 @@ from jax import lax
 
 from jaxgt.core.checks import (check_choice, check_distribution, check_key,
                                check_nonnegative_int, check_positive_int, check_real)
-from jaxgt.core import rng
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
@@ -253,7 +253,7 @@ def puct_scores(config: GTCFRConfig, scale, q, visits, virtual, prior, legal):
   """``[A]`` PUCT scores at one information state (``-inf`` at illegal actions; formula in
   :func:`make_config`): ``q``, ``visits``, ``virtual`` (this phase's visits), ``prior`` ``[A]``
   (all zero: uniform over ``legal [A]``), ``scale`` the game's largest ``|payoff|``."""
-  pr = jnp.where(jnp.sum(prior) > 0, prior, legal / jnp.maximum(jnp.sum(legal), 1))
+  pr = jnp.where(jnp.sum(prior) > 0, prior, sequence_form.uniform(legal))
   qv = q - config.virtual_loss * scale * virtual / (visits + 1.0)
   u = (config.puct_constant * scale * pr * jnp.sqrt(jnp.sum(visits) + config.puct_visit_offset)
        / (1.0 + visits))
@@ -321,8 +321,7 @@ class _Program:
       r = jax.ops.segment_max(jnp.where(ok, fw.own[p], 0.0), jnp.where(ok, node * K + info, N * K),
                               N * K + 1)[:-1].reshape(N, K)
       r = jnp.maximum(r, 0.0)
-      tot = r.sum(-1, keepdims=True)
-      ranges.append(jnp.where(tot > 0, r / jnp.where(tot > 0, tot, 1.0), 0.0))
+      ranges.append(sequence_form.safe_div(r, r.sum(-1, keepdims=True)))
     pos = jnp.where(queried, log.count + jnp.cumsum(queried) - 1, L)
     pos = jnp.where(pos < L, pos, L)
     return QueryLog(public=log.public.at[pos].set(tree.public, mode="drop"),

@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxgt.core import sequence_form
 from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree
@@ -63,14 +64,13 @@ def root_own(tree, ranges, K):
 
 def evaluator_prior(tree, prior, temperature):
   """Evaluator prior at temperature ``temperature``, uniform where absent."""
-  legal = jnp.stack(legal_rows(tree)).astype(tree.chance.dtype)
-  uniform = legal / jnp.maximum(legal.sum(-1, keepdims=True), 1.0)
+  legal = jnp.stack(legal_rows(tree))
+  uniform = sequence_form.uniform(legal, tree.chance.dtype)
   if prior is None:
     return uniform
   p = jnp.asarray(prior, tree.chance.dtype).reshape(legal.shape) * legal
   p = p ** (1.0 / temperature)
-  tot = p.sum(-1, keepdims=True)
-  return jnp.where(tot > 0, p / jnp.where(tot > 0, tot, 1.0), uniform)
+  return sequence_form.safe_div(p, p.sum(-1, keepdims=True), uniform)
 
 
 @dataclasses.dataclass(frozen=True)

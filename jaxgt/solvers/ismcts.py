@@ -170,7 +170,7 @@ def ismcts_node_policy(cfg: ISMCTS, c_uct, state: ISMCTSState):
       score = jnp.where(n > 0, score, jnp.inf)
       score = jnp.where(legal, score, -jnp.inf)
       best = legal & (score >= jnp.max(score, axis=-1, keepdims=True))
-      sig = best / jnp.maximum(jnp.sum(best, axis=-1, keepdims=True), 1)
+      sig = sequence_form.uniform(best)
     else:
       rm = sequence_form.regret_matching(infostate_rows(state.regrets, pl, info), legal)
       sig = mix_uniform(rm, legal, cfg.exploration)
