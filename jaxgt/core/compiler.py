@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import array
 import collections
-import dataclasses
 import hashlib
-import os
 import sys
 import time
 from typing import Any, Callable
@@ -28,40 +26,14 @@ import jax
 import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
+from jaxgt.core.expand import EnumerationProgress, enumerate_device, history_path, rss_bytes
 from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree, PlayerTree, first_seen_ids
+from jaxgt.core.playout import estimate_size
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL, Game
-from jaxgt.games.size import GameTooLargeError, SizeEstimate, format_count, refuse_if_too_large
-
-
-def _rss_bytes() -> int:
-  """Resident memory of this process (Linux ``/proc``; else the peak from ``resource``)."""
-  try:
-    with open("/proc/self/statm") as f:
-      return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-  except (OSError, ValueError, IndexError):
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-@dataclasses.dataclass(frozen=True)
-class EnumerationProgress:
-  """One progress report of :func:`compile_game`'s enumeration."""
-
-  histories: int  # histories enumerated (their game calls done)
-  discovered: int  # histories found so far (enumerated + waiting in the queue)
-  seconds: float  # since enumeration started
-  rate: float  # histories enumerated per second
-  rss_bytes: int  # resident memory of the process
-  estimate: SizeEstimate | None  # the size estimate made before enumerating, if any
-  limit: int  # max_histories
-
-  def line(self) -> str:
-    est = (f" of ~{format_count(self.estimate.log10_histories)} estimated"
-           if self.estimate is not None else "")
-    return (f"enumerating: {self.histories:,} histories{est} ({self.discovered:,} found, "
-            f"limit {self.limit:,}), {self.rate:,.0f}/s, {self.seconds:.1f}s, "
-            f"memory {self.rss_bytes / 2**20:,.0f} MiB")
+from jaxgt.games.device import DeviceGame
+from jaxgt.games.size import (EARLY_MIN_LIMIT, REFUSE_FACTOR, GameTooLargeError, SizeEstimate,
+                              format_count, refuse_if_too_large)
 
 
 def _print_progress(report: EnumerationProgress) -> None:
@@ -85,6 +57,24 @@ def _early_size_check(game: Game, max_histories: int) -> SizeEstimate | None:
     raise
   except Exception:  # malformed rules: enumeration names the history
     return None
+
+
+def _early_device_size_check(game: DeviceGame, max_histories: int) -> SizeEstimate | None:
+  """Knuth's estimate over a batch of random paths through the device rules
+  (:func:`jaxgt.games.playout.estimate_size`), raising :class:`GameTooLargeError` when the
+  estimate exceeds ``max_histories`` by :data:`~jaxgt.games.size.REFUSE_FACTOR`."""
+  t0 = time.perf_counter()
+  with jax.enable_x64(True):  # the enumeration's precision, so traced constants agree
+    est = estimate_size(game, paths=2048)
+  out = SizeEstimate(log10_histories=est["log10_histories"], paths=est["paths"],
+                     longest_path=est["longest_path"], truncated=est["truncated"],
+                     seconds=time.perf_counter() - t0)
+  if max_histories >= EARLY_MIN_LIMIT and out.histories > REFUSE_FACTOR * max_histories:
+    raise GameTooLargeError(
+        f"{game.game_string()}: about {format_count(out.log10_histories)} histories "
+        f"(random-path estimate over {out.paths} paths), over max_histories={max_histories:,}; "
+        "it is played, sampled and searched through its rules instead of enumerated")
+  return out
 
 
 # reduction; past this, sequence sums scatter)
@@ -120,15 +110,6 @@ def terminal_groups(terminal_seq, num_sequences: int) -> tuple:
   return np.concatenate(order).astype(np.int32), row, tuple(blocks)
 
 
-def _path(parent, action, h: int) -> tuple:
-  """Actions from the root to history ``h`` (for error messages)."""
-  acts = []
-  while h > 0:
-    acts.append(int(action[h]))
-    h = int(parent[h])
-  return tuple(reversed(acts))
-
-
 def compile_game(game: Game, *, max_histories: int = 5_000_000,
                  progress: bool | Callable[[EnumerationProgress], Any] = False,
                  progress_seconds: float = 2.0) -> CompiledGame:
@@ -153,8 +134,13 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
   receives each report instead.
   """
   t0 = time.perf_counter()
-  estimate = _early_size_check(game, max_histories)
   report = _print_progress if progress is True else (progress or None)
+  if isinstance(game, DeviceGame):
+    estimate = _early_device_size_check(game, max_histories)
+    return number_keys(game, **enumerate_device(
+        game, max_histories=max_histories, report=report, estimate=estimate, started=t0,
+        progress_seconds=progress_seconds))
+  estimate = _early_size_check(game, max_histories)
   next_report = t0 + progress_seconds
   A = int(game.num_actions)
   if A <= 0:
@@ -185,7 +171,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
       now = time.perf_counter()
       next_report = now + progress_seconds
       report(EnumerationProgress(histories=h, discovered=len(states), seconds=now - t0,
-                                 rate=h / max(now - t0, 1e-9), rss_bytes=_rss_bytes(),
+                                 rate=h / max(now - t0, 1e-9), rss_bytes=rss_bytes(),
                                  estimate=estimate, limit=max_histories))
     p = game.current_player(s)
     pk = game.public_state(s)
@@ -195,7 +181,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
       r = game.returns(s)
       if len(r) != 2 or abs(float(r[0]) + float(r[1])) > PROB_ATOL:
         raise ValueError(
-            f"{game.name}: returns {tuple(r)} at history {_path(parent, action, h)} "
+            f"{game.name}: returns {tuple(r)} at history {history_path(parent, action, h)} "
             "are not zero-sum")
       payoff.append(float(r[0]))
       key_of_hist[0].append(NO_INDEX)
@@ -204,23 +190,25 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
       continue
     payoff.append(0.0)
     if p != CHANCE and p != 0 and p != 1:
-      raise ValueError(f"{game.name}: current_player {p} at history {_path(parent, action, h)} "
+      where = history_path(parent, action, h)
+      raise ValueError(f"{game.name}: current_player {p} at history {where} "
                        f"is not 0, 1, CHANCE or TERMINAL")
     for q in (0, 1):  # information-state keys of both players (acting or not)
       key_of_hist[q].append(key_ids[q].setdefault(game.information_state(s, q), len(key_ids[q])))
     if p == CHANCE:
       outcomes = list(game.chance_outcomes(s))
       if not outcomes:
-        raise ValueError(f"{game.name}: chance node {_path(parent, action, h)} has no outcomes")
+        where = history_path(parent, action, h)
+        raise ValueError(f"{game.name}: chance node {where} has no outcomes")
       total = 0.0
       for a, q in outcomes:
         if not (q > 0):
           raise ValueError(
-              f"{game.name}: chance outcome {a} at history {_path(parent, action, h)} "
+              f"{game.name}: chance outcome {a} at history {history_path(parent, action, h)} "
               f"has probability {q}")
         if a < 0:
           raise ValueError(f"{game.name}: chance outcome id {a} at history "
-                           f"{_path(parent, action, h)} is negative")
+                           f"{history_path(parent, action, h)} is negative")
         total += q
         C = max(C, a + 1)
         states.append(game.next_state(s, a))
@@ -229,16 +217,18 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
         child_prob.append(q)
       if abs(total - 1.0) > PROB_ATOL:
         raise ValueError(
-            f"{game.name}: chance probabilities at history {_path(parent, action, h)} "
+            f"{game.name}: chance probabilities at history {history_path(parent, action, h)} "
             f"sum to {total}, not 1")
     else:
       legal = game.legal_actions(s)
       if not len(legal):
-        raise ValueError(f"{game.name}: no legal actions at history {_path(parent, action, h)}")
+        where = history_path(parent, action, h)
+        raise ValueError(f"{game.name}: no legal actions at history {where}")
       for a in legal:
         if not 0 <= a < A:
           raise ValueError(
-              f"{game.name}: action {a} at history {_path(parent, action, h)} outside [0, {A})")
+              where = history_path(parent, action, h)
+              f"{game.name}: action {a} at history {where} outside [0, {A})")
         states.append(game.next_state(s, a))
         parent.append(h)
         action.append(a)
@@ -246,30 +236,41 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
     h += 1
   del states
 
-  # Acting information states (keys numbered by first appearance where the
-  # player acts) and augmented ones ((public state, key) pairs numbered by
-  # first appearance), each as one vectorised pass over the recorded keys.
-  pub = np.asarray(public_of_hist, np.int64)
-  player_arr = np.asarray(players, np.int64)
-  info_of_hist = np.full(len(players), NO_INDEX, np.int32)
-  aug = np.full((2, len(players)), NO_INDEX, np.int32)
+  return number_keys(
+      game, parent=parent, action=action, edge_prob=child_prob, player=players,
+      key_of_hist=[np.frombuffer(k, np.int64) for k in key_of_hist],
+      key_names=[list(k) for k in key_ids], public=public_of_hist,
+      public_keys=tuple(public_ids), payoff=payoff, num_actions=A, num_outcomes=C, started=t0)
+
+
+def number_keys(game, *, parent, action, edge_prob, player, key_of_hist, key_names, public,
+                public_keys, payoff, num_actions: int, num_outcomes: int,
+                started: float) -> CompiledGame:
+  """The step between enumeration and :func:`assemble`: acting information states (keys
+  numbered by first appearance where the player acts) and augmented ones ((public state,
+  key) pairs numbered by first appearance), each one vectorised pass over ``key_of_hist``
+  (``[2][H]`` int64 key ids, ``-1`` at terminals; ``key_names[q][id]`` the string)."""
+  pub = np.asarray(public, np.int64)
+  player_arr = np.asarray(player, np.int64)
+  info_of_hist = np.full(len(player_arr), NO_INDEX, np.int32)
+  aug = np.full((2, len(player_arr)), NO_INDEX, np.int32)
   info_keys, aug_keys = [], []
   for q in (0, 1):
-    kid = np.frombuffer(key_of_hist[q], np.int64)
-    names = list(key_ids[q])
+    kid = np.asarray(key_of_hist[q], np.int64)
+    names = key_names[q]
     m = np.flatnonzero(player_arr == q)
     info_of_hist[m], first = first_seen_ids(kid[m])
     info_keys.append([names[k] for k in kid[m[first]]])
     m = np.flatnonzero(kid >= 0)
-    aug[q, m], first = first_seen_ids(pub[m] * len(names) + kid[m])
+    aug[q, m], first = first_seen_ids(pub[m] * max(len(names), 1) + kid[m])
     aug_keys.append([names[k] for k in kid[m[first]]])
 
   return assemble(
-      game, parent=parent, action=action, edge_prob=child_prob, player=players,
+      game, parent=parent, action=action, edge_prob=edge_prob, player=player,
       infostate=info_of_hist, infostate_keys=info_keys,
-      public=public_of_hist, public_keys=tuple(public_ids), payoff=payoff,
+      public=public, public_keys=public_keys, payoff=payoff,
       aug=aug, aug_keys=aug_keys,
-      num_actions=A, num_outcomes=C, started=t0)
+      num_actions=num_actions, num_outcomes=num_outcomes, started=started)
 
 
 def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infostate_keys,
@@ -342,7 +343,7 @@ def assemble(game: Game, *, parent, action, edge_prob, player, infostate, infost
         k = int(bad[0])
         raise ValueError(
             f"{game.name}: information state {infostate_keys[p][iids[k]]!r} of player {p} "
-            f"{what} (history {_path(parent_arr, action_arr, int(hs[k]))})")
+            f"{what} (history {history_path(parent_arr, action_arr, int(hs[k]))})")
     par_seq_old = last[p, hs[first]]
     level = np.zeros(n, np.int64)  # number of own earlier decisions; parents are seen first
     for i in range(n):

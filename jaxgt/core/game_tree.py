@@ -115,6 +115,12 @@ class CompiledGame:
       self._cache[key] = build(self, *args)
     return self._cache[key]
 
+  def rules(self):
+    """This game read through the device game protocol (:class:`~jaxgt.core.tree_rules.TreeRules`;
+    the state is a history index)."""
+    from jaxgt.core.tree_rules import TreeRules
+    return self.derived(TreeRules)
+
   def device_tree(self, dtype=None) -> GameTree:
     """The tree as device arrays with floats in ``dtype`` (cached)."""
     return self.derived(_device_tree, jnp.dtype(resolve_dtype(dtype)).name)

@@ -23,8 +23,8 @@ PROB_ATOL = 1e-6
 policies) and on ``u0 + u1 == 0`` of a game's returns; :mod:`jaxgt.core.checks` uses it."""
 
 
-class Game(abc.ABC):
-  """A two-player zero-sum extensive-form game with chance (see module doc).
+class GameInfo:
+  """What every game definition says of itself, whatever form its rules take.
 
   ``name`` is the registry name, ``params`` all parameters (defaults filled
   in; they name the game), ``num_actions`` the number of player action ids,
@@ -36,6 +36,8 @@ class Game(abc.ABC):
   Information Games", 2015, Sec. 4.2).
   A game that declares ``param_defaults`` gets its ``params`` filled and
   checked from them (:func:`check_params`); a ``players`` parameter must be 2.
+  Rules come as Python methods (:class:`Game`) or as JAX functions
+  (:class:`jaxgt.games.device.DeviceGame`).
   """
 
   name: str = "game"
@@ -49,6 +51,34 @@ class Game(abc.ABC):
                                    if self.param_defaults else dict(params))
     if self.params.get("players", 2) != 2:
       raise ValueError(f"{self.name}: jaxgt solves two-player games; players must be 2")
+
+  def action_string(self, action: int) -> str:
+    return str(action)
+
+  def game_string(self) -> str:
+    """``name(k=v,...)`` in OpenSpiel's syntax (defaults left out); ``jaxgt.load`` parses it."""
+    shown = {k: v for k, v in self.params.items()
+             if k not in self.param_defaults or self.param_defaults[k] != v}
+    if not shown:
+      return self.name
+    inner = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(shown.items()))
+    return f"{self.name}({inner})"
+
+  def openspiel_game_string(self) -> str | None:
+    """A string ``pyspiel.load_game`` accepts for the same game, or ``None``."""
+    return None
+
+  def __repr__(self) -> str:
+    return f"<jaxgt game {self.game_string()}>"
+
+
+class Game(GameInfo, abc.ABC):
+  """Rules as Python methods over host states, walked one state at a time.
+
+  The form for user-written games and OpenSpiel imports; jaxgt's own games
+  are :class:`~jaxgt.games.device.DeviceGame` s (their Python twins live in
+  the tests as oracles).
+  """
 
   @abc.abstractmethod
   def initial_state(self) -> Any:
@@ -81,25 +111,6 @@ class Game(abc.ABC):
   @abc.abstractmethod
   def public_state(self, state: Any) -> Hashable:
     """A hashable key: what *both* players observe."""
-
-  def action_string(self, action: int) -> str:
-    return str(action)
-
-  def game_string(self) -> str:
-    """``name(k=v,...)`` in OpenSpiel's syntax (defaults left out); ``jaxgt.load`` parses it."""
-    shown = {k: v for k, v in self.params.items()
-             if k not in self.param_defaults or self.param_defaults[k] != v}
-    if not shown:
-      return self.name
-    inner = ",".join(f"{k}={_fmt(v)}" for k, v in sorted(shown.items()))
-    return f"{self.name}({inner})"
-
-  def openspiel_game_string(self) -> str | None:
-    """A string ``pyspiel.load_game`` accepts for the same game, or ``None``."""
-    return None
-
-  def __repr__(self) -> str:
-    return f"<jaxgt game {self.game_string()}>"
 
 
 def _fmt(v: Any) -> str:

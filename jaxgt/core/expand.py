@@ -1,0 +1,226 @@
+"""Enumeration of a :class:`~jaxgt.games.device.DeviceGame`: breadth first, a frontier at a time.
+
+Each depth's frontier of states is one batch: one jitted, vmapped call reads
+every state's player, children mask, chance probabilities, returns and keys,
+and one more steps every (state, legal action or outcome) pair into the next
+frontier. The host only numbers keys (a NumPy ``unique`` per depth) and
+names the information states it has not seen (one ``info_string`` call per
+new key, not per history). Histories come out in the breadth-first order of
+:func:`jaxgt.core.compiler.compile_game` (children by ascending action id), so
+a device game and its Python twin compile to equal arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.core.checks import PROB_ATOL
+from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.device import DeviceGame, children_mask
+from jaxgt.games.size import GameTooLargeError, SizeEstimate, format_count
+
+def rss_bytes() -> int:
+  """Resident memory of this process (Linux ``/proc``; else the peak from ``resource``)."""
+  try:
+    with open("/proc/self/statm") as f:
+      return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+  except (OSError, ValueError, IndexError):
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class EnumerationProgress:
+  """One progress report of :func:`compile_game`'s enumeration."""
+
+  histories: int  # histories enumerated (their game calls done)
+  discovered: int  # histories found so far (enumerated + waiting in the queue)
+  seconds: float  # since enumeration started
+  rate: float  # histories enumerated per second
+  rss_bytes: int  # resident memory of the process
+  estimate: SizeEstimate | None  # the size estimate made before enumerating, if any
+  limit: int  # max_histories
+
+  def line(self) -> str:
+    est = (f" of ~{format_count(self.estimate.log10_histories)} estimated"
+           if self.estimate is not None else "")
+    return (f"enumerating: {self.histories:,} histories{est} ({self.discovered:,} found, "
+            f"limit {self.limit:,}), {self.rate:,.0f}/s, {self.seconds:.1f}s, "
+            f"memory {self.rss_bytes / 2**20:,.0f} MiB")
+
+
+def history_path(parent, action, h: int) -> tuple:
+  """Actions from the root to history ``h`` (for error messages)."""
+  acts = []
+  while h > 0:
+    acts.append(int(action[h]))
+    h = int(parent[h])
+  return tuple(reversed(acts))
+
+
+CHUNK = 1 << 16
+"""States per jitted call (frontiers are cut into chunks of this size, the last padded)."""
+
+
+def _bucket(n: int) -> int:
+  """The padded batch size of ``n`` states: a power of two up to :data:`CHUNK`."""
+  return min(CHUNK, 1 << max(n - 1, 0).bit_length())
+
+
+def _rows(keys: np.ndarray) -> np.ndarray:
+  """``[N, W]`` int32 keys as ``[N]`` byte strings (one comparable item per row)."""
+  keys = np.ascontiguousarray(keys, np.int32)
+  return keys.view(np.dtype((np.void, 4 * keys.shape[1]))).reshape(-1)
+
+
+class _Numbering:
+  """Key rows -> ids by first appearance, with a name for each id."""
+
+  def __init__(self, name=None):
+    self.ids: dict = {}
+    self.names: list = []
+    self._name = name
+
+  def number(self, keys: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """``[N]`` int64 ids of ``keys [N, W]`` (``-1`` where not ``valid``), new keys numbered in
+    order of first appearance."""
+    out = np.full(len(keys), -1, np.int64)
+    idx = np.arange(len(keys)) if valid is None else np.flatnonzero(valid)
+    if not len(idx):
+      return out
+    rows = _rows(keys[idx])
+    uniq, first, inv = np.unique(rows, return_index=True, return_inverse=True)
+    uid = np.empty(len(uniq), np.int64)
+    for u in np.argsort(first, kind="stable"):
+      b = uniq[u].tobytes()
+      k = self.ids.get(b)
+      if k is None:
+        k = self.ids[b] = len(self.names)
+        self.names.append(self._name(keys[idx[first[u]]]) if self._name else
+                          tuple(int(x) for x in keys[idx[first[u]]]))
+      uid[u] = k
+    out[idx] = uid[inv.reshape(-1)]
+    return out
+
+
+def _functions(game: DeviceGame):
+  n = game.num_distinct
+
+  def read(s):
+    probs = game.chance_probs(s) if game.num_outcomes else jnp.zeros(0)
+    probs = jnp.zeros(n, probs.dtype if game.num_outcomes else jnp.float64).at[
+        :game.num_outcomes].set(probs)
+    return (game.current_player(s), children_mask(game, s), probs, game.returns(s),
+            game.info_key(s, 0), game.info_key(s, 1), game.public_key(s))
+
+  return jax.jit(jax.vmap(read)), jax.jit(jax.vmap(game.step))
+
+
+def _take(states, idx):
+  return jax.tree_util.tree_map(lambda x: x[idx], states)
+
+
+def _chunked(fn, states, n: int, *extra):
+  """``fn`` over the first ``n`` states in padded chunks; NumPy outputs of length ``n``."""
+  outs = []
+  for lo in range(0, n, CHUNK):
+    hi = min(n, lo + CHUNK)
+    b = _bucket(hi - lo)
+    idx = np.minimum(np.arange(lo, lo + b), hi - 1)
+    args = [_take(states, idx)] + [e[idx] for e in extra]
+    out = fn(*args)
+    outs.append(jax.tree_util.tree_map(lambda x, m=hi - lo: x[:m], out))
+  if len(outs) == 1:
+    return outs[0]
+  return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs) if isinstance(xs[0], jax.Array)
+                                else np.concatenate(xs), *outs)
+
+
+def enumerate_device(game: DeviceGame, *, max_histories: int, report=None, estimate=None,
+                     started: float | None = None, progress_seconds: float = 2.0) -> dict:
+  """The per-history records of ``game`` for :func:`jaxgt.core.compiler.number_keys`.
+
+  Raises ``ValueError`` naming the history for an unknown player id, a decision without legal
+  actions, chance probabilities that do not sum to one, non-zero-sum returns, and
+  :class:`GameTooLargeError` past ``max_histories``.
+  """
+  t0 = time.perf_counter() if started is None else started
+  next_report = t0 + progress_seconds
+  A = int(game.num_actions)
+  keys = (_Numbering(lambda k: game.info_string(k, 0)),
+          _Numbering(lambda k: game.info_string(k, 1)))
+  public = _Numbering(game.public_name)
+  parent, action, prob, player, payoff, kid, pub = ([] for _ in range(7))
+  used_outcomes = 0
+  with jax.enable_x64(True):
+    read, step = _functions(game)
+    frontier = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], game.init())
+    n, offset = 1, 0
+    lvl_parent, lvl_action, lvl_prob = (np.array([-1]), np.array([-1]), np.array([1.0]))
+    while n:
+      if offset + n > max_histories:
+        raise GameTooLargeError(
+            f"{game.game_string()}: more than {max_histories} histories (counted "
+            f"{offset + n} so far); pass max_histories=... to raise the limit")
+      p, mask, probs, ret, k0, k1, pk = (np.asarray(x) for x in _chunked(read, frontier, n))
+      parent.append(lvl_parent), action.append(lvl_action), prob.append(lvl_prob)
+
+      def where(rows, what, check):
+        h = offset + int(rows[0])
+        par = np.concatenate(parent)
+        act = np.concatenate(action)
+        raise ValueError(f"{game.name}: {what} at history {history_path(par, act, h)} (check "
+                         f"'{check}')")
+
+      bad = np.flatnonzero(~np.isin(p, (0, 1, CHANCE, TERMINAL)))
+      if len(bad):
+        where(bad, f"current_player {p[bad[0]]} is not 0, 1, CHANCE or TERMINAL", "players")
+      term = p == TERMINAL
+      chance = p == CHANCE
+      bad = np.flatnonzero(~term & ~mask.any(axis=1))
+      if len(bad):
+        where(bad, "no legal actions or chance outcomes", "legal_actions")
+      if chance.any():
+        total = probs[chance].sum(axis=1)
+        bad = np.flatnonzero(chance)[np.abs(total - 1.0) > PROB_ATOL]
+        if len(bad):
+          where(bad, f"chance probabilities sum to {probs[bad[0]].sum()}, not 1",
+                "chance_probabilities")
+        used_outcomes = max(used_outcomes,
+                            int(np.flatnonzero(mask[chance].any(axis=0)).max()) + 1)
+      bad = np.flatnonzero(term & (np.abs(ret[:, 0] + ret[:, 1]) > PROB_ATOL))
+      if len(bad):
+        where(bad, f"returns {tuple(ret[bad[0]])} are not zero-sum", "zero_sum")
+      player.append(p.astype(np.int32))
+      payoff.append(np.where(term, ret[:, 0], 0.0))
+      kid.append((keys[0].number(k0, ~term), keys[1].number(k1, ~term)))
+      pub.append(public.number(pk))
+      # the next frontier: every (history, action or outcome) with a child, by action id
+      rows, acts = np.nonzero(mask & ~term[:, None])
+      lvl_parent = (offset + rows).astype(np.int64)
+      lvl_action = acts.astype(np.int64)
+      lvl_prob = np.where(chance[rows], probs[rows, acts], 1.0)
+      offset += n
+      n = len(rows)
+      if n:
+        frontier = _chunked(lambda s, a: step(s, a), _take(frontier, rows), n,
+                            acts.astype(np.int32))
+      if report is not None and time.perf_counter() >= next_report:
+        now = time.perf_counter()
+        next_report = now + progress_seconds
+        report(EnumerationProgress(histories=offset, discovered=offset + n, seconds=now - t0,
+                                   rate=offset / max(now - t0, 1e-9), rss_bytes=rss_bytes(),
+                                   estimate=estimate, limit=max_histories))
+  return dict(
+      parent=np.concatenate(parent), action=np.concatenate(action),
+      edge_prob=np.concatenate(prob), player=np.concatenate(player),
+      key_of_hist=[np.concatenate([k[q] for k in kid]) for q in (0, 1)],
+      key_names=[keys[0].names, keys[1].names], public=np.concatenate(pub),
+      public_keys=tuple(public.names), payoff=np.concatenate(payoff), num_actions=A,
+      num_outcomes=max(A, used_outcomes), started=t0)

@@ -1,0 +1,167 @@
+"""Rules as JAX programs: the device game protocol.
+
+A :class:`DeviceGame` states its rules as pure functions over a fixed-shape
+*state* pytree (any pytree of arrays; a flax ``struct.dataclass`` is usual),
+so they jit, vmap over batches of states and run on any device. Chance is
+explicit: a chance node gives its outcome probabilities and the caller picks
+the outcome (samples it, enumerates every one, or conditions on a belief),
+so exact chance reach is always at hand. Information states are identified
+by collision-free integer keys, not hashes; public states by a key too, and
+a game whose hidden information is a private part per player (cards, dice)
+says so with private-state indices, so beliefs are ranges ``[K_p]``.
+
+Shapes (one state; a batch adds leading axes through ``jax.vmap``):
+
+==========================  =======================  =====================================
+function                    returns                  meaning
+==========================  =======================  =====================================
+``init()``                  state                    the root
+``current_player(s)``       int32 ``[]``             0, 1, :data:`CHANCE` or :data:`TERMINAL`
+``legal_mask(s)``           bool ``[A]``             legal actions of the acting player;
+                                                     all ``False`` at chance and terminals
+``chance_probs(s)``         float ``[C]``            outcome probabilities at a chance node
+                                                     (sum 1); zeros elsewhere
+``step(s, a)``              state                    after action / outcome ``a``; a terminal
+                                                     state is returned unchanged
+``returns(s)``              float ``[2]``            utilities at a terminal (zero-sum);
+                                                     zeros elsewhere
+``info_key(s, p)``          int32 ``[W]``            player ``p``'s information state: equal
+                                                     keys exactly when equal information
+                                                     states (``p`` a Python int)
+``info_features(s, p)``     float32 ``[F]``          the same information state for networks
+``public_key(s)``           int32 ``[Wp]``           the public state (what both observe)
+``public_features(s)``      float32 ``[Fp]``         the same for networks
+``private_index(s, p)``     int32 ``[]``             ``p``'s private state in ``[0, K_p)``
+                                                     (games with ``num_private``; -1 while
+                                                     not yet dealt)
+``private_chance(s)``       float ``[K0, K1]``       chance probability of each private pair
+                                                     given ``s``'s public state's chance
+                                                     events (games with ``num_private``)
+==========================  =======================  =====================================
+
+``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``,
+``Wp = public_key_width``, ``F``/``Fp`` the feature sizes, ``K_p =
+num_private[p]``. ``max_length`` bounds the number of steps from the root to
+any terminal (chance steps included), so fixed-length loops cover every
+trajectory. Float outputs take JAX's default float dtype (float64 under
+``jax_enable_x64``; enumeration runs in float64).
+
+Host side (one state whose leaves are NumPy arrays, or a key):
+``info_string(key, p)`` turns an information-state key into its string
+(OpenSpiel's string where the game mirrors one, so policies export exactly),
+``public_name(key)`` a public key into a hashable name, ``action_string(a)``
+names an action. Game strings, parameters, ``big_blind`` and
+``public_actions`` come from :class:`~jaxgt.games.base.GameInfo`.
+
+:func:`jaxgt.games.check` runs the conformance checks on sampled
+trajectories; :func:`jaxgt.compile_game` enumerates a device game breadth
+first, a whole frontier per step, into the static public-tree arrays.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.games.base import CHANCE, TERMINAL, GameInfo
+
+State = Any
+"""A pytree of fixed-shape arrays, chosen by each game."""
+
+
+class DeviceGame(GameInfo, abc.ABC):
+  """Rules as pure JAX functions over fixed-shape states (see the module docstring)."""
+
+  num_outcomes: int = 0  # C: chance outcome ids are in [0, C)
+  max_length: int = 0  # most steps from the root to a terminal
+  info_key_width: int = 1  # W
+  public_key_width: int = 1  # Wp
+  info_feature_size: int = 0  # F
+  public_feature_size: int = 0  # Fp
+  num_private: tuple[int, int] | None = None  # (K0, K1) where the game factors
+
+  # --- device functions -------------------------------------------------------------------
+  @abc.abstractmethod
+  def init(self) -> State:
+    """The root state."""
+
+  @abc.abstractmethod
+  def current_player(self, state: State):
+    """int32 ``[]``: 0, 1, :data:`CHANCE` or :data:`TERMINAL`."""
+
+  @abc.abstractmethod
+  def legal_mask(self, state: State):
+    """bool ``[A]``: the acting player's legal actions (all ``False`` unless 0 or 1 acts)."""
+
+  @abc.abstractmethod
+  def chance_probs(self, state: State):
+    """float ``[C]``: outcome probabilities at a chance node, zeros elsewhere."""
+
+  @abc.abstractmethod
+  def step(self, state: State, action) -> State:
+    """The state after action (or chance outcome) ``action``; terminals are unchanged."""
+
+  @abc.abstractmethod
+  def returns(self, state: State):
+    """float ``[2]``: utilities at a terminal, zeros elsewhere."""
+
+  @abc.abstractmethod
+  def info_key(self, state: State, player: int):
+    """int32 ``[W]``: player ``player``'s information state, losslessly encoded."""
+
+  def info_features(self, state: State, player: int):
+    """float32 ``[F]``: the information state as network input."""
+    raise NotImplementedError(f"{self.name} defines no information-state features")
+
+  @abc.abstractmethod
+  def public_key(self, state: State):
+    """int32 ``[Wp]``: the public state, losslessly encoded."""
+
+  def public_features(self, state: State):
+    """float32 ``[Fp]``: the public state as network input."""
+    raise NotImplementedError(f"{self.name} defines no public-state features")
+
+  def private_index(self, state: State, player: int):
+    """int32 ``[]``: ``player``'s private state in ``[0, K_p)`` (-1 before it is dealt)."""
+    raise NotImplementedError(f"{self.name} has no public/private factorisation")
+
+  def private_chance(self, state: State):
+    """float ``[K0, K1]``: chance probability of each pair of private states."""
+    raise NotImplementedError(f"{self.name} has no public/private factorisation")
+
+  # --- host functions ---------------------------------------------------------------------
+  @abc.abstractmethod
+  def info_string(self, key, player: int) -> str:
+    """The information-state string of key ``key`` (``[W]`` ints) for ``player``."""
+
+  def public_name(self, key) -> Any:
+    """A hashable name of public key ``key`` (default: the key's ints as a tuple)."""
+    return tuple(int(k) for k in np.asarray(key).reshape(-1))
+
+  @property
+  def num_distinct(self) -> int:
+    """``max(A, C)``: the width of ``step``'s action argument."""
+    return max(int(self.num_actions), int(self.num_outcomes))
+
+
+def children_mask(game: DeviceGame, state: State):
+  """bool ``[max(A, C)]``: the actions (player) or outcomes (chance) with a child."""
+  n = game.num_distinct
+  legal = jnp.zeros(n, bool).at[:game.num_actions].set(game.legal_mask(state))
+  probs = jnp.zeros(n).at[:game.num_outcomes].set(game.chance_probs(state)) if game.num_outcomes \
+      else jnp.zeros(n)
+  return jnp.where(game.current_player(state) == CHANCE, probs > 0, legal)
+
+
+def is_terminal(game: DeviceGame, state: State):
+  """bool ``[]``."""
+  return game.current_player(state) == TERMINAL
+
+
+def host_state(state: State) -> State:
+  """``state`` with NumPy leaves (for the host-side functions)."""
+  return jax.tree_util.tree_map(np.asarray, jax.device_get(state))
