@@ -1,5 +1,6 @@
 """Shared references for tests: OpenSpiel lockstep walks, exported exploitability, CFR+ policies."""
 
+import numpy as np
 import pytest
 
 from jaxgt import policy as pol_lib
@@ -10,7 +11,13 @@ pyspiel = pytest.importorskip("pyspiel")
 
 
 def walk_lockstep(ours, os_game):
-  """Walks our game and OpenSpiel's together; asserts every rule and string agrees."""
+  """Walks a game and OpenSpiel's together; asserts every rule and string agrees.
+
+  ``ours`` is a compiled game (read through its arrays and names, so device games are
+  checked as compiled) or a Python :class:`~jaxgt.games.base.Game` (an oracle).
+  """
+  if hasattr(ours, "tree"):
+    ours = _CompiledWalk(ours)
   counts = {"histories": 0, "terminals": 0}
   infos = [set(), set()]
   stack = [(ours.initial_state(), os_game.new_initial_state())]
@@ -39,6 +46,36 @@ def walk_lockstep(ours, os_game):
     for a in actions:
       stack.append((ours.next_state(s, a), o.child(a)))
   return counts, infos
+
+
+class _CompiledWalk:
+  """A compiled game's arrays and names answering the walk's questions (state: history)."""
+
+  def __init__(self, g):
+    self.g, self.t = g, g.tree
+
+  def initial_state(self):
+    return 0
+
+  def current_player(self, h):
+    return int(self.t.player[h])
+
+  def returns(self, h):
+    u = float(self.t.terminal_payoff[self.t.history_terminal[h]])
+    return (u, -u)
+
+  def chance_outcomes(self, h):
+    return [(int(a), float(self.t.chance_probs[h, a]))
+            for a in np.flatnonzero(self.t.chance_probs[h] > 0)]
+
+  def legal_actions(self, h):
+    return [int(a) for a in np.flatnonzero(self.t.children[h, :self.t.num_actions] >= 0)]
+
+  def information_state(self, h, q):
+    return self.g.aug_keys[q][self.g.aug[q, h]]
+
+  def next_state(self, h, a):
+    return int(self.t.children[h, a])
 
 
 def exported_exploitability(g, probs):

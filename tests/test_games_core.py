@@ -15,7 +15,7 @@ from openspiel_reference import walk_lockstep  # noqa: E402
                                   "leduc_poker(suit_isomorphism=true)"])
 def test_rules_and_infostate_strings_equal_openspiel(name):
   g = jaxgt.load(name)
-  counts, infos = walk_lockstep(g.game, pyspiel.load_game(name))
+  counts, infos = walk_lockstep(g, pyspiel.load_game(name))
   assert g.tree.num_histories == counts["histories"]
   assert g.tree.num_terminals == counts["terminals"]
   for p in (0, 1):

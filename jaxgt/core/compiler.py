@@ -28,12 +28,11 @@ import numpy as np
 from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.expand import EnumerationProgress, enumerate_device, history_path, rss_bytes
 from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree, PlayerTree, first_seen_ids
-from jaxgt.core.playout import estimate_size
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL, Game
 from jaxgt.games.device import DeviceGame
 from jaxgt.games.size import (EARLY_MIN_LIMIT, REFUSE_FACTOR, GameTooLargeError, SizeEstimate,
-                              format_count, refuse_if_too_large)
+                              refuse_if_too_large)
 
 
 def _print_progress(report: EnumerationProgress) -> None:
@@ -57,24 +56,6 @@ def _early_size_check(game: Game, max_histories: int) -> SizeEstimate | None:
     raise
   except Exception:  # malformed rules: enumeration names the history
     return None
-
-
-def _early_device_size_check(game: DeviceGame, max_histories: int) -> SizeEstimate | None:
-  """Knuth's estimate over a batch of random paths through the device rules
-  (:func:`jaxgt.games.playout.estimate_size`), raising :class:`GameTooLargeError` when the
-  estimate exceeds ``max_histories`` by :data:`~jaxgt.games.size.REFUSE_FACTOR`."""
-  t0 = time.perf_counter()
-  with jax.enable_x64(True):  # the enumeration's precision, so traced constants agree
-    est = estimate_size(game, paths=2048)
-  out = SizeEstimate(log10_histories=est["log10_histories"], paths=est["paths"],
-                     longest_path=est["longest_path"], truncated=est["truncated"],
-                     seconds=time.perf_counter() - t0)
-  if max_histories >= EARLY_MIN_LIMIT and out.histories > REFUSE_FACTOR * max_histories:
-    raise GameTooLargeError(
-        f"{game.game_string()}: about {format_count(out.log10_histories)} histories "
-        f"(random-path estimate over {out.paths} paths), over max_histories={max_histories:,}; "
-        "it is played, sampled and searched through its rules instead of enumerated")
-  return out
 
 
 # reduction; past this, sequence sums scatter)
@@ -136,10 +117,10 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
   t0 = time.perf_counter()
   report = _print_progress if progress is True else (progress or None)
   if isinstance(game, DeviceGame):
-    estimate = _early_device_size_check(game, max_histories)
     return number_keys(game, **enumerate_device(
-        game, max_histories=max_histories, report=report, estimate=estimate, started=t0,
-        progress_seconds=progress_seconds))
+        game, max_histories=max_histories, report=report, started=t0,
+        progress_seconds=progress_seconds, refuse_factor=REFUSE_FACTOR,
+        min_limit=EARLY_MIN_LIMIT))
   estimate = _early_size_check(game, max_histories)
   next_report = t0 + progress_seconds
   A = int(game.num_actions)
@@ -226,9 +207,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
         raise ValueError(f"{game.name}: no legal actions at history {where}")
       for a in legal:
         if not 0 <= a < A:
-          raise ValueError(
-              where = history_path(parent, action, h)
-              f"{game.name}: action {a} at history {where} outside [0, {A})")
+          where = history_path(parent, action, h)
+          raise ValueError(f"{game.name}: action {a} at history {where} outside [0, {A})")
         states.append(game.next_state(s, a))
         parent.append(h)
         action.append(a)

@@ -64,13 +64,9 @@ def history_path(parent, action, h: int) -> tuple:
   return tuple(reversed(acts))
 
 
-CHUNK = 1 << 16
-"""States per jitted call (frontiers are cut into chunks of this size, the last padded)."""
-
-
-def _bucket(n: int) -> int:
-  """The padded batch size of ``n`` states: a power of two up to :data:`CHUNK`."""
-  return min(CHUNK, 1 << max(n - 1, 0).bit_length())
+CHUNK = 1 << 14
+"""States per jitted call: frontiers are cut into chunks of this size, the last one padded,
+so each of the two functions compiles once."""
 
 
 def _rows(keys: np.ndarray) -> np.ndarray:
@@ -127,28 +123,95 @@ def _take(states, idx):
 
 
 def _chunked(fn, states, n: int, *extra):
-  """``fn`` over the first ``n`` states in padded chunks; NumPy outputs of length ``n``."""
+  """``fn`` over the first ``n`` states (NumPy leaves) in padded chunks; NumPy outputs of
+  length ``n`` (the frontier stays on the host between depths, where gathers are free)."""
   outs = []
   for lo in range(0, n, CHUNK):
     hi = min(n, lo + CHUNK)
-    b = _bucket(hi - lo)
-    idx = np.minimum(np.arange(lo, lo + b), hi - 1)
+    idx = np.minimum(np.arange(lo, lo + CHUNK), hi - 1)
     args = [_take(states, idx)] + [e[idx] for e in extra]
-    out = fn(*args)
-    outs.append(jax.tree_util.tree_map(lambda x, m=hi - lo: x[:m], out))
+    out = jax.device_get(fn(*args))
+    outs.append(jax.tree_util.tree_map(lambda x, m=hi - lo: np.asarray(x)[:m], out))
   if len(outs) == 1:
     return outs[0]
-  return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs) if isinstance(xs[0], jax.Array)
-                                else np.concatenate(xs), *outs)
+  return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *outs)
 
 
-def enumerate_device(game: DeviceGame, *, max_histories: int, report=None, estimate=None,
-                     started: float | None = None, progress_seconds: float = 2.0) -> dict:
+def _estimate(game: DeviceGame, read, step, rng: np.random.Generator) -> SizeEstimate:
+  """Knuth's random-path estimate over :data:`CHUNK` uniform paths, through the enumeration's
+  own compiled functions (median of 16 group means; see :mod:`jaxgt.games.size`)."""
+  t0 = time.perf_counter()
+  states = jax.tree_util.tree_map(lambda x: np.broadcast_to(np.asarray(x), (CHUNK,) + x.shape),
+                                  jax.device_get(game.init()))
+  log_prod = np.zeros(CHUNK)
+  log_total = np.zeros(CHUNK)
+  live = np.ones(CHUNK, bool)
+  depth = 0
+  while live.any() and depth < game.max_length + 1:
+    p, mask = (np.asarray(x) for x in jax.device_get(read(states)[:2]))
+    live &= p != TERMINAL
+    b = mask.sum(axis=1)
+    live &= b > 0
+    log_prod = np.where(live, log_prod + np.log(np.maximum(b, 1)), log_prod)
+    log_total = np.where(live, np.logaddexp(log_total, log_prod), log_total)
+    u = rng.random(CHUNK)[:, None] * np.maximum(b, 1)[:, None]
+    pick = np.argmax(np.cumsum(mask, axis=1) > u, axis=1).astype(np.int32)
+    states = step(states, pick)
+    depth += int(live.any())
+  means = [np.logaddexp.reduce(g) - np.log(len(g)) for g in np.array_split(log_total, 16)]
+  return SizeEstimate(log10_histories=float(np.median(means) / np.log(10)), paths=CHUNK,
+                      longest_path=depth, truncated=bool(live.any()),
+                      seconds=time.perf_counter() - t0)
+
+
+def bytes_per_history(game: DeviceGame) -> int:
+  """Approximate memory of one history while compiling and in the compiled arrays (children
+  and chance probabilities per action or outcome, about twenty int32/float64 fields, the
+  enumeration's key records)."""
+  n = game.num_distinct
+  return 12 * n + 8 * 20 + 4 * (2 * game.info_key_width + game.public_key_width)
+
+
+def available_memory() -> int | None:
+  """``MemAvailable`` of ``/proc/meminfo`` in bytes (None where unknown)."""
+  try:
+    with open("/proc/meminfo") as f:
+      for line in f:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  return None
+
+
+def check_size(game: DeviceGame, estimate: SizeEstimate, max_histories: int,
+               factor: float) -> None:
+  """Raises :class:`GameTooLargeError` when the estimate is over ``factor * max_histories`` or
+  its memory (:func:`bytes_per_history`) over the available memory."""
+  over_limit = estimate.histories > factor * max_histories
+  need = estimate.histories * bytes_per_history(game)
+  avail = available_memory()
+  over_memory = avail is not None and need > factor * avail
+  if over_limit or over_memory:
+    why = (f"over max_histories={max_histories:,}" if over_limit else
+           f"about {need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available")
+    raise GameTooLargeError(
+        f"{game.game_string()}: about {format_count(estimate.log10_histories)} histories "
+        f"(random-path estimate over {estimate.paths:,} paths, {estimate.seconds:.1f}s), {why}; "
+        "refused before enumerating. It is played, sampled and searched through its rules; "
+        "pass max_histories=... to raise the limit")
+
+
+def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
+                     started: float | None = None, progress_seconds: float = 2.0,
+                     refuse_factor: float = 3.0, min_limit: int = 200_000) -> dict:
   """The per-history records of ``game`` for :func:`jaxgt.core.compiler.number_keys`.
 
   Raises ``ValueError`` naming the history for an unknown player id, a decision without legal
   actions, chance probabilities that do not sum to one, non-zero-sum returns, and
-  :class:`GameTooLargeError` past ``max_histories``.
+  :class:`GameTooLargeError` past ``max_histories`` or, before enumerating, when a random-path
+  estimate is over ``refuse_factor`` times the limit or the available memory (limits of at
+  least ``min_limit``).
   """
   t0 = time.perf_counter() if started is None else started
   next_report = t0 + progress_seconds
@@ -160,7 +223,11 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None, estim
   used_outcomes = 0
   with jax.enable_x64(True):
     read, step = _functions(game)
-    frontier = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], game.init())
+    estimate = None
+    if max_histories >= min_limit:
+      estimate = _estimate(game, read, step, np.random.default_rng(0))
+      check_size(game, estimate, max_histories, refuse_factor)
+    frontier = jax.tree_util.tree_map(lambda x: np.asarray(x)[None], game.init())
     n, offset = 1, 0
     lvl_parent, lvl_action, lvl_prob = (np.array([-1]), np.array([-1]), np.array([1.0]))
     while n:
