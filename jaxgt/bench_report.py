@@ -49,9 +49,11 @@ class Peer:
 
 
 PEERS = {"OpenSpiel C++": Peer("pyspiel", "open_spiel", "pip install open_spiel"),
-         "LiteEFG": Peer("LiteEFG", "LiteEFG", "pip install --no-deps LiteEFG pandas")}
+         "LiteEFG": Peer("LiteEFG", "LiteEFG", "pip install --no-deps LiteEFG pandas"),
+         "pgx": Peer("pgx", "pgx", "pip install pgx")}
 """Peer label -> :class:`Peer`. LiteEFG 1.0.0 declares jax<0.8 and flax<0.11 and runs with
-newer ones: installed with its dependencies, pip would downgrade jaxgt's JAX."""
+newer ones: installed with its dependencies, pip would downgrade jaxgt's JAX. pgx 2.6 installs
+beside jax 0.10 as it is (it asks for jax>=0.4.6)."""
 PEER_INSTALL = {label: peer.install for label, peer in PEERS.items()}
 """Peer label -> how to install it (from :data:`PEERS`)."""
 RECORDED: list = []

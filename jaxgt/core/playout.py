@@ -1,11 +1,17 @@
 """Batched trajectories through a :class:`~jaxgt.games.device.DeviceGame`'s rules.
 
-:func:`random_playouts` plays a batch of games to the end, each step one
-vmapped call (players uniform over legal actions, chance by its
-probabilities); :func:`trajectories` records the actions; :func:`estimate_size`
-is Knuth's random-path estimate of the number of histories ("Estimating the
-efficiency of backtrack programs", 1975) over a batch of uniform paths, so a
-game's size is told in a second without enumerating it.
+:func:`random_playouts` plays a batch of games to the end (players uniform
+over legal actions, chance by its probabilities); :func:`trajectories` also
+records the actions; :func:`estimate_size` is Knuth's random-path estimate of
+the number of histories ("Estimating the efficiency of backtrack programs",
+1975) over a batch of uniform paths, so a game's size is told in a second
+without enumerating it.
+
+Each step is one vmapped call of the rules over the whole batch inside a
+``lax.while_loop`` that stops as soon as every game has ended (at most
+``max_length`` steps). An action is drawn by inverting the cumulative sum of
+the step's weights (legal mask or chance probabilities) at one uniform number
+per game, drawn for every step at once from the caller's key.
 """
 
 from __future__ import annotations
@@ -18,69 +24,105 @@ import numpy as np
 
 from jaxgt.core.checks import check_key
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.games.device import DeviceGame, children_mask
+from jaxgt.games.device import DeviceGame
 
 
-def _pick(game: DeviceGame, state, key, uniform_chance: bool):
-  """One action: uniform over legal actions (and over outcomes when ``uniform_chance``),
-  else chance by its probabilities; ``-1`` at a terminal."""
-  mask = children_mask(game, state)
+def _weights(game: DeviceGame, state, uniform_chance: bool):
+  """``(weights float32 [max(A, C)], player int32 [])`` of one state: the legal mask where a
+  player acts, the outcome probabilities at chance (their support when ``uniform_chance``),
+  zeros at a terminal."""
   n = game.num_distinct
-  probs = (jnp.zeros(n).at[:game.num_outcomes].set(game.chance_probs(state))
-           if game.num_outcomes else jnp.zeros(n))
-  chance = game.current_player(state) == CHANCE
-  weights = jnp.where(chance & (not uniform_chance), probs, mask.astype(probs.dtype))
-  logits = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf)
-  a = jax.random.categorical(key, logits)
-  return jnp.where(game.current_player(state) == TERMINAL, -1, a).astype(jnp.int32), mask
+  player = game.current_player(state)
+  legal = jnp.zeros(n, jnp.float32).at[:game.num_actions].set(game.legal_mask(state))
+  if not game.num_outcomes:
+    return legal, player
+  probs = jnp.zeros(n, jnp.float32).at[:game.num_outcomes].set(
+      game.chance_probs(state).astype(jnp.float32))
+  if uniform_chance:
+    probs = (probs > 0).astype(jnp.float32)
+  return jnp.where(player == CHANCE, probs, legal), player
 
 
-@functools.partial(jax.jit, static_argnums=(0, 2))
-def _play(game: DeviceGame, key, batch: int):
-  def one(k):
-    def body(carry, k):
-      s = carry
-      a, _ = _pick(game, s, k, False)
-      nxt = game.step(s, jnp.maximum(a, 0))
-      s = jax.tree_util.tree_map(lambda x, y: jnp.where(a >= 0, y, x), s, nxt)
-      return s, a
-    s, acts = jax.lax.scan(body, game.init(), jax.random.split(k, game.max_length))
-    return game.returns(s), acts, game.current_player(s)
-  return jax.vmap(one)(jax.random.split(key, batch))
+def _choose(weights, u):
+  """int32 ``[B]``: index ``i`` with probability ``weights[:, i] / sum`` (``u [B]`` uniform in
+  ``(0, 1]``): the first index whose cumulative weight reaches ``u * sum``, so a zero weight is
+  never chosen; 0 where every weight is zero."""
+  c = jnp.cumsum(weights, axis=-1)
+  return jnp.sum(c < (u * c[:, -1])[:, None], axis=-1).astype(jnp.int32)
+
+
+def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry):
+  """Plays ``batch`` games from the root to their terminals; ``visit(carry, t, weights [B, n],
+  actions [B], live [B]) -> carry`` sees each step. Returns ``(final states, carry)``."""
+  length = int(game.max_length)
+  states = jax.vmap(lambda _: game.init())(jnp.arange(batch))
+  u = 1.0 - jax.random.uniform(key, (length, batch))  # (0, 1]
+
+  def cond(c):
+    t, _, going, _ = c
+    return going & (t < length)
+
+  def body(c):
+    t, s, _, extra = c
+    weights, player = jax.vmap(lambda x: _weights(game, x, uniform_chance))(s)
+    a = _choose(weights, u[t])
+    live = player != TERMINAL
+    nxt = jax.vmap(game.step)(s, a)
+    nxt = jax.tree_util.tree_map(
+        lambda old, new: jnp.where(live.reshape(live.shape + (1,) * (new.ndim - 1)), new, old),
+        s, nxt)
+    return t + 1, nxt, jnp.any(live), visit(extra, t, weights, a, live)
+
+  _, s, _, carry = jax.lax.while_loop(cond, body, (jnp.int32(0), states, jnp.bool_(True), carry))
+  return s, carry
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3))
+def _play(game: DeviceGame, key, batch: int, record: bool):
+  def visit(acts, t, weights, a, live):
+    return acts.at[:, t].set(jnp.where(live, a, -1)) if record else acts
+
+  acts = jnp.full((batch, game.max_length) if record else (0,), -1, jnp.int32)
+  s, acts = _walk(game, key, batch, False, visit, acts)
+  return jax.vmap(game.returns)(s), acts, jax.vmap(game.current_player)(s)
+
+
+def _check(key, batch: int) -> int:
+  typed = isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+  if not (typed and key.shape == ()):  # the common case checked without a device round trip
+    check_key(key)
+  if int(batch) < 1:
+    raise ValueError(f"batch must be positive, got {batch}")
+  return int(batch)
 
 
 def trajectories(game: DeviceGame, key, batch: int):
   """``(returns [B, 2], actions [B, L], last_player [B])`` of ``batch`` random playouts
   (``L = max_length``; ``-1`` pads after the terminal). Players pick uniformly among legal
-  actions, chance by its probabilities."""
-  check_key(key, "key")
-  if batch < 1:
-    raise ValueError(f"batch must be positive, got {batch}")
-  return _play(game, key, int(batch))
+  actions, chance by its probabilities; ``last_player`` is :data:`TERMINAL` unless a game
+  outlasted its ``max_length``."""
+  return _play(game, key, _check(key, batch), True)
 
 
 def random_playouts(game: DeviceGame, key, batch: int):
-  """Returns ``[B, 2]`` of ``batch`` random playouts (see :func:`trajectories`)."""
-  return trajectories(game, key, batch)[0]
+  """Returns ``[B, 2]`` of ``batch`` random playouts (see :func:`trajectories`; the actions
+  are not recorded)."""
+  return _play(game, key, _check(key, batch), False)[0]
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _knuth(game: DeviceGame, key, batch: int):
-  def one(k):
-    def body(carry, k):
-      s, prod, total, depth = carry
-      a, mask = _pick(game, s, k, True)
-      live = a >= 0
-      b = jnp.sum(mask).astype(jnp.float32)
-      prod = jnp.where(live, prod + jnp.log(jnp.maximum(b, 1.0)), prod)
-      total = jnp.where(live, jnp.logaddexp(total, prod), total)
-      nxt = game.step(s, jnp.maximum(a, 0))
-      s = jax.tree_util.tree_map(lambda x, y: jnp.where(live, y, x), s, nxt)
-      return (s, prod, total, depth + live), None
-    init = (game.init(), jnp.float32(0.0), jnp.float32(0.0), jnp.int32(0))
-    (s, _, total, depth), _ = jax.lax.scan(body, init, jax.random.split(k, game.max_length))
-    return total, depth, game.current_player(s) == TERMINAL
-  return jax.vmap(one)(jax.random.split(key, batch))
+  def visit(c, t, weights, a, live):
+    prod, total, depth = c
+    b = jnp.sum(weights > 0, axis=-1).astype(jnp.float32)
+    prod = jnp.where(live, prod + jnp.log(jnp.maximum(b, 1.0)), prod)
+    total = jnp.where(live, jnp.logaddexp(total, prod), total)
+    return prod, total, depth + live
+
+  zeros = jnp.zeros(batch, jnp.float32)
+  s, (_, total, depth) = _walk(game, key, batch, True, visit,
+                               (zeros, zeros, jnp.zeros(batch, jnp.int32)))
+  return total, depth, jax.vmap(game.current_player)(s) == TERMINAL
 
 
 def estimate_size(game: DeviceGame, *, paths: int = 4096, seed: int = 0) -> dict:
@@ -88,7 +130,7 @@ def estimate_size(game: DeviceGame, *, paths: int = 4096, seed: int = 0) -> dict
   ``{"log10_histories", "longest_path", "paths", "truncated"}`` (log10 of the median of 16
   group means, which errs low on the skewed per-path estimates; ``truncated``: a path
   had not ended after ``max_length`` steps, a defect of the game's ``max_length``)."""
-  log_total, depth, ended = jax.device_get(_knuth(game, jax.random.PRNGKey(seed), int(paths)))
+  log_total, depth, ended = jax.device_get(_knuth(game, jax.random.key(seed), int(paths)))
   log_total = np.asarray(log_total, np.float64)
   groups = np.array_split(log_total, 16)
   means = [np.logaddexp.reduce(g) - np.log(len(g)) for g in groups if len(g)]

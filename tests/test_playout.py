@@ -1,0 +1,87 @@
+"""Batched random playouts and Knuth's size estimate over the device game protocol."""
+
+import jax
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.core import playout
+from jaxgt.games import make_from_string
+from jaxgt.games.base import CHANCE, TERMINAL
+
+
+def uniform_play_value(compiled):
+  """Player 0's exact expected return when both players pick uniformly among legal actions
+  and chance follows its probabilities (depth-sorted histories, so parents come first)."""
+  t = compiled.tree
+  player, children, probs = (np.asarray(x) for x in (t.player, t.children, t.chance_probs))
+  reach = np.zeros(t.num_histories)
+  reach[0] = 1.0
+  for h in np.argsort(np.asarray(t.depth), kind="stable"):
+    kids = children[h]
+    legal = kids >= 0
+    if player[h] == TERMINAL:
+      continue
+    p = probs[h] if player[h] == CHANCE else legal / legal.sum()
+    reach[kids[legal]] += reach[h] * p[legal]
+  return float(np.sum(reach[np.asarray(t.terminal_history)] * np.asarray(t.terminal_payoff)))
+
+
+@pytest.mark.parametrize("name,rules", [
+    ("kuhn_poker", lambda: make_from_string("kuhn_poker")),  # the device game
+    ("leduc_poker", lambda: jaxgt.load("leduc_poker").rules()),  # a compiled tree's rules
+])
+def test_mean_return_of_uniform_play_is_the_exact_expectation(name, rules):
+  returns = np.asarray(playout.random_playouts(rules(), jax.random.key(0), 200_000))
+  exact = uniform_play_value(jaxgt.load(name))
+  stderr = returns[:, 0].std() / np.sqrt(len(returns))
+  assert abs(returns[:, 0].mean() - exact) < 4 * stderr
+  np.testing.assert_array_equal(returns[:, 0], -returns[:, 1])  # zero-sum
+
+
+def test_kuhn_uniform_value_is_one_eighth():
+  assert uniform_play_value(jaxgt.load("kuhn_poker")) == pytest.approx(1 / 8)
+
+
+def test_trajectories_are_legal_end_in_terminals_and_replay_to_their_returns():
+  game = make_from_string("kuhn_poker")
+  returns, actions, last = jax.device_get(playout.trajectories(game, jax.random.key(1), 64))
+  assert actions.shape == (64, game.max_length) and np.all(last == TERMINAL)
+  for b in range(64):
+    s = game.init()
+    for a in actions[b]:
+      if a < 0:
+        break
+      if game.current_player(s) == CHANCE:
+        assert game.chance_probs(s)[a] > 0
+      else:
+        assert game.legal_mask(s)[a]
+      s = game.step(s, a)
+    assert game.current_player(s) == TERMINAL
+    assert np.all(actions[b][np.argmax(actions[b] < 0):] < 0) or np.all(actions[b] >= 0)
+    np.testing.assert_array_equal(game.returns(s), returns[b])
+
+
+def test_chance_outcomes_follow_their_probabilities():
+  # Kuhn's first deal is uniform over three cards; the second over the two left
+  _, actions, _ = playout.trajectories(make_from_string("kuhn_poker"), jax.random.key(2), 30_000)
+  first, second = np.asarray(actions[:, 0]), np.asarray(actions[:, 1])
+  np.testing.assert_allclose(np.bincount(first, minlength=3) / len(first), 1 / 3, atol=0.015)
+  assert np.all(first != second)
+
+
+def test_size_estimate_is_near_the_enumerated_count():
+  for name, rules in [("kuhn_poker", make_from_string("kuhn_poker")),
+                      ("leduc_poker", jaxgt.load("leduc_poker").rules())]:
+    est = playout.estimate_size(rules, paths=4096, seed=0)
+    exact = jaxgt.load(name).tree.num_histories
+    assert abs(est["log10_histories"] - np.log10(exact)) < 0.15, (name, est)
+    assert not est["truncated"] and est["longest_path"] == rules.max_length
+
+
+def test_bad_key_and_batch_are_refused():
+  game = make_from_string("kuhn_poker")
+  with pytest.raises(ValueError, match="jax.random key"):
+    playout.random_playouts(game, 3, 4)
+  with pytest.raises(ValueError, match="batch must be positive"):
+    playout.trajectories(game, jax.random.key(0), 0)
