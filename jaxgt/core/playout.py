@@ -87,13 +87,14 @@ def _play(game: DeviceGame, key, batch: int, record: bool):
   return jax.vmap(game.returns)(s), acts, jax.vmap(game.current_player)(s)
 
 
-def _check(key, batch: int) -> int:
+def _checked(key, batch: int):
+  """``(key, batch)`` checked: a ``jax.random`` key and a positive batch size."""
   typed = isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
   if not (typed and key.shape == ()):  # the common case checked without a device round trip
-    check_key(key)
+    key = check_key(key)
   if int(batch) < 1:
     raise ValueError(f"batch must be positive, got {batch}")
-  return int(batch)
+  return key, int(batch)
 
 
 def trajectories(game: DeviceGame, key, batch: int):
@@ -101,13 +102,13 @@ def trajectories(game: DeviceGame, key, batch: int):
   (``L = max_length``; ``-1`` pads after the terminal). Players pick uniformly among legal
   actions, chance by its probabilities; ``last_player`` is :data:`TERMINAL` unless a game
   outlasted its ``max_length``."""
-  return _play(game, key, _check(key, batch), True)
+  return _play(game, *_checked(key, batch), True)
 
 
 def random_playouts(game: DeviceGame, key, batch: int):
   """Returns ``[B, 2]`` of ``batch`` random playouts (see :func:`trajectories`; the actions
   are not recorded)."""
-  return _play(game, key, _check(key, batch), False)[0]
+  return _play(game, *_checked(key, batch), False)[0]
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
