@@ -25,7 +25,7 @@ state pytree's leaf ``nbytes``, jaxgt's and pgx's.
 
   python benchmarks/game_speed.py [--games kuhn_poker,liars_dice(numdice=2)]
       [--batches 1,16,256,4096,65536] [--seconds 0.5] [--repeats 3] [--json PATH]
-      [--no-openspiel] [--no-pgx]
+      [--no-openspiel] [--no-pgx] [--pin CORE]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import numpy as np
 
 import jaxgt
 from jaxgt import bench_report
-from jaxgt.bench_report import figure, missing_peer
+from jaxgt.bench_report import add_pin_option, figure, missing_peer, pin_from_args
 from jaxgt.cli.common import check_writable
 from jaxgt.core import playout
 from jaxgt.games.device import DeviceGame
@@ -208,7 +208,9 @@ def main(argv=None):
   ap.add_argument("--json", metavar="PATH", help="write every figure to this JSON file")
   ap.add_argument("--no-openspiel", dest="openspiel", action="store_false")
   ap.add_argument("--no-pgx", dest="pgx", action="store_false")
+  add_pin_option(ap)
   args = ap.parse_args(argv)
+  pinned = pin_from_args(ap, args)  # before JAX starts its CPU runtime
   try:
     check_writable({"--json": args.json})
     batches = [int(b) for b in args.batches.split(",") if b.strip()]
@@ -243,7 +245,8 @@ def main(argv=None):
     os_label, os_meter = openspiel_meter(pyspiel, os_string) if os_string else (None, None)
     pgx_env = pgx.make(PGX[text]) if pgx and text in PGX else None
     row = {"game": text, "implementation": impl, "bytes_per_state": state_bytes(rules.init()),
-           "max_length": int(rules.max_length), "openspiel": os_string, "openspiel_method": os_label,
+           "max_length": int(rules.max_length), "openspiel": os_string,
+           "openspiel_method": os_label,
            "pgx": PGX.get(text) if pgx_env else None,
            "pgx_bytes_per_state": state_bytes(pgx_env.init(jax.random.key(0))) if pgx_env else None,
            "batches": []}
@@ -274,16 +277,17 @@ def main(argv=None):
             f"{fmt(med.get('openspiel'), 10, ',.0f')} {fmt(med.get('pgx'), 11, ',.0f')} "
             f"{fmt(r_os, 9, '.1f')}x {fmt(r_pgx, 6, '.2f')}x", flush=True)
       # ratio: the median of the per-round ratios, so the peer value is ours over it
-      figure("random playouts", med["jaxgt"], "playouts/s", game=text, batch=b,
+      figure("random playouts", med["jaxgt"], "playouts/s", game=text, batch=b, **pinned,
              peer=os_label, peer_value=med["jaxgt"] / r_os if r_os else None)
       if pgx_env:
         figure("random playouts vs pgx", med["jaxgt"], "playouts/s", game=text, batch=b,
-               peer="pgx", peer_value=med["jaxgt"] / r_pgx)
+               **pinned, peer="pgx", peer_value=med["jaxgt"] / r_pgx)
     results.append(row)
   if args.json:
     with open(args.json, "w") as f:
       json.dump({"environment": env, "pgx": getattr(pgx, "__version__", None),
                  "pgx_missing": no_pgx, "seconds": args.seconds, "repeats": args.repeats,
+                 "pinned_core": args.pin,
                  "games": results}, f, indent=1)
     print(f"\nwrote {args.json}")
 

@@ -7,11 +7,12 @@ the number of histories ("Estimating the efficiency of backtrack programs",
 1975) over a batch of uniform paths, so a game's size is told in a second
 without enumerating it.
 
-Each step is one vmapped call of the rules over the whole batch inside a
-``lax.while_loop`` that stops as soon as every game has ended (at most
-``max_length`` steps). An action is drawn by inverting the cumulative sum of
-the step's weights (legal mask or chance probabilities) at one uniform number
-per game, drawn for every step at once from the caller's key.
+Each step is one call of the rules vmapped over the whole batch (the batch
+as the states' last axis) inside a ``lax.while_loop`` that stops as soon as
+every game has ended (at most ``max_length`` steps). An action is drawn by
+inverting the cumulative sum of the step's weights (legal mask or chance
+probabilities) at one uniform number per game, drawn for every step at once
+from the caller's key.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ from jaxgt.games.device import DeviceGame
 
 
 def _weights(game: DeviceGame, state, uniform_chance: bool):
-  """``(weights float32 [max(A, C)], player int32 [])`` of one state: the legal mask where a
-  player acts, the outcome probabilities at chance (their support when ``uniform_chance``),
-  zeros at a terminal."""
+  """``(weights float32 [n], player int32 [])`` of one state (``n = max(A, C)``): the legal
+  mask where a player acts, the outcome probabilities at chance (their support when
+  ``uniform_chance``), zeros at a terminal."""
   n = game.num_distinct
   player = game.current_player(state)
   legal = jnp.zeros(n, jnp.float32).at[:game.num_actions].set(game.legal_mask(state))
@@ -44,19 +45,25 @@ def _weights(game: DeviceGame, state, uniform_chance: bool):
 
 
 def _choose(weights, u):
-  """int32 ``[B]``: index ``i`` with probability ``weights[:, i] / sum`` (``u [B]`` uniform in
-  ``(0, 1]``): the first index whose cumulative weight reaches ``u * sum``, so a zero weight is
-  never chosen; 0 where every weight is zero."""
-  c = jnp.cumsum(weights, axis=-1)
-  return jnp.sum(c < (u * c[:, -1])[:, None], axis=-1).astype(jnp.int32)
+  """int32 ``[B]``: index ``i`` with probability ``weights[i] / sum`` (``weights [n, B]``,
+  ``u [B]`` uniform in ``(0, 1]``): the first index whose cumulative weight reaches ``u *
+  sum``, so a zero weight is never chosen; 0 where every weight is zero."""
+  c = jnp.cumsum(weights, axis=0)
+  return jnp.sum(c < u * c[-1], axis=0).astype(jnp.int32)
 
 
 def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry):
-  """Plays ``batch`` games from the root to their terminals; ``visit(carry, t, weights [B, n],
-  actions [B], live [B]) -> carry`` sees each step. Returns ``(final states, carry)``."""
+  """Plays ``batch`` games from the root to their terminals; ``visit(carry, t, weights [n, B],
+  actions [B], live [B]) -> carry`` sees each step. Returns ``(final states, carry)``, the
+  states' leaves with the batch as their LAST axis: the rules are vmapped over that axis, so
+  XLA's loops run along the batch (contiguous, vectorised) rather than along a state's few
+  entries (2.8x the playouts per second of batch-first states on Leduc at batch 4096)."""
   length = int(game.max_length)
-  states = jax.vmap(lambda _: game.init())(jnp.arange(batch))
+  over_batch = functools.partial(jax.vmap, in_axes=-1, out_axes=-1)
+  states = over_batch(lambda _: game.init())(jnp.arange(batch))
   u = 1.0 - jax.random.uniform(key, (length, batch))  # (0, 1]
+  weigh = over_batch(lambda s: _weights(game, s, uniform_chance))
+  step = jax.vmap(game.step, in_axes=(-1, 0), out_axes=-1)
 
   def cond(c):
     t, _, going, _ = c
@@ -64,27 +71,31 @@ def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry)
 
   def body(c):
     t, s, _, extra = c
-    weights, player = jax.vmap(lambda x: _weights(game, x, uniform_chance))(s)
+    weights, player = weigh(s)
     a = _choose(weights, u[t])
     live = player != TERMINAL
-    nxt = jax.vmap(game.step)(s, a)
-    nxt = jax.tree_util.tree_map(
-        lambda old, new: jnp.where(live.reshape(live.shape + (1,) * (new.ndim - 1)), new, old),
-        s, nxt)
+    nxt = jax.tree_util.tree_map(lambda old, new: jnp.where(live, new, old), s, step(s, a))
     return t + 1, nxt, jnp.any(live), visit(extra, t, weights, a, live)
 
   _, s, _, carry = jax.lax.while_loop(cond, body, (jnp.int32(0), states, jnp.bool_(True), carry))
   return s, carry
 
 
+def _final(game: DeviceGame, states):
+  """``(returns [B, 2], current player [B])`` of batch-last states."""
+  return (jax.vmap(game.returns, in_axes=-1)(states),
+          jax.vmap(game.current_player, in_axes=-1)(states))
+
+
 @functools.partial(jax.jit, static_argnums=(0, 2, 3))
 def _play(game: DeviceGame, key, batch: int, record: bool):
   def visit(acts, t, weights, a, live):
-    return acts.at[:, t].set(jnp.where(live, a, -1)) if record else acts
+    return acts.at[t].set(jnp.where(live, a, -1)) if record else acts
 
-  acts = jnp.full((batch, game.max_length) if record else (0,), -1, jnp.int32)
+  acts = jnp.full((game.max_length, batch) if record else (0, batch), -1, jnp.int32)
   s, acts = _walk(game, key, batch, False, visit, acts)
-  return jax.vmap(game.returns)(s), acts, jax.vmap(game.current_player)(s)
+  returns, player = _final(game, s)
+  return returns, acts.T, player
 
 
 def _checked(key, batch: int):
@@ -115,7 +126,7 @@ def random_playouts(game: DeviceGame, key, batch: int):
 def _knuth(game: DeviceGame, key, batch: int):
   def visit(c, t, weights, a, live):
     prod, total, depth = c
-    b = jnp.sum(weights > 0, axis=-1).astype(jnp.float32)
+    b = jnp.sum(weights > 0, axis=0).astype(jnp.float32)
     prod = jnp.where(live, prod + jnp.log(jnp.maximum(b, 1.0)), prod)
     total = jnp.where(live, jnp.logaddexp(total, prod), total)
     return prod, total, depth + live
@@ -123,7 +134,7 @@ def _knuth(game: DeviceGame, key, batch: int):
   zeros = jnp.zeros(batch, jnp.float32)
   s, (_, total, depth) = _walk(game, key, batch, True, visit,
                                (zeros, zeros, jnp.zeros(batch, jnp.int32)))
-  return total, depth, jax.vmap(game.current_player)(s) == TERMINAL
+  return total, depth, _final(game, s)[1] == TERMINAL
 
 
 def estimate_size(game: DeviceGame, *, paths: int = 4096, seed: int = 0) -> dict:
