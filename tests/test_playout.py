@@ -1,13 +1,64 @@
 """Batched random playouts and Knuth's size estimate over the device game protocol."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import struct
 
 import jaxgt
 from jaxgt.core import playout
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.device import DeviceGame
+
+WIDE_PROBS = np.arange(40) % 5 / np.sum(np.arange(40) % 5)  # every fifth outcome impossible
+
+
+@struct.dataclass
+class WideState:
+  outcome: jnp.ndarray  # [] int32 the chance outcome, -1 before it
+  action: jnp.ndarray  # [] int32 player 0's action, -1 before it
+
+
+class Wide(DeviceGame):
+  """Chance picks one of 40 outcomes (probability proportional to ``k mod 5``), then player 0
+  one of 30 actions (the odd ones legal); player 0 wins ``100 outcome + action``. Wider than
+  a cumulative sum's scan, so playouts take the matrix-product path."""
+
+  name = "wide"
+  num_actions, num_outcomes, max_length = 30, 40, 2
+
+  def init(self):
+    return WideState(outcome=jnp.int32(-1), action=jnp.int32(-1))
+
+  def current_player(self, s):
+    return jnp.where(s.outcome < 0, CHANCE, jnp.where(s.action < 0, 0, TERMINAL)).astype(
+        jnp.int32)
+
+  def legal_mask(self, s):
+    return (jnp.arange(30) % 2 == 1) & (self.current_player(s) == 0)
+
+  def chance_probs(self, s):
+    return jnp.where(self.current_player(s) == CHANCE, jnp.asarray(WIDE_PROBS), 0.0)
+
+  def step(self, s, a):
+    p = self.current_player(s)
+    return WideState(outcome=jnp.where(p == CHANCE, a, s.outcome).astype(jnp.int32),
+                     action=jnp.where(p == 0, a, s.action).astype(jnp.int32))
+
+  def returns(self, s):
+    u = jnp.where(self.current_player(s) == TERMINAL, 100.0 * s.outcome + s.action, 0.0)
+    return jnp.stack([u, -u])
+
+  def info_key(self, s, player):
+    return jnp.stack([s.outcome, s.action])
+
+  def public_key(self, s):
+    return s.action[None]
+
+  def info_string(self, key, player):
+    return str(tuple(int(k) for k in key))
 
 
 def uniform_play_value(compiled):
@@ -68,6 +119,18 @@ def test_chance_outcomes_follow_their_probabilities():
   first, second = np.asarray(actions[:, 0]), np.asarray(actions[:, 1])
   np.testing.assert_allclose(np.bincount(first, minlength=3) / len(first), 1 / 3, atol=0.015)
   assert np.all(first != second)
+
+
+def test_wide_chance_and_action_sets_are_sampled_by_their_weights():
+  game = Wide()
+  assert game.num_distinct > playout._SCAN_WIDTH
+  r = np.asarray(playout.random_playouts(game, jax.random.key(4), 200_000)[:, 0]).astype(int)
+  outcome, action = r // 100, r % 100
+  assert np.all(WIDE_PROBS[outcome] > 0) and np.all(action % 2 == 1)
+  np.testing.assert_allclose(np.bincount(outcome, minlength=40) / len(r), WIDE_PROBS,
+                             atol=0.003)
+  np.testing.assert_allclose(np.bincount(action, minlength=30)[1::2] / len(r), 1 / 15,
+                             atol=0.003)
 
 
 def test_size_estimate_is_near_the_enumerated_count():
