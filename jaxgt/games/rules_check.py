@@ -32,6 +32,8 @@ checks the per-state properties on every history of an enumerable game).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -103,8 +105,10 @@ def _shape_failures(game: DeviceGame) -> list[str]:
   return bad
 
 
+@functools.lru_cache(maxsize=8)
 def _sampler(game: DeviceGame):
-  """A jitted ``keys [B] -> records`` of one random trajectory per key (module docstring)."""
+  """A jitted ``keys [B] -> records`` of one random trajectory per key (module docstring);
+  kept for the last few games, so checking a game again does not compile again."""
   n = game.num_distinct
   private = game.num_private is not None
 
