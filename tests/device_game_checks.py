@@ -36,7 +36,8 @@ def replay(game, compiled):
 def assert_private_chance_is_chance_reach(game, compiled):
   """Where both private states are dealt, ``private_chance`` at a history is the compiled
   chance reach of the histories in its public state grouped by private pair (zero for pairs
-  no history there has); ``private_index`` is the outcome of the player's deal."""
+  no history there has), normalised over the pairs; ``private_index`` is the outcome of the
+  player's deal."""
   t = compiled.tree
   states = replay(game, compiled)
   with jax.enable_x64(True):
@@ -57,7 +58,8 @@ def assert_private_chance_is_chance_reach(game, compiled):
     if seen[key]:
       assert want[key] == reach[h], "histories of one public state and pair differ in reach"
     want[key], seen[key] = reach[h], True
-  np.testing.assert_allclose(chance[dealt], want[pub[dealt]], rtol=1e-13, atol=0)
+  want /= np.maximum(want.sum(axis=(1, 2), keepdims=True), 1e-300)
+  np.testing.assert_allclose(chance[dealt], want[pub[dealt]], rtol=1e-12, atol=1e-15)
   # the deals: private_index follows the first chance outcomes on the path
   first = np.flatnonzero(np.asarray(t.depth) == 1)
   np.testing.assert_array_equal(idx[first, 0], np.asarray(t.action)[first])

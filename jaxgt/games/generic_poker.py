@@ -176,14 +176,16 @@ class TwoRoundPoker(DeviceGame):
     return s.cards[player]
 
   def private_chance(self, s):
-    """``[K, K]``: the chance reach of each pair of private cards with the table card dealt so
-    far (the product of the deals' count / total probabilities; zero for impossible pairs)."""
+    """``[K, K]``: the probability of each pair of private cards given the table card dealt so
+    far (the deals' chance reach, count / total per card, normalised; zero for impossible
+    pairs)."""
     k = jnp.arange(self.num_cards)
     n, c = self.num_cards * self.copies, self.copies
     pair = (c / n) * ((c - (k[:, None] == k[None, :])) / (n - 1))
     t = s.cards[2]
     left = jnp.maximum(c - (k[:, None] == t) - (k[None, :] == t), 0)
-    return jnp.where(t >= 0, pair * (left / (n - 2)), pair)
+    joint = jnp.where(t >= 0, pair * (left / (n - 2)), pair)
+    return joint / jnp.sum(joint)
 
   # --- host side --------------------------------------------------------------------------
   def key_parts(self, key):
