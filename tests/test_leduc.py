@@ -12,7 +12,8 @@ from jaxgt.games import CHANCE, TERMINAL, make, make_from_string
 from oracle_games import assert_same_compiled
 from oracle_games.leduc import LeducPoker as LeducOracle
 
-from device_game_checks import assert_features_tell_keys_apart, assert_private_chance_is_chance_reach
+from device_game_checks import (assert_features_tell_keys_apart,
+                                assert_private_chance_is_chance_reach)
 
 GAMES = ["leduc_poker", "leduc_poker(suit_isomorphism=true)"]
 

@@ -103,7 +103,8 @@ class TwoRoundPoker(DeviceGame):
   def legal_mask(self, s):
     p = self.current_player(s)
     a = jnp.arange(self.num_actions)
-    legal = jnp.where(a == FOLD, s.last >= 2, jnp.where(a == CALL, True, s.raises <= self.max_raises))
+    legal = jnp.where(a == FOLD, s.last >= 2,
+                      jnp.where(a == CALL, True, s.raises <= self.max_raises))
     return legal & (p >= 0)
 
   def chance_probs(self, s):
