@@ -55,6 +55,7 @@ _ORDERS = ("ascending", "descending")
 _TIE = -3  # winner of a tied round as OpenSpiel prints it (kInvalidPlayer)
 _KEY_BITS = 30  # bits used per key word
 _WIN_DIGITS = _KEY_BITS // 2  # rounds per winner word
+_CACHE_LIMIT = 1 << 18  # decoded parts of keys kept for info_string
 
 
 @struct.dataclass
@@ -114,6 +115,7 @@ class Goofspiel(DeviceGame):
     # point card index turned in round r, and its value
     self._point = [r if params["points_order"] == "ascending" else n - 1 - r for r in range(n)]
     self._value = np.array([c + self.points_base for c in self._point], np.int32)
+    self._host_cache = {}  # decoded key words -> their part of the strings
 
   # --- rules -------------------------------------------------------------------------------
   def init(self):
@@ -196,37 +198,52 @@ class Goofspiel(DeviceGame):
     return self._public_features(s)
 
   # --- host side ---------------------------------------------------------------------------
-  def _winners(self, words) -> list:
-    digits = _unpack(words, 2, self.num_cards)
-    return [(0, 1, _TIE)[d - 1] for d in digits if d]
+  def _winners(self, words: tuple) -> tuple:
+    """Winners by round (0, 1, -3 for a tie) of the winner words, with the rest of the string
+    they determine (win sequence, points, point cards); cached: keys share them."""
+    out = self._host_cache.get(("w",) + words)
+    if out is None:
+      if len(self._host_cache) > _CACHE_LIMIT:
+        self._host_cache.clear()
+      n = self.num_cards
+      wins = tuple((0, 1, _TIE)[d - 1] for d in _unpack(words, 2, n) if d)
+      points = [0, 0]
+      for k, w in enumerate(wins):
+        if w != _TIE:
+          points[w] += int(self._value[k])
+      dealt = "".join(f"{self._point[k] + 1} " for k in range(min(len(wins) + 1, n)))
+      text = (f"Point card sequence: {dealt}\n"
+              f"Win sequence: {''.join(f'{w} ' for w in wins)}\n"
+              f"Points: {points[0]} {points[1]} \n")
+      out = self._host_cache[("w",) + words] = (wins, text)
+    return out
+
+  def _own_bids(self, words: tuple, player: int) -> str:
+    out = self._host_cache.get((player,) + words)
+    if out is None:
+      if len(self._host_cache) > _CACHE_LIMIT:
+        self._host_cache.clear()
+      n = self.num_cards
+      bids = [d - 1 for d in _unpack(words, self._bid_bits, n) if d]
+      hand = "".join(f"{c + 1} " for c in range(n) if c not in bids)
+      out = self._host_cache[(player,) + words] = (
+          f"P{player} hand: {hand}\nP{player} action sequence: {''.join(f'{b} ' for b in bids)}\n")
+    return out
 
   def info_string(self, key, player):
-    key = [int(k) for k in np.asarray(key).reshape(-1)]
-    n = self.num_cards
-    bids = [d - 1 for d in _unpack(key[:self._bid_words], self._bid_bits, n) if d]
-    wins = self._winners(key[self._bid_words:-1])
+    key = tuple(np.asarray(key).reshape(-1).tolist())
+    wins, text = self._winners(key[self._bid_words:-1])
     turn = key[-1]
-    r = len(wins)
-    cur = TERMINAL if r == n else int(turn > 0)
+    cur = TERMINAL if len(wins) == self.num_cards else int(turn > 0)
     head = f"Current player: {cur}\n"
     if player == 0 and cur == 1:
       head += f"Observer's action this turn: {turn - 1}\n"
-    points = [0, 0]
-    for k, w in enumerate(wins):
-      if w != _TIE:
-        points[w] += int(self._value[k])
-    hand = "".join(f"{c + 1} " for c in range(n) if c not in bids)
-    dealt = "".join(f"{self._point[k] + 1} " for k in range(min(r + 1, n)))
-    return (f"{head}P{player} hand: {hand}\n"
-            f"P{player} action sequence: {''.join(f'{b} ' for b in bids)}\n"
-            f"Point card sequence: {dealt}\n"
-            f"Win sequence: {''.join(f'{w} ' for w in wins)}\n"
-            f"Points: {points[0]} {points[1]} \n"
+    return (f"{head}{self._own_bids(key[:self._bid_words], player)}{text}"
             f"Terminal?: {int(cur == TERMINAL)}\n")
 
   def public_name(self, key):
-    key = [int(k) for k in np.asarray(key).reshape(-1)]
-    return (tuple(self._winners(key[:-1])), bool(key[-1]))
+    key = tuple(np.asarray(key).reshape(-1).tolist())
+    return (self._winners(key[:-1])[0], bool(key[-1]))
 
   def action_string(self, a):
     return f"Bid: {a + 1}"

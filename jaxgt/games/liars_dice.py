@@ -51,6 +51,7 @@ PARAMS = {"numdice": 1, "numdice1": 0, "numdice2": 0, "dice_sides": 6,
           "bidding_rule": "reset-face"}
 _RULES = ("reset-face", "reset-quantity")
 _BITS = 31  # bid-mask bits per int32 word
+_CACHE_LIMIT = 1 << 18  # decoded parts of keys kept for info_string
 
 
 @struct.dataclass
@@ -126,6 +127,7 @@ class LiarsDice(DeviceGame):
           math.factorial(r.count(f)) for f in set(r)) for r in multisets(d, sides)], np.float64))
     self._pair_counts = np.outer(*counts)
     self._pair_total = float(sides ** total)
+    self._host_cache = {}  # bid mask words -> the bids as the strings show them
 
   # --- rules -------------------------------------------------------------------------------
   def init(self):
@@ -216,12 +218,17 @@ class LiarsDice(DeviceGame):
     return jnp.asarray(self._pair_counts) / self._pair_total
 
   # --- host side ---------------------------------------------------------------------------
-  def _bid_string(self, words, liar) -> str:
-    bids = [b for b in range(self.liar) if int(words[b // _BITS]) >> (b % _BITS) & 1]
-    return "".join(self._bid_str[b] for b in bids) + (self._bid_str[self.liar] if liar else "")
+  def _bid_string(self, words: tuple, liar) -> str:
+    out = self._host_cache.get(words)
+    if out is None:  # cached: many keys share a bidding
+      if len(self._host_cache) > _CACHE_LIMIT:
+        self._host_cache.clear()
+      bids = [b for b in range(self.liar) if words[b // _BITS] >> (b % _BITS) & 1]
+      out = self._host_cache[words] = "".join(self._bid_str[b] for b in bids)
+    return out + (self._bid_str[self.liar] if liar else "")
 
   def info_string(self, key, player):
-    key = [int(k) for k in np.asarray(key).reshape(-1)]
+    key = tuple(np.asarray(key).reshape(-1).tolist())
     code, progress, words = key[0], key[1], key[2:]
     rolled, liar = progress % (self.total + 1), progress // (self.total + 1)
     digits = [code // (self.sides + 1) ** i % (self.sides + 1)
@@ -231,7 +238,7 @@ class LiarsDice(DeviceGame):
     return "".join(map(str, digits)) + self._bid_string(words, liar)
 
   def public_name(self, key):
-    key = [int(k) for k in np.asarray(key).reshape(-1)]
+    key = tuple(np.asarray(key).reshape(-1).tolist())
     rolled, liar = key[0] % (self.total + 1), key[0] // (self.total + 1)
     return (rolled, self._bid_string(key[1:], liar))
 
