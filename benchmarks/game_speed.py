@@ -179,6 +179,11 @@ def rounds(meters: dict, seconds: float, repeats: int) -> dict:
   return out
 
 
+def _cell(x, width: int, spec: str, suffix: str = "") -> str:
+  """``x`` formatted by ``spec`` (plus ``suffix``) right-aligned in ``width``; ``n/a`` for None."""
+  return f"{'n/a' if x is None else format(x, spec) + suffix:>{width}}"
+
+
 def _ratio(rates: dict, peer: str):
   if peer not in rates:
     return None
@@ -272,10 +277,9 @@ def main(argv=None):
       row["batches"].append({"batch": b, "compile_s": compile_s, "jaxgt": med["jaxgt"],
                              "openspiel": med.get("openspiel"), "pgx": med.get("pgx"),
                              "ratio_openspiel": r_os, "ratio_pgx": r_pgx})
-      fmt = lambda x, w, f: f"{x:>{w}{f}}" if x is not None else f"{'n/a':>{w}}"  # noqa: E731
       print(f"{b:>6} {compile_s:>9.2f} {med['jaxgt']:>12,.0f} "
-            f"{fmt(med.get('openspiel'), 10, ',.0f')} {fmt(med.get('pgx'), 11, ',.0f')} "
-            f"{fmt(r_os, 9, '.1f')}x {fmt(r_pgx, 6, '.2f')}x", flush=True)
+            f"{_cell(med.get('openspiel'), 10, ',.0f')} {_cell(med.get('pgx'), 11, ',.0f')} "
+            f"{_cell(r_os, 10, '.1f', 'x')} {_cell(r_pgx, 7, '.2f', 'x')}", flush=True)
       # ratio: the median of the per-round ratios, so the peer value is ours over it
       figure("random playouts", med["jaxgt"], "playouts/s", game=text, batch=b, **pinned,
              peer=os_label, peer_value=med["jaxgt"] / r_os if r_os else None)

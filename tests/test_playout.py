@@ -133,6 +133,21 @@ def test_wide_chance_and_action_sets_are_sampled_by_their_weights():
                              atol=0.003)
 
 
+def test_step_numbers_are_uniform_and_uncorrelated_and_the_key_fixes_the_playouts():
+  seeds = jax.random.bits(jax.random.key(5), (100_000,), jnp.uint32)
+  u = np.stack([np.asarray(playout._uniform(seeds, jnp.int32(t))) for t in range(8)])
+  assert u.min() > 0 and u.max() <= 1
+  np.testing.assert_allclose(np.histogram(u, bins=16, range=(0, 1))[0] / u.size, 1 / 16,
+                             atol=0.002)
+  corr = np.corrcoef(u)  # steps against steps, over games
+  assert np.max(np.abs(corr - np.eye(8))) < 0.01
+  assert abs(np.corrcoef(u[:, :-1].ravel(), u[:, 1:].ravel())[0, 1]) < 0.01  # neighbour games
+  game = make_from_string("leduc_poker")
+  a = [np.asarray(playout.trajectories(game, jax.random.key(k), 256)[1]) for k in (6, 6, 7)]
+  np.testing.assert_array_equal(a[0], a[1])
+  assert np.any(a[0] != a[2])
+
+
 def test_size_estimate_is_near_the_enumerated_count():
   for name, rules in [("kuhn_poker", make_from_string("kuhn_poker")),
                       ("leduc_poker", jaxgt.load("leduc_poker").rules())]:
