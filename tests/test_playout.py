@@ -133,10 +133,21 @@ def test_wide_chance_and_action_sets_are_sampled_by_their_weights():
                              atol=0.003)
 
 
+def test_sample_index_draws_by_inverse_cdf_and_never_a_zero_weight():
+  weights = np.array([0, 3, 0, 0, 1, 2, 0] + [0] * 20, np.float32)  # 27: the product path
+  for w in (weights, weights[:7]):  # and the cumsum path
+    u = np.linspace(0, 1, 60_000, endpoint=False, dtype=np.float32)
+    picks = np.asarray(jax.jit(jax.vmap(lambda x: playout.sample_index(w, x)))(u))
+    np.testing.assert_allclose(np.bincount(picks, minlength=len(w)) / len(u), w / w.sum(),
+                               atol=1e-4)
+    assert int(playout.sample_index(w, np.float32(1 - 2 ** -24))) == 5  # the last positive
+    assert int(playout.sample_index(w, 0.0)) == 1  # the first positive
+
+
 def test_step_numbers_are_uniform_and_uncorrelated_and_the_key_fixes_the_playouts():
   seeds = jax.random.bits(jax.random.key(5), (100_000,), jnp.uint32)
   u = np.stack([np.asarray(playout._uniform(seeds, jnp.int32(t))) for t in range(8)])
-  assert u.min() > 0 and u.max() <= 1
+  assert u.min() >= 0 and u.max() < 1
   np.testing.assert_allclose(np.histogram(u, bins=16, range=(0, 1))[0] / u.size, 1 / 16,
                              atol=0.002)
   corr = np.corrcoef(u)  # steps against steps, over games

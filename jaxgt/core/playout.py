@@ -50,23 +50,32 @@ _SCAN_WIDTH = 8
 
 
 def _choose(weights, u):
-  """int32 ``[B]``: index ``i`` with probability ``weights[i] / sum`` (``weights [n, B]``,
-  ``u [B]`` uniform in ``(0, 1]``): the number of cumulative weights below ``u * sum``.
+  """int32 ``[B]``: index ``i`` with probability ``weights[i] / sum`` (``weights [n, B]``
+  non-negative, ``u [B]`` uniform in ``[0, 1)``): the number of cumulative weights not above
+  ``u * sum``.
 
   Any summation order that is the same for every prefix keeps the cumulative weights
   non-decreasing and equal across a zero weight (rounding is monotone, adding zero is
-  exact), so a zero weight is never chosen; 0 where every weight is zero. Up to
-  :data:`_SCAN_WIDTH` entries a ``cumsum``; wider, the product with a lower-triangular matrix
-  of ones (XLA's CPU ``cumsum`` over a long leading axis is a reduce-window: 4x slower for
-  Liar's Dice's 25 bids and hold'em's 52 cards, 1.3-1.5x for 12-13 at batch 65536, while the
-  product is 1.3-2x slower for 4-6)."""
+  exact), and ``u * sum < sum`` for ``u <= 1 - 2^-24``, so a zero weight is never chosen (0
+  where every weight is zero). Up to :data:`_SCAN_WIDTH` entries a ``cumsum``; wider, the
+  product with a lower-triangular matrix of ones (XLA's CPU ``cumsum`` over a long leading
+  axis is a reduce-window: 4x slower for Liar's Dice's 25 bids and hold'em's 52 cards,
+  1.3-1.5x for 12-13 at batch 65536, while the product is 1.3-2x slower for 4-6)."""
   n = weights.shape[0]
   if n > _SCAN_WIDTH:
     c = jnp.matmul(jnp.tril(jnp.ones((n, n), weights.dtype)), weights,
                    precision=jax.lax.Precision.HIGHEST)
   else:
     c = jnp.cumsum(weights, axis=0)
-  return jnp.sum(c < u * c[-1], axis=0).astype(jnp.int32)
+  return jnp.sum(c <= u * c[-1], axis=0).astype(jnp.int32)
+
+
+def sample_index(weights, u):
+  """int32 ``[]``: an index drawn with probability proportional to ``weights [n]``
+  (non-negative, some positive) from one uniform ``u`` in ``[0, 1)`` by inverse CDF (``u =
+  0``: the first positive weight; ``u`` near 1: the last), as every playout step draws."""
+  weights = jnp.asarray(weights, jnp.float32)
+  return _choose(weights[:, None], jnp.asarray(u, jnp.float32)[None])[0]
 
 
 def _fmix(x):
@@ -77,11 +86,11 @@ def _fmix(x):
 
 
 def _uniform(seeds, t):
-  """float32 ``[B]`` in ``(0, 1]``: step ``t``'s number of each game, 24 bits of
+  """float32 ``[B]`` in ``[0, 1)``: step ``t``'s number of each game, 24 bits of
   ``fmix(seed ^ fmix(golden * t + c))``. Computed inside the loop from ``B`` seeds, where
   threefry numbers for every step drawn up front took a fifth of Leduc's playout time."""
   x = _fmix(seeds ^ _fmix(t.astype(jnp.uint32) * jnp.uint32(0x9E3779B9) + jnp.uint32(0x7F4A7C15)))
-  return ((x >> 8).astype(jnp.float32) + 1.0) * jnp.float32(1.0 / (1 << 24))
+  return (x >> 8).astype(jnp.float32) * jnp.float32(1.0 / (1 << 24))
 
 
 def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry):
