@@ -8,7 +8,7 @@ import pytest
 import jaxgt
 from jaxgt.core import public_tree as ptm
 from jaxgt.core import sequence_form as sf
-from jaxgt.games.device import DeviceGame
+from oracle_games import host_rules
 
 
 def _random_policy(tree, seed):
@@ -91,25 +91,17 @@ def _replayed_augmented_states(compiled):
   """Reference: replay every compiled history through the game and number
   ``(public state, information_state(s, p))`` by first appearance (how the
   public tree was built before the compiler recorded them)."""
-  game, t = compiled.game, compiled.tree
-  if isinstance(game, DeviceGame):  # the device functions, one state at a time
-    step = jax.jit(game.step)
-    keys = jax.jit(lambda s: (game.info_key(s, 0), game.info_key(s, 1)))
-    initial_state, next_state = game.init, lambda s, a: step(s, jnp.int32(a))
-    information_state = lambda s, p: game.info_string(np.asarray(keys(s)[p]), p)
-  else:
-    initial_state, next_state = game.initial_state, game.next_state
-    information_state = game.information_state
-  states = [initial_state()]
+  game, t = host_rules(compiled.game), compiled.tree
+  states = [game.initial_state()]
   aug = np.full((2, t.num_histories), -1, np.int64)
   ids = [{}, {}]
   for h in range(t.num_histories):
     if h:
-      states.append(next_state(states[int(t.parent[h])], int(t.action[h])))
+      states.append(game.next_state(states[int(t.parent[h])], int(t.action[h])))
     if t.player[h] == -4:
       continue
     for p in (0, 1):
-      key = (int(t.history_public[h]), information_state(states[h], p))
+      key = (int(t.history_public[h]), game.information_state(states[h], p))
       aug[p, h] = ids[p].setdefault(key, len(ids[p]))
   keys = tuple(tuple(k for _, k in d) for d in ids)
   return aug, keys
