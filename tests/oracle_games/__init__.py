@@ -67,7 +67,13 @@ class HostRules:
     return self.game.public_name(np.asarray(self._keys(s)[2]))
 
 
-def host_rules(game):
-  """``game`` itself for a Python game, :class:`HostRules` of it for a device game."""
+def oracle_of(game):
+  """The Python oracle of device game ``game`` (the class of the same name in
+  ``oracle_games.<module>``, same parameters); a Python game is its own."""
+  import importlib
+
   from jaxgt.games.device import DeviceGame
-  return HostRules(game) if isinstance(game, DeviceGame) else game
+  if not isinstance(game, DeviceGame):
+    return game
+  module = importlib.import_module("oracle_games." + type(game).__module__.rsplit(".", 1)[1])
+  return getattr(module, type(game).__name__)(**game.params)
