@@ -11,6 +11,7 @@ from jaxgt.games import TERMINAL, check, make
 from jaxgt.games import scotland_yard as sy
 from jaxgt.solvers import cfr
 from jaxgt.core import sequence_form as sf
+from device_game_checks import assert_features_tell_keys_apart
 from oracle_games import HostRules, assert_same_compiled
 from oracle_games.scotland_yard import ScotlandYard as OracleScotlandYard
 
@@ -184,6 +185,12 @@ _COMPILED = [dict(rounds=1), dict(rounds=1, mrx_start=6, detective1_start=3, det
 def test_device_game_compiles_to_the_oracle(params):
   device = compile_game(make("scotland_yard", **params))
   assert_same_compiled(device, compile_game(OracleScotlandYard(**params)))
+
+
+@pytest.mark.parametrize("params", [dict(rounds=3), dict(rounds=4, tickets=3)])
+def test_features_tell_keys_apart(params):
+  g = make("scotland_yard", **params)
+  assert_features_tell_keys_apart(g, compile_game(g))
 
 
 def test_keys_and_features_fit():
