@@ -1,0 +1,197 @@
+"""Sampled trajectories of a :class:`~jaxgt.games.device.DeviceGame` replayed in OpenSpiel.
+
+:func:`lockstep` samples trajectories through the device rules
+(:func:`jaxgt.core.playout.trajectories`: players uniform over legal actions,
+chance by its probabilities), replays them in one batched scan that records
+every state's player, legal mask, chance probabilities and both players'
+information-state keys, and then plays the same actions in ``pyspiel`` one
+state at a time, comparing at each state the player to act, the legal actions
+(decisions) or chance outcomes and probabilities (chance nodes), both
+players' information-state strings (where OpenSpiel provides them), and the
+returns at the end. Key strings are decoded once per distinct key.
+
+Simultaneous-move games are compared against OpenSpiel's
+``turn_based_simultaneous_game`` form, which is what a device game's
+``openspiel_game_string()`` names.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.core.checks import PROB_ATOL, check_positive_int
+from jaxgt.core import playout
+from jaxgt.core.game_tree import CompiledGame
+from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.device import DeviceGame
+from jaxgt.games.openspiel_import import pyspiel_module
+
+CHUNK = 4096
+"""Trajectories recorded per jitted call (the last chunk padded, so it compiles once)."""
+EXAMPLES = 10
+"""Mismatches reported in full."""
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _record(game: DeviceGame, actions):
+  """Replays ``actions [B, L]`` (``-1`` after the end) and records, per state ``[B, L + 1]``:
+  player, legal mask ``[A]``, chance probabilities ``[C]``, info keys ``[W]`` of both players;
+  and the final returns ``[B, 2]``."""
+  def one(acts):
+    def body(s, a):
+      probs = game.chance_probs(s) if game.num_outcomes else jnp.zeros(0)
+      out = (game.current_player(s), game.legal_mask(s), probs, game.info_key(s, 0),
+             game.info_key(s, 1))
+      nxt = game.step(s, jnp.maximum(a, 0))
+      s = jax.tree_util.tree_map(lambda x, y: jnp.where(a >= 0, y, x), s, nxt)
+      return s, out
+    acts = jnp.concatenate([acts, jnp.full(1, -1, acts.dtype)])
+    s, rec = jax.lax.scan(body, game.init(), acts)
+    return rec, game.returns(s)
+  return jax.vmap(one)(actions)
+
+
+def record(game: DeviceGame, actions: np.ndarray) -> dict:
+  """NumPy records of the trajectories ``actions [N, L]`` (see :func:`_record`), in chunks of
+  :data:`CHUNK`: ``player [N, L+1]``, ``legal [N, L+1, A]``, ``chance [N, L+1, C]``, ``keys``
+  (two ``[N, L+1, W]``), ``returns [N, 2]``."""
+  n = len(actions)
+  parts = []
+  for lo in range(0, n, CHUNK):
+    idx = np.minimum(np.arange(lo, lo + CHUNK), n - 1)
+    (p, legal, chance, k0, k1), ret = jax.device_get(
+        _record(game, jnp.asarray(actions[idx], jnp.int32)))
+    m = min(CHUNK, n - lo)
+    parts.append(tuple(np.asarray(x)[:m] for x in (p, legal, chance, k0, k1, ret)))
+  p, legal, chance, k0, k1, ret = (np.concatenate(xs) for xs in zip(*parts))
+  return {"player": p, "legal": legal, "chance": chance, "keys": (k0, k1), "returns": ret}
+
+
+class _Strings:
+  """``info_string`` of each distinct key, decoded once."""
+
+  def __init__(self, game: DeviceGame, player: int):
+    self.game, self.player, self.cache = game, player, {}
+
+  def __call__(self, key: np.ndarray) -> str:
+    b = key.tobytes()
+    s = self.cache.get(b)
+    if s is None:
+      s = self.cache[b] = self.game.info_string(key, self.player)
+    return s
+
+
+def load_openspiel(openspiel_game: str):
+  """The ``pyspiel`` game named by ``openspiel_game`` (``ValueError`` when OpenSpiel cannot
+  load it or it is not a two-player game)."""
+  pyspiel = pyspiel_module()
+  try:
+    os_game = pyspiel.load_game(openspiel_game)
+  except pyspiel.SpielError as e:
+    raise ValueError(f"OpenSpiel cannot load {openspiel_game!r}: "
+                     f"{str(e).splitlines()[0]}") from e
+  if os_game.num_players() != 2:
+    raise ValueError(f"{openspiel_game}: {os_game.num_players()} players; jaxgt games have 2")
+  gtype = os_game.get_type()
+  if gtype.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+    raise ValueError(f"{openspiel_game} is a simultaneous-move game; jaxgt plays its moves in "
+                     f"turn: compare with turn_based_simultaneous_game(game={openspiel_game})")
+  return os_game
+
+
+def lockstep(game: DeviceGame, openspiel_game: str, *, trajectories: int, seed: int,
+             atol: float = PROB_ATOL) -> dict:
+  """Plays ``trajectories`` sampled trajectories of ``game`` (a device game, or a compiled
+  game read through its ``rules()``) in OpenSpiel game ``openspiel_game`` (module doc).
+
+  Returns ``{"game", "openspiel", "trajectories", "states" (compared), "mismatches",
+  "mismatched_trajectories", "examples", "seconds"}``; each of the first :data:`EXAMPLES`
+  mismatches as ``{"trajectory", "step", "actions" (before the step), "what", "ours",
+  "theirs"}``. A trajectory stops at a mismatch of player, legal actions or chance outcomes
+  (the states after it are not comparable); strings agree exactly, probabilities and returns
+  within ``atol``. Constant-sum OpenSpiel returns are shifted to zero sum as jaxgt's
+  importer does.
+  """
+  n = check_positive_int("trajectories", trajectories)
+  if isinstance(game, CompiledGame):
+    game = game.rules()
+  if not isinstance(game, DeviceGame):
+    raise TypeError(f"lockstep takes a DeviceGame or a CompiledGame (compile a Python game "
+                    f"first), got {type(game).__name__}")
+  os_game = load_openspiel(openspiel_game)
+  pyspiel = pyspiel_module()
+  gtype = os_game.get_type()
+  shift = (float(os_game.utility_sum()) / 2.0
+           if gtype.utility == pyspiel.GameType.Utility.CONSTANT_SUM else 0.0)
+  strings = gtype.provides_information_state_string
+  t0 = time.perf_counter()
+  actions = np.asarray(jax.device_get(
+      playout.trajectories(game, jax.random.PRNGKey(seed), n)[1]))
+  rec = record(game, actions)
+  decode = (_Strings(game, 0), _Strings(game, 1))
+  player = rec["player"].tolist()
+  acts = actions.tolist()
+  out = {"states": 0, "mismatches": 0, "bad": set(), "examples": []}
+
+  def miss(b, t, what, ours, theirs):
+    out["mismatches"] += 1
+    out["bad"].add(b)
+    if len(out["examples"]) < EXAMPLES:
+      out["examples"].append({"trajectory": b, "step": t, "actions": acts[b][:t], "what": what,
+                              "ours": ours, "theirs": theirs})
+
+  for b in range(n):
+    st = os_game.new_initial_state()
+    for t, p in enumerate(player[b]):
+      out["states"] += 1
+      theirs = st.current_player()
+      if p != theirs:
+        miss(b, t, "player", p, theirs)
+        break
+      if p == TERMINAL:
+        ours = [float(x) for x in rec["returns"][b]]
+        got = [float(x) - shift for x in st.returns()]
+        if not np.allclose(ours, got, rtol=0.0, atol=atol):
+          miss(b, t, "returns", ours, got)
+        break
+      if p == CHANCE:
+        probs = rec["chance"][b, t]
+        ours = np.flatnonzero(probs > 0).tolist()
+        pairs = st.chance_outcomes()
+        if ours != [a for a, _ in pairs]:
+          miss(b, t, "chance_outcomes", ours, [a for a, _ in pairs])
+          break
+        got = [q for _, q in pairs]
+        if not np.allclose(probs[ours], got, rtol=0.0, atol=atol):
+          miss(b, t, "chance_probabilities", probs[ours].tolist(), got)
+      else:
+        ours = np.flatnonzero(rec["legal"][b, t]).tolist()
+        got = st.legal_actions()
+        if ours != got:
+          miss(b, t, "legal_actions", ours, got)
+          break
+      if strings:
+        for q in (0, 1):
+          try:
+            got = st.information_state_string(q)
+          except pyspiel.SpielError:  # OpenSpiel gives none in this state
+            continue
+          mine = decode[q](rec["keys"][q][b, t])
+          if mine != got:
+            miss(b, t, f"info_string_p{q}", mine, got)
+      a = acts[b][t] if t < len(acts[b]) else -1
+      if a < 0:  # not over after max_length steps
+        miss(b, t, "length", f"not terminal after max_length={game.max_length} steps",
+             "not terminal")
+        break
+      st.apply_action(a)
+  return {"game": game.game_string(), "openspiel": openspiel_game, "trajectories": n,
+          "states": out["states"], "mismatches": out["mismatches"],
+          "mismatched_trajectories": len(out["bad"]), "examples": out["examples"],
+          "seconds": time.perf_counter() - t0}
+
