@@ -57,18 +57,16 @@ def _record(game: DeviceGame, actions):
 
 
 def record(game: DeviceGame, actions: np.ndarray) -> dict:
-  """NumPy records of the trajectories ``actions [N, L]`` (see :func:`_record`), in chunks of
-  :data:`CHUNK`: ``player [N, L+1]``, ``legal [N, L+1, A]``, ``chance [N, L+1, C]``, ``keys``
-  (two ``[N, L+1, W]``), ``returns [N, 2]``."""
+  """NumPy records of at most :data:`CHUNK` trajectories ``actions [N, L]`` (see
+  :func:`_record`; one padded call): ``player [N, L+1]``, ``legal [N, L+1, A]``,
+  ``chance [N, L+1, C]``, ``keys`` (two ``[N, L+1, W]``), ``returns [N, 2]``."""
   n = len(actions)
-  parts = []
-  for lo in range(0, n, CHUNK):
-    idx = np.minimum(np.arange(lo, lo + CHUNK), n - 1)
-    (p, legal, chance, k0, k1), ret = jax.device_get(
-        _record(game, jnp.asarray(actions[idx], jnp.int32)))
-    m = min(CHUNK, n - lo)
-    parts.append(tuple(np.asarray(x)[:m] for x in (p, legal, chance, k0, k1, ret)))
-  p, legal, chance, k0, k1, ret = (np.concatenate(xs) for xs in zip(*parts))
+  if not 0 < n <= CHUNK:
+    raise ValueError(f"record takes 1 to {CHUNK} trajectories at a time, got {n}")
+  idx = np.minimum(np.arange(CHUNK), n - 1)
+  (p, legal, chance, k0, k1), ret = jax.device_get(
+      _record(game, jnp.asarray(actions[idx], jnp.int32)))
+  p, legal, chance, k0, k1, ret = (np.asarray(x)[:n] for x in (p, legal, chance, k0, k1, ret))
   return {"player": p, "legal": legal, "chance": chance, "keys": (k0, k1), "returns": ret}
 
 
@@ -115,7 +113,7 @@ def lockstep(game: DeviceGame, openspiel_game: str, *, trajectories: int, seed: 
   "theirs"}``. A trajectory stops at a mismatch of player, legal actions or chance outcomes
   (the states after it are not comparable); strings agree exactly, probabilities and returns
   within ``atol``. Constant-sum OpenSpiel returns are shifted to zero sum as jaxgt's
-  importer does.
+  importer does. Trajectories are recorded and replayed :data:`CHUNK` at a time.
   """
   n = check_positive_int("trajectories", trajectories)
   if isinstance(game, CompiledGame):
@@ -123,75 +121,84 @@ def lockstep(game: DeviceGame, openspiel_game: str, *, trajectories: int, seed: 
   if not isinstance(game, DeviceGame):
     raise TypeError(f"lockstep takes a DeviceGame or a CompiledGame (compile a Python game "
                     f"first), got {type(game).__name__}")
-  os_game = load_openspiel(openspiel_game)
-  pyspiel = pyspiel_module()
-  gtype = os_game.get_type()
-  shift = (float(os_game.utility_sum()) / 2.0
-           if gtype.utility == pyspiel.GameType.Utility.CONSTANT_SUM else 0.0)
-  strings = gtype.provides_information_state_string
+  replay = _Replay(game, load_openspiel(openspiel_game), atol)
   t0 = time.perf_counter()
   actions = np.asarray(jax.device_get(
       playout.trajectories(game, jax.random.PRNGKey(seed), n)[1]))
-  rec = record(game, actions)
-  decode = (_Strings(game, 0), _Strings(game, 1))
-  player = rec["player"].tolist()
-  acts = actions.tolist()
-  out = {"states": 0, "mismatches": 0, "bad": set(), "examples": []}
+  for lo in range(0, n, CHUNK):
+    part = actions[lo:lo + CHUNK]
+    replay.chunk(record(game, part), part.tolist(), lo)
+  return {"game": game.game_string(), "openspiel": openspiel_game, "trajectories": n,
+          "states": replay.states, "mismatches": replay.mismatches,
+          "mismatched_trajectories": len(replay.bad), "examples": replay.examples,
+          "seconds": time.perf_counter() - t0}
 
-  def miss(b, t, what, ours, theirs):
-    out["mismatches"] += 1
-    out["bad"].add(b)
-    if len(out["examples"]) < EXAMPLES:
-      out["examples"].append({"trajectory": b, "step": t, "actions": acts[b][:t], "what": what,
-                              "ours": ours, "theirs": theirs})
 
-  for b in range(n):
-    st = os_game.new_initial_state()
-    for t, p in enumerate(player[b]):
-      out["states"] += 1
+class _Replay:
+  """The OpenSpiel side: replays recorded trajectories and tallies the mismatches."""
+
+  def __init__(self, game: DeviceGame, os_game, atol: float):
+    pyspiel = pyspiel_module()
+    gtype = os_game.get_type()
+    self.os_game, self.atol, self.max_length = os_game, atol, game.max_length
+    self.error = pyspiel.SpielError
+    self.shift = (float(os_game.utility_sum()) / 2.0
+                  if gtype.utility == pyspiel.GameType.Utility.CONSTANT_SUM else 0.0)
+    self.strings = gtype.provides_information_state_string
+    self.decode = (_Strings(game, 0), _Strings(game, 1))
+    self.states, self.mismatches, self.bad, self.examples = 0, 0, set(), []
+
+  def miss(self, b, t, acts, what, ours, theirs):
+    self.mismatches += 1
+    self.bad.add(b)
+    if len(self.examples) < EXAMPLES:
+      self.examples.append({"trajectory": b, "step": t, "actions": acts[:t], "what": what,
+                            "ours": ours, "theirs": theirs})
+
+  def chunk(self, rec: dict, actions: list, first: int) -> None:
+    """Replays trajectories ``first + i`` (``actions[i]``, records ``rec``)."""
+    for i, (players, acts) in enumerate(zip(rec["player"].tolist(), actions)):
+      self.trajectory(rec, i, first + i, players, acts)
+
+  def trajectory(self, rec: dict, i: int, b: int, players: list, acts: list) -> None:
+    st = self.os_game.new_initial_state()
+    for t, p in enumerate(players):
+      self.states += 1
       theirs = st.current_player()
       if p != theirs:
-        miss(b, t, "player", p, theirs)
-        break
+        return self.miss(b, t, acts, "player", p, theirs)
       if p == TERMINAL:
-        ours = [float(x) for x in rec["returns"][b]]
-        got = [float(x) - shift for x in st.returns()]
-        if not np.allclose(ours, got, rtol=0.0, atol=atol):
-          miss(b, t, "returns", ours, got)
-        break
+        ours = [float(x) for x in rec["returns"][i]]
+        got = [float(x) - self.shift for x in st.returns()]
+        if not np.allclose(ours, got, rtol=0.0, atol=self.atol):
+          self.miss(b, t, acts, "returns", ours, got)
+        return None
       if p == CHANCE:
-        probs = rec["chance"][b, t]
+        probs = rec["chance"][i, t]
         ours = np.flatnonzero(probs > 0).tolist()
         pairs = st.chance_outcomes()
         if ours != [a for a, _ in pairs]:
-          miss(b, t, "chance_outcomes", ours, [a for a, _ in pairs])
-          break
+          return self.miss(b, t, acts, "chance_outcomes", ours, [a for a, _ in pairs])
         got = [q for _, q in pairs]
-        if not np.allclose(probs[ours], got, rtol=0.0, atol=atol):
-          miss(b, t, "chance_probabilities", probs[ours].tolist(), got)
+        if not np.allclose(probs[ours], got, rtol=0.0, atol=self.atol):
+          self.miss(b, t, acts, "chance_probabilities", probs[ours].tolist(), got)
       else:
-        ours = np.flatnonzero(rec["legal"][b, t]).tolist()
+        ours = np.flatnonzero(rec["legal"][i, t]).tolist()
         got = st.legal_actions()
         if ours != got:
-          miss(b, t, "legal_actions", ours, got)
-          break
-      if strings:
+          return self.miss(b, t, acts, "legal_actions", ours, got)
+      if self.strings:
         for q in (0, 1):
           try:
             got = st.information_state_string(q)
-          except pyspiel.SpielError:  # OpenSpiel gives none in this state
+          except self.error:  # OpenSpiel gives none in this state
             continue
-          mine = decode[q](rec["keys"][q][b, t])
+          mine = self.decode[q](rec["keys"][q][i, t])
           if mine != got:
-            miss(b, t, f"info_string_p{q}", mine, got)
-      a = acts[b][t] if t < len(acts[b]) else -1
-      if a < 0:  # not over after max_length steps
-        miss(b, t, "length", f"not terminal after max_length={game.max_length} steps",
-             "not terminal")
-        break
+            self.miss(b, t, acts, f"info_string_p{q}", mine, got)
+      a = acts[t] if t < len(acts) else -1
+      if a < 0:
+        return self.miss(b, t, acts, "length",
+                         f"not terminal after max_length={self.max_length} steps", "not terminal")
       st.apply_action(a)
-  return {"game": game.game_string(), "openspiel": openspiel_game, "trajectories": n,
-          "states": out["states"], "mismatches": out["mismatches"],
-          "mismatched_trajectories": len(out["bad"]), "examples": out["examples"],
-          "seconds": time.perf_counter() - t0}
-
+    return None
