@@ -21,6 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
+from jaxgt.core.game_tree import first_seen_ids
+from jaxgt.core.tree_rules import TreeRules
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame, children_mask
 from jaxgt.games.size import GameTooLargeError, SizeEstimate, format_count
@@ -69,43 +71,51 @@ CHUNK = 1 << 14
 so each of the two functions compiles once."""
 
 
-def _rows(keys: np.ndarray) -> np.ndarray:
-  """``[N, W]`` int32 keys as ``[N]`` byte strings (one comparable item per row)."""
-  keys = np.ascontiguousarray(keys, np.int32)
-  return keys.view(np.dtype((np.void, 4 * keys.shape[1]))).reshape(-1)
+def row_codes(rows: np.ndarray) -> np.ndarray:
+  """``[N]`` codes of integer rows ``[N, W]``, equal exactly for equal rows: a mixed-radix
+  int64 over the columns' observed ranges when it fits in 62 bits (NumPy sorts those fast),
+  else the rows' bytes."""
+  rows = np.asarray(rows, np.int64).reshape(len(rows), -1)
+  if not len(rows):
+    return np.zeros(0, np.int64)
+  lo, hi = rows.min(axis=0), rows.max(axis=0)
+  span = hi - lo + 1
+  if np.sum(np.log2(span.astype(np.float64))) < 62:
+    code = np.zeros(len(rows), np.int64)
+    for c in range(rows.shape[1]):
+      code = code * span[c] + (rows[:, c] - lo[c])
+    return code
+  rows = np.ascontiguousarray(rows)
+  return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).reshape(-1)
 
 
-class _Numbering:
-  """Key rows -> ids by first appearance, with a name for each id."""
+def number_rows(rows: np.ndarray, valid: np.ndarray, name) -> tuple[np.ndarray, list]:
+  """``(ids [N] int64, names)``: the valid rows of ``rows [N, W]`` numbered by first
+  appearance (``-1`` elsewhere), and ``name(row)`` of each distinct row in id order."""
+  ids = np.full(len(rows), -1, np.int64)
+  idx = np.flatnonzero(valid)
+  if not len(idx):
+    return ids, []
+  ids[idx], first = first_seen_ids(row_codes(rows[idx]))
+  return ids, [name(rows[idx[f]]) for f in first]
 
-  def __init__(self, name=None):
-    self.ids: dict = {}
-    self.names: list = []
-    self._name = name
 
-  def number(self, keys: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
-    """``[N]`` int64 ids of ``keys [N, W]`` (``-1`` where not ``valid``), new keys numbered in
-    order of first appearance."""
-    out = np.full(len(keys), -1, np.int64)
-    idx = np.arange(len(keys)) if valid is None else np.flatnonzero(valid)
-    if not len(idx):
-      return out
-    rows = _rows(keys[idx])
-    uniq, first, inv = np.unique(rows, return_index=True, return_inverse=True)
-    uid = np.empty(len(uniq), np.int64)
-    for u in np.argsort(first, kind="stable"):
-      b = uniq[u].tobytes()
-      k = self.ids.get(b)
-      if k is None:
-        k = self.ids[b] = len(self.names)
-        self.names.append(self._name(keys[idx[first[u]]]) if self._name else
-                          tuple(int(x) for x in keys[idx[first[u]]]))
-      uid[u] = k
-    out[idx] = uid[inv.reshape(-1)]
-    return out
+_FUNCTIONS: dict = {}  # (game class, game string) -> the jitted (read, step)
 
 
 def _functions(game: DeviceGame):
+  """The jitted, vmapped ``(read, step)`` of ``game``, built once per game class and game string
+  (rules are a function of both) so recompiling a game in one process skips XLA compilation
+  (not for a compiled game's rules, whose arrays are its own)."""
+  if isinstance(game, TreeRules):
+    return _build_functions(game)
+  key = (type(game), game.game_string())
+  if key not in _FUNCTIONS:
+    _FUNCTIONS[key] = _build_functions(game)
+  return _FUNCTIONS[key]
+
+
+def _build_functions(game: DeviceGame):
   n = game.num_distinct
 
   def read(s):
@@ -216,10 +226,7 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
   t0 = time.perf_counter() if started is None else started
   next_report = t0 + progress_seconds
   A = int(game.num_actions)
-  keys = (_Numbering(lambda k: game.info_string(k, 0)),
-          _Numbering(lambda k: game.info_string(k, 1)))
-  public = _Numbering(game.public_name)
-  parent, action, prob, player, payoff, kid, pub = ([] for _ in range(7))
+  parent, action, prob, player, payoff, k0s, k1s, pks = ([] for _ in range(8))
   used_outcomes = 0
   with jax.enable_x64(True):
     read, step = _functions(game)
@@ -266,8 +273,7 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
         where(bad, f"returns {tuple(ret[bad[0]])} are not zero-sum", "zero_sum")
       player.append(p.astype(np.int32))
       payoff.append(np.where(term, ret[:, 0], 0.0))
-      kid.append((keys[0].number(k0, ~term), keys[1].number(k1, ~term)))
-      pub.append(public.number(pk))
+      k0s.append(k0), k1s.append(k1), pks.append(pk)
       # the next frontier: every (history, action or outcome) with a child, by action id
       rows, acts = np.nonzero(mask & ~term[:, None])
       lvl_parent = (offset + rows).astype(np.int64)
@@ -284,10 +290,16 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
         report(EnumerationProgress(histories=offset, discovered=offset + n, seconds=now - t0,
                                    rate=offset / max(now - t0, 1e-9), rss_bytes=rss_bytes(),
                                    estimate=estimate, limit=max_histories))
+  player = np.concatenate(player)
+  live = player != TERMINAL
+  kid, names = zip(*(number_rows(np.concatenate(k), live,
+                                 lambda row, q=q: game.info_string(row, q))
+                     for q, k in enumerate((k0s, k1s))))
+  pub, public_names = number_rows(np.concatenate(pks), np.ones(len(player), bool),
+                                  game.public_name)
   return dict(
       parent=np.concatenate(parent), action=np.concatenate(action),
-      edge_prob=np.concatenate(prob), player=np.concatenate(player),
-      key_of_hist=[np.concatenate([k[q] for k in kid]) for q in (0, 1)],
-      key_names=[keys[0].names, keys[1].names], public=np.concatenate(pub),
-      public_keys=tuple(public.names), payoff=np.concatenate(payoff), num_actions=A,
-      num_outcomes=max(A, used_outcomes), started=t0)
+      edge_prob=np.concatenate(prob), player=player, key_of_hist=list(kid),
+      key_names=list(names), public=pub, public_keys=tuple(public_names),
+      payoff=np.concatenate(payoff), num_actions=A, num_outcomes=max(A, used_outcomes),
+      started=t0)

@@ -115,11 +115,11 @@ class CompiledGame:
       self._cache[key] = build(self, *args)
     return self._cache[key]
 
-  def rules(self):
+  def rules(self, dtype=None):
     """This game read through the device game protocol (:class:`~jaxgt.core.tree_rules.TreeRules`;
-    the state is a history index)."""
+    the state is a history index; floats in ``dtype``, cached)."""
     from jaxgt.core.tree_rules import TreeRules
-    return self.derived(TreeRules)
+    return self.derived(TreeRules, jnp.dtype(resolve_dtype(dtype)).name)
 
   def device_tree(self, dtype=None) -> GameTree:
     """The tree as device arrays with floats in ``dtype`` (cached)."""

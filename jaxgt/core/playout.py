@@ -53,7 +53,7 @@ def trajectories(game: DeviceGame, key, batch: int):
   """``(returns [B, 2], actions [B, L], last_player [B])`` of ``batch`` random playouts
   (``L = max_length``; ``-1`` pads after the terminal). Players pick uniformly among legal
   actions, chance by its probabilities."""
-  check_key(key)
+  key = check_key(key)
   if batch < 1:
     raise ValueError(f"batch must be positive, got {batch}")
   return _play(game, key, int(batch))

@@ -23,7 +23,9 @@ class TreeRules(DeviceGame):
   ``info_string`` and ``public_name`` give back the compiled names.
   """
 
-  def __init__(self, compiled):
+  def __init__(self, compiled, dtype=None):
+    """The rules of ``compiled`` with chance probabilities and returns in ``dtype`` (float32
+    by default; float64 needs x64, and is what enumeration reads)."""
     g, t = compiled.game, compiled.tree
     self.compiled = compiled
     self.name, self.params, self.param_defaults = g.name, dict(g.params), dict(g.param_defaults)
@@ -39,15 +41,12 @@ class TreeRules(DeviceGame):
       key_ids.append(per_aug[compiled.aug[p]])  # aug -1 (terminal) maps to the -1 appended
       names.append(tuple(uniq))
     self._names = tuple(names)
-    # NumPy here, device constants when traced (float64 under x64)
-    self._player = np.asarray(t.player)
-    self._children = np.asarray(t.children)
-    self._chance = np.asarray(t.chance_probs)
+    tree = compiled.device_tree(dtype)
+    self.tree = tree  # the device GameTree these rules read
     payoff = np.zeros(t.num_histories)
     payoff[np.asarray(t.terminal_history)] = np.asarray(t.terminal_payoff)
-    self._payoff = payoff
-    self._keys = np.stack(key_ids)
-    self._public = np.asarray(t.history_public)
+    self._payoff = jnp.asarray(payoff, tree.chance_probs.dtype)
+    self._keys = jnp.asarray(np.stack(key_ids))
 
   def game_string(self) -> str:
     return self.compiled.game.game_string()
@@ -62,27 +61,28 @@ class TreeRules(DeviceGame):
     return jnp.int32(0)
 
   def current_player(self, h):
-    return jnp.asarray(self._player)[h]
+    return self.tree.player[h]
 
   def legal_mask(self, h):
-    acting = (jnp.asarray(self._player)[h] == 0) | (jnp.asarray(self._player)[h] == 1)
-    return (jnp.asarray(self._children)[h, :self.num_actions] >= 0) & acting
+    acting = (self.tree.player[h] == 0) | (self.tree.player[h] == 1)
+    return (self.tree.children[h, :self.num_actions] >= 0) & acting
 
   def chance_probs(self, h):
-    return jnp.where(jnp.asarray(self._player)[h] == CHANCE, jnp.asarray(self._chance)[h], 0.0)
+    return jnp.where(self.tree.player[h] == CHANCE, self.tree.chance_probs[h], 0.0)
 
   def step(self, h, action):
-    return jnp.where(jnp.asarray(self._player)[h] == TERMINAL, h, jnp.asarray(self._children)[h, action]).astype(jnp.int32)
+    child = self.tree.children[h, action]
+    return jnp.where(self.tree.player[h] == TERMINAL, h, child).astype(jnp.int32)
 
   def returns(self, h):
-    u = jnp.where(jnp.asarray(self._player)[h] == TERMINAL, jnp.asarray(self._payoff)[h], 0.0)
+    u = jnp.where(self.tree.player[h] == TERMINAL, self._payoff[h], 0.0)
     return jnp.stack([u, -u])
 
   def info_key(self, h, player: int):
-    return jnp.asarray(self._keys)[player, h][None]
+    return self._keys[player, h][None]
 
   def public_key(self, h):
-    return jnp.asarray(self._public)[h][None]
+    return self.tree.history_public[h][None]
 
   def info_string(self, key, player: int) -> str:
     return self._names[player][int(np.asarray(key).reshape(-1)[0])]
