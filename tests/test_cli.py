@@ -230,7 +230,7 @@ def test_info_json_refuses_a_large_game_from_its_estimate_in_seconds(text, opens
   doc = _info_json(capsys, text)
   assert time.perf_counter() - t0 < 10
   assert doc["enumerable"] is False and doc["sizes"] is None and doc["openspiel"] == openspiel
-  assert doc["estimate"]["log10_histories"] > 7 and "max_histories=5,000,000" in doc["reason"]
+  assert doc["estimate"]["log10_histories"] > 7 and "max_histories" in doc["reason"]
 
 
 def test_info_limit_and_text_form(capsys):
