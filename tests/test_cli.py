@@ -291,3 +291,21 @@ def test_check_bad_input(capsys):
   assert "OpenSpiel cannot load 'no_such_game'" in capsys.readouterr().err
   assert main(["check", "ii_goofspiel", "--openspiel", "auto"]) == 2
   assert "mirrors no OpenSpiel game" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["liars_dice(numdice=2)", "goofspiel(num_cards=13)",
+                                  "limit_holdem"])
+def test_large_games_agree_with_openspiel_on_ten_thousand_trajectories(text, capsys):
+  """LD(2,2), II-GS(13) and Limit Hold'em: conformance and OpenSpiel lockstep, 10,000 each."""
+  pytest.importorskip("jaxgt.games.rules_check")
+  from jaxgt.games import make_from_string, registry
+  from jaxgt.games.device import DeviceGame
+  if text.split("(")[0] not in registry() or not isinstance(make_from_string(text), DeviceGame):
+    pytest.skip(f"{text} is not a device game here")
+  assert main(["check", text, "--trajectories", "10000", "--openspiel", "auto", "--json"]) == 0
+  doc = json.loads(capsys.readouterr().out)
+  assert doc["failures"] == [] and doc["openspiel_mismatches"] == 0
+  t0 = time.perf_counter()
+  assert _info_json(capsys, text)["enumerable"] is False
+  assert time.perf_counter() - t0 < 10
