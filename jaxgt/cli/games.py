@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
+
+from jaxgt.games.size import format_count
 
 MAX_HISTORIES = 5_000_000
 EXAMPLES_SHOWN = 10
@@ -58,7 +61,6 @@ def _estimate(game, max_histories: int):
   if isinstance(known, int) and known > 0:
     return {"log10_histories": math.log10(known), "histories": known, "exact": True}, None
   if isinstance(game, DeviceGame):
-    import time
     t0 = time.perf_counter()
     e = estimate_size(game, paths=4096, seed=0)
     est = SizeEstimate(log10_histories=e["log10_histories"], paths=e["paths"],
@@ -66,7 +68,7 @@ def _estimate(game, max_histories: int):
                        seconds=time.perf_counter() - t0)
   else:
     est = estimate_histories(game, seconds=5.0)
-  out = {"log10_histories": est.log10_histories, "histories": round(est.histories),
+  out = {"log10_histories": est.log10_histories, "histories": float(f"{est.histories:.4g}"),
          "exact": False, "paths": est.paths, "longest_path": est.longest_path,
          "truncated": est.truncated, "seconds": round(est.seconds, 3)}
   if isinstance(game, DeviceGame):
@@ -76,20 +78,14 @@ def _estimate(game, max_histories: int):
     except GameTooLargeError as e:
       return out, str(e)
   elif est.log10_histories > math.log10(REFUSE_FACTOR * max_histories):
-    return out, (f"{game.game_string()}: about {_count(est.log10_histories)} histories "
+    return out, (f"{game.game_string()}: about {format_count(est.log10_histories)} histories "
                  f"(random-path estimate over {est.paths:,} paths), over "
                  f"max_histories={max_histories:,}")
   return out, None
 
 
-def _count(log10_n: float) -> str:
-  from jaxgt.games.size import format_count
-  return format_count(log10_n)
-
-
 def info(text: str, max_histories: int = MAX_HISTORIES, *, progress: bool = False) -> dict:
   """What ``jaxgt info`` reports of game string ``text`` (see :func:`cmd_info`)."""
-  import time
   from jaxgt.core.compiler import compile_game
   from jaxgt.games import make_from_string
   from jaxgt.games.size import GameTooLargeError
@@ -143,7 +139,7 @@ def cmd_info(args) -> int:
     if est is not None:
       how = ("counted" if est["exact"] else
              f"random-path estimate over {est['paths']:,} paths, {est['seconds']:.1f} s")
-      print(f"histories       ~{_count(est['log10_histories'])} ({how})")
+      print(f"histories       ~{format_count(est['log10_histories'])} ({how})")
     if doc["actions"] is not None:
       print(f"actions         {doc['actions']}")
     print(f"enumerable      no: {doc['reason']}")
