@@ -51,7 +51,8 @@ class MatchResult:
   ci95: float  # half-width of the normal 95% confidence interval (1.96 * stderr)
   num_matches: int  # M
   traced: bool = True  # whether the matches ran as one jitted program (else a Python loop)
-  # [M] int the terminal history each match ended in (referee.action_paths gives its actions)
+  # the final state of each match: for a compiled game [M] int its terminal history
+  # (referee.action_paths gives its actions), for a device game its state pytree [M, ...]
   histories: np.ndarray | None = None
 
   @classmethod
@@ -125,7 +126,7 @@ def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk, bloc
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
   h, _ = referee.play_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
                               chunk=min(chunk, num_matches), block=block, progress=progress)
-  pay = referee.terminal_payoff(game.device_tree(dtype), h, seats)
+  pay = referee.payoffs(game, h, seats, dtype)
   return MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h)
 
 
