@@ -233,6 +233,15 @@ def test_info_json_refuses_a_large_game_from_its_estimate_in_seconds(text, opens
   assert doc["estimate"]["log10_histories"] > 7 and "max_histories" in doc["reason"]
 
 
+def test_info_json_of_openspiel_imports(capsys):
+  doc = _info_json(capsys, "openspiel:goofspiel(imp_info=True,num_cards=8)")
+  assert doc["enumerable"] is False and "refused before enumerating" in doc["reason"]
+  assert doc["openspiel"] == "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards=8))"
+  doc = _info_json(capsys, "openspiel:kuhn_poker")
+  assert doc["enumerable"] is True and doc["sizes"]["histories"] == 58
+  assert doc["estimate"]["exact"] is True and doc["openspiel"] == "kuhn_poker()"
+
+
 def test_info_limit_and_text_form(capsys):
   doc = _info_json(capsys, "ii_goofspiel", "--max-histories", "200000")
   assert doc["enumerable"] is False and doc["max_histories"] == 200000

@@ -96,7 +96,8 @@ def info(text: str, max_histories: int = MAX_HISTORIES, *, progress: bool = Fals
   try:
     game = make_from_string(text, max_histories)
   except GameTooLargeError as e:  # an OpenSpiel import counts its histories first
-    doc.update(rules="openspiel", reason=str(e), seconds=round(time.perf_counter() - t0, 3))
+    doc.update(rules="openspiel", openspiel=_openspiel_string(text), reason=str(e),
+               seconds=round(time.perf_counter() - t0, 3))
     return doc
   from jaxgt.games.device import DeviceGame
   doc.update(game=game.game_string(), openspiel=game.openspiel_game_string(),
@@ -115,6 +116,16 @@ def info(text: str, max_histories: int = MAX_HISTORIES, *, progress: bool = Fals
                  fingerprint=g.fingerprint)
   doc["seconds"] = round(time.perf_counter() - t0, 3)
   return doc
+
+
+def _openspiel_string(text: str) -> str:
+  """The pyspiel string of an ``openspiel:`` game (its turn-based form if simultaneous)."""
+  from jaxgt.games.openspiel_import import pyspiel_module
+  pyspiel = pyspiel_module()
+  os_game = pyspiel.load_game(text.strip()[len("openspiel:"):])
+  if os_game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+    return f"turn_based_simultaneous_game(game={os_game})"
+  return str(os_game)
 
 
 def cmd_info(args) -> int:
