@@ -236,7 +236,8 @@ def test_info_json_refuses_a_large_game_from_its_estimate_in_seconds(text, opens
 def test_info_json_of_openspiel_imports(capsys):
   doc = _info_json(capsys, "openspiel:goofspiel(imp_info=True,num_cards=8)")
   assert doc["enumerable"] is False and "refused before enumerating" in doc["reason"]
-  assert doc["openspiel"] == "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards=8))"
+  assert doc["openspiel"] == ("turn_based_simultaneous_game(game=goofspiel(imp_info=True,"
+                              "num_cards=8))")
   doc = _info_json(capsys, "openspiel:kuhn_poker")
   assert doc["enumerable"] is True and doc["sizes"]["histories"] == 58
   assert doc["estimate"]["exact"] is True and doc["openspiel"] == "kuhn_poker()"
