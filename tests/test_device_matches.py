@@ -49,3 +49,12 @@ def test_an_agent_of_another_game_is_refused():
   with pytest.raises(ValueError, match="plays"):
     match.play(device, RandomAgent(device), RandomAgent(jaxgt.load("kuhn_poker")), 4,
                jax.random.key(0))
+
+
+def test_recorded_episodes_are_the_paths_to_the_terminal_histories():
+  from jaxgt.evaluation.referee import action_paths
+  compiled = jaxgt.load("leduc_poker")
+  table = tuple(uniform(np.asarray(pt.legal), np.float64) for pt in compiled.tree.players)
+  a = PolicyAgent(compiled, table)
+  res = match.play(compiled, a, a, 64, jax.random.key(5))
+  assert res.episodes() == action_paths(compiled.tree, res.histories)

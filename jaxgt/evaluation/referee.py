@@ -140,11 +140,19 @@ class Position:
 
   state: Any  # the rules' state pytree
   ok: jax.Array  # [] bool: False once an agent put no finite positive mass on legal actions
+  actions: jax.Array  # [L] int32 actions and chance outcomes from the root, -1 after the last
+  length: jax.Array  # [] int32 steps taken
 
 
 def root(rules: DeviceGame) -> Position:
-  """The root position of ``rules``."""
-  return Position(rules.init(), jnp.ones((), bool))
+  """The root position of ``rules`` (``L = rules.max_length``)."""
+  return at(rules, rules.init())
+
+
+def at(rules: DeviceGame, state) -> Position:
+  """A valid position at ``state`` with no recorded actions."""
+  return Position(state, jnp.ones((), bool), jnp.full(rules.max_length, -1, jnp.int32),
+                  jnp.zeros((), jnp.int32))
 
 
 def draw(rules: DeviceGame, pos: Position, probs, key, dtype) -> Position:
@@ -154,8 +162,9 @@ def draw(rules: DeviceGame, pos: Position, probs, key, dtype) -> Position:
   probs = jnp.pad(probs, (0, rules.num_distinct - probs.shape[-1]))
   probs = jnp.where(children_mask(rules, pos.state), probs, 0.0)
   total = jnp.sum(probs)
-  action = sample_index(probs, rng.uniform(key, (), dtype))
-  return Position(rules.step(pos.state, action), pos.ok & jnp.isfinite(total) & (total > 0))
+  action = sample_index(probs, rng.uniform(key, (), dtype)).astype(jnp.int32)
+  return Position(rules.step(pos.state, action), pos.ok & jnp.isfinite(total) & (total > 0),
+                  pos.actions.at[pos.length].set(action, mode="drop"), pos.length + 1)
 
 
 def through_chance(rules: DeviceGame, pos: Position, key, dtype):
@@ -299,7 +308,8 @@ def rules_of(game, dtype) -> DeviceGame:
 def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
                  hook: Hook | None = None, carry=None, chunk: int | None = None,
                  block: int | None = None, progress: Callable[[int, int], None] | None = None):
-  """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``: ``(final states, carries)``.
+  """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``: ``(final states, carries,
+  positions)``.
 
   ``game`` is a compiled game (the final states are then the terminal histories, NumPy int
   ``[M]``: :func:`action_paths` gives their actions from the root) or a device game (final
@@ -309,7 +319,8 @@ def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
   Blocks do not change the matches: match ``m`` always draws from ``keys[m]``. ``chunk``:
   matches each traced agent phase serves (default: the block). Raises ``ValueError`` for a
   match where an agent returned probabilities with no finite positive mass on the legal
-  actions.
+  actions. The final :class:`Position` s (NumPy leaves, ``actions [M, L]`` the episodes)
+  are ``(final states, carries, positions)``'s third item.
   """
   referee = Referee(rules_of(game, dtype), tuple(agents), dtype, hook)
   seats = jnp.asarray(seats, jnp.int32)
@@ -340,14 +351,14 @@ def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
   if len(bad):
     raise ValueError(f"match {int(bad[0])}: an agent returned probabilities with no finite "
                      "positive mass on the legal actions")
-  return pos.state, carries
+  return pos.state, carries, pos
 
 
 def payoffs(game, states, seats, dtype):
   """``[M]`` payoffs of the agents in ``seats [M]`` at the final ``states`` of
   :func:`play_matches`."""
   rules = rules_of(game, dtype)
-  return jax.vmap(lambda s, seat: terminal_payoff(rules, Position(s, jnp.ones((), bool)), seat))(
+  return jax.vmap(lambda s, seat: terminal_payoff(rules, at(rules, s), seat))(
       states, jnp.asarray(seats, jnp.int32))
 
 

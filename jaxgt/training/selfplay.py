@@ -242,7 +242,7 @@ class SelfPlay:
     k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
     probs, summary, ex, qpbs, qvalid, visits = self._search(params, summary, history, k_search)
     move = self.explore.mix(probs, tree.children[history, :A] >= 0, moves)
-    pos = referee.Position(jnp.asarray(history, jnp.int32), jnp.ones((), bool))
+    pos = referee.at(self.rules, jnp.asarray(history, jnp.int32))
     pos, _ = referee.advance(self.rules, pos, move, k_move, k_chance, jnp.dtype(DTYPE))
     done = ~referee.live(self.rules, pos)
     nxt = jnp.where(pos.ok, pos.state, NO_INDEX)
