@@ -266,7 +266,6 @@ def test_info_bad_input(capsys):
 
 
 def test_check_json_with_openspiel_lockstep(capsys):
-  pytest.importorskip("jaxgt.games.rules_check")
   assert main(["check", "kuhn_poker", "--trajectories", "300", "--openspiel", "auto",
                "--json"]) == 0
   doc = json.loads(capsys.readouterr().out)
@@ -278,7 +277,6 @@ def test_check_json_with_openspiel_lockstep(capsys):
 
 
 def test_check_reports_openspiel_mismatches(capsys):
-  pytest.importorskip("jaxgt.games.rules_check")
   assert main(["check", "kuhn_poker", "--trajectories", "50", "--openspiel", "leduc_poker",
                "--json"]) == 1
   captured = capsys.readouterr()
@@ -308,7 +306,6 @@ def test_check_bad_input(capsys):
                                   "limit_holdem"])
 def test_large_games_agree_with_openspiel_on_ten_thousand_trajectories(text, capsys):
   """LD(2,2), II-GS(13) and Limit Hold'em: conformance and OpenSpiel lockstep, 10,000 each."""
-  pytest.importorskip("jaxgt.games.rules_check")
   from jaxgt.games import make_from_string, registry
   from jaxgt.games.device import DeviceGame
   if text.split("(")[0] not in registry() or not isinstance(make_from_string(text), DeviceGame):
@@ -319,3 +316,19 @@ def test_large_games_agree_with_openspiel_on_ten_thousand_trajectories(text, cap
   t0 = time.perf_counter()
   assert _info_json(capsys, text)["enumerable"] is False
   assert time.perf_counter() - t0 < 10
+
+
+def test_check_exits_non_zero_on_a_conformance_failure(capsys, monkeypatch):
+  from jaxgt.games import rules_check
+  failure = {"check": "zero_sum", "trajectory": 3, "actions": [0, 1], "message": "returns"}
+  monkeypatch.setattr(rules_check, "check_rules", lambda game, *, trajectories, seed: {
+      "game": game.game_string(), "trajectories": trajectories, "checks": ["zero_sum"],
+      "failures": [failure]})
+  assert main(["check", "kuhn_poker", "--trajectories", "5", "--json"]) == 1
+  assert json.loads(capsys.readouterr().out) == {
+      "game": "kuhn_poker", "trajectories": 5, "failures": [failure],
+      "openspiel_mismatches": None}
+  assert main(["check", "kuhn_poker", "--trajectories", "5"]) == 1
+  out = capsys.readouterr().out
+  assert "1 conformance failure(s) on 5 trajectories" in out
+  assert "zero_sum: trajectory 3 actions [0, 1]: returns" in out
