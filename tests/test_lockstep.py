@@ -1,9 +1,10 @@
 """Sampled trajectories of device rules replayed in OpenSpiel (jaxgt.core.lockstep)."""
 
+import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.core.lockstep import lockstep
+from jaxgt.core.lockstep import lockstep, replay
 from jaxgt.games import make, make_from_string
 from jaxgt.games.device import DeviceGame
 from jaxgt.games.kuhn import KuhnPoker
@@ -83,3 +84,17 @@ def test_bad_input():
     lockstep(make("kuhn_poker"), "kuhn_poker", trajectories=0, seed=0)
   with pytest.raises(TypeError, match="compile a Python game first"):
     lockstep(oracle.KuhnPoker(), "kuhn_poker", trajectories=10, seed=0)
+
+
+def test_replay_of_given_trajectories():
+  game = make("kuhn_poker")
+  # deal 2 and 0, then pass-bet-bet (a showdown for 2), and a trajectory stopped after the deal
+  report = replay(game, "kuhn_poker", np.array([[2, 0, 0, 1, 1], [1, 2, -1, -1, -1]]))
+  assert report["mismatches"] == 0 and report["trajectories"] == 2
+  assert report["states"] == 6 + 3
+  with pytest.raises(ValueError, match=r"action 2 at step 1 \(after \[2\]\) is not among"):
+    replay(game, "kuhn_poker", np.array([[2, 2, 0]]))
+  with pytest.raises(ValueError, match="max_length=5"):
+    replay(game, "kuhn_poker", np.zeros((1, 6), np.int32))
+  report = replay(game, "leduc_poker", [[0, 1, 0, 0]])
+  assert report["examples"][0]["what"] == "chance_outcomes"

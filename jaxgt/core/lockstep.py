@@ -107,31 +107,59 @@ def lockstep(game: DeviceGame, openspiel_game: str, *, trajectories: int, seed: 
   """Plays ``trajectories`` sampled trajectories of ``game`` (a device game, or a compiled
   game read through its ``rules()``) in OpenSpiel game ``openspiel_game`` (module doc).
 
+  Returns :func:`replay`'s report of the actions of
+  ``jaxgt.core.playout.trajectories(game, PRNGKey(seed), trajectories)``.
+  """
+  n = check_positive_int("trajectories", trajectories)
+  game = _device(game)
+  load_openspiel(openspiel_game)  # a bad name is refused before sampling
+  t0 = time.perf_counter()
+  actions = np.asarray(jax.device_get(
+      playout.trajectories(game, jax.random.PRNGKey(seed), n)[1]))
+  report = replay(game, openspiel_game, actions, atol=atol)
+  report["seconds"] = time.perf_counter() - t0
+  return report
+
+
+def replay(game: DeviceGame, openspiel_game: str, actions, *, atol: float = PROB_ATOL) -> dict:
+  """Plays given trajectories ``actions [N, L]`` (ints, ``-1`` after the end, ``L <=
+  max_length``) of ``game`` and of OpenSpiel game ``openspiel_game`` side by side.
+
   Returns ``{"game", "openspiel", "trajectories", "states" (compared), "mismatches",
   "mismatched_trajectories", "examples", "seconds"}``; each of the first :data:`EXAMPLES`
   mismatches as ``{"trajectory", "step", "actions" (before the step), "what", "ours",
   "theirs"}``. A trajectory stops at a mismatch of player, legal actions or chance outcomes
-  (the states after it are not comparable); strings agree exactly, probabilities and returns
-  within ``atol``. Constant-sum OpenSpiel returns are shifted to zero sum as jaxgt's
+  (the states after it are not comparable; an action our rules do not allow there is a
+  ``legal_actions`` or ``chance_outcomes`` mismatch); strings agree exactly, probabilities and
+  returns within ``atol``. Constant-sum OpenSpiel returns are shifted to zero sum as jaxgt's
   importer does. Trajectories are recorded and replayed :data:`CHUNK` at a time.
   """
-  n = check_positive_int("trajectories", trajectories)
+  game = _device(game)
+  acts = np.asarray(actions)
+  if acts.ndim != 2 or not len(acts) or not np.issubdtype(acts.dtype, np.integer) or \
+     acts.shape[1] > game.max_length:
+    raise ValueError(f"actions must be a non-empty [N, L] integer array with L <= max_length="
+                     f"{game.max_length}, got {acts.dtype} {acts.shape}")
+  acts = np.concatenate([acts, np.full((len(acts), game.max_length - acts.shape[1]), -1,
+                                       acts.dtype)], axis=1).astype(np.int32)
+  rep = _Replay(game, load_openspiel(openspiel_game), atol)
+  t0 = time.perf_counter()
+  for lo in range(0, len(acts), CHUNK):
+    part = acts[lo:lo + CHUNK]
+    rep.chunk(record(game, part), part.tolist(), lo)
+  return {"game": game.game_string(), "openspiel": openspiel_game, "trajectories": len(acts),
+          "states": rep.states, "mismatches": rep.mismatches,
+          "mismatched_trajectories": len(rep.bad), "examples": rep.examples,
+          "seconds": time.perf_counter() - t0}
+
+
+def _device(game) -> DeviceGame:
   if isinstance(game, CompiledGame):
-    game = game.rules()
+    return game.rules()
   if not isinstance(game, DeviceGame):
     raise TypeError(f"lockstep takes a DeviceGame or a CompiledGame (compile a Python game "
                     f"first), got {type(game).__name__}")
-  replay = _Replay(game, load_openspiel(openspiel_game), atol)
-  t0 = time.perf_counter()
-  actions = np.asarray(jax.device_get(
-      playout.trajectories(game, jax.random.PRNGKey(seed), n)[1]))
-  for lo in range(0, n, CHUNK):
-    part = actions[lo:lo + CHUNK]
-    replay.chunk(record(game, part), part.tolist(), lo)
-  return {"game": game.game_string(), "openspiel": openspiel_game, "trajectories": n,
-          "states": replay.states, "mismatches": replay.mismatches,
-          "mismatched_trajectories": len(replay.bad), "examples": replay.examples,
-          "seconds": time.perf_counter() - t0}
+  return game
 
 
 class _Replay:
@@ -196,9 +224,14 @@ class _Replay:
           mine = self.decode[q](rec["keys"][q][i, t])
           if mine != got:
             self.miss(b, t, acts, f"info_string_p{q}", mine, got)
-      a = acts[t] if t < len(acts) else -1
-      if a < 0:
+      if t == len(acts):
         return self.miss(b, t, acts, "length",
                          f"not terminal after max_length={self.max_length} steps", "not terminal")
+      a = acts[t]
+      if a < 0:  # a given trajectory that stops before the end
+        return None
+      if a not in ours:
+        raise ValueError(f"trajectory {b}: action {a} at step {t} (after {acts[:t]}) is not "
+                         f"among the legal actions or chance outcomes {ours}")
       st.apply_action(a)
     return None
