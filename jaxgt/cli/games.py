@@ -26,15 +26,16 @@ EXAMPLES_SHOWN = 10
 def add_parser(sub) -> None:
   sub.add_parser("games", help="list registered games")
   p = sub.add_parser("info", help="sizes of a game, or an estimate where it is too large")
-  p.add_argument("game")
+  p.add_argument("game", help="a registered game string or openspiel:<pyspiel game string>")
   p.add_argument("--json", action="store_true", help="print one JSON object")
   p.add_argument("--max-histories", type=int, default=MAX_HISTORIES,
                  help=f"the enumeration limit (default {MAX_HISTORIES:,})")
   p = sub.add_parser("check", help="conformance checks on sampled trajectories "
                                    "(and an OpenSpiel lockstep)")
   p.add_argument("game")
-  p.add_argument("--trajectories", type=int, default=1000, help="sampled trajectories")
-  p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--trajectories", type=int, default=1000,
+                 help="sampled trajectories (default 1000)")
+  p.add_argument("--seed", type=int, default=0, help="seed of the sampled trajectories")
   p.add_argument("--openspiel", metavar="OPENSPIEL_GAME", default=None,
                  help="replay the trajectories in this pyspiel game ('auto': the game's own "
                       "OpenSpiel string)")
