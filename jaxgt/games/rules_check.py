@@ -48,6 +48,12 @@ MAX_REPORTED = 20
 _CHUNK = 1024  # trajectories per jitted call (the last chunk padded)
 
 
+def checks_of(game: DeviceGame) -> list[str]:
+  """The checks :func:`check_rules` runs on ``game`` (``private_states`` only where it declares
+  ``num_private``)."""
+  return [c for c in CHECKS if c != "private_states" or game.num_private is not None]
+
+
 def _expected_shapes(game: DeviceGame) -> dict:
   """``{function: (shape, dtype kind)}``: ``"i"`` int32, ``"b"`` bool, ``"f"`` any float,
   ``"f32"`` float32."""
@@ -212,8 +218,9 @@ def _same_within(groups, values, where):
 def check_rules(game: DeviceGame, *, trajectories: int = 1000, seed: int = 0) -> dict:
   """Checks ``game``'s rules on ``trajectories`` random trajectories (module docstring).
 
-  Returns ``{"game", "trajectories", "checks": [names], "failures": [{"check", "trajectory",
-  "actions", "message"}, ...], "counts": {check: failing trajectories}}``; at most
+  Returns ``{"game", "trajectories", "checks": [names run: :func:`checks_of`], "failures":
+  [{"check", "trajectory", "actions", "message"}, ...], "counts": {check: failing
+  trajectories}}``; at most
   :data:`MAX_REPORTED` failures are listed per check, each at the first failing state of its
   trajectory (``actions``: the path from the root to that state). A shape failure stops
   before playing (``trajectory`` -1).
@@ -224,8 +231,9 @@ def check_rules(game: DeviceGame, *, trajectories: int = 1000, seed: int = 0) ->
      or trajectories < 1:
     raise ValueError(f"trajectories must be a positive integer, got {trajectories!r}")
   n = int(trajectories)
-  report = {"game": game.game_string(), "trajectories": n, "checks": list(CHECKS),
-            "failures": [], "counts": {c: 0 for c in CHECKS}}
+  checks = checks_of(game)
+  report = {"game": game.game_string(), "trajectories": n, "checks": checks,
+            "failures": [], "counts": {c: 0 for c in checks}}
   with jax.enable_x64(True):
     shape_bad = _shape_failures(game)
     if shape_bad:
@@ -319,7 +327,7 @@ def _host_checks(game, rec, actions, unchanged, report):
     flag("private_states", dealt & (own <= 0),
          lambda i, t: f"private_chance is 0 on the trajectory's own private pair "
                       f"{idx[i, t].tolist()}")
-  for c in CHECKS:
+  for c in report["checks"]:
     if c == "shapes":
       continue
     report["counts"][c] = len(found[c])
