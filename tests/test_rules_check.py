@@ -1,9 +1,10 @@
-"""jaxgt.games.rules_check: device games pass; a device game breaking one property fails that check."""
+"""jaxgt.games.rules_check: device games pass; a device game breaking one property fails that
+check."""
 
 import jax.numpy as jnp
 import pytest
 
-from jaxgt.games import TERMINAL, check
+from jaxgt.games import TERMINAL, check, make_from_string
 from jaxgt.games.kuhn import KuhnPoker
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.games.rules_check import CHECKS, MAX_REPORTED, check_rules
@@ -100,8 +101,7 @@ class FloatPlayer(KuhnPoker):
 @pytest.mark.parametrize("name", ["kuhn_poker", "rps_plus", "nonlocality",
                                   "scotland_yard(rounds=4)"])
 def test_device_games_pass(name):
-  import jaxgt
-  game = jaxgt.games.make_from_string(name)
+  game = make_from_string(name)
   report = check_rules(game, trajectories=300, seed=1)
   assert report["game"] == game.game_string() and report["trajectories"] == 300
   assert report["checks"] == [c for c in CHECKS if c != "private_states" or game.num_private]
