@@ -5,6 +5,8 @@ each test compiles both and compares the arrays, keys and fingerprints
 (:func:`assert_same_compiled`).
 """
 
+import importlib
+
 import jax
 import numpy as np
 
@@ -25,3 +27,15 @@ def assert_same_compiled(a, b):
   np.testing.assert_array_equal(a.aug, b.aug)
   assert a.public_keys == b.public_keys
   assert a.fingerprint == b.fingerprint
+
+
+def oracle_of(game):
+  """The Python twin of device game ``game`` (same module name here, same registry name and
+  parameters); ``game`` itself when it is already a Python game."""
+  if hasattr(game, "initial_state"):
+    return game
+  module = importlib.import_module(f"oracle_games.{type(game).__module__.rsplit('.', 1)[-1]}")
+  cls = next(c for c in vars(module).values()
+             if isinstance(c, type) and getattr(c, "name", None) == game.name
+             and hasattr(c, "initial_state"))
+  return cls(**game.params)
