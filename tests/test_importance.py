@@ -18,9 +18,8 @@ from jaxgt.core.evaluate import evaluate
 from jaxgt.evaluation import importance
 from jaxgt.evaluation.episode_log import read_episodes, write_episodes
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.policy import Policy
-
 from oracle_games import oracle_of
+from jaxgt.policy import Policy
 
 
 def _random_policy(compiled, seed):
@@ -58,7 +57,8 @@ def _terminal_reach(compiled, profile):
 
 # ------------------------------------------------------------------ brute force (Eq. 3 by definition)
 def _enumerate(compiled):
-  """Per terminal: its state path [(state, acting player, action, chance prob)], from the game."""
+  """Per terminal: its state path [(state, acting player, action, chance prob)], from the
+  game's Python oracle."""
   game = oracle_of(compiled.game)
   out = []
 

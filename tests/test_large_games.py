@@ -60,7 +60,8 @@ def test_progress_reports_while_enumerating_and_changes_nothing():
   g = compiler.compile_game(game, progress=reports.append, progress_seconds=0.0)
   assert len(reports) >= 2
   counts = [r.histories for r in reports]
-  assert counts == sorted(counts) and counts[-1] < g.tree.num_histories
+  # a device game reports after each depth's frontier, the last one when all are counted
+  assert counts == sorted(counts) and counts[0] < counts[-1] <= g.tree.num_histories
   assert all(r.rss_bytes > 0 and r.rate > 0 and r.discovered >= r.histories for r in reports)
   assert "histories" in reports[-1].line() and "MiB" in reports[-1].line()
   assert g.fingerprint == compiler.compile_game(game).fingerprint

@@ -5,8 +5,6 @@ each test compiles both and compares the arrays, keys and fingerprints
 (:func:`assert_same_compiled`).
 """
 
-import importlib
-
 import jax
 import numpy as np
 
@@ -30,12 +28,12 @@ def assert_same_compiled(a, b):
 
 
 def oracle_of(game):
-  """The Python twin of device game ``game`` (same module name here, same registry name and
-  parameters); ``game`` itself when it is already a Python game."""
-  if hasattr(game, "initial_state"):
+  """The Python oracle of device game ``game`` (the class of the same name in
+  ``oracle_games.<module>``, same parameters); a Python game is its own."""
+  import importlib
+
+  from jaxgt.games.device import DeviceGame
+  if not isinstance(game, DeviceGame):
     return game
-  module = importlib.import_module(f"oracle_games.{type(game).__module__.rsplit('.', 1)[-1]}")
-  cls = next(c for c in vars(module).values()
-             if isinstance(c, type) and getattr(c, "name", None) == game.name
-             and hasattr(c, "initial_state"))
-  return cls(**game.params)
+  module = importlib.import_module("oracle_games." + type(game).__module__.rsplit(".", 1)[1])
+  return getattr(module, type(game).__name__)(**game.params)
