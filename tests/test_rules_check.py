@@ -152,3 +152,18 @@ def test_bad_arguments():
   for bad in (0, -1, 1.5, True):
     with pytest.raises(ValueError, match="trajectories must be a positive integer"):
       check_rules(KuhnPoker(), trajectories=bad)
+
+
+def test_private_chance_of_large_private_spaces_is_checked_on_a_sample(monkeypatch):
+  """Past the private-pair limit private_chance is read on a sample of the visited states,
+  outside the scan: a correct game still passes, a wrong one still fails."""
+  from jaxgt.games import rules_check
+  monkeypatch.setattr(rules_check, "_PRIVATE_CELLS", 1)
+  monkeypatch.setattr(rules_check, "_PRIVATE_BUDGET", 9 * 50)  # 50 sampled states of Kuhn
+  rules_check._sampler.cache_clear()
+  try:
+    assert check_rules(KuhnPoker(), trajectories=64)["failures"] == []
+    report = check_rules(BadPrivateChance(), trajectories=64)
+    assert {f["check"] for f in report["failures"]} == {"private_states"}
+  finally:
+    rules_check._sampler.cache_clear()
