@@ -2,7 +2,9 @@
 
 ``make(name, **params)`` builds a :class:`Game` definition; ``make_from_string``
 parses a game string in OpenSpiel's syntax (``"openspiel:<game string>"``
-imports a pyspiel game); ``check(game)`` runs the conformance checks.
+imports a pyspiel game); ``check(game)`` runs the conformance checks (a Python game
+enumerated, a device game on sampled trajectories:
+:func:`jaxgt.games.rules_check.check_rules`).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ register(NonLocality, "the non-locality game of Lisy et al. 2015, Figure 1")
 register(LiarsDice,
          "Liar's Dice LD(D1,D2) of Lisy et al. 2015 (OpenSpiel liars_dice for equal counts)")
 register(Goofspiel,
-         "II-Goofspiel II-GS(N) of Lisy et al. 2015, ascending point cards, turn-based bids")
+         "II-Goofspiel II-GS(N) of Lisy et al. 2015, turn-based bids, either point order")
 register(IIGoofspiel,
          "II-GS(N) with the paper's point cards 0..N-1 (goofspiel(points_base=0)); N=6 default")
 register(GenericPoker, "Generic Poker GP(T,C,R,B) of Lisy et al. 2015 (Leduc is GP(3,2,1,1))")
