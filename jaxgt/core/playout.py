@@ -21,30 +21,31 @@ from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame, children_mask
 
 
-def _pick(game: DeviceGame, state, key, uniform_chance: bool):
-  """One action: uniform over legal actions (and over outcomes when ``uniform_chance``),
-  else chance by its probabilities; ``-1`` at a terminal."""
+def _pick(game: DeviceGame, state, u, uniform_chance: bool):
+  """One action from a uniform ``u`` in ``[0, 1)`` by inverse CDF: uniform over legal actions
+  (and over outcomes when ``uniform_chance``), else chance by its probabilities; ``-1`` at a
+  terminal. One uniform per step, not one random number per action, keeps sampling cheap."""
   mask = children_mask(game, state)
   n = game.num_distinct
   probs = (jnp.zeros(n).at[:game.num_outcomes].set(game.chance_probs(state))
            if game.num_outcomes else jnp.zeros(n))
   chance = game.current_player(state) == CHANCE
   weights = jnp.where(chance & (not uniform_chance), probs, mask.astype(probs.dtype))
-  logits = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf)
-  a = jax.random.categorical(key, logits)
+  cdf = weights @ jnp.triu(jnp.ones((n, n), weights.dtype))  # a GEMM: cumsum is slow on CPU
+  above = cdf > u * cdf[-1]  # first True: the pick (never a zero weight: its cdf is flat)
+  last = n - 1 - jnp.argmax(weights[::-1] > 0)  # where rounding leaves u * total >= total
+  a = jnp.where(jnp.any(above), jnp.argmax(above), last)
   return jnp.where(game.current_player(state) == TERMINAL, -1, a).astype(jnp.int32), mask
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _play(game: DeviceGame, key, batch: int):
   def one(k):
-    def body(carry, k):
+    def body(carry, u):
       s = carry
-      a, _ = _pick(game, s, k, False)
-      nxt = game.step(s, jnp.maximum(a, 0))
-      s = jax.tree_util.tree_map(lambda x, y: jnp.where(a >= 0, y, x), s, nxt)
-      return s, a
-    s, acts = jax.lax.scan(body, game.init(), jax.random.split(k, game.max_length))
+      a, _ = _pick(game, s, u, False)
+      return game.step(s, jnp.maximum(a, 0)), a  # a terminal steps to itself
+    s, acts = jax.lax.scan(body, game.init(), jax.random.uniform(k, (game.max_length,)))
     return game.returns(s), acts, game.current_player(s)
   return jax.vmap(one)(jax.random.split(key, batch))
 
@@ -67,9 +68,9 @@ def random_playouts(game: DeviceGame, key, batch: int):
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _knuth(game: DeviceGame, key, batch: int):
   def one(k):
-    def body(carry, k):
+    def body(carry, u):
       s, prod, total, depth = carry
-      a, mask = _pick(game, s, k, True)
+      a, mask = _pick(game, s, u, True)
       live = a >= 0
       b = jnp.sum(mask).astype(jnp.float32)
       prod = jnp.where(live, prod + jnp.log(jnp.maximum(b, 1.0)), prod)
@@ -78,7 +79,7 @@ def _knuth(game: DeviceGame, key, batch: int):
       s = jax.tree_util.tree_map(lambda x, y: jnp.where(live, y, x), s, nxt)
       return (s, prod, total, depth + live), None
     init = (game.init(), jnp.float32(0.0), jnp.float32(0.0), jnp.int32(0))
-    (s, _, total, depth), _ = jax.lax.scan(body, init, jax.random.split(k, game.max_length))
+    (s, _, total, depth), _ = jax.lax.scan(body, init, jax.random.uniform(k, (game.max_length,)))
     return total, depth, game.current_player(s) == TERMINAL
   return jax.vmap(one)(jax.random.split(key, batch))
 
