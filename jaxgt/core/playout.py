@@ -21,20 +21,41 @@ from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame, children_mask
 
 
+def _prefix_sums(weights, block: int = 8):
+  """``[n]`` running sums of ``weights [n]``: within blocks of ``block`` by a small triangular
+  GEMM, plus the blocks' own running totals (``n^2 / block + (n / block)^2`` multiply-adds;
+  cumsum is slow on CPU)."""
+  n = weights.shape[-1]
+  m = -(-n // block)
+  rows = jnp.zeros(m * block, weights.dtype).at[:n].set(weights).reshape(m, block)
+  within = rows @ jnp.triu(jnp.ones((block, block), weights.dtype))  # [m, block]
+  before = within[:, -1] @ jnp.triu(jnp.ones((m, m), weights.dtype), 1)  # [m]
+  return (within + before[:, None]).reshape(-1)[:n]
+
+
+def sample_index(weights, u):
+  """An index drawn with probability proportional to ``weights [n]`` (non-negative, some
+  positive) from one uniform ``u`` in ``[0, 1)`` by inverse CDF: the number of running sums
+  not above ``u`` times the total (so the index has a positive weight), or the last positive
+  weight where rounding leaves none (no argmax: it is slow on CPU)."""
+  cdf = _prefix_sums(weights)
+  first = jnp.sum(cdf <= u * cdf[-1])
+  last = jnp.max(jnp.where(weights > 0, jnp.arange(weights.shape[-1]), -1))
+  return jnp.minimum(first, last).astype(jnp.int32)
+
+
 def _pick(game: DeviceGame, state, u, uniform_chance: bool):
-  """One action from a uniform ``u`` in ``[0, 1)`` by inverse CDF: uniform over legal actions
-  (and over outcomes when ``uniform_chance``), else chance by its probabilities; ``-1`` at a
-  terminal. One uniform per step, not one random number per action, keeps sampling cheap."""
+  """One action from a uniform ``u`` in ``[0, 1)`` (:func:`sample_index`): uniform over legal
+  actions (and over outcomes when ``uniform_chance``), else chance by its probabilities;
+  ``-1`` at a terminal. One uniform per step, not one random number per action, keeps
+  sampling cheap."""
   mask = children_mask(game, state)
   n = game.num_distinct
   probs = (jnp.zeros(n).at[:game.num_outcomes].set(game.chance_probs(state))
            if game.num_outcomes else jnp.zeros(n))
   chance = game.current_player(state) == CHANCE
   weights = jnp.where(chance & (not uniform_chance), probs, mask.astype(probs.dtype))
-  cdf = weights @ jnp.triu(jnp.ones((n, n), weights.dtype))  # a GEMM: cumsum is slow on CPU
-  above = cdf > u * cdf[-1]  # first True: the pick (never a zero weight: its cdf is flat)
-  last = n - 1 - jnp.argmax(weights[::-1] > 0)  # where rounding leaves u * total >= total
-  a = jnp.where(jnp.any(above), jnp.argmax(above), last)
+  a = sample_index(weights, u)
   return jnp.where(game.current_player(state) == TERMINAL, -1, a).astype(jnp.int32), mask
 
 
