@@ -10,7 +10,7 @@ import pytest
 
 import jaxgt
 from jaxgt.core import public_tree as ptm
-from jaxgt.games.rps_plus import RockPaperScissorsPlus
+from oracle_games.rps_plus import RockPaperScissorsPlus
 from jaxgt.nets import cvpn
 from jaxgt.nets import encoding as enc_lib
 from jaxgt.nets import gtcfr_evaluator as ge

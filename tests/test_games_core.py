@@ -1,4 +1,5 @@
-"""Kuhn and Leduc mirror OpenSpiel exactly; RPS+ and non-locality build; registry errors."""
+"""Kuhn and Leduc mirror OpenSpiel exactly; RPS+ and non-locality equal their oracles; registry
+errors."""
 
 import numpy as np
 import pytest
@@ -9,6 +10,9 @@ from jaxgt.games import CHANCE, TERMINAL, make, parse_game_string
 pyspiel = pytest.importorskip("pyspiel")
 
 from openspiel_reference import walk_lockstep  # noqa: E402
+from oracle_games import assert_same_compiled  # noqa: E402
+from oracle_games.nonlocality import NonLocality  # noqa: E402
+from oracle_games.rps_plus import RockPaperScissorsPlus  # noqa: E402
 
 
 @pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker",
@@ -51,20 +55,44 @@ def test_leduc_public_state_hides_private_cards():
   assert len(same) == 30
 
 
+def _play(g, actions):
+  s = g.init()
+  for a in actions:
+    s = g.step(s, a)
+  return s
+
+
 def test_rps_plus_payoffs():
   g = make("rps_plus")
   r, p, s = 0, 1, 2
-  assert g.returns((r, s)) == (2.0, -2.0)   # rock beats scissors: scissors involved
-  assert g.returns((s, p)) == (2.0, -2.0)
-  assert g.returns((r, p)) == (-1.0, 1.0)
-  assert g.returns((p, p)) == (0.0, 0.0)
-  assert g.information_state((r,), 1) == g.information_state((s,), 1)
+  returns = lambda *acts: tuple(float(x) for x in g.returns(_play(g, acts)))
+  assert returns(r, s) == (2.0, -2.0)   # rock beats scissors: scissors involved
+  assert returns(s, p) == (2.0, -2.0)
+  assert returns(r, p) == (-1.0, 1.0)
+  assert returns(p, p) == (0.0, 0.0)
+  assert returns(s, r) == (-2.0, 2.0)
+  assert returns(r) == (0.0, 0.0)  # not over
+  key = lambda *acts: np.asarray(g.info_key(_play(g, acts), 1))
+  np.testing.assert_array_equal(key(r), key(s))
+  assert g.info_string(key(r), 1) == "p1"
+  assert g.info_string(np.asarray(g.info_key(_play(g, [s]), 0)), 0) == "p0:2"
+  with pytest.raises(ValueError, match="scissors_payoff must be positive"):
+    make("rps_plus", scissors_payoff=0.0)
 
 
 def test_nonlocality_structure():
   g = jaxgt.load("nonlocality")
   assert g.tree.num_infostates == (1, 1)
   assert g.tree.num_terminals == 6
+  assert g.public_keys == ("root", "max to move", ("over", 0), "I", ("over",))
+
+
+@pytest.mark.parametrize("name", ["rps_plus", "rps_plus(scissors_payoff=3.0)", "nonlocality",
+                                  "nonlocality(leftmost=2.0)"])
+def test_device_game_compiles_to_the_oracle(name):
+  game, params = parse_game_string(name)
+  oracle = {"rps_plus": RockPaperScissorsPlus, "nonlocality": NonLocality}[game](**params)
+  assert_same_compiled(jaxgt.compile_game(make(game, **params)), jaxgt.compile_game(oracle))
 
 
 def test_unknown_game_names_valid_choices():

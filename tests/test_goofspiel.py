@@ -1,43 +1,130 @@
-"""II-Goofspiel II-GS(N) mirrors OpenSpiel's turn-based imperfect-information goofspiel."""
+"""II-Goofspiel II-GS(N) mirrors OpenSpiel's turn-based imperfect-information goofspiel (both
+point orders); the device game equals its Python oracle; sampled lockstep on II-GS(13)."""
 
 import time
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import jaxgt
-from jaxgt.core.compiler import compile_game
-from jaxgt.games import check, make
 from jaxgt.core import sequence_form as sf
+from jaxgt.core.compiler import compile_game
+from jaxgt.core.playout import trajectories
+from jaxgt.games import check, make, make_from_string, parse_game_string
+from jaxgt.games.base import TERMINAL
 
+from oracle_games import assert_same_compiled
+from oracle_games.goofspiel import Goofspiel as OracleGoofspiel
+from oracle_games.goofspiel import IIGoofspiel as OracleIIGoofspiel
 from openspiel_reference import cfr_plus_policy, exported_exploitability, walk_lockstep
+from sampled_lockstep import sampled_lockstep
 
 pyspiel = pytest.importorskip("pyspiel")
 
+ORACLES = {"goofspiel": OracleGoofspiel, "ii_goofspiel": OracleIIGoofspiel}
+# Every goofspiel game string compiled in tests, examples and benchmarks (goofspiel(num_cards=7)
+# of the scaling benchmark is over the default limit and is refused), and descending orders.
+_SLOW = pytest.mark.slow
+COMPILED = (
+    [f"goofspiel(num_cards={n})" for n in (1, 2, 3, 4, 5)]
+    + [f"goofspiel(num_cards={n},returns_type=point_difference)" for n in (1, 2, 3, 4)]
+    + ["goofspiel(num_cards=3,points_base=0)", "ii_goofspiel(num_cards=3)",
+       "ii_goofspiel(num_cards=4)", "goofspiel(num_cards=4,points_order=descending)",
+       "goofspiel(num_cards=5,points_order=descending,returns_type=point_difference)",
+       "ii_goofspiel(num_cards=4,points_order=descending)",
+       pytest.param("goofspiel(num_cards=6)", marks=_SLOW),
+       pytest.param("ii_goofspiel(num_cards=6)", marks=_SLOW)])
 
-def os_goofspiel(n, returns_type="win_loss"):
-  sim = pyspiel.load_game(f"goofspiel(imp_info=True,points_order=ascending,num_cards={n},"
+
+@pytest.mark.parametrize("name", COMPILED)
+def test_device_game_compiles_equal_to_the_oracle(name):
+  game_name, params = parse_game_string(name)
+  assert_same_compiled(compile_game(make_from_string(name)),
+                       compile_game(ORACLES[game_name](**params)))
+
+
+def os_goofspiel(n, returns_type="win_loss", points_order="ascending"):
+  sim = pyspiel.load_game(f"goofspiel(imp_info=True,points_order={points_order},num_cards={n},"
                           f"returns_type={returns_type})")
   return pyspiel.convert_to_turn_based(sim)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 @pytest.mark.parametrize("returns_type", ["win_loss", "point_difference"])
-def test_rules_sizes_and_strings_equal_openspiel(n, returns_type):
-  ours = make("goofspiel", num_cards=n, returns_type=returns_type)
-  counts, infos = walk_lockstep(ours, os_goofspiel(n, returns_type))
+@pytest.mark.parametrize("points_order", ["ascending", "descending"])
+def test_rules_sizes_and_strings_equal_openspiel(n, returns_type, points_order):
+  ours = make("goofspiel", num_cards=n, returns_type=returns_type, points_order=points_order)
   g = compile_game(ours)
+  counts, infos = walk_lockstep(g, os_goofspiel(n, returns_type, points_order))
   assert (g.tree.num_histories, g.tree.num_terminals) == (counts["histories"], counts["terminals"])
   for p in (0, 1):
     assert set(g.infostate_keys[p]) == infos[p]
   # The exported game string loads the same OpenSpiel game.
-  assert str(pyspiel.load_game(ours.openspiel_game_string())) == str(os_goofspiel(n, returns_type))
+  assert str(pyspiel.load_game(ours.openspiel_game_string())) == \
+      str(os_goofspiel(n, returns_type, points_order))
+
+
+@pytest.mark.parametrize("name, count", [
+    ("goofspiel(num_cards=13)", 2000), ("goofspiel(num_cards=13,points_order=descending)", 2000),
+    ("goofspiel(num_cards=13,returns_type=point_difference)", 500)])
+def test_sampled_trajectories_equal_openspiel_without_enumerating(name, count):
+  """II-GS(13) is far too large to enumerate: random trajectories replayed in OpenSpiel's
+  turn-based imperfect-information goofspiel."""
+  game = make_from_string(name)
+  out = sampled_lockstep(game, pyspiel.load_game(game.openspiel_game_string()),
+                         trajectories_count=count, seed=0)
+  assert out["terminals"] == count and out["steps"] == count * game.max_length
 
 
 def test_second_bid_does_not_see_the_first():
   g = make("goofspiel", num_cards=3)
-  s0 = g.initial_state()
-  keys = {g.information_state(g.next_state(s0, a), 1) for a in range(3)}
-  assert len(keys) == 1 and g.current_player(g.next_state(s0, 0)) == 1
+  after = jax.jit(jax.vmap(g.step, (None, 0)))(g.init(), jnp.arange(3))
+  keys = [np.asarray(jax.vmap(lambda s, p=p: g.info_key(s, p))(after)) for p in (0, 1)]
+  assert len({tuple(k) for k in keys[1]}) == 1 and len({tuple(k) for k in keys[0]}) == 3
+  assert (np.asarray(jax.vmap(g.current_player)(after)) == 1).all()
+
+
+def test_keys_and_max_length():
+  """II-GS(13): own bids in two words (4 bits a bid, 7 a word), winners in one, the turn in one;
+  every trajectory is 2 x 12 bids long (the last round is played automatically)."""
+  game = make("ii_goofspiel", num_cards=13)
+  assert (game.info_key_width, game.public_key_width, game.max_length) == (4, 2, 24)
+  _, acts, last = trajectories(game, jax.random.PRNGKey(0), 64)
+  assert (np.asarray(acts) >= 0).all() and (np.asarray(last) == TERMINAL).all()
+  # Distinct bid sequences of one player are distinct keys (no two rounds share bits).
+  s, step = game.init(), jax.jit(game.step)
+  for a0, a1 in zip(range(12, 0, -1), range(12)):
+    s = step(step(s, a0), a1)
+  assert int(game.current_player(s)) == TERMINAL
+  text = game.info_string(game.info_key(s, 0), 0)
+  assert "P0 action sequence: 12 11 10 9 8 7 6 5 4 3 2 1 0 \n" in text
+  assert "Win sequence: 0 0 0 0 0 0 -3 1 1 1 1 1 1 \n" in text
+
+
+def test_features_are_one_to_one_with_keys():
+  game = make("goofspiel", num_cards=6, points_order="descending")
+  _, acts, _ = trajectories(game, jax.random.PRNGKey(1), 128)
+
+  def states(acts):
+    def body(s, a):
+      return game.step(s, a), s
+    return jax.lax.scan(body, game.init(), acts)[1]
+
+  @jax.jit
+  def read(acts):
+    ss = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), jax.vmap(states)(acts))
+    out = [(jax.vmap(lambda s, p=p: game.info_key(s, p))(ss),
+            jax.vmap(lambda s, p=p: game.info_features(s, p))(ss)) for p in (0, 1)]
+    return out + [(jax.vmap(game.public_key)(ss), jax.vmap(game.public_features)(ss))]
+
+  sizes = [game.info_feature_size] * 2 + [game.public_feature_size]
+  for (keys, feats), size in zip(read(acts), sizes):
+    keys, feats = np.asarray(keys), np.asarray(feats)
+    assert feats.shape[1] == size and feats.dtype == np.float32
+    assert len(np.unique(keys, axis=0)) == len(np.unique(np.concatenate([keys, feats], 1),
+                                                         axis=0)) == len(np.unique(feats, axis=0))
 
 
 def test_sizes_and_enumeration_time():
@@ -66,11 +153,14 @@ def test_cfr_plus_exploitability_equals_openspiel_and_decreases(returns_type):
 def test_points_base_and_errors():
   g = make("goofspiel", num_cards=3, points_base=0)
   assert g.openspiel_game_string() is None
-  assert check(g)["sizes"]["histories"] == 67
+  assert compile_game(g).sizes()["histories"] == 67
+  assert check(OracleGoofspiel(num_cards=3, points_base=0))["sizes"]["histories"] == 67
   with pytest.raises(ValueError, match="num_cards"):
     make("goofspiel", num_cards=0)
   with pytest.raises(ValueError, match="returns_type"):
     make("goofspiel", returns_type="total_points")
+  with pytest.raises(ValueError, match="points_order"):
+    make("ii_goofspiel", points_order="random")
 
 
 def test_paper_preset_is_goofspiel_with_points_from_zero():

@@ -18,6 +18,7 @@ from jaxgt.core.evaluate import evaluate
 from jaxgt.evaluation import importance
 from jaxgt.evaluation.episode_log import read_episodes, write_episodes
 from jaxgt.games.base import CHANCE, TERMINAL
+from oracle_games import oracle_of
 from jaxgt.policy import Policy
 
 
@@ -56,8 +57,9 @@ def _terminal_reach(compiled, profile):
 
 # ------------------------------------------------------------------ brute force (Eq. 3 by definition)
 def _enumerate(compiled):
-  """Per terminal: its state path [(state, acting player, action, chance prob)], from the game."""
-  game = compiled.game
+  """Per terminal: its state path [(state, acting player, action, chance prob)], from the
+  game's Python oracle."""
+  game = oracle_of(compiled.game)
   out = []
 
   def rec(s, path):
@@ -78,7 +80,7 @@ def _enumerate(compiled):
 def _brute_force(compiled, estimator, target, logged, opponent, player, values=None,
                  aivat=False):
   """[T] V_U(z) = sum_{z' : z in U(z')} V(z') pi(z') / pi-hat(U(z')), U from the paper's text."""
-  game, tree = compiled.game, compiled.tree
+  game, tree = oracle_of(compiled.game), compiled.tree
   opp = 1 - player
   index = [compiled.infostate_index(p) for p in (0, 1)]
   terms = _enumerate(compiled)

@@ -8,6 +8,13 @@ import pytest
 import jaxgt
 from jaxgt.core import public_tree as ptm
 from jaxgt.core import sequence_form as sf
+from jaxgt.games.device import DeviceGame
+
+from oracle_games.goofspiel import Goofspiel as OracleGoofspiel
+from oracle_games.kuhn import KuhnPoker as OracleKuhnPoker
+from oracle_games.liars_dice import LiarsDice as OracleLiarsDice
+
+ORACLES = {g.name: g for g in (OracleGoofspiel, OracleKuhnPoker, OracleLiarsDice)}
 
 
 def _random_policy(tree, seed):
@@ -89,8 +96,11 @@ def test_bad_public_state_and_range():
 def _replayed_augmented_states(compiled):
   """Reference: replay every compiled history through the game and number
   ``(public state, information_state(s, p))`` by first appearance (how the
-  public tree was built before the compiler recorded them)."""
+  public tree was built before the compiler recorded them; a device game replays its Python
+  oracle)."""
   game, t = compiled.game, compiled.tree
+  if isinstance(game, DeviceGame):
+    game = ORACLES[game.name](**game.params)
   states = [game.initial_state()]
   aug = np.full((2, t.num_histories), -1, np.int64)
   ids = [{}, {}]

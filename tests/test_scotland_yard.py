@@ -1,7 +1,9 @@
-"""Scotland Yard on the glasses map (Schmid et al. 2023): rules, public states, values."""
+"""Scotland Yard on the glasses map (Schmid et al. 2023): rules, public states, values; the
+device game compiles to its Python oracle's arrays."""
 
 import functools
 
+import jax
 import numpy as np
 import pytest
 
@@ -10,6 +12,8 @@ from jaxgt.games import TERMINAL, check, make
 from jaxgt.games import scotland_yard as sy
 from jaxgt.solvers import cfr
 from jaxgt.core import sequence_form as sf
+from oracle_games import assert_same_compiled
+from oracle_games.scotland_yard import ScotlandYard as OracleScotlandYard
 
 # The reconstructed map, written out independently of the module's tables.
 ADJ = {1: {2, 5}, 2: {1, 3}, 3: {2, 4}, 4: {3, 5, 6}, 5: {1, 4}, 6: {4, 8},
@@ -120,8 +124,45 @@ def test_hidden_position_gives_mixed_value():
   assert -0.99 < float(sf.expected_value(tree, pol)) < 0.99
 
 
+class _Rules:
+  """A device game read one state at a time, in the Python game's words (jitted functions)."""
+
+  def __init__(self, game):
+    self.game = game
+    self._player = jax.jit(game.current_player)
+    self._legal = jax.jit(game.legal_mask)
+    self._step = jax.jit(game.step)
+    self._returns = jax.jit(game.returns)
+    self._keys = jax.jit(lambda s: (game.info_key(s, 0), game.info_key(s, 1), game.public_key(s)))
+
+  def initial_state(self):
+    return self.game.init()
+
+  def current_player(self, s):
+    return int(self._player(s))
+
+  def legal_actions(self, s):
+    return np.flatnonzero(np.asarray(self._legal(s))).tolist()
+
+  def next_state(self, s, a):
+    return self._step(s, a)
+
+  def returns(self, s):
+    return tuple(float(x) for x in self._returns(s))
+
+  def information_state(self, s, p):
+    return self.game.info_string(np.asarray(self._keys(s)[p]), p)
+
+  def public_state(self, s):
+    return self.game.public_name(np.asarray(self._keys(s)[2]))
+
+
+def _make(**params):
+  return _Rules(make("scotland_yard", **params))
+
+
 def test_rules_by_hand():
-  g = make("scotland_yard")
+  g = _make()
   s = g.initial_state()
   assert g.current_player(s) == 0 and g.legal_actions(s) == [3, 7]  # stations 4, 8
   s = g.next_state(s, 3)
@@ -136,20 +177,21 @@ def test_rules_by_hand():
   assert g.public_state(s)[-1] == ("X", 2)
   s = g.next_state(s, 2)  # D1 from 4 to 3: no capture
   assert g.current_player(s) == 1 and g.public_state(s)[-1] == ("D", 1, 3, False)
-  g = make("scotland_yard", rounds=1, mrx_start=3, detective1_start=1, detective2_start=5)
+  g = _make(rounds=1, mrx_start=3, detective1_start=1, detective2_start=5)
   s = g.next_state(g.initial_state(), 1)  # Mr X to 2
   assert g.legal_actions(s) == [1]  # detective 1 at 1: 2 (5 is detective 2's)
   s = g.next_state(s, 1)
   assert g.current_player(s) == TERMINAL and g.returns(s) == (-1.0, 1.0)
   assert g.public_state(s)[-1] == ("D", 1, 2, True)
-  g = make("scotland_yard", rounds=1, mrx_start=6, detective1_start=4, detective2_start=8)
+  g = _make(rounds=1, mrx_start=6, detective1_start=4, detective2_start=8)
   s = g.initial_state()  # Mr X cannot move: caught
   assert g.current_player(s) == TERMINAL and g.returns(s) == (-1.0, 1.0)
-  g = make("scotland_yard", rounds=1, mrx_start=3, detective1_start=1, detective2_start=5)
+  assert g.public_state(s) == (("X", "trapped"),)
+  g = _make(rounds=1, mrx_start=3, detective1_start=1, detective2_start=5)
   s = g.next_state(g.next_state(g.initial_state(), 3), 1)  # Mr X to 4, D1 to 2 ...
   s = g.next_state(s, 3)  # ... D2 from 5 to 4 catches
   assert g.current_player(s) == TERMINAL and g.returns(s) == (-1.0, 1.0)
-  g = make("scotland_yard", rounds=1)
+  g = _make(rounds=1)
   s = g.initial_state()
   for a in (3, 1, 9):  # Mr X to 4, detectives to 2 and 10: the last round ends, Mr X is free
     s = g.next_state(s, a)
@@ -157,7 +199,38 @@ def test_rules_by_hand():
 
 
 def test_conformance():
-  check(make("scotland_yard", rounds=3))
+  assert check(make("scotland_yard", rounds=3))["trajectories"] == 1000
+  assert check(make("scotland_yard", rounds=24, tickets=24), trajectories=200)["passed"]
+
+
+# Every Scotland Yard game string compiled in the tests, examples and benchmarks.
+_COMPILED = [dict(rounds=1), dict(rounds=1, mrx_start=6, detective1_start=3, detective2_start=9),
+             dict(rounds=1, mrx_start=3, detective1_start=1, detective2_start=5),
+             dict(rounds=1, mrx_start=6, detective1_start=4, detective2_start=8),
+             dict(rounds=2), dict(rounds=3), dict(rounds=4), dict(),
+             dict(rounds=3, mrx_start=4, detective1_start=6, detective2_start=8),
+             dict(rounds=2, mrx_start=1, detective1_start=3, detective2_start=9),
+             dict(rounds=9, tickets=3), dict(rounds=3, tickets=0)]
+
+
+@pytest.mark.parametrize("params", _COMPILED, ids=lambda p: ",".join(f"{k}={v}" for k, v in
+                                                                      p.items()) or "default")
+def test_device_game_compiles_to_the_oracle(params):
+  device = compile_game(make("scotland_yard", **params))
+  assert_same_compiled(device, compile_game(OracleScotlandYard(**params)))
+
+
+def test_keys_and_features_fit():
+  g = make("scotland_yard", rounds=24, tickets=24)
+  assert (g.max_length, g.info_key_width, g.public_key_width) == (72, 24, 24)
+  s = g.init()
+  for a in (3, 1, 9, 2):
+    s = g.step(s, a)
+  assert g.info_features(s, 0).shape == (g.info_feature_size,)
+  assert float(g.info_features(s, 0).sum()) == 24 * 3  # one code per field of each round word
+  assert int(g.info_key(s, 1)[1]) == sy.HIDDEN  # round 2's move stays hidden to detectives
+  assert int(g.info_key(s, 0)[1]) == 3
+
 
 
 def _walk(g):
@@ -174,17 +247,17 @@ def _walk(g):
 
 
 def test_public_states_hide_mr_x():
-  g = make("scotland_yard", rounds=4)
+  g = _make(rounds=4)
   pub_of_info, x_of_pub = {}, {}
   for s, p in _walk(g):
     pub = g.public_state(s)
     for q in (0, 1):
       assert pub_of_info.setdefault((q, g.information_state(s, q)), pub) == pub
-    x_of_pub.setdefault(pub, set()).add(s[2])
+    x_of_pub.setdefault(pub, set()).add(int(s.mrx))
     for k, obs in enumerate(pub):
       if obs[0] == "X":
         rnd = k // 3 + 1
-        assert obs[1] is None or (rnd in sy.REVEAL_ROUNDS and obs[1] == s[6][rnd])
+        assert obs[1] is None or (rnd in sy.REVEAL_ROUNDS and obs[1] == int(s.words[rnd - 1]) % 16)
   # Mr X's station is hidden before round 3: many public states hold several stations ...
   hidden = [pub for pub, xs in x_of_pub.items() if len(xs) > 1]
   assert any(len(pub) < 6 for pub in hidden)

@@ -1,7 +1,9 @@
 """The interface shared by every online agent (search or re-solving).
 
-A match position is a history index ``h`` of a compiled game's
-:class:`~jaxgt.core.game_tree.GameTree` at which the agent's player acts. The agent
+A match position is a state of the game's rules (:mod:`jaxgt.games.device`) at
+which the agent's player acts; for a compiled game it is a history index ``h``
+of its :class:`~jaxgt.core.game_tree.GameTree` (the state of
+:meth:`~jaxgt.core.game_tree.CompiledGame.rules`). The agent
 may use only what its player knows there: its information state
 (``tree.infostate[h]`` of the acting player), the public state and the public
 history. It must not read hidden information (the opponent's private cards)
@@ -35,6 +37,7 @@ import jax.numpy as jnp
 from jaxgt.core.checks import check_decision_history
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.tables import acting_row
+from jaxgt.games.device import DeviceGame
 
 
 class Agent(abc.ABC):
@@ -85,3 +88,18 @@ class PolicyAgent(Agent):
     """``player``'s whole policy table (aggregating it gives back the policy)."""
     del state
     return jnp.asarray(self.policy[player])
+
+
+@dataclasses.dataclass
+class RandomAgent(Agent):
+  """Uniform over the legal actions, read from the game's rules (traceable): plays any device
+  game (:mod:`jaxgt.games.device`), enumerable or not, and compiled games through
+  :meth:`~jaxgt.core.game_tree.CompiledGame.rules`."""
+
+  game: Any  # a DeviceGame or a CompiledGame
+
+  def act(self, key, state, position):
+    del key
+    rules = self.game if isinstance(self.game, DeviceGame) else self.game.rules()
+    legal = rules.legal_mask(position).astype(jnp.float32)
+    return legal / jnp.sum(legal), state

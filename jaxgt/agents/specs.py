@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from jaxgt.agents.base import Agent, PolicyAgent
+from jaxgt.agents.base import Agent, PolicyAgent, RandomAgent
 from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.ismcts_agent import ISMCTSAgent
 from jaxgt.agents.oos_agent import PLAY as OOS_PLAY, OOSAgent
@@ -35,6 +35,7 @@ from jaxgt.solvers import ismcts as ismcts_lib
 from jaxgt.solvers import oos as oos_lib
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers.cfr import cfr_plus
+from jaxgt.games.device import DeviceGame
 
 __all__ = ["DTYPE", "AgentKind", "AgentSpec", "Doc", "Param", "agent_kinds", "describe_agents",
            "make_agent", "params_from", "parse_spec", "register_agent"]
@@ -163,7 +164,10 @@ def _any_dtype(params: dict) -> dict:
 # (params_from); the docs below add the one-line help and the checks made before any game.
 
 def random_agent(game) -> Agent:
-  """Uniform over the legal actions at every information state."""
+  """Uniform over the legal actions at every information state (a policy table on a compiled
+  game; read from the rules on a device game)."""
+  if isinstance(game, DeviceGame):
+    return RandomAgent(game)
   return PolicyAgent(game, tuple(uniform(np.asarray(pt.legal), np.float64)
                                  for pt in game.tree.players))
 

@@ -93,10 +93,9 @@ def write_log(path, game, result, specs) -> int:
   and ``"agents": specs`` (the two agent specs)."""
   import numpy as np
   from jaxgt.evaluation.episode_log import write_episodes
-  from jaxgt.evaluation.referee import action_paths
   tree = game.tree
   u0 = np.asarray(tree.terminal_payoff)[np.asarray(tree.history_terminal)[result.histories]]
-  return write_episodes(path, game.name, action_paths(tree, result.histories),
+  return write_episodes(path, game.name, result.episodes(),
                         [(float(u), -float(u)) for u in u0],
                         [(int(s), 1 - int(s)) for s in result.seats], specs)
 

@@ -203,7 +203,8 @@ def check_size(game: DeviceGame, estimate: SizeEstimate, max_histories: int,
   avail = available_memory()
   over_memory = avail is not None and need > factor * avail
   if over_limit or over_memory:
-    why = (f"over max_histories={max_histories:,}" if over_limit else
+    why = (f"{estimate.histories / max_histories:,.1f} times the limit "
+           f"max_histories={max_histories}" if over_limit else
            f"about {need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available")
     raise GameTooLargeError(
         f"{game.game_string()}: about {format_count(estimate.log10_histories)} histories "

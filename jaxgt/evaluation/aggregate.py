@@ -133,7 +133,7 @@ def aggregate_policy(game: CompiledGame, agent: Agent, num_matches: int, key: ja
   for p in (0, 1):
     n_p = (num_matches + 1 - p) // 2
     keys = jax.random.split(jax.random.fold_in(key, p), n_p)
-    _, acc = referee.play_matches(
+    _, acc, _ = referee.play_matches(
         game, (agent, opponent), keys, np.full(n_p, p), traced=traced, dtype=dtype,
         hook=accumulate_hook(game, agent, p, dtype),
         carry=jnp.zeros((game.tree.num_infostates[p], game.tree.num_actions), dtype))

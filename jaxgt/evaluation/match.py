@@ -51,16 +51,24 @@ class MatchResult:
   ci95: float  # half-width of the normal 95% confidence interval (1.96 * stderr)
   num_matches: int  # M
   traced: bool = True  # whether the matches ran as one jitted program (else a Python loop)
-  # [M] int the terminal history each match ended in (referee.action_paths gives its actions)
+  # the final state of each match: for a compiled game [M] int its terminal history
+  # (referee.action_paths gives its actions), for a device game its state pytree [M, ...]
   histories: np.ndarray | None = None
+  # [M, L] int32 each match's actions and chance outcomes from the root, -1 after the last
+  actions: np.ndarray | None = None
 
   @classmethod
-  def from_payoffs(cls, payoffs, seats, traced=True, histories=None) -> "MatchResult":
+  def from_payoffs(cls, payoffs, seats, traced=True, histories=None,
+                   actions=None) -> "MatchResult":
     x = np.asarray(payoffs, np.float64)
     n = len(x)
     se = _stderr(x)
     return cls(x, np.asarray(seats, np.int32), float(np.mean(x)), se, 1.96 * se, n, traced,
-               histories)
+               histories, actions)
+
+  def episodes(self) -> list[list[int]]:
+    """Each match's actions and chance outcomes from the root (the game's action ids)."""
+    return [[int(a) for a in row[row >= 0]] for row in np.asarray(self.actions)]
 
   @property
   def scores(self) -> np.ndarray:
@@ -123,10 +131,10 @@ def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk, bloc
   """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
-  h, _ = referee.play_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
+  h, _, ends = referee.play_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
                               chunk=min(chunk, num_matches), block=block, progress=progress)
-  pay = referee.terminal_payoff(game.device_tree(dtype), h, seats)
-  return MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h)
+  pay = referee.payoffs(game, h, seats, dtype)
+  return MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h, ends.actions)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,12 +1,15 @@
 """The match referee: the one definition of walking matches between two agents.
 
-A match starts at the root of the compiled game. The referee samples chance
-outcomes from ``chance_probs`` in an inner loop until the next decision (or
-terminal), so chance turns call no agent; at a decision only the acting
+A match is played under a game's rules (:mod:`jaxgt.games.device`; a compiled
+game's are :meth:`~jaxgt.core.game_tree.CompiledGame.rules`, whose state is a
+history index), from a :class:`Position` (the rules' state and whether the
+match is still valid). The referee samples chance outcomes from
+``chance_probs`` in an inner loop until the next decision (or terminal), so
+chance turns call no agent; at a decision only the acting
 agent's ``act`` is called, and the action is drawn from the probabilities it
 returns with :func:`jaxgt.core.sampling.sample_index`. A per-decision
-``hook`` sees every decision (``(carry, agent index, history, probs [A], the
-agent's new state) -> carry``);
+``hook`` sees every decision (``(carry, agent index, position state, probs [A],
+the agent's new state) -> carry``);
 :func:`jaxgt.evaluation.aggregate.aggregate_policy` accumulates search
 statistics through it.
 
@@ -48,14 +51,16 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 from jax import lax
 
 from jaxgt.agents.base import Agent
 from jaxgt.core import rng
 from jaxgt.core.checks import check_choice, check_positive_int, check_shape
-from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree
+from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.device import DeviceGame, children_mask
 
 TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
                 jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
@@ -65,33 +70,48 @@ not a pytree of arrays, e.g. continual re-solving's; a real signature error surf
 the Python loop)."""
 
 Hook = Callable[[Any, int, jax.Array, jax.Array, Any], Any]
-"""``hook(carry, agent index (static), history, probs [A], agent state) -> carry``."""
+"""``hook(carry, agent index (static), position state, probs [A], agent state) -> carry``."""
 
 
 def check_match_args(game, agents, num_matches) -> int:
   """Raises ``ValueError`` unless ``agents`` (``[(name, agent)]``) are Agents of ``game``."""
-  if not isinstance(game, CompiledGame):
-    raise ValueError(f"game must be a CompiledGame (jaxgt.load(...)), got {type(game).__name__}")
+  if not isinstance(game, (CompiledGame, DeviceGame)):
+    raise ValueError("game must be a CompiledGame (jaxgt.load(...)) or a DeviceGame "
+                     f"(jaxgt.games.make(...)), got {type(game).__name__}")
   for name, a in agents:
     if not isinstance(a, Agent):
       raise ValueError(f"{name} must be a jaxgt Agent, got {type(a).__name__}")
     g = getattr(a, "game", None)
-    if not isinstance(g, CompiledGame) or g.fingerprint != game.fingerprint:
-      raise ValueError(f"{name} plays {getattr(g, 'name', g)!r}, not {game.name}")
+    if not _same_game(g, game):
+      raise ValueError(f"{name} plays {getattr(g, 'name', g)!r}, not {game_name(game)}")
   return check_positive_int("num_matches", num_matches)
 
 
-def traceable(agent: Agent, game: CompiledGame, key) -> bool:
-  """Whether ``agent`` traces with a traced history (else warns); ``ValueError`` for a bad signature."""
+def game_name(game) -> str:
+  return game.name if isinstance(game, CompiledGame) else game.game_string()
+
+
+def _same_game(a, b) -> bool:
+  """Whether two games (compiled or device) are one game."""
+  if isinstance(a, CompiledGame) and isinstance(b, CompiledGame):
+    return a.fingerprint == b.fingerprint
+  return (isinstance(a, DeviceGame) and isinstance(b, DeviceGame) and type(a) is type(b)
+          and a.game_string() == b.game_string())
+
+
+def traceable(agent: Agent, game, key) -> bool:
+  """Whether ``agent`` traces with a traced position state (else warns); ``ValueError`` for a
+  bad signature."""
+  rules = rules_of(game, jnp.float32)
   try:
     state = jax.eval_shape(agent.init, key)
-    probs, new = jax.eval_shape(agent.act, key, state, jax.ShapeDtypeStruct((), jnp.int32))
+    probs, new = jax.eval_shape(agent.act, key, state, jax.eval_shape(rules.init))
   except TRACE_ERRORS as e:
     warnings.warn(f"{type(agent).__name__}.act is not traceable ({type(e).__name__}); "
                   "playing its matches in a Python loop", stacklevel=3)
     return False
-  check_shape(f"{type(agent).__name__}.act's probabilities (one per action of {game.name})",
-              probs, (game.tree.num_actions,))
+  check_shape(f"{type(agent).__name__}.act's probabilities (one per action of "
+              f"{game_name(game)})", probs, (rules.num_actions,))
   if jax.tree_util.tree_structure(new) != jax.tree_util.tree_structure(state) or any(
       (a.shape, a.dtype) != (b.shape, b.dtype)
       for a, b in zip(jax.tree_util.tree_leaves(new), jax.tree_util.tree_leaves(state))):
@@ -113,96 +133,127 @@ def play_mode(game, agents, mode: str, key) -> bool:
   return ok
 
 
-def draw(tree: GameTree, history, probs, key, dtype):
-  """Child of ``history`` drawn from ``probs [C]`` (masked to legal), or ``NO_INDEX``
-  when they have no finite positive mass on the legal actions."""
-  probs = jnp.where(tree.children[history] >= 0, probs, 0.0)
+@struct.dataclass
+class Position:
+  """A match position: the rules' state (a history index for a compiled game's rules) and
+  whether the match is still valid."""
+
+  state: Any  # the rules' state pytree
+  ok: jax.Array  # [] bool: False once an agent put no finite positive mass on legal actions
+  actions: jax.Array  # [L] int32 actions and chance outcomes from the root, -1 after the last
+  length: jax.Array  # [] int32 steps taken
+
+
+def root(rules: DeviceGame) -> Position:
+  """The root position of ``rules`` (``L = rules.max_length``)."""
+  return at(rules, rules.init())
+
+
+def at(rules: DeviceGame, state) -> Position:
+  """A valid position at ``state`` with no recorded actions."""
+  return Position(state, jnp.ones((), bool), jnp.full(rules.max_length, -1, jnp.int32),
+                  jnp.zeros((), jnp.int32))
+
+
+def draw(rules: DeviceGame, pos: Position, probs, key, dtype) -> Position:
+  """The child of ``pos`` drawn from ``probs`` (``[A]`` or ``[C]``, masked to the children)
+  with the uniform of ``key``; not ``ok`` when ``probs`` has no finite positive mass there."""
+  probs = jnp.asarray(probs, dtype)
+  probs = jnp.pad(probs, (0, rules.num_distinct - probs.shape[-1]))
+  probs = jnp.where(children_mask(rules, pos.state), probs, 0.0)
   total = jnp.sum(probs)
-  child = tree.children[history, sample_index(probs, rng.uniform(key, (), dtype))]
-  return jnp.where(jnp.isfinite(total) & (total > 0), child, NO_INDEX)
+  action = sample_index(probs, rng.uniform(key, (), dtype)).astype(jnp.int32)
+  return Position(rules.step(pos.state, action), pos.ok & jnp.isfinite(total) & (total > 0),
+                  pos.actions.at[pos.length].set(action, mode="drop"), pos.length + 1)
 
 
-def through_chance(tree: GameTree, history, key, dtype):
-  """Samples chance from ``history`` until a decision or terminal: ``(history, key)``."""
+def through_chance(rules: DeviceGame, pos: Position, key, dtype):
+  """Samples chance from ``pos`` until a decision or terminal: ``(position, key)``."""
 
   def node(carry):
-    h, key = carry
+    pos, key = carry
     key, _, ku = rng.split(key, 3)
-    return draw(tree, h, tree.chance_probs[h], ku, dtype), key
+    return draw(rules, pos, rules.chance_probs(pos.state), ku, dtype), key
 
   return lax.while_loop(
-      lambda c: (c[0] >= 0) & (tree.player[jnp.maximum(c[0], 0)] == CHANCE), node,
-      (jnp.asarray(history, jnp.int32), key))
+      lambda c: c[0].ok & (rules.current_player(c[0].state) == CHANCE), node, (pos, key))
 
 
-def live(tree: GameTree, history):
-  """Whether ``history`` is a valid non-terminal position (the match goes on)."""
-  return (history >= 0) & (tree.player[jnp.maximum(history, 0)] != TERMINAL)
+def live(rules: DeviceGame, pos: Position):
+  """Whether ``pos`` is a valid non-terminal position (the match goes on)."""
+  return pos.ok & (rules.current_player(pos.state) != TERMINAL)
 
 
-def terminal_payoff(tree: GameTree, history, seat0):
-  """Payoff of the agent playing ``seat0`` at terminal ``history`` (0 when ``history < 0``)."""
-  u = tree.terminal_payoff[jnp.maximum(tree.history_terminal[jnp.maximum(history, 0)], 0)]
-  return jnp.where(history < 0, 0.0, jnp.where(seat0 == 0, u, -u))
+def terminal_payoff(rules: DeviceGame, pos: Position, seat0):
+  """Payoff of the agent playing ``seat0`` at terminal ``pos`` (0 when not ``ok``)."""
+  u = rules.returns(pos.state)[0]
+  return jnp.where(pos.ok, jnp.where(seat0 == 0, u, -u), 0.0)
 
 
-def advance(tree: GameTree, history, probs, draw_key, chance_key, dtype):
-  """The decision at ``history`` played: the action drawn from ``probs [A]`` with the uniform
+def advance(rules: DeviceGame, pos: Position, probs, draw_key, chance_key, dtype):
+  """The decision at ``pos`` played: the action drawn from ``probs [A]`` with the uniform
   of ``draw_key``, then chance sampled with ``chance_key`` up to the next decision or terminal.
 
-  Returns ``(history, key)`` as :func:`through_chance` (``history < 0`` when ``probs`` has
-  no finite positive mass on the legal actions). The one step of a match: the referee's
+  Returns ``(position, key)`` as :func:`through_chance` (not ``ok`` when ``probs`` has no
+  finite positive mass on the legal actions). The one step of a match: the referee's
   drivers and self-play (:mod:`jaxgt.training.selfplay`) move through it.
   """
-  probs = jnp.asarray(probs, dtype)
-  probs = jnp.pad(probs, (0, tree.children.shape[1] - probs.shape[-1]))
-  return through_chance(tree, draw(tree, history, probs, draw_key, dtype), chance_key, dtype)
+  return through_chance(rules, draw(rules, pos, probs, draw_key, dtype), chance_key, dtype)
 
 
-_advance_jit = jax.jit(advance, static_argnums=5)
-_through_chance_jit = jax.jit(through_chance, static_argnums=3)
+def _concrete(state):
+  """A scalar state (a history index) as a Python int for agents that read one."""
+  return int(state) if jnp.ndim(state) == 0 and jnp.issubdtype(jnp.asarray(state).dtype,
+                                                               jnp.integer) else state
+
+
+_advance_jit = jax.jit(advance, static_argnums=(0, 5))
+_through_chance_jit = jax.jit(through_chance, static_argnums=(0, 3))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Referee:
-  """Matches of ``agents = (agent0, agent1)`` on ``tree`` (floats in ``dtype``)."""
+  """Matches of ``agents = (agent0, agent1)`` under ``rules`` (floats in ``dtype``)."""
 
-  tree: GameTree  # the device :class:`GameTree`
+  rules: DeviceGame  # the game's rules (a compiled game's: ``game.rules(dtype)``)
   agents: tuple  # the two agents; agent0 plays player seat0 of each match
   dtype: Any  # dtype of the probabilities and uniforms
   hook: Hook | None = None  # optional per-decision hook (see the module docstring)
 
   def start(self, key, eager: bool = False):
-    """Both agents' states and the first decision: ``(history, (state0, state1), walk key)``."""
+    """Both agents' states and the first decision: ``(position, (state0, state1), walk key)``."""
     k0, k1, key = rng.split(key, 3)
     states = (self.agents[0].init(k0), self.agents[1].init(k1))
-    h, key = (_through_chance_jit if eager else through_chance)(self.tree, 0, key, self.dtype)
-    return h, states, key
+    pos, key = (_through_chance_jit if eager else through_chance)(
+        self.rules, root(self.rules), key, self.dtype)
+    return pos, states, key
 
-  def decide(self, i: int, history, state, key, carry, eager: bool = False):
-    """Agent ``i`` (static) acts at ``history``; returns ``(next decision, state, key, carry)``.
+  def decide(self, i: int, pos: Position, state, key, carry, eager: bool = False):
+    """Agent ``i`` (static) acts at ``pos``; returns ``(next decision, state, key, carry)``.
 
-    The next decision is reached by :func:`advance` (``< 0`` when ``act`` returned no
+    The next decision is reached by :func:`advance` (not ``ok`` when ``act`` returned no
     finite positive mass); ``key`` splits into the next key, ``act``'s and the draw's.
     """
     key, ka, ku = rng.split(key, 3)
-    probs, state = self.agents[i].act(ka, state, int(history) if eager else history)
+    probs, state = self.agents[i].act(ka, state, _concrete(pos.state) if eager else pos.state)
     probs = jnp.asarray(probs, self.dtype)
     if self.hook is not None:
-      carry = self.hook(carry, i, history, probs, state)
-    h, key = (_advance_jit if eager else advance)(self.tree, history, probs, ku, key, self.dtype)
-    return h, state, key, carry
+      carry = self.hook(carry, i, pos.state, probs, state)
+    pos, key = (_advance_jit if eager else advance)(self.rules, pos, probs, ku, key, self.dtype)
+    return pos, state, key, carry
 
   def _loop(self, lanes, seats, serve, eager: bool):
-    """The match loop over ``lanes = (history, (state0, state1), key, carry)``: until no match
+    """The match loop over ``lanes = (position, (state0, state1), key, carry)``: until no match
     goes on, agent 0 then agent 1 serves the matches waiting on it (``serve(i, waiting,
     (history, state_i, key, carry))`` returns them after the decision); a phase runs only
     when some match waits. ``eager``: in Python (agents need not trace), else traced."""
-    tree = self.tree
+    rules = self.rules
+    # the rules read one state; traced lanes hold a batch of positions
+    is_live = (lambda p: live(rules, p)) if eager else jax.vmap(lambda p: live(rules, p))
+    player = rules.current_player if eager else jax.vmap(rules.current_player)
 
     def phase(i, lanes):
-      waiting = live(tree, lanes[0]) & ((tree.player[jnp.maximum(lanes[0], 0)] == seats)
-                                        == (i == 0))
+      waiting = is_live(lanes[0]) & ((player(lanes[0].state) == seats) == (i == 0))
 
       def play(lanes):
         h, states, key, carry = lanes
@@ -213,7 +264,7 @@ class Referee:
         return play(lanes) if bool(jnp.any(waiting)) else lanes
       return lax.cond(jnp.any(waiting), play, lambda x: x, lanes)
 
-    more, body = lambda c: jnp.any(live(tree, c[0])), lambda c: phase(1, phase(0, c))
+    more, body = lambda c: jnp.any(is_live(c[0])), lambda c: phase(1, phase(0, c))
     if not eager:
       return lax.while_loop(more, body, lanes)
     while bool(more(lanes)):
@@ -221,14 +272,14 @@ class Referee:
     return lanes
 
   def walk(self, key, seat0, carry=None):
-    """One match in a Python loop (agents need not trace): ``(final history, carry)``."""
+    """One match in a Python loop (agents need not trace): ``(final position, carry)``."""
     h, states, key = self.start(key, eager=True)
     h, _, _, carry = self._loop((h, states, key, carry), int(seat0),
                                 lambda i, _, own: self.decide(i, *own, eager=True), eager=True)
     return h, carry
 
   def run(self, keys, seats, carry, chunk: int):
-    """All matches as one traced program: ``(final histories [M], carries [M, ...])``.
+    """All matches as one traced program: ``(final positions [M], carries [M, ...])``.
 
     ``keys [M]``, ``seats [M]``; ``carry`` is the hook's initial carry (one
     per match); each agent's phase serves up to ``chunk`` waiting matches.
@@ -249,52 +300,66 @@ class Referee:
     return h, carry
 
 
-def play_matches(game: CompiledGame, agents, keys, seats, *, traced: bool, dtype,
+def rules_of(game, dtype) -> DeviceGame:
+  """The rules a match is played under: a device game's own, a compiled game's in ``dtype``."""
+  return game if isinstance(game, DeviceGame) else game.rules(dtype)
+
+
+def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
                  hook: Hook | None = None, carry=None, chunk: int | None = None,
                  block: int | None = None, progress: Callable[[int, int], None] | None = None):
-  """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``: ``(histories [M], carries)``.
+  """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``: ``(final states, carries,
+  positions)``.
 
-  ``histories`` (NumPy int) is the terminal history each match ended in
-  (:func:`action_paths` gives its actions from the root; ``terminal_payoff``
-  its payoff). ``block``: matches per program run (default all ``M``); the
-  traced program is compiled once and reused for every block (the last one
-  padded), and ``progress(done, M)`` is called after each block. Blocks do
-  not change the matches: match ``m`` always draws from ``keys[m]``.
-  ``chunk``: matches each traced agent phase serves (default: the block).
-  Raises ``ValueError`` for a match where an agent returned probabilities
-  with no finite positive mass on the legal actions.
+  ``game`` is a compiled game (the final states are then the terminal histories, NumPy int
+  ``[M]``: :func:`action_paths` gives their actions from the root) or a device game (final
+  states ``[M, ...]`` of its state pytree); :func:`payoffs` gives the payoffs. ``block``:
+  matches per program run (default all ``M``); the traced program is compiled once and reused
+  for every block (the last one padded), and ``progress(done, M)`` is called after each block.
+  Blocks do not change the matches: match ``m`` always draws from ``keys[m]``. ``chunk``:
+  matches each traced agent phase serves (default: the block). Raises ``ValueError`` for a
+  match where an agent returned probabilities with no finite positive mass on the legal
+  actions. The final :class:`Position` s (NumPy leaves, ``actions [M, L]`` the episodes)
+  are ``(final states, carries, positions)``'s third item.
   """
-  tree = game.device_tree(dtype)
-  referee = Referee(tree, tuple(agents), dtype, hook)
+  referee = Referee(rules_of(game, dtype), tuple(agents), dtype, hook)
   seats = jnp.asarray(seats, jnp.int32)
   M = len(keys)
   block = M if block is None else min(check_positive_int("block", block), M)
   if traced:
     lanes = block if chunk is None else min(chunk, block)
     program = jax.jit(lambda k, s, c: referee.run(k, s, c, lanes))
-  hs, carries = [], []
+  ends, carries = [], []
   for lo in range(0, M, block):
     n = min(block, M - lo)
     if traced:
       take = jnp.arange(lo, lo + block) % M if n < block else jnp.arange(lo, lo + block)
-      h, c = program(keys[take], seats[take], carry)
-      h, c = jax.tree_util.tree_map(lambda x: x[:n], (h, c))
+      pos, c = program(keys[take], seats[take], carry)
+      pos, c = jax.tree_util.tree_map(lambda x: x[:n], (pos, c))
     else:
-      h, c = zip(*[referee.walk(keys[m], seats[m], carry) for m in range(lo, lo + n)])
-      h = jnp.stack(h)
+      pos, c = zip(*[referee.walk(keys[m], seats[m], carry) for m in range(lo, lo + n)])
+      pos = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *pos)
       c = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *c) if carry is not None else None
-    hs.append(np.asarray(h))
+    ends.append(jax.tree_util.tree_map(np.asarray, pos))
     carries.append(c)
     if progress is not None:
       progress(lo + n, M)
-  h = np.concatenate(hs)
+  pos = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *ends)
   carries = carries[0] if len(carries) == 1 else jax.tree_util.tree_map(
       lambda *xs: jnp.concatenate(xs), *carries)
-  bad = np.flatnonzero(h < 0)
+  bad = np.flatnonzero(~pos.ok)
   if len(bad):
     raise ValueError(f"match {int(bad[0])}: an agent returned probabilities with no finite "
                      "positive mass on the legal actions")
-  return h, carries
+  return pos.state, carries, pos
+
+
+def payoffs(game, states, seats, dtype):
+  """``[M]`` payoffs of the agents in ``seats [M]`` at the final ``states`` of
+  :func:`play_matches`."""
+  rules = rules_of(game, dtype)
+  return jax.vmap(lambda s, seat: terminal_payoff(rules, at(rules, s), seat))(
+      states, jnp.asarray(seats, jnp.int32))
 
 
 def action_paths(tree: GameTree, histories) -> list[list[int]]:

@@ -13,6 +13,10 @@ information state, and one own sequence per *augmented* information state);
 state's histories share depth and parents' public state, so public states
 form a tree); ``deterministic`` (a second enumeration, and a compiled tree,
 agree).
+
+A :class:`~jaxgt.games.device.DeviceGame` (or a game compiled from one) is
+checked on sampled trajectories instead: :func:`jaxgt.games.rules_check.check_rules`,
+whose check names are :data:`jaxgt.games.rules_check.CHECKS`.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from jaxgt.games import rules_check
 from jaxgt.games.base import CHANCE, PROB_ATOL, TERMINAL, Game
+from jaxgt.games.device import DeviceGame
 
 CHECKS = ("players", "chance_probabilities", "legal_actions", "zero_sum",
           "perfect_recall", "public_states", "deterministic")
@@ -163,18 +169,36 @@ def _check_structure(e):
            "whose parent is in a different public state")
 
 
-def check(game: Any, *, max_histories: int = 5_000_000, tol: float = PROB_ATOL) -> dict:
-  """Runs the checks of the module docstring on a :class:`Game` or a compiled game.
+def check(game: Any, *, max_histories: int = 5_000_000, tol: float = PROB_ATOL,
+          trajectories: int = 1000, seed: int = 0) -> dict:
+  """Runs the checks of the module docstring on a :class:`Game`, a device game or a compiled
+  game; raises ``ValueError`` naming the first failed check.
 
-  A compiled game's tree is also compared with a fresh enumeration; ``tol``
-  is the tolerance of the probability and zero-sum checks. Returns
-  ``{"game": str, "passed": [check names], "sizes": {...}}``.
+  A Python game is enumerated (a compiled one's tree is also compared with a
+  fresh enumeration; ``tol`` is the tolerance of the probability and zero-sum
+  checks). A device game is checked on ``trajectories`` random trajectories
+  drawn from ``seed`` (:func:`~jaxgt.games.rules_check.check_rules`). Returns
+  ``{"game": str, "passed": [check names], ...}`` with ``"sizes"`` for a Python or
+  compiled game and ``"trajectories"`` for a device game.
   """
   compiled = None
+  inner = getattr(game, "game", None)
+  if isinstance(game, DeviceGame) or isinstance(inner, DeviceGame):
+    report = rules_check.check_rules(inner if isinstance(inner, DeviceGame) else game,
+                                     trajectories=trajectories, seed=seed)
+    message = rules_check.first_failure(report)
+    if message is not None:
+      raise ValueError(message)
+    out = {"game": report["game"], "passed": report["checks"],
+           "trajectories": report["trajectories"]}
+    if isinstance(inner, DeviceGame):
+      out["sizes"] = {k: v for k, v in game.sizes().items() if k != "actions"}
+    return out
   if not isinstance(game, Game):
-    if not isinstance(getattr(game, "game", None), Game):
-      raise ValueError(f"check() takes a Game or a compiled game, got {type(game).__name__}")
-    compiled, game = game, game.game
+    if not isinstance(inner, Game):
+      raise ValueError(f"check() takes a Game, a DeviceGame or a compiled game, got "
+                       f"{type(game).__name__}")
+    compiled, game = game, inner
   e = _enumerate(game, max_histories, tol)
   _check_structure(e)
   again = _enumerate(game, max_histories, tol)

@@ -16,27 +16,212 @@ Actions: ``0`` fold, ``1`` check/call, ``2 + k`` bet/raise of size ``k``.
 Information states, e.g. ``[Player: 1][Private: 2][Public: 0][Round1: b2 c]
 [Round2: k b4][Pot: 7 3]`` (``k`` check, ``c`` call, ``f`` fold, ``b``/``r``
 bet/raise with its size, chips per player). Public state: cards dealt, table
-card, betting. OpenSpiel's ``universal_poker`` expresses GP(T, C, R, 1) with
-``C`` suits as strategically irrelevant labels (:meth:`openspiel_game_string`:
-same value, same tree size for ``C = 1``).
+card, betting. Private states: a player's card type (``K_p = T``).
+OpenSpiel's ``universal_poker`` expresses GP(T, C, R, 1) with ``C`` suits as
+strategically irrelevant labels (:meth:`openspiel_game_string`: same value,
+same tree size for ``C = 1``).
+
+:class:`TwoRoundPoker` holds the device rules this game shares with Leduc
+hold'em (:mod:`jaxgt.games.leduc`): a state of a few small integers, and
+information-state keys that hold each card and each action in its own int32
+word (lossless for every ``R`` and ``B``).
 """
 
 from __future__ import annotations
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.device import DeviceGame
 
 PARAMS = {"T": 3, "C": 3, "R": 2, "B": 2}
 FOLD, CALL = 0, 1
 
 
-def _round_over(acts) -> bool:
-  return len(acts) >= 2 and acts[-1] == CALL
+@struct.dataclass
+class PokerState:
+  cards: jnp.ndarray  # [3] int32 player 0's card, player 1's, the table card; -1 until dealt
+  acts: jnp.ndarray  # [2, L] int32 each betting round's actions, -1 after the last
+  num_acts: jnp.ndarray  # [] int32 actions so far in the current round
+  raises: jnp.ndarray  # [] int32 bets and raises so far in the current round
+  last: jnp.ndarray  # [] int32 the current round's last action (-1 before its first)
+  rnd: jnp.ndarray  # [] int32 the betting round, 0 or 1
+  contrib: jnp.ndarray  # [2] int32 chips each player has put in the pot
 
 
-class GenericPoker(Game):
+class TwoRoundPoker(DeviceGame):
+  """One private card each, a betting round, one table card, a betting round, showdown.
+
+  Set by subclasses: ``num_cards`` card ids chance deals (``copies`` of each), ``suits``
+  (a card's rank is ``card // suits``), ``max_raises`` bets and raises per round after the
+  first, ``num_bets`` bet sizes (``2 (k + 1)`` chips in round 1, ``4 (k + 1)`` in round 2),
+  ``key_has_player`` (the information state shows whose turn it is). Then
+  :meth:`set_shapes` sets the shapes. Information-state key of player ``p``: ``[own card,
+  table card, (current player,) round-1 actions [L], round-2 actions [L]]`` (``-1`` for
+  what is not there); public key: ``[private cards dealt, table card, actions [2 L]]``.
+  """
+
+  num_cards: int = 0
+  copies: int = 1
+  suits: int = 1
+  max_raises: int = 0
+  num_bets: int = 1
+  key_has_player: bool = False
+  big_blind = 1.0
+
+  def set_shapes(self):
+    self.round_length = self.max_raises + 3  # L: check, bet, R raises, call
+    self.num_actions = 2 + self.num_bets
+    self.num_outcomes = self.num_cards
+    self.max_length = 3 + 2 * self.round_length
+    self.num_private = (self.num_cards, self.num_cards)
+    head = 3 if self.key_has_player else 2
+    self.info_key_width = head + 2 * self.round_length
+    self.public_key_width = 2 + 2 * self.round_length
+    bets = 2 * self.round_length * self.num_actions
+    self.info_feature_size = 2 * self.num_cards + 3 * self.key_has_player + bets
+    self.public_feature_size = 3 + self.num_cards + bets
+
+  # --- device functions -------------------------------------------------------------------
+  def init(self):
+    z = jnp.int32(0)
+    return PokerState(cards=jnp.full(3, -1, jnp.int32),
+                      acts=jnp.full((2, self.round_length), -1, jnp.int32),
+                      num_acts=z, raises=z, last=jnp.int32(-1), rnd=z,
+                      contrib=jnp.ones(2, jnp.int32))
+
+  def current_player(self, s):
+    dealt = (s.cards[0] >= 0) & (s.cards[1] >= 0)
+    round_over = (s.num_acts >= 2) & (s.last == CALL)
+    return jnp.where(~dealt, CHANCE,
+                     jnp.where(s.last == FOLD, TERMINAL,
+                               jnp.where(round_over, jnp.where(s.rnd == 0, CHANCE, TERMINAL),
+                                         s.num_acts % 2))).astype(jnp.int32)
+
+  def legal_mask(self, s):
+    p = self.current_player(s)
+    a = jnp.arange(self.num_actions)
+    legal = jnp.where(a == FOLD, s.last >= 2,
+                      jnp.where(a == CALL, True, s.raises <= self.max_raises))
+    return legal & (p >= 0)
+
+  def chance_probs(self, s):
+    left = self.copies - jnp.sum(jnp.arange(self.num_cards)[:, None] == s.cards[None, :], axis=1)
+    total = self.num_cards * self.copies - jnp.sum(s.cards >= 0)
+    probs = left / total  # count / total, as the Python rules compute it
+    return jnp.where(self.current_player(s) == CHANCE, probs, 0.0)
+
+  def step(self, s, action):
+    a = jnp.asarray(action, jnp.int32)
+    p = self.current_player(s)
+    chance, acting = p == CHANCE, p >= 0
+    slot = jnp.sum(s.cards >= 0)
+    cards = jnp.where(chance & (jnp.arange(3) == slot), a, s.cards)
+    new_round = chance & (slot == 2)
+    me = s.num_acts % 2
+    top = jnp.max(s.contrib)
+    size = jnp.where(s.rnd == 0, 2, 4) * (a - 1)  # bet k = a - 2: 2 (k + 1) or 4 (k + 1)
+    mine = jnp.where(a == CALL, top, jnp.where(a >= 2, top + size, s.contrib[me]))
+    contrib = jnp.where(acting & (jnp.arange(2) == me), mine, s.contrib)
+    at = (jnp.arange(2)[:, None] == s.rnd) & (jnp.arange(self.round_length)[None, :] == s.num_acts)
+    acts = jnp.where(acting & at, a, s.acts)
+    return PokerState(
+        cards=cards, acts=acts,
+        num_acts=jnp.where(acting, s.num_acts + 1, jnp.where(new_round, 0, s.num_acts)),
+        raises=jnp.where(acting & (a >= 2), s.raises + 1, jnp.where(new_round, 0, s.raises)),
+        last=jnp.where(acting, a, jnp.where(new_round, -1, s.last)),
+        rnd=jnp.where(new_round, 1, s.rnd), contrib=contrib)
+
+  def returns(self, s):
+    folder = (s.num_acts - 1) % 2
+    fold_u0 = jnp.where(folder == 0, -s.contrib[0], s.contrib[1])
+    ranks = s.cards // self.suits
+    strength = (ranks[:2] == ranks[2]) * self.num_cards + ranks[:2]  # a pair, then the rank
+    show_u0 = jnp.where(strength[0] > strength[1], s.contrib[1],
+                        jnp.where(strength[0] < strength[1], -s.contrib[0], 0))
+    u0 = jnp.where(s.last == FOLD, fold_u0, show_u0)
+    u0 = jnp.where(self.current_player(s) == TERMINAL, u0, 0).astype(jnp.zeros(()).dtype)
+    return jnp.stack([u0, -u0])
+
+  def info_key(self, s, player):
+    head = [s.cards[player], s.cards[2]]
+    if self.key_has_player:
+      head.append(self.current_player(s))
+    return jnp.concatenate([jnp.stack(head), s.acts.reshape(-1)]).astype(jnp.int32)
+
+  def info_features(self, s, player):
+    parts = [self._one_hot(s.cards[player], self.num_cards),
+             self._one_hot(s.cards[2], self.num_cards)]
+    if self.key_has_player:
+      parts.append(self._one_hot(self.current_player(s) + 1, 3))  # chance, 0, 1
+    return jnp.concatenate(parts + [self._bet_features(s)])
+
+  def public_key(self, s):
+    head = jnp.stack([jnp.sum(s.cards[:2] >= 0), s.cards[2]])
+    return jnp.concatenate([head, s.acts.reshape(-1)]).astype(jnp.int32)
+
+  def public_features(self, s):
+    return jnp.concatenate([self._one_hot(jnp.sum(s.cards[:2] >= 0), 3),
+                            self._one_hot(s.cards[2], self.num_cards), self._bet_features(s)])
+
+  @staticmethod
+  def _one_hot(x, n):
+    return (jnp.arange(n) == x).astype(jnp.float32)
+
+  def _bet_features(self, s):
+    return (s.acts[..., None] == jnp.arange(self.num_actions)).astype(jnp.float32).reshape(-1)
+
+  def private_index(self, s, player):
+    return s.cards[player]
+
+  def private_chance(self, s):
+    """``[K, K]``: the probability of each pair of private cards given the table card dealt so
+    far (the deals' chance reach, count / total per card, normalised; zero for impossible
+    pairs)."""
+    k = jnp.arange(self.num_cards)
+    n, c = self.num_cards * self.copies, self.copies
+    pair = (c / n) * ((c - (k[:, None] == k[None, :])) / (n - 1))
+    t = s.cards[2]
+    left = jnp.maximum(c - (k[:, None] == t) - (k[None, :] == t), 0)
+    joint = jnp.where(t >= 0, pair * (left / (n - 2)), pair)
+    return joint / jnp.sum(joint)
+
+  # --- host side --------------------------------------------------------------------------
+  def key_parts(self, key):
+    """``(own card, table card, current player or None, (round-1 actions, round-2 actions))``
+    of an information-state key, actions as tuples."""
+    k = [int(x) for x in np.asarray(key).reshape(-1)]
+    head = 3 if self.key_has_player else 2
+    L = self.round_length
+    rounds = tuple(tuple(a for a in k[head + r * L:head + (r + 1) * L] if a >= 0)
+                   for r in (0, 1))
+    return k[0], k[1], (k[2] if self.key_has_player else None), rounds
+
+  def public_parts(self, key):
+    """``(private cards dealt, table card or None, round-1 actions, round-2 actions)``."""
+    k = [int(x) for x in np.asarray(key).reshape(-1)]
+    L = self.round_length
+    r1 = tuple(a for a in k[2:2 + L] if a >= 0)
+    r2 = tuple(a for a in k[2 + L:2 + 2 * L] if a >= 0)
+    return k[0], (k[1] if k[1] >= 0 else None), r1, r2
+
+  def contributions(self, r1, r2):
+    """Chips each player has put in after round-1 actions ``r1`` and round-2 actions ``r2``."""
+    c = [1, 1]
+    for acts, unit in ((r1, 2), (r2, 4)):
+      for i, a in enumerate(acts):
+        if a == CALL:
+          c[i % 2] = max(c)
+        elif a >= 2:
+          c[i % 2] = max(c) + unit * (a - 1)
+    return c
+
+
+class GenericPoker(TwoRoundPoker):
   name = "generic_poker"
   param_defaults = PARAMS
-  big_blind = 1.0
 
   def __init__(self, **params):
     super().__init__(**params)
@@ -48,73 +233,9 @@ class GenericPoker(Game):
       raise ValueError(f"generic_poker: R (raises per round) must be >= 0; got {r}")
     if b < 1:
       raise ValueError(f"generic_poker: B (bet sizes) must be >= 1; got {b}")
-    self.num_actions = 2 + b
+    self.num_cards, self.copies, self.max_raises, self.num_bets = t, c, r, b
+    self.set_shapes()
     self.sizes = (tuple(2 * (k + 1) for k in range(b)), tuple(4 * (k + 1) for k in range(b)))
-
-  # state: (dealt card types: priv0, priv1, table; round-1 actions; round-2 actions)
-  def initial_state(self):
-    return ((), (), ())
-
-  def current_player(self, s):
-    cards, r1, r2 = s
-    acts = r1 if len(cards) < 3 else r2
-    if len(cards) < 2:
-      return CHANCE
-    if acts and acts[-1] == FOLD:
-      return TERMINAL
-    if len(cards) == 2:
-      return CHANCE if _round_over(r1) else len(r1) % 2
-    return TERMINAL if _round_over(r2) else len(r2) % 2
-
-  def legal_actions(self, s):
-    acts = s[1] if len(s[0]) < 3 else s[2]
-    legal = [FOLD] if acts and acts[-1] >= 2 else []
-    legal.append(CALL)
-    if sum(a >= 2 for a in acts) <= self.params["R"]:
-      legal.extend(range(2, self.num_actions))
-    return legal
-
-  def chance_outcomes(self, s):
-    cards = s[0]
-    c, left = self.params["C"], self.params["T"] * self.params["C"] - len(cards)
-    out = []
-    for t in range(self.params["T"]):
-      n = c - cards.count(t)
-      if n > 0:
-        out.append((t, n / left))
-    return out
-
-  def next_state(self, s, a):
-    cards, r1, r2 = s
-    if len(cards) < 2 or (len(cards) == 2 and _round_over(r1)):
-      return (cards + (a,), r1, r2)
-    if len(cards) == 2:
-      return (cards, r1 + (a,), r2)
-    return (cards, r1, r2 + (a,))
-
-  def _contributions(self, r1, r2):
-    c = [1, 1]
-    for acts, sizes in zip((r1, r2), self.sizes):
-      for i, a in enumerate(acts):
-        if a == CALL:
-          c[i % 2] = max(c)
-        elif a >= 2:
-          c[i % 2] = max(c) + sizes[a - 2]
-    return c
-
-  def returns(self, s):
-    cards, r1, r2 = s
-    c = self._contributions(r1, r2)
-    acts = r1 if len(cards) < 3 else r2
-    if acts and acts[-1] == FOLD:
-      u0 = -c[0] if (len(acts) - 1) % 2 == 0 else c[1]
-      return (float(u0), float(-u0))
-    table = cards[2]
-    strength = [(cards[p] == table, cards[p]) for p in (0, 1)]
-    if strength[0] == strength[1]:
-      return (0.0, 0.0)
-    u0 = c[1] if strength[0] > strength[1] else -c[0]
-    return (float(u0), float(-u0))
 
   def _betting(self, acts, sizes):
     out, facing = [], False
@@ -129,18 +250,18 @@ class GenericPoker(Game):
         facing = True
     return " ".join(out)
 
-  def information_state(self, s, player):
-    cards, r1, r2 = s
-    c = self._contributions(r1, r2)
-    private = cards[player] if len(cards) > player else "?"
-    table = cards[2] if len(cards) > 2 else "-"
-    return (f"[Player: {player}][Private: {private}][Public: {table}]"
+  def info_string(self, key, player):
+    own, table, _, (r1, r2) = self.key_parts(key)
+    c = self.contributions(r1, r2)
+    private = own if own >= 0 else "?"
+    public = table if table >= 0 else "-"
+    return (f"[Player: {player}][Private: {private}][Public: {public}]"
             f"[Round1: {self._betting(r1, self.sizes[0])}]"
             f"[Round2: {self._betting(r2, self.sizes[1])}][Pot: {c[0]} {c[1]}]")
 
-  def public_state(self, s):
-    cards, r1, r2 = s
-    return (len(cards), cards[2] if len(cards) > 2 else None, r1, r2)
+  def public_name(self, key):
+    dealt, table, r1, r2 = self.public_parts(key)
+    return (dealt + (table is not None), table, r1, r2)
 
   def action_string(self, a):
     return ("Fold", "Call")[a] if a < 2 else f"Raise{a - 1}"

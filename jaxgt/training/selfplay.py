@@ -171,6 +171,7 @@ class SelfPlay:
     set_(self, "held_slot", jnp.asarray(held))  # [2, H] encoding slot of each history's I_p(h)
     set_(self, "td1_rows", max_decisions(self.game.tree) if cfg.p_td1 > 0 else 1)  # T
     set_(self, "tree", self.game.device_tree(DTYPE))
+    set_(self, "rules", self.game.rules(DTYPE))  # the referee's step reads the game through them
     set_(self, "source", source)
     set_(self, "search_config", search_cfg)
     set_(self, "evaluator", evaluator)
@@ -211,8 +212,9 @@ class SelfPlay:
   def _restart(self, key):
     """A fresh game: ``(first decision history, empty summary)``."""
     k_walk, k_agent = rng.split(key)
-    h, _ = referee.through_chance(self.tree, 0, k_walk, jnp.dtype(DTYPE))
-    return h, self.agent.init(k_agent)
+    pos, _ = referee.through_chance(self.rules, referee.root(self.rules), k_walk,
+                                    jnp.dtype(DTYPE))
+    return pos.state, self.agent.init(k_agent)
 
   def td1_example(self, ex: buffers.ReplayExample, history) -> buffers.ReplayExample:
     """``ex`` (a main-line example of the decision at ``history``) as a TD(1) row waiting for
@@ -240,8 +242,10 @@ class SelfPlay:
     k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
     probs, summary, ex, qpbs, qvalid, visits = self._search(params, summary, history, k_search)
     move = self.explore.mix(probs, tree.children[history, :A] >= 0, moves)
-    nxt, _ = referee.advance(tree, history, move, k_move, k_chance, jnp.dtype(DTYPE))
-    done = ~referee.live(tree, nxt)
+    pos = referee.at(self.rules, jnp.asarray(history, jnp.int32))
+    pos, _ = referee.advance(self.rules, pos, move, k_move, k_chance, jnp.dtype(DTYPE))
+    done = ~referee.live(self.rules, pos)
+    nxt = jnp.where(pos.ok, pos.state, NO_INDEX)
     terminal = jnp.where(done, nxt, NO_INDEX)
     if cfg.p_td1 > 0:  # static: p_td1 = 0 draws no coin and leaves the record empty
       td1 = rng.uniform(rng.fold_in(key, TD1_STREAM), (), jnp.dtype(DTYPE)) < cfg.p_td1
@@ -249,7 +253,7 @@ class SelfPlay:
       pending = jax.tree_util.tree_map(lambda x, r: x.at[row].set(r, mode="drop"), pending,
                                        self.td1_example(ex, history))
       pending_valid = pending_valid.at[row].set(True, mode="drop")
-      u0 = referee.terminal_payoff(tree, nxt, 0).astype(DTYPE)  # player 0's payoff if done
+      u0 = referee.terminal_payoff(self.rules, pos, 0).astype(DTYPE)  # player 0's payoff if done
       outcome = jnp.stack([u0, -u0])[:, None]  # [2, 1]
       flush = pending.replace(values=pending.values * outcome)  # [T]
       flush_valid = pending_valid & done

@@ -25,3 +25,15 @@ def assert_same_compiled(a, b):
   np.testing.assert_array_equal(a.aug, b.aug)
   assert a.public_keys == b.public_keys
   assert a.fingerprint == b.fingerprint
+
+
+def oracle_of(game):
+  """The Python oracle of device game ``game`` (the class of the same name in
+  ``oracle_games.<module>``, same parameters); a Python game is its own."""
+  import importlib
+
+  from jaxgt.games.device import DeviceGame
+  if not isinstance(game, DeviceGame):
+    return game
+  module = importlib.import_module("oracle_games." + type(game).__module__.rsplit(".", 1)[1])
+  return getattr(module, type(game).__name__)(**game.params)
