@@ -15,6 +15,7 @@ from jaxgt.games import CHANCE, TERMINAL, make
 from jaxgt.games.hand_eval import CATEGORIES, category, hand_rank
 from jaxgt.games.holdem import HAND_CARDS, NUM_HANDS, LimitHoldem, hole_index
 from jaxgt.games.size import GameTooLargeError
+from sampled_lockstep import sampled_lockstep
 
 GAME = LimitHoldem()
 _step = jax.jit(GAME.step)
@@ -116,62 +117,33 @@ def _no_fold_actions(key, batch):
 
 
 @jax.jit
-def _record(actions):
-  """Per step of each trajectory (``actions [B, L]``, -1 after the end; one more step recorded
-  at the end): player, legal mask, chance probabilities, both keys, returns."""
+def _keys(actions):
+  """``[B, L + 1, 2, W]`` both players' information-state keys along each trajectory."""
   def one(acts):
     def body(s, a):
-      out = (GAME.current_player(s), GAME.legal_mask(s), GAME.chance_probs(s),
-             GAME.info_key(s, 0), GAME.info_key(s, 1), GAME.returns(s))
-      return GAME.step(s, jnp.maximum(a, 0)), out
-    return jax.lax.scan(body, GAME.init(), acts)[1]
+      return GAME.step(s, jnp.maximum(a, 0)), jnp.stack([GAME.info_key(s, 0),
+                                                         GAME.info_key(s, 1)])
+    s, keys = jax.lax.scan(body, GAME.init(), acts)
+    return jnp.concatenate([keys, jnp.stack([GAME.info_key(s, 0), GAME.info_key(s, 1)])[None]])
   return jax.vmap(one)(actions)
 
 
-def _lockstep(actions):
-  """Replays ``actions [B, L]`` in pyspiel and asserts every rule and string agrees; returns the
-  number of showdowns and the distinct (key, string) pairs seen."""
+def _check_lockstep(n, seed):
+  """``n`` uniform random trajectories and ``n / 4`` that never fold (so they reach showdowns)
+  in lockstep with pyspiel; keys and strings name the same information states."""
   pyspiel = pytest.importorskip("pyspiel")
   os_game = pyspiel.load_game(GAME.openspiel_game_string())
-  actions = np.concatenate([actions, np.full((len(actions), 1), -1, np.int32)], axis=1)
-  with jax.enable_x64(True):
-    player, legal, probs, k0, k1, ret = jax.device_get(_record(jnp.asarray(actions)))
-  showdowns, names = 0, [{}, {}]
-  for b in range(len(actions)):
-    st = os_game.new_initial_state()
-    for i, a in enumerate(actions[b]):
-      assert player[b, i] == st.current_player(), (b, st.history())
-      for q, keys in ((0, k0), (1, k1)):
-        string = st.information_state_string(q)
-        assert GAME.info_string(keys[b, i], q) == string, (b, q, st.history())
-        names[q].setdefault(tuple(keys[b, i]), string)
-      if st.is_terminal():
-        assert a < 0
-        assert tuple(ret[b, i]) == tuple(st.returns()), (b, st.history())
-        showdowns += st.history()[-1] != 0  # the last action was not a fold
-        break
-      assert not ret[b, i].any()
-      if st.is_chance_node():
-        outcomes = st.chance_outcomes()
-        assert [o for o, _ in outcomes] == list(np.flatnonzero(probs[b, i]))
-        assert [p for _, p in outcomes] == list(probs[b, i][probs[b, i] > 0])  # bit-equal
-      else:
-        assert st.legal_actions() == list(np.flatnonzero(legal[b, i]))
-        assert not probs[b, i].any()
-      st.apply_action(int(a))
-    else:
-      raise AssertionError(f"trajectory {b} did not end within max_length")
-  return showdowns, names
-
-
-def _check_lockstep(n, seed):
-  _, uniform, last = jax.device_get(trajectories(GAME, jax.random.PRNGKey(seed), n))
-  assert np.all(last == TERMINAL)
-  _lockstep(np.asarray(uniform))
-  showdowns, names = _lockstep(np.asarray(_no_fold_actions(jax.random.PRNGKey(seed + 1), n // 4)))
-  assert showdowns > n // 8
-  for q in (0, 1):  # keys and strings name the same information states
-    assert len(set(names[q].values())) == len(names[q])
+  out = sampled_lockstep(GAME, os_game, trajectories_count=n, seed=seed)
+  assert out["terminals"] == n
+  no_fold = np.asarray(_no_fold_actions(jax.random.PRNGKey(seed + 1), n // 4))
+  assert sampled_lockstep(GAME, os_game, trajectories_count=n // 4, seed=seed,
+                          actions=no_fold)["terminals"] == n // 4
+  _, uniform, _ = trajectories(GAME, jax.random.PRNGKey(seed), n)
+  keys = np.asarray(_keys(jnp.concatenate([uniform, no_fold])))
+  for q in (0, 1):
+    distinct = np.unique(keys[:, :, q].reshape(-1, GAME.info_key_width), axis=0)
+    strings = {GAME.info_string(k, q) for k in distinct}
+    assert len(strings) == len(distinct) > n
 
 
 def test_lockstep_with_openspiel():
