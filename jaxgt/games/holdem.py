@@ -20,10 +20,22 @@ Information states are OpenSpiel's strings (``[Round r][Player: p][Pot: ..]
 [Money: ..][Private: ..][Public: ..][Sequences: ..]``), which show hole cards
 and board as card *sets*; the keys hold exactly that (sorted cards), so a
 board whose flop and turn cards are swapped is one information state, as in
-OpenSpiel. Private states: a player's two hole cards, ``K_p = 1326``, the
-pair ``a < b`` at index ``b (b - 1) / 2 + a`` (:func:`hole_index`). The game is
-far too large to enumerate (about ``10^17`` histories); it is played,
-sampled and searched through its rules.
+OpenSpiel: with these information states the game forgets which board card
+came on which street (not of perfect recall across streets; a key with the
+flop sorted and the turn and river in place would restore it). Key words (int32): ``round * 8 + player + 4``; the own hole cards
+``(lo + 1) * 53 + hi + 1`` (-1 for a card not yet dealt); the board's sorted
+cards as base-53 digits (< 53^5 < 2^31); each round's actions as base-4 digits
+(``action + 1``). Pot and money follow from the betting. The public key holds
+the number of hole cards dealt in place of the own cards. Features: one-hots
+of the own cards (52; public: hole cards dealt, 5), the board (52), each
+round's six action slots (4 x 6 x 3) and the player to act (chance, 0, 1,
+terminal).
+
+Private states: a player's two hole cards, ``K_p = 1326``, the pair ``a < b``
+at index ``b (b - 1) / 2 + a`` (:func:`hole_index`, :data:`HAND_CARDS`). The
+game is far too large to enumerate (about ``10^19`` histories by Knuth's
+estimate, cards dealt in order); it is played, sampled and searched through its
+rules.
 """
 
 from __future__ import annotations
