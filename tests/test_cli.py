@@ -3,7 +3,9 @@
 import json
 import subprocess
 import sys
+import time
 
+import numpy as np
 import pytest
 
 from jaxgt.cli import main
@@ -194,3 +196,139 @@ def test_small_exploitability_prints_readably():
   assert format_mbb(1.1e-07 * 1000) == "1.10e-04"
   assert format_mbb(0.0571) == "0.057" and format_mbb(12.3456) == "12.346"
   assert format_mbb(0.0) == "0.000"
+
+
+INFO_KEYS = {"game", "openspiel", "enumerable", "rules", "actions", "max_histories", "estimate",
+             "reason", "sizes", "seconds"}
+
+
+def _info_json(capsys, *args):
+  assert main(["info", *args, "--json"]) == 0
+  return json.loads(capsys.readouterr().out)
+
+
+def test_info_json_of_an_enumerable_game(capsys):
+  doc = _info_json(capsys, "kuhn_poker")
+  assert INFO_KEYS <= set(doc) and doc["enumerable"] is True and doc["reason"] is None
+  assert doc["game"] == "kuhn_poker" and doc["openspiel"] == "kuhn_poker"
+  assert doc["sizes"] == {"histories": 58, "terminals": 30, "infostates_p0": 6,
+                          "infostates_p1": 6, "public_states": 11, "actions": 2}
+  assert doc["estimate"]["log10_histories"] == pytest.approx(np.log10(58), abs=0.3)
+  assert {"enumeration_seconds", "memory_bytes", "fingerprint"} <= set(doc)
+  doc = _info_json(capsys, "goofspiel(num_cards=4)")
+  assert doc["enumerable"] is True and doc["openspiel"].startswith(
+      "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards=4,")
+
+
+@pytest.mark.parametrize("text,openspiel", [
+    ("ii_goofspiel(num_cards=9)", None),
+    ("liars_dice(numdice=2)", "liars_dice(bidding_rule=reset-face,dice_sides=6,numdice=2)"),
+    ("goofspiel(num_cards=13)", "turn_based_simultaneous_game(game=goofspiel(imp_info=True,"
+                                "num_cards=13,points_order=ascending,returns_type=win_loss))")])
+def test_info_json_refuses_a_large_game_from_its_estimate_in_seconds(text, openspiel, capsys):
+  t0 = time.perf_counter()
+  doc = _info_json(capsys, text)
+  assert time.perf_counter() - t0 < 10
+  assert doc["enumerable"] is False and doc["sizes"] is None and doc["openspiel"] == openspiel
+  assert doc["estimate"]["log10_histories"] > 7 and "max_histories" in doc["reason"]
+
+
+def test_info_json_of_openspiel_imports(capsys):
+  doc = _info_json(capsys, "openspiel:goofspiel(imp_info=True,num_cards=8)")
+  assert doc["enumerable"] is False and "refused before enumerating" in doc["reason"]
+  assert doc["openspiel"] == ("turn_based_simultaneous_game(game=goofspiel(imp_info=True,"
+                              "num_cards=8))")
+  doc = _info_json(capsys, "openspiel:kuhn_poker")
+  assert doc["enumerable"] is True and doc["sizes"]["histories"] == 58
+  assert doc["estimate"]["exact"] is True and doc["openspiel"] == "kuhn_poker()"
+
+
+def test_info_limit_and_text_form(capsys):
+  doc = _info_json(capsys, "ii_goofspiel", "--max-histories", "200000")
+  assert doc["enumerable"] is False and doc["max_histories"] == 200000
+  assert main(["info", "ii_goofspiel(num_cards=9)"]) == 0
+  out = capsys.readouterr().out
+  assert "histories       ~10^" in out and "enumerable      no" in out
+  assert "openspiel       -" in out
+  assert main(["info", "kuhn_poker"]) == 0
+  out = capsys.readouterr().out
+  assert "histories       58" in out and "enumerable      yes" in out
+  assert "openspiel       kuhn_poker" in out
+
+
+def test_info_bad_input(capsys):
+  assert main(["info", "no_such_game"]) == 2
+  assert "unknown game 'no_such_game'" in capsys.readouterr().err
+  assert main(["info", "liars_dice(numdice=0)"]) == 2
+  assert capsys.readouterr().err.startswith("jaxgt: error: ")
+  assert main(["info", "kuhn_poker", "--max-histories", "0"]) == 2
+  assert "--max-histories must be positive" in capsys.readouterr().err
+
+
+def test_check_json_with_openspiel_lockstep(capsys):
+  assert main(["check", "kuhn_poker", "--trajectories", "300", "--openspiel", "auto",
+               "--json"]) == 0
+  doc = json.loads(capsys.readouterr().out)
+  assert doc == {"game": "kuhn_poker", "trajectories": 300, "failures": [],
+                 "openspiel_mismatches": 0}
+  assert main(["check", "leduc_poker", "--trajectories", "200", "--json"]) == 0
+  doc = json.loads(capsys.readouterr().out)
+  assert doc["failures"] == [] and doc["openspiel_mismatches"] is None
+
+
+def test_check_reports_openspiel_mismatches(capsys):
+  assert main(["check", "kuhn_poker", "--trajectories", "50", "--openspiel", "leduc_poker",
+               "--json"]) == 1
+  captured = capsys.readouterr()
+  assert json.loads(captured.out)["openspiel_mismatches"] == 50
+  assert "chance_outcomes: ours [0, 1, 2], OpenSpiel [0, 1, 2, 3, 4, 5]" in captured.err
+  assert main(["check", "kuhn_poker", "--trajectories", "50", "--openspiel",
+               "leduc_poker"]) == 1
+  out = capsys.readouterr().out
+  assert "all checks passed" in out and "50 mismatch(es) in 50 of 50 trajectories" in out
+
+
+def test_check_bad_input(capsys):
+  assert main(["check", "no_such_game"]) == 2
+  assert "unknown game 'no_such_game'" in capsys.readouterr().err
+  assert main(["check", "kuhn_poker(cards=4)"]) == 2
+  assert "valid parameters" in capsys.readouterr().err
+  assert main(["check", "kuhn_poker", "--trajectories", "0"]) == 2
+  assert "--trajectories must be positive" in capsys.readouterr().err
+  assert main(["check", "kuhn_poker", "--openspiel", "no_such_game"]) == 2
+  assert "OpenSpiel cannot load 'no_such_game'" in capsys.readouterr().err
+  assert main(["check", "ii_goofspiel", "--openspiel", "auto"]) == 2
+  assert "mirrors no OpenSpiel game" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["liars_dice(numdice=2)", "goofspiel(num_cards=13)",
+                                  "limit_holdem"])
+def test_large_games_agree_with_openspiel_on_ten_thousand_trajectories(text, capsys):
+  """LD(2,2), II-GS(13) and Limit Hold'em: conformance and OpenSpiel lockstep, 10,000 each."""
+  from jaxgt.games import make_from_string, registry
+  from jaxgt.games.device import DeviceGame
+  if text.split("(")[0] not in registry() or not isinstance(make_from_string(text), DeviceGame):
+    pytest.skip(f"{text} is not a device game here")
+  assert main(["check", text, "--trajectories", "10000", "--openspiel", "auto", "--json"]) == 0
+  doc = json.loads(capsys.readouterr().out)
+  assert doc["failures"] == [] and doc["openspiel_mismatches"] == 0
+  t0 = time.perf_counter()
+  assert _info_json(capsys, text)["enumerable"] is False
+  assert time.perf_counter() - t0 < 10
+
+
+def test_check_exits_non_zero_on_a_conformance_failure(capsys, monkeypatch):
+  from jaxgt.games import rules_check
+  failure = {"check": "zero_sum", "trajectory": 3, "actions": [0, 1], "message": "returns"}
+  monkeypatch.setattr(rules_check, "check_rules", lambda game, *, trajectories, seed: {
+      "game": game.game_string(), "trajectories": trajectories, "checks": ["zero_sum"],
+      "failures": [failure]})
+  assert main(["check", "kuhn_poker", "--trajectories", "5", "--json"]) == 1
+  assert json.loads(capsys.readouterr().out) == {
+      "game": "kuhn_poker", "trajectories": 5, "failures": [failure],
+      "openspiel_mismatches": None}
+  assert main(["check", "kuhn_poker", "--trajectories", "5"]) == 1
+  out = capsys.readouterr().out
+  assert "1 conformance failure(s) on 5 trajectories" in out
+  assert "zero_sum: trajectory 3 actions [0, 1]: returns" in out

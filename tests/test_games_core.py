@@ -10,6 +10,7 @@ from jaxgt.games import CHANCE, TERMINAL, make, parse_game_string
 pyspiel = pytest.importorskip("pyspiel")
 
 from openspiel_reference import walk_lockstep  # noqa: E402
+from device_game_checks import assert_features_tell_keys_apart  # noqa: E402
 from oracle_games import assert_same_compiled  # noqa: E402
 from oracle_games.nonlocality import NonLocality  # noqa: E402
 from oracle_games.rps_plus import RockPaperScissorsPlus  # noqa: E402
@@ -92,7 +93,10 @@ def test_nonlocality_structure():
 def test_device_game_compiles_to_the_oracle(name):
   game, params = parse_game_string(name)
   oracle = {"rps_plus": RockPaperScissorsPlus, "nonlocality": NonLocality}[game](**params)
-  assert_same_compiled(jaxgt.compile_game(make(game, **params)), jaxgt.compile_game(oracle))
+  device = make(game, **params)
+  compiled = jaxgt.compile_game(device)
+  assert_same_compiled(compiled, jaxgt.compile_game(oracle))
+  assert_features_tell_keys_apart(device, compiled)
 
 
 def test_unknown_game_names_valid_choices():

@@ -8,13 +8,8 @@ import pytest
 import jaxgt
 from jaxgt.core import public_tree as ptm
 from jaxgt.core import sequence_form as sf
-from jaxgt.games.device import DeviceGame
 
-from oracle_games.goofspiel import Goofspiel as OracleGoofspiel
-from oracle_games.kuhn import KuhnPoker as OracleKuhnPoker
-from oracle_games.liars_dice import LiarsDice as OracleLiarsDice
-
-ORACLES = {g.name: g for g in (OracleGoofspiel, OracleKuhnPoker, OracleLiarsDice)}
+from oracle_games import oracle_of
 
 
 def _random_policy(tree, seed):
@@ -98,9 +93,7 @@ def _replayed_augmented_states(compiled):
   ``(public state, information_state(s, p))`` by first appearance (how the
   public tree was built before the compiler recorded them; a device game replays its Python
   oracle)."""
-  game, t = compiled.game, compiled.tree
-  if isinstance(game, DeviceGame):
-    game = ORACLES[game.name](**game.params)
+  game, t = oracle_of(compiled.game), compiled.tree
   states = [game.initial_state()]
   aug = np.full((2, t.num_histories), -1, np.int64)
   ids = [{}, {}]

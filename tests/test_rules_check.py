@@ -3,10 +3,11 @@
 import jax.numpy as jnp
 import pytest
 
-from jaxgt.games import CHANCE, TERMINAL, check, make
+from jaxgt.games import TERMINAL, check
 from jaxgt.games.kuhn import KuhnPoker
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.games.rules_check import CHECKS, MAX_REPORTED, check_rules
+from oracle_games.kuhn import KuhnPoker as OracleKuhnPoker
 
 
 class BadChance(KuhnPoker):
@@ -147,7 +148,7 @@ def test_same_seed_same_report():
 
 def test_bad_arguments():
   with pytest.raises(ValueError, match="DeviceGame"):
-    check_rules(make("leduc_poker"))
+    check_rules(OracleKuhnPoker())  # a Python game
   for bad in (0, -1, 1.5, True):
     with pytest.raises(ValueError, match="trajectories must be a positive integer"):
       check_rules(KuhnPoker(), trajectories=bad)

@@ -3,7 +3,6 @@ device game compiles to its Python oracle's arrays."""
 
 import functools
 
-import jax
 import numpy as np
 import pytest
 
@@ -12,7 +11,8 @@ from jaxgt.games import TERMINAL, check, make
 from jaxgt.games import scotland_yard as sy
 from jaxgt.solvers import cfr
 from jaxgt.core import sequence_form as sf
-from oracle_games import assert_same_compiled
+from device_game_checks import assert_features_tell_keys_apart
+from oracle_games import HostRules, assert_same_compiled
 from oracle_games.scotland_yard import ScotlandYard as OracleScotlandYard
 
 # The reconstructed map, written out independently of the module's tables.
@@ -124,41 +124,8 @@ def test_hidden_position_gives_mixed_value():
   assert -0.99 < float(sf.expected_value(tree, pol)) < 0.99
 
 
-class _Rules:
-  """A device game read one state at a time, in the Python game's words (jitted functions)."""
-
-  def __init__(self, game):
-    self.game = game
-    self._player = jax.jit(game.current_player)
-    self._legal = jax.jit(game.legal_mask)
-    self._step = jax.jit(game.step)
-    self._returns = jax.jit(game.returns)
-    self._keys = jax.jit(lambda s: (game.info_key(s, 0), game.info_key(s, 1), game.public_key(s)))
-
-  def initial_state(self):
-    return self.game.init()
-
-  def current_player(self, s):
-    return int(self._player(s))
-
-  def legal_actions(self, s):
-    return np.flatnonzero(np.asarray(self._legal(s))).tolist()
-
-  def next_state(self, s, a):
-    return self._step(s, a)
-
-  def returns(self, s):
-    return tuple(float(x) for x in self._returns(s))
-
-  def information_state(self, s, p):
-    return self.game.info_string(np.asarray(self._keys(s)[p]), p)
-
-  def public_state(self, s):
-    return self.game.public_name(np.asarray(self._keys(s)[2]))
-
-
 def _make(**params):
-  return _Rules(make("scotland_yard", **params))
+  return HostRules(make("scotland_yard", **params))
 
 
 def test_rules_by_hand():
@@ -218,6 +185,12 @@ _COMPILED = [dict(rounds=1), dict(rounds=1, mrx_start=6, detective1_start=3, det
 def test_device_game_compiles_to_the_oracle(params):
   device = compile_game(make("scotland_yard", **params))
   assert_same_compiled(device, compile_game(OracleScotlandYard(**params)))
+
+
+@pytest.mark.parametrize("params", [dict(rounds=3), dict(rounds=4, tickets=3)])
+def test_features_tell_keys_apart(params):
+  g = make("scotland_yard", **params)
+  assert_features_tell_keys_apart(g, compile_game(g))
 
 
 def test_keys_and_features_fit():

@@ -1,8 +1,10 @@
 """The ``jaxgt`` command line (also ``python -m jaxgt``).
 
   jaxgt games                          list registered games and parameters
-  jaxgt info GAME                      sizes, enumeration time and memory
-  jaxgt check GAME                     conformance checks of a game
+  jaxgt info GAME [--json]             enumerable here? exact sizes, else a size estimate;
+                                       the OpenSpiel game it mirrors
+  jaxgt check GAME [--openspiel G]     conformance checks on sampled trajectories; with
+                                       --openspiel, the same in lockstep with OpenSpiel
   jaxgt solve GAME [options]           solve, print exploitability as it falls
   jaxgt export POLICY --openspiel OUT  write the policy for OpenSpiel
   jaxgt agents                         list agent kinds (AGENT specs) and parameters

@@ -1,16 +1,45 @@
-"""``jaxgt games``, ``jaxgt info GAME`` and ``jaxgt check GAME``."""
+"""``jaxgt games``, ``jaxgt info GAME`` and ``jaxgt check GAME``.
+
+``info`` decides from a size estimate, before any enumeration, whether the
+game is enumerable here (its histories against ``--max-histories`` and, for
+device games, their memory against the available memory); an enumerable game
+is compiled and its exact sizes printed, any other gets the estimate in
+seconds. ``check`` runs the conformance checks on sampled trajectories of the
+game's rules (a device game's own, or a compiled game's through
+``compiled.rules()``) and, with ``--openspiel``, replays the same number of
+trajectories in OpenSpiel in lockstep (:func:`jaxgt.core.lockstep.lockstep`).
+"""
 
 from __future__ import annotations
 
-from jaxgt.cli.common import load_game
+import json
+import math
+import sys
+import time
+
+from jaxgt.games.size import format_count
+
+MAX_HISTORIES = 5_000_000
+EXAMPLES_SHOWN = 10
 
 
 def add_parser(sub) -> None:
   sub.add_parser("games", help="list registered games")
-  p = sub.add_parser("info", help="print the sizes of a game")
+  p = sub.add_parser("info", help="sizes of a game, or an estimate where it is too large")
+  p.add_argument("game", help="a registered game string or openspiel:<pyspiel game string>")
+  p.add_argument("--json", action="store_true", help="print one JSON object")
+  p.add_argument("--max-histories", type=int, default=MAX_HISTORIES,
+                 help=f"the enumeration limit (default {MAX_HISTORIES:,})")
+  p = sub.add_parser("check", help="conformance checks on sampled trajectories "
+                                   "(and an OpenSpiel lockstep)")
   p.add_argument("game")
-  p = sub.add_parser("check", help="run the conformance checks on a game")
-  p.add_argument("game")
+  p.add_argument("--trajectories", type=int, default=1000,
+                 help="sampled trajectories (default 1000)")
+  p.add_argument("--seed", type=int, default=0, help="seed of the sampled trajectories")
+  p.add_argument("--openspiel", metavar="OPENSPIEL_GAME", default=None,
+                 help="replay the trajectories in this pyspiel game ('auto': the game's own "
+                      "OpenSpiel string)")
+  p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def cmd_games(args) -> int:
@@ -21,23 +50,190 @@ def cmd_games(args) -> int:
   return 0
 
 
+def _estimate(game, max_histories: int):
+  """``(estimate dict or None, reason or None)``: the size estimate and, where it says the game
+  is too large to enumerate here, why (the same refusal rule as
+  :func:`jaxgt.compile_game`'s)."""
+  from jaxgt.core.expand import bytes_per_history, check_size
+  from jaxgt.core.playout import estimate_size
+  from jaxgt.games.device import DeviceGame
+  from jaxgt.games.size import REFUSE_FACTOR, GameTooLargeError, SizeEstimate, estimate_histories
+  known = getattr(game, "num_histories", None)  # counted already (OpenSpiel imports)
+  if isinstance(known, int) and known > 0:
+    return {"log10_histories": math.log10(known), "histories": known, "exact": True}, None
+  if isinstance(game, DeviceGame):
+    t0 = time.perf_counter()
+    e = estimate_size(game, paths=4096, seed=0)
+    est = SizeEstimate(log10_histories=e["log10_histories"], paths=e["paths"],
+                       longest_path=e["longest_path"], truncated=e["truncated"],
+                       seconds=time.perf_counter() - t0)
+  else:
+    est = estimate_histories(game, seconds=5.0)
+  out = {"log10_histories": est.log10_histories, "histories": float(f"{est.histories:.4g}"),
+         "exact": False, "paths": est.paths, "longest_path": est.longest_path,
+         "truncated": est.truncated, "seconds": round(est.seconds, 3)}
+  if isinstance(game, DeviceGame):
+    out["bytes_per_history"] = bytes_per_history(game)
+    try:
+      check_size(game, est, max_histories, REFUSE_FACTOR)
+    except GameTooLargeError as e:
+      return out, str(e)
+  elif est.log10_histories > math.log10(REFUSE_FACTOR * max_histories):
+    return out, (f"{game.game_string()}: about {format_count(est.log10_histories)} histories "
+                 f"(random-path estimate over {est.paths:,} paths), over "
+                 f"max_histories={max_histories:,}")
+  return out, None
+
+
+def info(text: str, max_histories: int = MAX_HISTORIES, *, progress: bool = False) -> dict:
+  """What ``jaxgt info`` reports of game string ``text`` (see :func:`cmd_info`)."""
+  from jaxgt.core.compiler import compile_game
+  from jaxgt.games import make_from_string
+  from jaxgt.games.size import GameTooLargeError
+  t0 = time.perf_counter()
+  doc = {"game": text, "openspiel": None, "enumerable": False, "rules": None,
+         "actions": None, "max_histories": max_histories, "estimate": None, "reason": None,
+         "sizes": None}
+  try:
+    game = make_from_string(text, max_histories)
+  except GameTooLargeError as e:  # an OpenSpiel import counts its histories first
+    doc.update(rules="openspiel", openspiel=_openspiel_string(text), reason=str(e),
+               seconds=round(time.perf_counter() - t0, 3))
+    return doc
+  from jaxgt.games.device import DeviceGame
+  doc.update(game=game.game_string(), openspiel=game.openspiel_game_string(),
+             rules="device" if isinstance(game, DeviceGame) else
+             "openspiel" if text.strip().startswith("openspiel:") else "python",
+             actions=int(game.num_actions))
+  doc["estimate"], doc["reason"] = _estimate(game, max_histories)
+  if doc["reason"] is None:
+    try:
+      g = compile_game(game, max_histories=max_histories, progress=progress)
+    except GameTooLargeError as e:
+      doc["reason"] = str(e)
+    else:
+      doc.update(enumerable=True, sizes=g.sizes(),
+                 enumeration_seconds=round(g.enumeration_seconds, 3), memory_bytes=int(g.nbytes),
+                 fingerprint=g.fingerprint)
+  doc["seconds"] = round(time.perf_counter() - t0, 3)
+  return doc
+
+
+def _openspiel_string(text: str) -> str:
+  """The pyspiel string of an ``openspiel:`` game (its turn-based form if simultaneous)."""
+  from jaxgt.games.openspiel_import import pyspiel_module
+  pyspiel = pyspiel_module()
+  os_game = pyspiel.load_game(text.strip()[len("openspiel:"):])
+  if os_game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+    return f"turn_based_simultaneous_game(game={os_game})"
+  return str(os_game)
+
+
 def cmd_info(args) -> int:
-  g = load_game(args.game)
-  s = g.sizes()
-  print(f"game            {g.name}")
-  for k in ("histories", "terminals", "infostates_p0", "infostates_p1", "public_states", "actions"):
-    print(f"{k:<15} {s[k]}")
-  print(f"enumeration     {g.enumeration_seconds:.3f} s")
-  print(f"memory          {g.nbytes / 2**20:.2f} MiB")
-  print(f"fingerprint     {g.fingerprint}")
+  if args.max_histories < 1:
+    raise ValueError(f"--max-histories must be positive, got {args.max_histories}")
+  doc = info(args.game, args.max_histories, progress=not args.json)
+  if args.json:
+    print(json.dumps(doc))
+    return 0
+  print(f"game            {doc['game']}")
+  if doc["enumerable"]:
+    s = doc["sizes"]
+    for k in ("histories", "terminals", "infostates_p0", "infostates_p1", "public_states",
+              "actions"):
+      print(f"{k:<15} {s[k]}")
+    print(f"enumeration     {doc['enumeration_seconds']:.3f} s")
+    print(f"memory          {doc['memory_bytes'] / 2**20:.2f} MiB")
+    print(f"fingerprint     {doc['fingerprint']}")
+    print("enumerable      yes")
+  else:
+    est = doc["estimate"]
+    if est is not None:
+      how = ("counted" if est["exact"] else
+             f"random-path estimate over {est['paths']:,} paths, {est['seconds']:.1f} s")
+      print(f"histories       ~{format_count(est['log10_histories'])} ({how})")
+    if doc["actions"] is not None:
+      print(f"actions         {doc['actions']}")
+    print(f"enumerable      no: {doc['reason']}")
+  print(f"openspiel       {doc['openspiel'] or '-'}")
   return 0
+
+
+def rules_of(game):
+  """The device rules of game definition ``game``: a device game itself, any other game
+  compiled (with progress on stderr) and read through ``compiled.rules()``."""
+  from jaxgt.core.compiler import compile_game
+  from jaxgt.games.device import DeviceGame
+  if isinstance(game, DeviceGame):
+    return game
+  return compile_game(game, max_histories=MAX_HISTORIES, progress=True).rules()
 
 
 def cmd_check(args) -> int:
-  from jaxgt import games
-  g = load_game(args.game)
-  report = games.check(g)
-  print(f"{g.name}: all checks passed")
-  for k, v in report.items():
-    print(f"  {k}: {v}")
-  return 0
+  from jaxgt.core.lockstep import load_openspiel, lockstep
+  from jaxgt.games import make_from_string
+  if args.trajectories < 1:
+    raise ValueError(f"--trajectories must be positive, got {args.trajectories}")
+  game = make_from_string(args.game)
+  os_string = args.openspiel
+  if os_string == "auto":
+    os_string = game.openspiel_game_string()
+    if os_string is None:
+      raise ValueError(f"{game.game_string()} mirrors no OpenSpiel game; name one with "
+                       "--openspiel OPENSPIEL_GAME")
+  if os_string is not None:
+    load_openspiel(os_string)  # a bad name is refused before any work
+  rules = rules_of(game)
+  from jaxgt.games.rules_check import check_rules
+  report = check_rules(rules, trajectories=args.trajectories, seed=args.seed)
+  failures = list(report["failures"])
+  steps = None
+  if os_string is not None:
+    steps = lockstep(rules, os_string, trajectories=args.trajectories, seed=args.seed)
+  mismatches = None if steps is None else steps["mismatches"]
+  if args.json:
+    print(json.dumps({"game": rules.game_string(), "trajectories": args.trajectories,
+                      "failures": failures, "openspiel_mismatches": mismatches},
+                     default=_plain))
+    if steps is not None and mismatches:
+      _print_mismatches(steps, sys.stderr)
+  else:
+    _print_check(rules, args.trajectories, report, failures, steps)
+  return 1 if failures or mismatches else 0
+
+
+def _plain(x):
+  """NumPy scalars and arrays as JSON values."""
+  import numpy as np
+  if isinstance(x, np.ndarray):
+    return x.tolist()
+  if isinstance(x, np.generic):
+    return x.item()
+  raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+def _print_check(rules, n: int, report: dict, failures: list, steps) -> None:
+  name = rules.game_string()
+  if failures:
+    print(f"{name}: {len(failures)} conformance failure(s) on {n} trajectories")
+    for f in failures[:EXAMPLES_SHOWN]:
+      print(f"  {f['check']}: trajectory {f['trajectory']} actions {list(f['actions'])}: "
+            f"{f['message']}")
+  else:
+    checks = report.get("checks")
+    shown = f" ({', '.join(checks)})" if isinstance(checks, (list, tuple)) else ""
+    print(f"{name}: all checks passed on {n} trajectories{shown}")
+  if steps is not None:
+    if steps["mismatches"]:
+      print(f"OpenSpiel {steps['openspiel']}: {steps['mismatches']} mismatch(es) in "
+            f"{steps['mismatched_trajectories']} of {n} trajectories")
+      _print_mismatches(steps, sys.stdout)
+    else:
+      print(f"OpenSpiel {steps['openspiel']}: {n} trajectories, {steps['states']} states in "
+            f"lockstep, no mismatch ({steps['seconds']:.1f} s)")
+
+
+def _print_mismatches(steps: dict, out) -> None:
+  for m in steps["examples"]:
+    print(f"  trajectory {m['trajectory']} step {m['step']} after {m['actions']}: {m['what']}: "
+          f"ours {m['ours']!r}, OpenSpiel {m['theirs']!r}", file=out)

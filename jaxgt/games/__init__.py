@@ -2,7 +2,9 @@
 
 ``make(name, **params)`` builds a :class:`Game` definition; ``make_from_string``
 parses a game string in OpenSpiel's syntax (``"openspiel:<game string>"``
-imports a pyspiel game); ``check(game)`` runs the conformance checks.
+imports a pyspiel game); ``check(game)`` runs the conformance checks (a Python game
+enumerated, a device game on sampled trajectories:
+:func:`jaxgt.games.rules_check.check_rules`).
 """
 
 from __future__ import annotations

@@ -34,9 +34,9 @@ function                    returns                  meaning
 ``private_index(s, p)``     int32 ``[]``             ``p``'s private state in ``[0, K_p)``
                                                      (games with ``num_private``; -1 while
                                                      not yet dealt)
-``private_chance(s)``       float ``[K0, K1]``       chance probability of each private pair
-                                                     given ``s``'s public state's chance
-                                                     events (games with ``num_private``)
+``private_chance(s)``       float ``[K0, K1]``       probability of each private pair given
+                                                     the public chance events of ``s``
+                                                     (sums to one; games with ``num_private``)
 ==========================  =======================  =====================================
 
 ``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``,
@@ -130,7 +130,8 @@ class DeviceGame(GameInfo, abc.ABC):
     raise NotImplementedError(f"{self.name} has no public/private factorisation")
 
   def private_chance(self, state: State):
-    """float ``[K0, K1]``: chance probability of each pair of private states."""
+    """float ``[K0, K1]``: probability of each pair of private states given the public chance
+    events so far (the chance reach of the deals, normalised over the pairs)."""
     raise NotImplementedError(f"{self.name} has no public/private factorisation")
 
   # --- host functions ---------------------------------------------------------------------

@@ -72,6 +72,7 @@ class TwoRoundPoker(DeviceGame):
   big_blind = 1.0
 
   def set_shapes(self):
+    """Sets the protocol's sizes from the subclass's parameters (called by its ``__init__``)."""
     self.round_length = self.max_raises + 3  # L: check, bet, R raises, call
     self.num_actions = 2 + self.num_bets
     self.num_outcomes = self.num_cards

@@ -27,6 +27,46 @@ def assert_same_compiled(a, b):
   assert a.fingerprint == b.fingerprint
 
 
+class HostRules:
+  """A device game read one state at a time with a Python game's method names (jitted device
+  functions; strings through ``info_string`` / ``public_name``), for tests that walk a game."""
+
+  def __init__(self, game):
+    self.game = game
+    self.name, self.num_actions, self.params = game.name, game.num_actions, game.params
+    self._player = jax.jit(game.current_player)
+    self._legal = jax.jit(game.legal_mask)
+    self._probs = jax.jit(game.chance_probs)
+    self._step = jax.jit(game.step)
+    self._returns = jax.jit(game.returns)
+    self._keys = jax.jit(lambda s: (game.info_key(s, 0), game.info_key(s, 1), game.public_key(s)))
+
+  def initial_state(self):
+    return self.game.init()
+
+  def current_player(self, s):
+    return int(self._player(s))
+
+  def legal_actions(self, s):
+    return np.flatnonzero(np.asarray(self._legal(s))).tolist()
+
+  def chance_outcomes(self, s):
+    probs = np.asarray(self._probs(s), np.float64)
+    return [(int(a), float(probs[a])) for a in np.flatnonzero(probs > 0)]
+
+  def next_state(self, s, a):
+    return self._step(s, np.int32(a))
+
+  def returns(self, s):
+    return tuple(float(x) for x in self._returns(s))
+
+  def information_state(self, s, p):
+    return self.game.info_string(np.asarray(self._keys(s)[p]), p)
+
+  def public_state(self, s):
+    return self.game.public_name(np.asarray(self._keys(s)[2]))
+
+
 def oracle_of(game):
   """The Python oracle of device game ``game`` (the class of the same name in
   ``oracle_games.<module>``, same parameters); a Python game is its own."""
