@@ -34,22 +34,15 @@ def _reads(game, actions):
   return jax.vmap(one)(actions)
 
 
-def sampled_lockstep(game, os_game, *, trajectories_count: int, seed: int,
-                     actions=None) -> dict:
-  """Replays ``trajectories_count`` random trajectories of ``game`` in ``os_game`` (or the
-  given ``actions [B, max_length]``, -1 after the end); raises ``AssertionError`` listing the
-  first mismatches. Returns ``{"steps", "terminals"}``."""
+def sampled_lockstep(game, os_game, *, trajectories_count: int, seed: int) -> dict:
+  """Replays ``trajectories_count`` random trajectories of ``game`` in ``os_game``; raises
+  ``AssertionError`` listing the first mismatches. Returns ``{"steps", "terminals"}``."""
   with jax.enable_x64(True):
-    if actions is None:
-      _, acts, last = jax.device_get(trajectories(game, jax.random.PRNGKey(seed),
-                                                  trajectories_count))
-    else:
-      acts = np.asarray(actions, np.int32)
-      last = None
+    _, acts, last = jax.device_get(trajectories(game, jax.random.PRNGKey(seed),
+                                                trajectories_count))
     per_step, final = jax.device_get(_reads(game, acts))
   player, mask, probs, k0, k1, _ = (np.asarray(x) for x in per_step)
   f_player, _, _, f0, f1, f_ret = (np.asarray(x) for x in final)
-  last = f_player if last is None else last
   names = {}
 
   def name(key, q):

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import jaxgt
+from jaxgt.core.lockstep import lockstep, replay
 from jaxgt.core.playout import random_playouts, trajectories
 from jaxgt.games import CHANCE, TERMINAL, check, make
 from jaxgt.games.rules_check import CHECKS
 from jaxgt.games.hand_eval import CATEGORIES, category, hand_rank
 from jaxgt.games.holdem import HAND_CARDS, NUM_HANDS, LimitHoldem, hole_index
 from jaxgt.games.size import GameTooLargeError
-from sampled_lockstep import sampled_lockstep
 
 GAME = LimitHoldem()
 _step = jax.jit(GAME.step)
@@ -131,15 +131,17 @@ def _keys(actions):
 
 def _check_lockstep(n, seed):
   """``n`` uniform random trajectories and ``n / 4`` that never fold (so they reach showdowns)
-  in lockstep with pyspiel; keys and strings name the same information states."""
-  pyspiel = pytest.importorskip("pyspiel")
-  os_game = pyspiel.load_game(GAME.openspiel_game_string())
-  out = sampled_lockstep(GAME, os_game, trajectories_count=n, seed=seed)
-  assert out["terminals"] == n
-  no_fold = np.asarray(_no_fold_actions(jax.random.PRNGKey(seed + 1), n // 4))
-  assert sampled_lockstep(GAME, os_game, trajectories_count=n // 4, seed=seed,
-                          actions=no_fold)["terminals"] == n // 4
-  _, uniform, _ = trajectories(GAME, jax.random.PRNGKey(seed), n)
+  in lockstep with pyspiel, probabilities and returns exactly; keys and strings name the same
+  information states."""
+  pytest.importorskip("pyspiel")
+  with jax.enable_x64(True):
+    out = lockstep(GAME, GAME.openspiel_game_string(), trajectories=n, seed=seed, atol=0.0)
+    assert out["mismatches"] == 0, out["examples"]
+    assert out["states"] > 10 * n
+    no_fold = np.asarray(_no_fold_actions(jax.random.PRNGKey(seed + 1), n // 4))
+    out = replay(GAME, GAME.openspiel_game_string(), no_fold, atol=0.0)
+    assert out["mismatches"] == 0, out["examples"]
+    _, uniform, _ = trajectories(GAME, jax.random.PRNGKey(seed), n)
   keys = np.asarray(_keys(jnp.concatenate([uniform, no_fold])))
   for q in (0, 1):
     distinct = np.unique(keys[:, :, q].reshape(-1, GAME.info_key_width), axis=0)
