@@ -17,15 +17,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.core.checks import check_key
-from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.games.device import DeviceGame, children_mask
+from jaxgt.games.base import TERMINAL
+from jaxgt.games.device import DeviceGame
 
 
-def _prefix_sums(weights, block: int = 8):
-  """``[n]`` running sums of ``weights [n]``: within blocks of ``block`` by a small triangular
-  GEMM, plus the blocks' own running totals (``n^2 / block + (n / block)^2`` multiply-adds;
-  cumsum is slow on CPU)."""
+def _prefix_sums(weights, block: int = 256):
+  """``[n]`` running sums of ``weights [n]`` by triangular GEMMs (cumsum is slow on CPU): one
+  ``n x n`` product, or past ``block`` weights one per block of ``block`` plus the blocks' own
+  running totals (``n * block + (n / block)^2`` multiply-adds)."""
   n = weights.shape[-1]
+  block = min(block, n)
   m = -(-n // block)
   rows = jnp.zeros(m * block, weights.dtype).at[:n].set(weights).reshape(m, block)
   within = rows @ jnp.triu(jnp.ones((block, block), weights.dtype))  # [m, block]
@@ -45,18 +46,19 @@ def sample_index(weights, u):
 
 
 def _pick(game: DeviceGame, state, u, uniform_chance: bool):
-  """One action from a uniform ``u`` in ``[0, 1)`` (:func:`sample_index`): uniform over legal
-  actions (and over outcomes when ``uniform_chance``), else chance by its probabilities;
-  ``-1`` at a terminal. One uniform per step, not one random number per action, keeps
-  sampling cheap."""
-  mask = children_mask(game, state)
+  """One action from a uniform ``u`` in ``[0, 1)`` (:func:`sample_index`) and the children
+  mask: uniform over legal actions (and over outcomes when ``uniform_chance``), else chance by
+  its probabilities; ``-1`` at a terminal. One uniform per step, not one random number per
+  action, keeps sampling cheap; the weights add the padded legal mask and chance
+  probabilities, which the protocol makes zero outside decisions and chance nodes."""
   n = game.num_distinct
-  probs = (jnp.zeros(n).at[:game.num_outcomes].set(game.chance_probs(state))
-           if game.num_outcomes else jnp.zeros(n))
-  chance = game.current_player(state) == CHANCE
-  weights = jnp.where(chance & (not uniform_chance), probs, mask.astype(probs.dtype))
+  weights = jnp.zeros(n).at[:game.num_actions].set(game.legal_mask(state))
+  if game.num_outcomes:
+    probs = game.chance_probs(state)
+    probs = (probs > 0).astype(probs.dtype) if uniform_chance else probs
+    weights = weights.astype(probs.dtype).at[:game.num_outcomes].add(probs)
   a = sample_index(weights, u)
-  return jnp.where(game.current_player(state) == TERMINAL, -1, a).astype(jnp.int32), mask
+  return jnp.where(game.current_player(state) == TERMINAL, -1, a).astype(jnp.int32), weights > 0
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
