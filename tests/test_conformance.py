@@ -143,7 +143,7 @@ _SLOW_CONFORMANCE = {"ii_goofspiel", "limit_holdem"}  # over the default run's t
 def test_registered_games_pass(name):
   game = make(name)
   # a device game is checked on sampled trajectories (test_rules_check.py), a Python one enumerated
-  want = rules_check.CHECKS if isinstance(game, DeviceGame) else CHECKS
+  want = rules_check.checks_of(game) if isinstance(game, DeviceGame) else CHECKS
   assert check(game)["passed"] == list(want)
 
 
@@ -156,3 +156,4 @@ def test_compiled_game_and_imported_game():
   kuhn = jaxgt.load("kuhn_poker")  # compiled from a device game: its rules are checked
   report = check(kuhn, trajectories=100)
   assert report["passed"] == list(rules_check.CHECKS) and report["sizes"]["histories"] == 58
+  assert "private_states" not in check(jaxgt.games.make("rps_plus"), trajectories=100)["passed"]

@@ -11,6 +11,7 @@ import pytest
 import jaxgt
 from jaxgt.core import sequence_form as sf
 from jaxgt.core.compiler import compile_game
+from jaxgt.core.lockstep import lockstep
 from jaxgt.core.playout import trajectories
 from jaxgt.games import check, make, make_from_string, parse_game_string
 from jaxgt.games.base import TERMINAL
@@ -19,7 +20,6 @@ from oracle_games import assert_same_compiled
 from oracle_games.goofspiel import Goofspiel as OracleGoofspiel
 from oracle_games.goofspiel import IIGoofspiel as OracleIIGoofspiel
 from openspiel_reference import cfr_plus_policy, exported_exploitability, walk_lockstep
-from sampled_lockstep import sampled_lockstep
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -73,9 +73,10 @@ def test_sampled_trajectories_equal_openspiel_without_enumerating(name, count):
   """II-GS(13) is far too large to enumerate: random trajectories replayed in OpenSpiel's
   turn-based imperfect-information goofspiel."""
   game = make_from_string(name)
-  out = sampled_lockstep(game, pyspiel.load_game(game.openspiel_game_string()),
-                         trajectories_count=count, seed=0)
-  assert out["terminals"] == count and out["steps"] == count * game.max_length
+  report = lockstep(game, game.openspiel_game_string(), trajectories=count, seed=0)
+  assert report["mismatches"] == 0, report["examples"]
+  # every trajectory is max_length long: its states and the terminal are compared
+  assert report["trajectories"] == count and report["states"] == count * (game.max_length + 1)
 
 
 def test_second_bid_does_not_see_the_first():

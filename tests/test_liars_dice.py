@@ -13,6 +13,7 @@ import pytest
 import jaxgt
 from jaxgt.core import sequence_form as sf
 from jaxgt.core.compiler import compile_game
+from jaxgt.core.lockstep import lockstep
 from jaxgt.core.playout import trajectories
 from jaxgt.games import check, make, make_from_string, parse_game_string
 from jaxgt.games.base import TERMINAL
@@ -24,7 +25,6 @@ from oracle_games.liars_dice import LiarsDice as OracleLiarsDice
 pyspiel = pytest.importorskip("pyspiel")
 
 from openspiel_reference import cfr_plus_policy, exported_exploitability, walk_lockstep  # noqa: E402
-from sampled_lockstep import sampled_lockstep  # noqa: E402
 
 # Every Liar's Dice game string compiled in tests, examples and benchmarks (the benchmarks'
 # liars_dice(numdice=1,dice_sides=8) is over the default limit and is refused).
@@ -128,9 +128,9 @@ def test_bad_parameters(params, match):
 def test_sampled_trajectories_equal_openspiel_without_enumerating(name):
   """LD(2,2) is far too large to enumerate: 2,000 random trajectories replayed in OpenSpiel."""
   game = make_from_string(name)
-  out = sampled_lockstep(game, pyspiel.load_game(game.openspiel_game_string()),
-                         trajectories_count=2000, seed=0)
-  assert out["terminals"] == 2000
+  report = lockstep(game, game.openspiel_game_string(), trajectories=2000, seed=0)
+  assert report["mismatches"] == 0, report["examples"]
+  assert report["trajectories"] == 2000 and report["states"] > 2000 * 6
 
 
 def test_sizes_of_keys_and_max_length_are_exact():

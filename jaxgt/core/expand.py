@@ -203,8 +203,9 @@ def check_size(game: DeviceGame, estimate: SizeEstimate, max_histories: int,
   avail = available_memory()
   over_memory = avail is not None and need > factor * avail
   if over_limit or over_memory:
-    why = (f"{estimate.histories / max_histories:,.1f} times the limit "
-           f"max_histories={max_histories}" if over_limit else
+    over = estimate.log10_histories - np.log10(max(max_histories, 1))
+    times = f"{10 ** over:,.1f}" if over < 6 else format_count(over)
+    why = (f"{times} times the limit max_histories={max_histories}" if over_limit else
            f"about {need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available")
     raise GameTooLargeError(
         f"{game.game_string()}: about {format_count(estimate.log10_histories)} histories "

@@ -109,7 +109,7 @@ register(NonLocality, "the non-locality game of Lisy et al. 2015, Figure 1")
 register(LiarsDice,
          "Liar's Dice LD(D1,D2) of Lisy et al. 2015 (OpenSpiel liars_dice for equal counts)")
 register(Goofspiel,
-         "II-Goofspiel II-GS(N) of Lisy et al. 2015, ascending point cards, turn-based bids")
+         "II-Goofspiel II-GS(N) of Lisy et al. 2015, turn-based bids, either point order")
 register(IIGoofspiel,
          "II-GS(N) with the paper's point cards 0..N-1 (goofspiel(points_base=0)); N=6 default")
 register(GenericPoker, "Generic Poker GP(T,C,R,B) of Lisy et al. 2015 (Leduc is GP(3,2,1,1))")

@@ -58,7 +58,8 @@ class RockPaperScissorsPlus(DeviceGame):
   def step(self, s, action):
     acting = s.num_moves < 2
     moves = jnp.where(acting & (jnp.arange(2) == s.num_moves), action, s.moves)
-    return RPSState(moves=moves.astype(jnp.int32), num_moves=(s.num_moves + acting).astype(jnp.int32))
+    return RPSState(moves=moves.astype(jnp.int32),
+                    num_moves=(s.num_moves + acting).astype(jnp.int32))
 
   def returns(self, s):
     a, b = s.moves[0], s.moves[1]

@@ -46,6 +46,16 @@ CHECKS = ("shapes", "players", "chance_probabilities", "legal_actions", "zero_su
 MAX_REPORTED = 20
 """Failures listed per check (all are counted)."""
 _CHUNK = 1024  # trajectories per jitted call (the last chunk padded)
+_PRIVATE_CELLS = 1 << 12
+"""Above this many private pairs (``K0 * K1``), ``private_chance`` is checked on a sample of the
+visited states (:data:`_PRIVATE_BUDGET` cells in all), not at every step of the scan."""
+_PRIVATE_BUDGET = 1 << 28
+
+
+def checks_of(game: DeviceGame) -> list[str]:
+  """The checks :func:`check_rules` runs on ``game`` (``private_states`` only where it declares
+  ``num_private``)."""
+  return [c for c in CHECKS if c != "private_states" or game.num_private is not None]
 
 
 def _expected_shapes(game: DeviceGame) -> dict:
@@ -111,6 +121,7 @@ def _sampler(game: DeviceGame):
   kept for the last few games, so checking a game again does not compile again."""
   n = game.num_distinct
   private = game.num_private is not None
+  every_step = private and _every_step(game)
 
   def read(s):
     p = game.current_player(s)
@@ -118,12 +129,11 @@ def _sampler(game: DeviceGame):
     rec = dict(player=p, legal=game.legal_mask(s), probs=probs, returns=game.returns(s),
                key0=game.info_key(s, 0), key1=game.info_key(s, 1), public=game.public_key(s))
     if private:
-      pc = game.private_chance(s)
-      i0, i1 = game.private_index(s, 0), game.private_index(s, 1)
-      k0, k1 = game.num_private
-      rec.update(private=jnp.stack([i0, i1]), private_sum=jnp.sum(pc),
-                 private_min=jnp.min(pc),
-                 private_own=pc[jnp.clip(i0, 0, k0 - 1), jnp.clip(i1, 0, k1 - 1)])
+      rec["private"] = jnp.stack([game.private_index(s, 0), game.private_index(s, 1)])
+    if every_step:
+      rec.update(_private_chance(game, s, rec["private"]))
+    elif private:
+      rec["state"] = s  # private_chance is read later, on a sample (_sample_private)
     return rec
 
   def pick(s, rec, key):
@@ -154,6 +164,47 @@ def _sampler(game: DeviceGame):
   return jax.jit(jax.vmap(one))
 
 
+def _every_step(game: DeviceGame) -> bool:
+  k0, k1 = game.num_private
+  return k0 * k1 <= _PRIVATE_CELLS
+
+
+def _private_chance(game: DeviceGame, s, idx) -> dict:
+  """The sum, minimum and own-pair entry of ``private_chance(s)`` (``idx [2]`` the pair)."""
+  pc = game.private_chance(s)
+  k0, k1 = game.num_private
+  return dict(private_sum=jnp.sum(pc), private_min=jnp.min(pc),
+              private_own=pc[jnp.clip(idx[0], 0, k0 - 1), jnp.clip(idx[1], 0, k1 - 1)])
+
+
+@functools.lru_cache(maxsize=8)
+def _private_reader(game: DeviceGame):
+  return jax.jit(jax.vmap(lambda s, idx: _private_chance(game, s, idx)))
+
+
+def _sample_private(game: DeviceGame, rec: dict, seed: int) -> None:
+  """Fills ``rec``'s ``private_sum/min/own [N, L + 1]`` from a uniform sample of the visited
+  non-terminal states (:data:`_PRIVATE_BUDGET` cells of ``private_chance`` in all; the others
+  read as passing), and drops the recorded states."""
+  states = rec.pop("state")
+  shape = rec["player"].shape
+  rec.update(private_sum=np.ones(shape), private_min=np.zeros(shape), private_own=np.ones(shape))
+  where = np.flatnonzero((rec["player"] != TERMINAL).reshape(-1))
+  k0, k1 = game.num_private
+  rng = np.random.default_rng(seed)
+  take = np.sort(rng.choice(where, size=min(len(where), max(1, _PRIVATE_BUDGET // (k0 * k1))),
+                            replace=False))
+  chunk = max(1, (1 << 24) // (k0 * k1))
+  reader = _private_reader(game)
+  for lo in range(0, len(take), chunk):
+    part = take[lo:lo + chunk]
+    idx = np.concatenate([part, np.full(chunk - len(part), part[0])])
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:])[idx], states)
+    out = jax.device_get(reader(flat, rec["private"].reshape(-1, 2)[idx]))
+    for name, v in out.items():
+      rec[name].reshape(-1)[part] = np.asarray(v)[:len(part)]
+
+
 def _sample(game: DeviceGame, trajectories: int, seed: int):
   """Host records ``[N, L + 1, ...]``, actions ``[N, L]`` and ``unchanged [N]``."""
   keys = jax.random.split(jax.random.PRNGKey(seed), trajectories)
@@ -165,7 +216,10 @@ def _sample(game: DeviceGame, trajectories: int, seed: int):
     m = min(trajectories, lo + chunk) - lo
     out = jax.device_get(fn(keys[idx]))
     outs.append(jax.tree_util.tree_map(lambda x, m=m: np.asarray(x)[:m], out))
-  return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *outs)
+  out = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *outs)
+  if game.num_private is not None and not _every_step(game):
+    _sample_private(game, out[0], seed)
+  return out
 
 
 def _rows(keys: np.ndarray) -> np.ndarray:
@@ -212,8 +266,9 @@ def _same_within(groups, values, where):
 def check_rules(game: DeviceGame, *, trajectories: int = 1000, seed: int = 0) -> dict:
   """Checks ``game``'s rules on ``trajectories`` random trajectories (module docstring).
 
-  Returns ``{"game", "trajectories", "checks": [names], "failures": [{"check", "trajectory",
-  "actions", "message"}, ...], "counts": {check: failing trajectories}}``; at most
+  Returns ``{"game", "trajectories", "checks": [names run: :func:`checks_of`], "failures":
+  [{"check", "trajectory", "actions", "message"}, ...], "counts": {check: failing
+  trajectories}}``; at most
   :data:`MAX_REPORTED` failures are listed per check, each at the first failing state of its
   trajectory (``actions``: the path from the root to that state). A shape failure stops
   before playing (``trajectory`` -1).
@@ -224,8 +279,9 @@ def check_rules(game: DeviceGame, *, trajectories: int = 1000, seed: int = 0) ->
      or trajectories < 1:
     raise ValueError(f"trajectories must be a positive integer, got {trajectories!r}")
   n = int(trajectories)
-  report = {"game": game.game_string(), "trajectories": n, "checks": list(CHECKS),
-            "failures": [], "counts": {c: 0 for c in CHECKS}}
+  checks = checks_of(game)
+  report = {"game": game.game_string(), "trajectories": n, "checks": checks,
+            "failures": [], "counts": {c: 0 for c in checks}}
   with jax.enable_x64(True):
     shape_bad = _shape_failures(game)
     if shape_bad:
@@ -319,7 +375,7 @@ def _host_checks(game, rec, actions, unchanged, report):
     flag("private_states", dealt & (own <= 0),
          lambda i, t: f"private_chance is 0 on the trajectory's own private pair "
                       f"{idx[i, t].tolist()}")
-  for c in CHECKS:
+  for c in report["checks"]:
     if c == "shapes":
       continue
     report["counts"][c] = len(found[c])
