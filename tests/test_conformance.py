@@ -133,9 +133,7 @@ def test_each_check_fails_on_a_broken_game(cls, name, history):
     check(cls())
 
 
-_SLOW_CONFORMANCE = {"ii_goofspiel", "limit_holdem"}  # over the default run's time budget
-# (goofspiel is checked too; hold'em's [1326, 1326] private_chance at every sampled state takes
-# about 0.4 s a trajectory)
+_SLOW_CONFORMANCE = {"ii_goofspiel"}  # over the default run's time budget (goofspiel is checked too)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_CONFORMANCE
