@@ -11,6 +11,7 @@ game's size is told in a second without enumerating it.
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -21,28 +22,43 @@ from jaxgt.games.base import TERMINAL
 from jaxgt.games.device import DeviceGame
 
 
-def _prefix_sums(weights, block: int = 256):
-  """``[n]`` running sums of ``weights [n]`` by triangular GEMMs (cumsum is slow on CPU): one
-  ``n x n`` product, or past ``block`` weights one per block of ``block`` plus the blocks' own
-  running totals (``n * block + (n / block)^2`` multiply-adds)."""
+def _first_above(weights, x):
+  """The first index whose running sum of ``weights [n]`` exceeds ``x >= 0`` (so its weight is
+  positive), or the last positive weight where rounding leaves none: a count of the running
+  sums not above ``x`` (cumsum and argmax are slow on XLA:CPU; the sums are a triangular
+  multiply-and-reduce)."""
   n = weights.shape[-1]
-  block = min(block, n)
-  m = -(-n // block)
-  rows = jnp.zeros(m * block, weights.dtype).at[:n].set(weights).reshape(m, block)
-  within = rows @ jnp.triu(jnp.ones((block, block), weights.dtype))  # [m, block]
-  before = within[:, -1] @ jnp.triu(jnp.ones((m, m), weights.dtype), 1)  # [m]
-  return (within + before[:, None]).reshape(-1)[:n]
+  cdf = jnp.sum(weights[:, None] * jnp.triu(jnp.ones((n, n), weights.dtype)), axis=0)
+  last = jnp.max(jnp.where(weights > 0, jnp.arange(n), -1))
+  return jnp.minimum(jnp.sum(cdf <= x), last)
+
+
+def _block_size(n: int) -> int:
+  """Weights per block of :func:`sample_index`: the largest divisor of ``n`` up to
+  ``sqrt(n)`` (padding the weights costs more than the blocks save), or ``ceil(sqrt(n))``
+  with padding where ``n`` has no such divisor but 1."""
+  root = math.isqrt(n)
+  block = next(b for b in range(root, 0, -1) if n % b == 0)
+  return block if block > 1 or n <= 4 else root + (root * root < n)
 
 
 def sample_index(weights, u):
   """An index drawn with probability proportional to ``weights [n]`` (non-negative, some
-  positive) from one uniform ``u`` in ``[0, 1)`` by inverse CDF: the number of running sums
-  not above ``u`` times the total (so the index has a positive weight), or the last positive
-  weight where rounding leaves none (no argmax: it is slow on CPU)."""
-  cdf = _prefix_sums(weights)
-  first = jnp.sum(cdf <= u * cdf[-1])
-  last = jnp.max(jnp.where(weights > 0, jnp.arange(weights.shape[-1]), -1))
-  return jnp.minimum(first, last).astype(jnp.int32)
+  positive) from one uniform ``u`` in ``[0, 1)`` by inverse CDF, in two levels: a block of
+  about ``sqrt(n)`` weights by the blocks' totals, then an index within it (so ``O(n)`` work,
+  and never an index of weight 0)."""
+  n = weights.shape[-1]
+  block = _block_size(n)
+  m = -(-n // block)
+  if m * block != n:
+    weights = jnp.zeros(m * block, weights.dtype).at[:n].set(weights)
+  rows = weights.reshape(m, block)
+  totals = rows.sum(axis=1)
+  x = u * totals.sum()
+  j = _first_above(totals, x)
+  x = jnp.maximum(x - jnp.sum(jnp.where(jnp.arange(m) < j, totals, 0.0)), 0.0)
+  row = jnp.sum(jnp.where((jnp.arange(m) == j)[:, None], rows, 0.0), axis=0)
+  return (j * block + _first_above(row, x)).astype(jnp.int32)
 
 
 def _pick(game: DeviceGame, state, u, uniform_chance: bool):
@@ -63,14 +79,13 @@ def _pick(game: DeviceGame, state, u, uniform_chance: bool):
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _play(game: DeviceGame, key, batch: int):
-  def one(k):
-    def body(carry, u):
-      s = carry
+  def one(us):
+    def body(s, u):
       a, _ = _pick(game, s, u, False)
       return game.step(s, jnp.maximum(a, 0)), a  # a terminal steps to itself
-    s, acts = jax.lax.scan(body, game.init(), jax.random.uniform(k, (game.max_length,)))
+    s, acts = jax.lax.scan(body, game.init(), us)
     return game.returns(s), acts, game.current_player(s)
-  return jax.vmap(one)(jax.random.split(key, batch))
+  return jax.vmap(one)(jax.random.uniform(key, (batch, game.max_length)))
 
 
 def trajectories(game: DeviceGame, key, batch: int):
