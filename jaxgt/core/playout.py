@@ -2,7 +2,8 @@
 
 :func:`random_playouts` plays a batch of games to the end, each step one
 vmapped call (players uniform over legal actions, chance by its
-probabilities); :func:`trajectories` records the actions; :func:`estimate_size`
+probabilities, each step's pick drawn from one uniform by :func:`sample_index`);
+:func:`trajectories` records the actions; :func:`estimate_size`
 is Knuth's random-path estimate of the number of histories ("Estimating the
 efficiency of backtrack programs", 1975) over a batch of uniform paths, so a
 game's size is told in a second without enumerating it.
