@@ -69,11 +69,12 @@ def _pick(game: DeviceGame, state, u, uniform_chance: bool):
   action, keeps sampling cheap; the weights add the padded legal mask and chance
   probabilities, which the protocol makes zero outside decisions and chance nodes."""
   n = game.num_distinct
-  weights = jnp.zeros(n).at[:game.num_actions].set(game.legal_mask(state))
+  weights = jnp.pad(game.legal_mask(state).astype(jnp.zeros(()).dtype),
+                    (0, n - game.num_actions))
   if game.num_outcomes:
     probs = game.chance_probs(state)
     probs = (probs > 0).astype(probs.dtype) if uniform_chance else probs
-    weights = weights.astype(probs.dtype).at[:game.num_outcomes].add(probs)
+    weights = weights.astype(probs.dtype) + jnp.pad(probs, (0, n - game.num_outcomes))
   a = sample_index(weights, u)
   return jnp.where(game.current_player(state) == TERMINAL, -1, a).astype(jnp.int32), weights > 0
 
