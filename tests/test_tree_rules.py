@@ -6,7 +6,7 @@ import pytest
 
 import jaxgt
 from jaxgt.core.compiler import compile_game
-from jaxgt.core.playout import trajectories
+from jaxgt.core.playout import sample_index, trajectories
 from oracle_games import assert_same_compiled
 
 
@@ -32,3 +32,17 @@ def test_random_playouts_through_tree_rules_end_at_terminals_with_tree_payoffs()
     assert t.player[h] == jaxgt.games.TERMINAL
     assert r[0] == pytest.approx(t.terminal_payoff[t.history_terminal[h]])
     assert r[0] + r[1] == 0
+
+
+@pytest.mark.parametrize("weights", [[1.0] * 50 + [0.0, 1.0], list(range(13)), [0.0, 1.0, 1.0],
+                                     [0.0] * 9 + [2.0]])
+def test_playout_sampling_draws_each_index_by_its_weight(weights):
+  w = jax.numpy.asarray(weights, jax.numpy.float32)
+  u = jax.random.uniform(jax.random.key(5), (200_000,))
+  picks = np.asarray(jax.jit(jax.vmap(lambda x: sample_index(w, x)))(u))
+  expected = np.asarray(weights) / np.sum(weights) * len(u)
+  counts = np.bincount(picks, minlength=len(weights))
+  assert counts[expected == 0].sum() == 0 and len(counts) == len(weights)
+  assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected) + 1)
+  assert int(sample_index(w, jax.numpy.float32(1 - 2 ** -24))) == np.flatnonzero(weights)[-1]
+  assert int(sample_index(w, 0.0)) == np.flatnonzero(weights)[0]

@@ -17,6 +17,7 @@ from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
 from jaxgt.games.conformance import check
 from jaxgt.games.generic_poker import GenericPoker
 from jaxgt.games.goofspiel import Goofspiel, IIGoofspiel
+from jaxgt.games.holdem import LimitHoldem
 from jaxgt.games.kuhn import KuhnPoker
 from jaxgt.games.leduc import LeducPoker
 from jaxgt.games.liars_dice import LiarsDice
@@ -114,3 +115,5 @@ register(IIGoofspiel,
 register(GenericPoker, "Generic Poker GP(T,C,R,B) of Lisy et al. 2015 (Leduc is GP(3,2,1,1))")
 register(ScotlandYard,
          "Scotland Yard on the glasses map of Schmid et al. 2023 (jaxgt reconstruction)")
+register(LimitHoldem,
+         "heads-up Limit Texas Hold'em (OpenSpiel universal_poker, ACPC limit rules)")
