@@ -30,19 +30,17 @@ from jaxgt.games.device import DeviceGame
 
 
 def _weights(game: DeviceGame, state, uniform_chance: bool):
-  """``(weights float32 [n], player int32 [])`` of one state (``n = max(A, C)``): the legal
-  mask where a player acts, the outcome probabilities at chance (their support when
-  ``uniform_chance``), zeros at a terminal."""
-  n = game.num_distinct
+  """``(legal float32 [A], chance float32 [C], player int32 [])`` of one state: the legal mask
+  (all zero unless a player acts) and the outcome probabilities (their support when
+  ``uniform_chance``; all zero unless chance acts)."""
   player = game.current_player(state)
-  legal = jnp.zeros(n, jnp.float32).at[:game.num_actions].set(game.legal_mask(state))
+  legal = game.legal_mask(state).astype(jnp.float32)
   if not game.num_outcomes:
-    return legal, player
-  probs = jnp.zeros(n, jnp.float32).at[:game.num_outcomes].set(
-      game.chance_probs(state).astype(jnp.float32))
+    return legal, jnp.zeros(0, jnp.float32), player
+  probs = game.chance_probs(state).astype(jnp.float32)
   if uniform_chance:
     probs = (probs > 0).astype(jnp.float32)
-  return jnp.where(player == CHANCE, probs, legal), player
+  return legal, jnp.where(player == CHANCE, probs, 0.0), player
 
 
 _SCAN_WIDTH = 8
@@ -70,6 +68,36 @@ def _choose(weights, u):
   return jnp.sum(c <= u * c[-1], axis=0).astype(jnp.int32)
 
 
+_REJECTION_ROUNDS = 12
+"""Rounds of rejection sampling at wide chance nodes before the inverse CDF (see :func:`_draw`)."""
+
+
+def _draw(weights, seeds, t, stream: int):
+  """int32 ``[B]`` drawn with probability ``weights [n, B] / sum`` from the step's numbers.
+
+  Up to :data:`_SCAN_WIDTH` entries, or for stream 0 (player actions), by inverse CDF
+  (:func:`_choose`). Wider chance nodes (hold'em's 52 cards) are drawn by rejection, exact
+  for any weights: a candidate uniform over ``[0, n)`` is kept with probability
+  ``weight / max weight``; over :data:`_REJECTION_ROUNDS` rounds a lane keeps its first kept
+  candidate, and the inverse CDF serves the lanes that kept none (a branch taken only when
+  some lane needs it: for uniform deals from at least 44 of 52 cards, once in ~10^9 lanes).
+  """
+  n = weights.shape[0]
+  if stream == 0 or n <= _SCAN_WIDTH:
+    return _choose(weights, _uniform(seeds, t, stream))
+  top = jnp.max(weights, axis=0)
+  pick = jnp.zeros(weights.shape[1], jnp.int32)
+  done = top <= 0  # nothing to draw (not a chance node)
+  for r in range(_REJECTION_ROUNDS):
+    c = jnp.minimum((_uniform(seeds, t, stream + 2 * r) * n).astype(jnp.int32), n - 1)
+    w = jnp.take_along_axis(weights, c[None], axis=0)[0]
+    keep = ~done & (w > _uniform(seeds, t, stream + 2 * r + 1) * top)
+    pick = jnp.where(keep, c, pick)
+    done = done | keep
+  return jax.lax.cond(jnp.all(done), lambda: pick,
+                      lambda: jnp.where(done, pick, _choose(weights, _uniform(seeds, t, 0))))
+
+
 def sample_index(weights, u):
   """int32 ``[]``: an index drawn with probability proportional to ``weights [n]``
   (non-negative, some positive) from one uniform ``u`` in ``[0, 1)`` by inverse CDF (``u =
@@ -85,17 +113,19 @@ def _fmix(x):
   return x ^ (x >> 16)
 
 
-def _uniform(seeds, t):
-  """float32 ``[B]`` in ``[0, 1)``: step ``t``'s number of each game, 24 bits of
-  ``fmix(seed ^ fmix(golden * t + c))``. Computed inside the loop from ``B`` seeds, where
-  threefry numbers for every step drawn up front took a fifth of Leduc's playout time."""
-  x = _fmix(seeds ^ _fmix(t.astype(jnp.uint32) * jnp.uint32(0x9E3779B9) + jnp.uint32(0x7F4A7C15)))
+def _uniform(seeds, t, stream: int = 0):
+  """float32 ``[B]`` in ``[0, 1)``: step ``t``'s number ``stream`` of each game, 24 bits of
+  ``fmix(seed ^ fmix(golden * (t + 2^16 stream) + c))``. Computed inside the loop from ``B``
+  seeds, where threefry numbers for every step drawn up front took a fifth of Leduc's playout
+  time."""
+  t = t.astype(jnp.uint32) + jnp.uint32(stream << 16)
+  x = _fmix(seeds ^ _fmix(t * jnp.uint32(0x9E3779B9) + jnp.uint32(0x7F4A7C15)))
   return (x >> 8).astype(jnp.float32) * jnp.float32(1.0 / (1 << 24))
 
 
 def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry):
-  """Plays ``batch`` games from the root to their terminals; ``visit(carry, t, weights [n, B],
-  actions [B], live [B]) -> carry`` sees each step. Returns ``(final states, carry)``, the
+  """Plays ``batch`` games from the root to their terminals; ``visit(carry, t, branching [B]
+  (children of each state), actions [B], live [B]) -> carry`` sees each step. Returns ``(final states, carry)``, the
   states' leaves with the batch as their LAST axis: the rules are vmapped over that axis, so
   XLA's loops run along the batch (contiguous, vectorised) rather than along a state's few
   entries (2.8x the playouts per second of batch-first states on Leduc at batch 4096)."""
@@ -112,11 +142,15 @@ def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry)
 
   def body(c):
     t, s, _, extra = c
-    weights, player = weigh(s)
-    a = _choose(weights, _uniform(seeds, t))
+    legal, probs, player = weigh(s)
+    chance = player == CHANCE
+    a = _draw(legal, seeds, t, 0)
+    if game.num_outcomes:
+      a = jnp.where(chance, _draw(probs, seeds, t, 1), a)
+    branching = jnp.where(chance, jnp.sum(probs > 0, axis=0), jnp.sum(legal > 0, axis=0))
     live = player != TERMINAL
     nxt = jax.tree_util.tree_map(lambda old, new: jnp.where(live, new, old), s, step(s, a))
-    return t + 1, nxt, jnp.any(live), visit(extra, t, weights, a, live)
+    return t + 1, nxt, jnp.any(live), visit(extra, t, branching, a, live)
 
   _, s, _, carry = jax.lax.while_loop(cond, body, (jnp.int32(0), states, jnp.bool_(True), carry))
   return s, carry
@@ -130,7 +164,7 @@ def _final(game: DeviceGame, states):
 
 @functools.partial(jax.jit, static_argnums=(0, 2, 3))
 def _play(game: DeviceGame, key, batch: int, record: bool):
-  def visit(acts, t, weights, a, live):
+  def visit(acts, t, branching, a, live):
     return acts.at[t].set(jnp.where(live, a, -1)) if record else acts
 
   acts = jnp.full((game.max_length, batch) if record else (0, batch), -1, jnp.int32)
@@ -165,9 +199,9 @@ def random_playouts(game: DeviceGame, key, batch: int):
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def _knuth(game: DeviceGame, key, batch: int):
-  def visit(c, t, weights, a, live):
+  def visit(c, t, branching, a, live):
     prod, total, depth = c
-    b = jnp.sum(weights > 0, axis=0).astype(jnp.float32)
+    b = branching.astype(jnp.float32)
     prod = jnp.where(live, prod + jnp.log(jnp.maximum(b, 1.0)), prod)
     total = jnp.where(live, jnp.logaddexp(total, prod), total)
     return prod, total, depth + live
