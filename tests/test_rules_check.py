@@ -167,3 +167,17 @@ def test_private_chance_of_large_private_spaces_is_checked_on_a_sample(monkeypat
     assert {f["check"] for f in report["failures"]} == {"private_states"}
   finally:
     rules_check._sampler.cache_clear()
+
+
+def test_an_illegal_action_is_refused_by_the_checked_step():
+  from jaxgt.games.device import checked_step
+  game = KuhnPoker()
+  s = checked_step(game, game.init(), 2)  # deal card 2 to player 0
+  with pytest.raises(ValueError, match="not a legal chance outcome.*legal: 0, 1"):
+    checked_step(game, s, 2)  # card 2 is gone
+  s = checked_step(checked_step(game, s, 0), 1)  # pass, then bet
+  with pytest.raises(ValueError, match="not a legal action of player 0.*Pass"):
+    checked_step(game, s, 5)
+  s = checked_step(game, s, 0)  # player 0 folds: terminal
+  with pytest.raises(ValueError, match="terminal"):
+    checked_step(game, s, 0)

@@ -166,3 +166,26 @@ def is_terminal(game: DeviceGame, state: State):
 def host_state(state: State) -> State:
   """``state`` with NumPy leaves (for the host-side functions)."""
   return jax.tree_util.tree_map(np.asarray, jax.device_get(state))
+
+
+def checked_step(game: DeviceGame, state: State, action: int) -> State:
+  """``game.step(state, action)`` on the host, after checking that ``action`` is legal there
+  (a legal action of the acting player, an outcome of positive probability at chance);
+  ``ValueError`` naming the state's player and its legal actions otherwise. For scripts and
+  tests that drive a game by hand: jitted code draws its actions from the masks instead."""
+  player = int(game.current_player(state))
+  if player == TERMINAL:
+    raise ValueError(f"{game.game_string()}: no action is legal at a terminal state")
+  if player == CHANCE:
+    allowed = np.flatnonzero(np.asarray(game.chance_probs(state)) > 0)
+    what = "chance outcome"
+  else:
+    allowed = np.flatnonzero(np.asarray(game.legal_mask(state)))
+    what = f"action of player {player}"
+  if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or \
+     int(action) not in allowed:
+    names = ", ".join(f"{int(a)} ({game.action_string(int(a))})" if player != CHANCE
+                      else str(int(a)) for a in allowed)
+    raise ValueError(f"{game.game_string()}: {action!r} is not a legal {what} here; "
+                     f"legal: {names}")
+  return game.step(state, jnp.int32(action))
