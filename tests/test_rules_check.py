@@ -175,7 +175,8 @@ def test_an_illegal_action_is_refused_by_the_checked_step():
   s = checked_step(game, game.init(), 2)  # deal card 2 to player 0
   with pytest.raises(ValueError, match="not a legal chance outcome.*legal: 0, 1"):
     checked_step(game, s, 2)  # card 2 is gone
-  s = checked_step(checked_step(game, s, 0), 1)  # pass, then bet
+  for a in (0, 0, 1):  # player 1 gets card 0; pass, bet
+    s = checked_step(game, s, a)
   with pytest.raises(ValueError, match="not a legal action of player 0.*Pass"):
     checked_step(game, s, 5)
   s = checked_step(game, s, 0)  # player 0 folds: terminal
