@@ -47,7 +47,6 @@ class PokerState:
   num_acts: jnp.ndarray  # [] int32 actions so far in the current round
   raises: jnp.ndarray  # [] int32 bets and raises so far in the current round
   last: jnp.ndarray  # [] int32 the current round's last action (-1 before its first)
-  rnd: jnp.ndarray  # [] int32 the betting round, 0 or 1
   contrib: jnp.ndarray  # [2] int32 chips each player has put in the pot
   player: jnp.ndarray  # [] int32 the player to act (CHANCE, TERMINAL, 0 or 1), kept by ``step``
 
@@ -91,20 +90,21 @@ class TwoRoundPoker(DeviceGame):
     z = jnp.int32(0)
     return PokerState(cards=jnp.full(3, -1, jnp.int32),
                       acts=jnp.full((2, self.round_length), -1, jnp.int32),
-                      num_acts=z, raises=z, last=jnp.int32(-1), rnd=z,
+                      num_acts=z, raises=z, last=jnp.int32(-1),
                       contrib=jnp.ones(2, jnp.int32), player=jnp.int32(CHANCE))
 
   def current_player(self, s):
     return s.player
 
   @staticmethod
-  def _player(cards, num_acts, last, rnd):
-    """int32 ``[]``: who acts after the deals ``cards`` (dealt in order) and the current
-    round's betting (``num_acts`` actions, the ``last`` one, in round ``rnd``)."""
+  def _player(cards, num_acts, last):
+    """int32 ``[]``: who acts after the deals ``cards`` (dealt in order; the table card
+    starts round 2) and the current round's betting (``num_acts`` actions, the ``last``
+    one)."""
     round_over = (num_acts >= 2) & (last == CALL)
     return jnp.where(cards[1] < 0, CHANCE,
                      jnp.where(last == FOLD, TERMINAL,
-                               jnp.where(round_over, jnp.where(rnd == 0, CHANCE, TERMINAL),
+                               jnp.where(round_over, jnp.where(cards[2] < 0, CHANCE, TERMINAL),
                                          num_acts & 1))).astype(jnp.int32)
 
   def legal_mask(self, s):
@@ -129,19 +129,19 @@ class TwoRoundPoker(DeviceGame):
     slot = jnp.where(new_round, 2, (s.cards[0] >= 0).astype(jnp.int32))
     cards = jnp.where(chance & (jnp.arange(3, dtype=jnp.int32) == slot), a, s.cards)
     top = jnp.maximum(s.contrib[0], s.contrib[1])
-    size = jnp.where(s.rnd == 0, 2, 4) * (a - 1)  # bet k = a - 2: 2 (k + 1) or 4 (k + 1)
-    mine = jnp.where(a == CALL, top, jnp.where(a >= 2, top + size, s.contrib[p & 1]))
-    contrib = jnp.where(jnp.arange(2, dtype=jnp.int32) == p, mine, s.contrib)  # p < 0: none
+    rnd = (s.cards[2] >= 0).astype(jnp.int32)  # the betting round, 0 or 1
+    size = jnp.where(rnd == 0, 2, 4) * (a - 1)  # bet k = a - 2: 2 (k + 1) or 4 (k + 1)
+    mine = jnp.where(a == CALL, top, top + size)  # a fold leaves the chips as they are
+    contrib = jnp.where((jnp.arange(2, dtype=jnp.int32) == p) & (a != FOLD), mine, s.contrib)
     L = self.round_length
-    at = jnp.arange(2 * L, dtype=jnp.int32).reshape(2, L) == s.rnd * L + s.num_acts
+    at = jnp.arange(2 * L, dtype=jnp.int32).reshape(2, L) == rnd * L + s.num_acts
     acts = jnp.where(acting & at, a, s.acts)
     num_acts = jnp.where(acting, s.num_acts + 1, jnp.where(new_round, 0, s.num_acts))
     last = jnp.where(acting, a, jnp.where(new_round, -1, s.last))
-    rnd = jnp.where(new_round, 1, s.rnd)
     return PokerState(
         cards=cards, acts=acts, num_acts=num_acts,
         raises=jnp.where(acting & (a >= 2), s.raises + 1, jnp.where(new_round, 0, s.raises)),
-        last=last, rnd=rnd, contrib=contrib, player=self._player(cards, num_acts, last, rnd))
+        last=last, contrib=contrib, player=self._player(cards, num_acts, last))
 
   def returns(self, s):
     folder = (s.num_acts - 1) % 2
