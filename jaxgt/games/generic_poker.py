@@ -47,8 +47,8 @@ class PokerState:
   num_acts: jnp.ndarray  # [] int32 actions so far in the current round
   raises: jnp.ndarray  # [] int32 bets and raises so far in the current round
   last: jnp.ndarray  # [] int32 the current round's last action (-1 before its first)
-  rnd: jnp.ndarray  # [] int32 the betting round, 0 or 1
   contrib: jnp.ndarray  # [2] int32 chips each player has put in the pot
+  player: jnp.ndarray  # [] int32 the player to act (CHANCE, TERMINAL, 0 or 1), kept by ``step``
 
 
 class TwoRoundPoker(DeviceGame):
@@ -90,50 +90,58 @@ class TwoRoundPoker(DeviceGame):
     z = jnp.int32(0)
     return PokerState(cards=jnp.full(3, -1, jnp.int32),
                       acts=jnp.full((2, self.round_length), -1, jnp.int32),
-                      num_acts=z, raises=z, last=jnp.int32(-1), rnd=z,
-                      contrib=jnp.ones(2, jnp.int32))
+                      num_acts=z, raises=z, last=jnp.int32(-1),
+                      contrib=jnp.ones(2, jnp.int32), player=jnp.int32(CHANCE))
 
   def current_player(self, s):
-    dealt = (s.cards[0] >= 0) & (s.cards[1] >= 0)
-    round_over = (s.num_acts >= 2) & (s.last == CALL)
-    return jnp.where(~dealt, CHANCE,
-                     jnp.where(s.last == FOLD, TERMINAL,
-                               jnp.where(round_over, jnp.where(s.rnd == 0, CHANCE, TERMINAL),
-                                         s.num_acts % 2))).astype(jnp.int32)
+    return s.player
+
+  @staticmethod
+  def _player(cards, num_acts, last):
+    """int32 ``[]``: who acts after the deals ``cards`` (dealt in order; the table card
+    starts round 2) and the current round's betting (``num_acts`` actions, the ``last``
+    one)."""
+    round_over = (num_acts >= 2) & (last == CALL)
+    return jnp.where(cards[1] < 0, CHANCE,
+                     jnp.where(last == FOLD, TERMINAL,
+                               jnp.where(round_over, jnp.where(cards[2] < 0, CHANCE, TERMINAL),
+                                         num_acts & 1))).astype(jnp.int32)
 
   def legal_mask(self, s):
-    p = self.current_player(s)
-    a = jnp.arange(self.num_actions)
+    a = jnp.arange(self.num_actions, dtype=jnp.int32)
     legal = jnp.where(a == FOLD, s.last >= 2,
                       jnp.where(a == CALL, True, s.raises <= self.max_raises))
-    return legal & (p >= 0)
+    return legal & (s.player >= 0)
 
   def chance_probs(self, s):
-    left = self.copies - jnp.sum(jnp.arange(self.num_cards)[:, None] == s.cards[None, :], axis=1)
+    cards = jnp.arange(self.num_cards, dtype=jnp.int32)
+    left = self.copies - jnp.sum(cards[:, None] == s.cards[None, :], axis=1)
     total = self.num_cards * self.copies - jnp.sum(s.cards >= 0)
     probs = left / total  # count / total, as the Python rules compute it
-    return jnp.where(self.current_player(s) == CHANCE, probs, 0.0)
+    return jnp.where(s.player == CHANCE, probs, 0.0)
 
   def step(self, s, action):
     a = jnp.asarray(action, jnp.int32)
-    p = self.current_player(s)
+    p = s.player
     chance, acting = p == CHANCE, p >= 0
-    slot = jnp.sum(s.cards >= 0)
-    cards = jnp.where(chance & (jnp.arange(3) == slot), a, s.cards)
-    new_round = chance & (slot == 2)
-    me = s.num_acts % 2
-    top = jnp.max(s.contrib)
-    size = jnp.where(s.rnd == 0, 2, 4) * (a - 1)  # bet k = a - 2: 2 (k + 1) or 4 (k + 1)
-    mine = jnp.where(a == CALL, top, jnp.where(a >= 2, top + size, s.contrib[me]))
-    contrib = jnp.where(acting & (jnp.arange(2) == me), mine, s.contrib)
-    at = (jnp.arange(2)[:, None] == s.rnd) & (jnp.arange(self.round_length)[None, :] == s.num_acts)
+    # Chance deals player 0's card, player 1's, then (after round 1's betting) the table card.
+    new_round = chance & (s.num_acts > 0)
+    slot = jnp.where(new_round, 2, (s.cards[0] >= 0).astype(jnp.int32))
+    cards = jnp.where(chance & (jnp.arange(3, dtype=jnp.int32) == slot), a, s.cards)
+    top = jnp.maximum(s.contrib[0], s.contrib[1])
+    rnd = (s.cards[2] >= 0).astype(jnp.int32)  # the betting round, 0 or 1
+    size = jnp.where(rnd == 0, 2, 4) * (a - 1)  # bet k = a - 2: 2 (k + 1) or 4 (k + 1)
+    mine = jnp.where(a == CALL, top, top + size)  # a fold leaves the chips as they are
+    contrib = jnp.where((jnp.arange(2, dtype=jnp.int32) == p) & (a != FOLD), mine, s.contrib)
+    L = self.round_length
+    at = jnp.arange(2 * L, dtype=jnp.int32).reshape(2, L) == rnd * L + s.num_acts
     acts = jnp.where(acting & at, a, s.acts)
+    num_acts = jnp.where(acting, s.num_acts + 1, jnp.where(new_round, 0, s.num_acts))
+    last = jnp.where(acting, a, jnp.where(new_round, -1, s.last))
     return PokerState(
-        cards=cards, acts=acts,
-        num_acts=jnp.where(acting, s.num_acts + 1, jnp.where(new_round, 0, s.num_acts)),
+        cards=cards, acts=acts, num_acts=num_acts,
         raises=jnp.where(acting & (a >= 2), s.raises + 1, jnp.where(new_round, 0, s.raises)),
-        last=jnp.where(acting, a, jnp.where(new_round, -1, s.last)),
-        rnd=jnp.where(new_round, 1, s.rnd), contrib=contrib)
+        last=last, contrib=contrib, player=self._player(cards, num_acts, last))
 
   def returns(self, s):
     folder = (s.num_acts - 1) % 2
@@ -143,7 +151,7 @@ class TwoRoundPoker(DeviceGame):
     show_u0 = jnp.where(strength[0] > strength[1], s.contrib[1],
                         jnp.where(strength[0] < strength[1], -s.contrib[0], 0))
     u0 = jnp.where(s.last == FOLD, fold_u0, show_u0)
-    u0 = jnp.where(self.current_player(s) == TERMINAL, u0, 0).astype(jnp.zeros(()).dtype)
+    u0 = jnp.where(s.player == TERMINAL, u0, 0).astype(jnp.zeros(()).dtype)
     return jnp.stack([u0, -u0])
 
   def info_key(self, s, player):
