@@ -172,5 +172,5 @@ def test_bad_key_and_batch_are_refused():
   game = make_from_string("kuhn_poker")
   with pytest.raises(ValueError, match="jax.random key"):
     playout.random_playouts(game, 3, 4)
-  with pytest.raises(ValueError, match="batch must be positive"):
+  with pytest.raises(ValueError, match="batch must be a positive integer"):
     playout.trajectories(game, jax.random.key(0), 0)

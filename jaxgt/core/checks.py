@@ -15,7 +15,8 @@ from jaxgt.games.base import PROB_ATOL  # noqa: F401  (defined with the game pro
 def check_key(key, batch_shape: tuple = ()) -> jax.Array:
   """Returns ``key`` as an array; raises unless it is a ``jax.random`` key (typed, or raw
   ``uint32 [2]``) of batch shape ``batch_shape`` (one key per batched problem)."""
-  key = jnp.asarray(key)
+  if not isinstance(key, jax.Array):  # a jax.Array is checked as it is (no dispatch)
+    key = jnp.asarray(key)
   typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
   batch = key.shape if typed else key.shape[:-1]
   if not (typed or (key.dtype == jnp.uint32 and key.shape[-1:] == (2,))) or \

@@ -22,9 +22,10 @@ import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.game_tree import first_seen_ids
+from jaxgt.core.playout import knuth_log10
 from jaxgt.core.tree_rules import TreeRules
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.games.device import DeviceGame, children_mask
+from jaxgt.games.device import DeviceGame, children_mask, key_codes
 from jaxgt.games.size import GameTooLargeError, SizeEstimate, format_count
 
 def rss_bytes() -> int:
@@ -71,24 +72,6 @@ CHUNK = 1 << 14
 so each of the two functions compiles once."""
 
 
-def row_codes(rows: np.ndarray) -> np.ndarray:
-  """``[N]`` codes of integer rows ``[N, W]``, equal exactly for equal rows: a mixed-radix
-  int64 over the columns' observed ranges when it fits in 62 bits (NumPy sorts those fast),
-  else the rows' bytes."""
-  rows = np.asarray(rows, np.int64).reshape(len(rows), -1)
-  if not len(rows):
-    return np.zeros(0, np.int64)
-  lo, hi = rows.min(axis=0), rows.max(axis=0)
-  span = hi - lo + 1
-  if np.sum(np.log2(span.astype(np.float64))) < 62:
-    code = np.zeros(len(rows), np.int64)
-    for c in range(rows.shape[1]):
-      code = code * span[c] + (rows[:, c] - lo[c])
-    return code
-  rows = np.ascontiguousarray(rows)
-  return rows.view(np.dtype((np.void, 8 * rows.shape[1]))).reshape(-1)
-
-
 def number_rows(rows: np.ndarray, valid: np.ndarray, name) -> tuple[np.ndarray, list]:
   """``(ids [N] int64, names)``: the valid rows of ``rows [N, W]`` numbered by first
   appearance (``-1`` elsewhere), and ``name(row)`` of each distinct row in id order."""
@@ -96,7 +79,7 @@ def number_rows(rows: np.ndarray, valid: np.ndarray, name) -> tuple[np.ndarray, 
   idx = np.flatnonzero(valid)
   if not len(idx):
     return ids, []
-  ids[idx], first = first_seen_ids(row_codes(rows[idx]))
+  ids[idx], first = first_seen_ids(key_codes(rows[idx]))
   return ids, [name(rows[idx[f]]) for f in first]
 
 
@@ -149,7 +132,8 @@ def _chunked(fn, states, n: int, *extra):
 
 def _estimate(game: DeviceGame, read, step, rng: np.random.Generator) -> SizeEstimate:
   """Knuth's random-path estimate over :data:`CHUNK` uniform paths, through the enumeration's
-  own compiled functions (median of 16 group means; see :mod:`jaxgt.games.size`)."""
+  own compiled functions (no second compilation), summarised as
+  :func:`jaxgt.core.playout.knuth_log10`."""
   t0 = time.perf_counter()
   states = jax.tree_util.tree_map(lambda x: np.broadcast_to(np.asarray(x), (CHUNK,) + x.shape),
                                   jax.device_get(game.init()))
@@ -168,8 +152,7 @@ def _estimate(game: DeviceGame, read, step, rng: np.random.Generator) -> SizeEst
     pick = np.argmax(np.cumsum(mask, axis=1) > u, axis=1).astype(np.int32)
     states = step(states, pick)
     depth += int(live.any())
-  means = [np.logaddexp.reduce(g) - np.log(len(g)) for g in np.array_split(log_total, 16)]
-  return SizeEstimate(log10_histories=float(np.median(means) / np.log(10)), paths=CHUNK,
+  return SizeEstimate(log10_histories=knuth_log10(log_total), paths=CHUNK,
                       longest_path=depth, truncated=bool(live.any()),
                       seconds=time.perf_counter() - t0)
 

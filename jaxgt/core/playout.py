@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.checks import check_key
+from jaxgt.core.checks import check_key, check_positive_int
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame
 
@@ -175,12 +175,7 @@ def _play(game: DeviceGame, key, batch: int, record: bool):
 
 def _checked(key, batch: int):
   """``(key, batch)`` checked: a ``jax.random`` key and a positive batch size."""
-  typed = isinstance(key, jax.Array) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
-  if not (typed and key.shape == ()):  # the common case checked without a device round trip
-    key = check_key(key)
-  if int(batch) < 1:
-    raise ValueError(f"batch must be positive, got {batch}")
-  return key, int(batch)
+  return check_key(key), check_positive_int("batch", batch)
 
 
 def trajectories(game: DeviceGame, key, batch: int):
@@ -212,15 +207,21 @@ def _knuth(game: DeviceGame, key, batch: int):
   return total, depth, _final(game, s)[1] == TERMINAL
 
 
+def knuth_log10(log_totals) -> float:
+  """log10 of Knuth's estimate from the per-path natural-log estimates ``[N]``: the median of
+  16 group means (the per-path estimates are right-skewed; the median errs low, the safe side
+  for a refusal)."""
+  groups = np.array_split(np.asarray(log_totals, np.float64), 16)
+  means = [np.logaddexp.reduce(g) - np.log(len(g)) for g in groups if len(g)]
+  return float(np.median(means) / np.log(10))
+
+
 def estimate_size(game: DeviceGame, *, paths: int = 4096, seed: int = 0) -> dict:
   """Knuth's estimate of the number of histories over ``paths`` uniform random paths:
   ``{"log10_histories", "longest_path", "paths", "truncated"}`` (log10 of the median of 16
   group means, which errs low on the skewed per-path estimates; ``truncated``: a path
   had not ended after ``max_length`` steps, a defect of the game's ``max_length``)."""
   log_total, depth, ended = jax.device_get(_knuth(game, jax.random.key(seed), int(paths)))
-  log_total = np.asarray(log_total, np.float64)
-  groups = np.array_split(log_total, 16)
-  means = [np.logaddexp.reduce(g) - np.log(len(g)) for g in groups if len(g)]
-  return {"log10_histories": float(np.median(means) / np.log(10)),
+  return {"log10_histories": knuth_log10(log_total),
           "longest_path": int(np.max(depth)), "paths": int(paths),
           "truncated": bool(not np.all(ended))}

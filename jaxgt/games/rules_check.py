@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.games.base import CHANCE, PROB_ATOL, TERMINAL
-from jaxgt.games.device import DeviceGame
+from jaxgt.games.device import DeviceGame, key_codes
 
 CHECKS = ("shapes", "players", "chance_probabilities", "legal_actions", "zero_sum",
           "max_length", "perfect_recall", "public_states", "private_states", "terminal_step")
@@ -224,9 +224,7 @@ def _sample(game: DeviceGame, trajectories: int, seed: int):
 
 def _rows(keys: np.ndarray) -> np.ndarray:
   """``[..., W]`` int keys as int64 ids, equal exactly for equal rows."""
-  flat = np.ascontiguousarray(keys.reshape(-1, keys.shape[-1]).astype(np.int32))
-  rows = flat.view(np.dtype((np.void, 4 * flat.shape[1]))).reshape(-1)
-  _, inv = np.unique(rows, return_inverse=True)
+  _, inv = np.unique(key_codes(keys.reshape(-1, keys.shape[-1])), return_inverse=True)
   return inv.reshape(keys.shape[:-1]).astype(np.int64)
 
 
