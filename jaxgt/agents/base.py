@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jaxgt.core.checks import check_decision_history
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.tables import acting_row
-from jaxgt.games.device import DeviceGame
+from jaxgt.core.tree_rules import rules_of
 
 
 class Agent(abc.ABC):
@@ -100,6 +100,5 @@ class RandomAgent(Agent):
 
   def act(self, key, state, position):
     del key
-    rules = self.game if isinstance(self.game, DeviceGame) else self.game.rules()
-    legal = rules.legal_mask(position).astype(jnp.float32)
+    legal = rules_of(self.game).legal_mask(position).astype(jnp.float32)
     return legal / jnp.sum(legal), state

@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL, check_positive_int
 from jaxgt.core import playout
-from jaxgt.core.game_tree import CompiledGame
+from jaxgt.core.tree_rules import rules_of
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame
 from jaxgt.games.openspiel_import import pyspiel_module
@@ -111,7 +111,7 @@ def lockstep(game: DeviceGame, openspiel_game: str, *, trajectories: int, seed: 
   ``jaxgt.core.playout.trajectories(game, PRNGKey(seed), trajectories)``.
   """
   n = check_positive_int("trajectories", trajectories)
-  game = _device(game)
+  game = rules_of(game)
   load_openspiel(openspiel_game)  # a bad name is refused before sampling
   t0 = time.perf_counter()
   actions = np.asarray(jax.device_get(
@@ -134,7 +134,7 @@ def replay(game: DeviceGame, openspiel_game: str, actions, *, atol: float = PROB
   returns within ``atol``. Constant-sum OpenSpiel returns are shifted to zero sum as jaxgt's
   importer does. Trajectories are recorded and replayed :data:`CHUNK` at a time.
   """
-  game = _device(game)
+  game = rules_of(game)
   acts = np.asarray(actions)
   if acts.ndim != 2 or not len(acts) or not np.issubdtype(acts.dtype, np.integer) or \
      acts.shape[1] > game.max_length:
@@ -151,15 +151,6 @@ def replay(game: DeviceGame, openspiel_game: str, actions, *, atol: float = PROB
           "states": rep.states, "mismatches": rep.mismatches,
           "mismatched_trajectories": len(rep.bad), "examples": rep.examples,
           "seconds": time.perf_counter() - t0}
-
-
-def _device(game) -> DeviceGame:
-  if isinstance(game, CompiledGame):
-    return game.rules()
-  if not isinstance(game, DeviceGame):
-    raise TypeError(f"lockstep takes a DeviceGame or a CompiledGame (compile a Python game "
-                    f"first), got {type(game).__name__}")
-  return game
 
 
 class _Replay:

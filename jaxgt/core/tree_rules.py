@@ -89,3 +89,16 @@ class TreeRules(DeviceGame):
 
   def public_name(self, key):
     return self.compiled.public_keys[int(np.asarray(key).reshape(-1)[0])]
+
+
+def rules_of(game, dtype=None) -> DeviceGame:
+  """The device rules of ``game``: a device game's own, a compiled game's
+  (:meth:`~jaxgt.core.game_tree.CompiledGame.rules`, floats in ``dtype``); ``TypeError`` for
+  anything else (a Python game is compiled first)."""
+  if isinstance(game, DeviceGame):
+    return game
+  rules = getattr(game, "rules", None)
+  if rules is None or not hasattr(game, "tree"):
+    raise TypeError(f"expected a DeviceGame or a CompiledGame (compile a Python game first), "
+                    f"got {type(game).__name__}")
+  return rules(dtype)

@@ -59,6 +59,7 @@ from jaxgt.core import rng
 from jaxgt.core.checks import check_choice, check_positive_int, check_shape
 from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.sampling import sample_index
+from jaxgt.core.tree_rules import rules_of
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame, children_mask
 
@@ -298,11 +299,6 @@ class Referee:
 
     h, _, _, carry = self._loop((h, states, key, carry), seats, serve, eager=False)
     return h, carry
-
-
-def rules_of(game, dtype) -> DeviceGame:
-  """The rules a match is played under: a device game's own, a compiled game's in ``dtype``."""
-  return game if isinstance(game, DeviceGame) else game.rules(dtype)
 
 
 def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
