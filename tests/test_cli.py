@@ -332,3 +332,24 @@ def test_check_exits_non_zero_on_a_conformance_failure(capsys, monkeypatch):
   out = capsys.readouterr().out
   assert "1 conformance failure(s) on 5 trajectories" in out
   assert "zero_sum: trajectory 3 actions [0, 1]: returns" in out
+
+
+@pytest.mark.parametrize("argv, module", [
+    (["match", "kuhn_poker", "random", "random", "--matches", "2", "--log", "/nonexistent/x.jsonl"],
+     "jaxgt.cli.match"),
+    (["match", "kuhn_poker", "random", "random", "--matches", "2", "--plot", "/nonexistent/x.png"],
+     "jaxgt.cli.match"),
+    (["construct", "kuhn_poker", "random", "--export-openspiel", "/nonexistent/o.json"],
+     "jaxgt.cli.construct"),
+])
+def test_output_paths_are_checked_before_the_game_is_loaded(argv, module, capsys, monkeypatch):
+  def no_load(*a, **k):
+    raise AssertionError("the game was loaded before the path check")
+  monkeypatch.setattr(f"{module}.load_game", no_load)
+  assert main(argv) == 2
+  assert "/nonexistent" in capsys.readouterr().err
+
+
+def test_export_checks_its_output_path_before_reading_the_policy(capsys):
+  assert main(["export", "/nonexistent/p.npz", "--openspiel", "/nonexistent/o.json"]) == 2
+  assert "--openspiel /nonexistent/o.json" in capsys.readouterr().err

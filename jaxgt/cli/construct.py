@@ -7,7 +7,7 @@ import json
 import sys
 
 from jaxgt.cli import agents as agents_cli
-from jaxgt.cli.common import load_game
+from jaxgt.cli.common import check_writable, load_game
 
 
 def add_parser(sub) -> None:
@@ -33,6 +33,7 @@ def run(args) -> int:
     raise ValueError(f"--seeds must be positive, got {args.seeds}")
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  check_writable({"--export-openspiel": args.export_openspiel})
   info = sys.stderr if args.json else sys.stdout
   g = load_game(args.game)
   from jaxgt import policy as policy_lib

@@ -12,6 +12,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
   from jaxgt import policy as pol_lib
+  from jaxgt.cli.common import check_writable
+  check_writable({"--openspiel": args.openspiel})
   pol, g = pol_lib.load_policy(args.policy)
   pol_lib.export_openspiel(pol, g, args.openspiel)
   print(f"wrote {args.openspiel} ({sum(g.tree.num_infostates)} information states, "
