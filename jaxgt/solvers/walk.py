@@ -1,9 +1,9 @@
-"""The one trajectory walker of the sampled solvers: ``B`` trajectories down a compiled tree.
+"""The one trajectory walker of the sampled solvers: ``B`` trajectories down a game.
 
 Outcome-sampling MCCFR, OOS, ISMCTS and (Smooth) UCT all sample trajectories
-the same way: a batch of ``B`` histories walks down together, one depth
-step per iteration of a ``lax.fori_loop`` over the tree's ``max_depth``;
-at each step chance draws from ``tree.chance_probs`` and a decision draws
+the same way: a batch of ``B`` positions walks down together, one depth
+step per iteration of a ``lax.fori_loop`` over the game's ``max_depth``;
+at each step chance draws from its probabilities and a decision draws
 from the algorithm's *sampling* distribution, with one uniform per
 trajectory and step (:func:`jaxgt.core.sampling.sample_cdf`). The
 algorithms differ only in the distribution at a decision (their *node
@@ -33,6 +33,14 @@ of a trajectory have ``player == NO_PLAYER`` and probability ``1``. With
 targeting, a trajectory is drawn from the mixture ``delta prod targeted_prob
 + (1 - delta) prod sample_prob``.
 
+**Positions** come from a source (:mod:`jaxgt.solvers.sources`): history
+indices of a compiled tree, or the states of a device game whose information
+states are rows of fixed-capacity tables. A node policy sees the same
+:class:`Node` either way (for a device game, ``history`` holds the states and
+``key`` the acting player's information-state keys); the trajectory records
+the positions (``history``), and for a device game the keys of every step
+(``key``), so that a solver can insert the states it updates after the walk.
+
 **External sampling** (Lanctot et al. 2009) explores every action of the
 traverser, so it is a traversal over a frontier, not ``B`` single
 trajectories; it reads per-history table rows instead of nodes and
@@ -51,19 +59,8 @@ from jax import lax
 
 from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER, GameTree
 from jaxgt.core.sampling import sample_cdf
-from jaxgt.core.tables import infostate_rows
 from jaxgt.games.base import CHANCE
-
-
-@struct.dataclass
-class Node:
-  """The current node of each of ``B`` trajectories."""
-
-  history: jax.Array  # [B] int32 history index
-  player: jax.Array  # [B] int32 acting player (0, 1, CHANCE, or a terminal's NO_PLAYER-like code)
-  infostate: jax.Array  # [B] int32 acting player's information state (NO_INDEX off decisions)
-  decision: jax.Array  # [B] bool player 0 or 1 acts
-  legal: jax.Array  # [B, A] bool legal actions (all False off decisions)
+from jaxgt.solvers.sources import Node, TreeSource, node_at, source_of
 
 
 @struct.dataclass
@@ -81,14 +78,16 @@ class Draw:
 
 @struct.dataclass
 class Trajectory:
-  """``B`` sampled trajectories, one row per depth step ``[D, B]`` (``D = tree.max_depth``).
+  """``B`` sampled trajectories, one row per depth step ``[D, B]`` (``D = max_depth``).
 
   Step ``t`` of column ``b`` is the ``t``-th node the trajectory passed
   through (chance and decisions alike); steps after it reached a terminal
   are padding.
   """
 
-  history: jax.Array  # [D, B] int32 history at each step (NO_INDEX past the end)
+  # [D, B] int32 history at each step (NO_INDEX past the end); for a device game the states
+  # [D, B, ...] (past the end: the terminal state)
+  history: Any
   player: jax.Array  # [D, B] int32 acting player: 0, 1, CHANCE, or NO_PLAYER past the end
   # [D, B] int32 acting player's information state (NO_INDEX at chance and past the end)
   infostate: jax.Array
@@ -103,13 +102,18 @@ class Trajectory:
   # [D, B] probability of the action under the sampling distribution restricted to on_target (0
   # where the restriction has no mass; 1 past the end), or None without targeting
   targeted_prob: Any
-  terminal: jax.Array  # [B] int32 terminal index reached (NO_INDEX if the walk ended elsewhere)
-  last: jax.Array  # [B] int32 history where each trajectory ended
+  # [B] int32 terminal index reached (NO_INDEX if the walk ended elsewhere; 0 for any terminal
+  # state of a device game)
+  terminal: jax.Array
+  last: Any  # [B] int32 history (or the states) where each trajectory ended
   record: Any  # the node policy's records stacked [D, B, ...]
+  utility: jax.Array = None  # [B] player 0's payoff at the terminal reached
+  key: Any = None  # [D, B, W] int32 acting player's key at each step (device games; else None)
 
-  def payoff(self, tree: GameTree) -> jax.Array:
+  def payoff(self, tree=None) -> jax.Array:
     """``[B]`` player 0's payoff at the terminal reached."""
-    return tree.terminal_payoff[jnp.maximum(self.terminal, 0)]
+    del tree
+    return self.utility
 
 
 # Walks of at most this many rows (batch x depth) replay their draws in a loop (see walk).
@@ -152,20 +156,12 @@ def _packing(shapes):
   return pack, unpack
 
 
-def node_at(tree: GameTree, history) -> Node:
-  """The :class:`Node` at ``history [B]`` (acting player, information state, legal mask)."""
-  player = tree.player[history]
-  infostate = tree.infostate[history]
-  decision = player >= 0
-  legal = infostate_rows(tuple(pt.legal for pt in tree.players), player, infostate)
-  return Node(history=history, player=player, infostate=infostate, decision=decision,
-              legal=legal & decision[:, None])
-
-
-def with_chance(tree: GameTree, node: Node, sample) -> jax.Array:
-  """``[B, C]`` weights over children: ``tree.chance_probs`` at chance, ``sample [B, A]`` elsewhere."""
-  C, A = tree.children.shape[1], sample.shape[-1]
-  return jnp.where((node.player == CHANCE)[:, None], tree.chance_probs[node.history].astype(
+def with_chance(tree, node: Node, sample) -> jax.Array:
+  """``[B, C]`` weights over children: chance probabilities at chance, ``sample [B, A]``
+  elsewhere (``tree`` a compiled tree or a source)."""
+  src = source_of(tree)
+  C, A = src.num_children, sample.shape[-1]
+  return jnp.where((node.player == CHANCE)[:, None], src.chance(node.history).astype(
       sample.dtype), jnp.pad(sample, ((0, 0), (0, C - A))))
 
 
@@ -181,7 +177,7 @@ class PolicyTable:
   target: jax.Array  # [H, A] target policy at every history
 
 
-def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
+def walk(tree, policy, uniforms, *, start=None, carry=None,
          targeted=None) -> tuple[Trajectory, Any]:
   """Walks ``B`` trajectories down ``tree`` for ``D`` steps; returns ``(Trajectory, carry)``.
 
@@ -208,7 +204,8 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
   ``B * D`` visited rows outnumber the ``H`` rows of the table).
 
   Args:
-    tree: the compiled tree.
+    tree: the compiled tree, or a source (:mod:`jaxgt.solvers.sources`; a device game's
+      positions are its states and ``start`` a batch of states).
     policy: a node policy ``(t, Node, carry) -> (Draw, carry)`` (see module docstring) or a
       :class:`PolicyTable`.
     uniforms: ``[D, B]`` uniforms in ``[0, 1)``, one per step and trajectory.
@@ -219,23 +216,31 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
   """
   D, B = uniforms.shape
   dtype = uniforms.dtype
-  hs = jnp.zeros(B, jnp.int32) if start is None else jnp.asarray(start, jnp.int32)
+  src = source_of(tree)
+  on_tree = isinstance(src, TreeSource)
+  if start is None:
+    hs = src.root(B)
+  else:
+    hs = jnp.asarray(start, jnp.int32) if on_tree else start
   table = isinstance(policy, PolicyTable)
+  if table and not on_tree:
+    raise ValueError("a PolicyTable walks a compiled tree only")
   if table:
+    tree = src.tree
     every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
     table_live = every.decision | (every.player == CHANCE)  # [H]
     table_weights = with_chance(tree, every, policy.sample.astype(dtype))  # [H, C]
     table_cdf = jnp.cumsum(table_weights, axis=-1)
     targeting, A = False, policy.target.shape[-1]
   else:
-    probe = jax.eval_shape(lambda h, c: policy(jnp.int32(0), node_at(tree, h), c)[0], hs, carry)
+    probe = jax.eval_shape(lambda h, c: policy(jnp.int32(0), src.node(h), c)[0], hs, carry)
     targeting, A = probe.on_target is not None, probe.target.shape[-1]
   if targeting != (targeted is not None):
     raise ValueError("targeted trajectories need a node policy with on_target, and vice versa")
 
   # What each step keeps, packed (see _packing): (history, action, the carry it saw) and, with
   # targeting, the action's targeted probability.
-  kept = jax.eval_shape(lambda: (hs, hs, carry) + ((jnp.zeros(B, dtype),) if targeting else ()))
+  kept = jax.eval_shape(lambda: (hs, jnp.zeros(B, jnp.int32), carry) + ((jnp.zeros(B, dtype),) if targeting else ()))
   pack_kept, unpack_kept = _packing(kept)
 
   def body(t, loop):
@@ -244,9 +249,9 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
     if table:
       cdf, live = table_cdf[hs], table_live[hs]
     else:
-      node = node_at(tree, hs)
+      node = src.node(hs)
       draw, carry = policy(t, node, carry)
-      weights = with_chance(tree, node, draw.sample.astype(dtype))
+      weights = with_chance(src, node, draw.sample.astype(dtype))
       live = node.decision | (node.player == CHANCE)
       if targeting:
         restricted = jnp.where(draw.on_target, weights, 0.0)
@@ -261,31 +266,35 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
                      0.0)
       row = row + (jnp.where(live, tp, 1.0).astype(dtype),)
     out = tuple(x.at[t].set(r) for x, r in zip(out, pack_kept(row)))
-    return jnp.where(live, tree.children[hs, a], hs), carry, out
+    nxt = src.child(hs, a)
+    return jax.tree_util.tree_map(
+        lambda n, o: jnp.where(live.reshape(live.shape + (1,) * (n.ndim - 1)), n, o), nxt,
+        hs), carry, out
 
   hs, carry, kept_out = lax.fori_loop(0, D, body, (hs, carry, tuple(
       jnp.zeros((D,) + x.shape, x.dtype) for x in pack_kept(kept, abstract=True))))
 
   def replay(step, h, a, carry_rows):
     """The draw of rows ``h [N]`` again: ``(on, player, infostate, sample_p, target_p,
-    record)`` of the recorded actions ``a [N]``."""
+    record, key)`` of the recorded actions ``a [N]``."""
+    key = None
     if table:
       on, player, infostate = table_live[h], tree.player[h], tree.infostate[h]
       weights, target, record = table_weights[h], policy.target[h], None
       total = table_cdf[h, -1]
     else:
-      node = node_at(tree, h)
+      node = src.node(h)
       draw, _ = policy(step, node, carry_rows)
       on, player, infostate = node.decision | (node.player == CHANCE), node.player, node.infostate
-      weights = with_chance(tree, node, draw.sample.astype(dtype))
-      target, record = draw.target, draw.record
+      weights = with_chance(src, node, draw.sample.astype(dtype))
+      target, record, key = draw.target, draw.record, node.key
       total = jnp.sum(weights, axis=-1)
     sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
     target_p = jnp.where(player == CHANCE, sample_p,
                          _take(target.astype(dtype), jnp.minimum(a, A - 1)))
     return (on, jnp.where(on, player, NO_PLAYER), jnp.where(on, infostate, NO_INDEX),
             jnp.where(on, sample_p, 1.0).astype(dtype), jnp.where(on, target_p, 1.0).astype(dtype),
-            record)
+            record, key)
 
   at, acts, carries, *targeted_p = unpack_kept(kept_out)
   targeted_p = targeted_p[0] if targeting else None
@@ -303,19 +312,21 @@ def walk(tree: GameTree, policy, uniforms, *, start=None, carry=None,
 
     out = lax.fori_loop(0, D, replay_body, tuple(jnp.zeros((D,) + x.shape, x.dtype)
                                                  for x in pack(shapes, abstract=True)))
-    on, player, infostate, sample_p, target_p, record = unpack(out)
+    on, player, infostate, sample_p, target_p, record, key = unpack(out)
   else:
     # Every step's draw again, all D x B at once (the same function of the same inputs; past
     # the end of a trajectory the node is the history where it ended, as in the loop).
     step = jnp.repeat(jnp.arange(D, dtype=jnp.int32), B)
-    rows = replay(step, at.reshape(-1), acts.reshape(-1), jax.tree_util.tree_map(
-        lambda c: c.reshape((D * B,) + c.shape[2:]), carries))
-    on, player, infostate, sample_p, target_p, record = jax.tree_util.tree_map(
+    flat = lambda c: c.reshape((D * B,) + c.shape[2:])
+    rows = replay(step, jax.tree_util.tree_map(flat, at), acts.reshape(-1),
+                  jax.tree_util.tree_map(flat, carries))
+    on, player, infostate, sample_p, target_p, record, key = jax.tree_util.tree_map(
         lambda x: x.reshape((D, B) + x.shape[1:]), rows)
-  return Trajectory(history=jnp.where(on, at, NO_INDEX), player=player, infostate=infostate,
-                    action=acts, sample_prob=sample_p, target_prob=target_p,
-                    targeted_prob=targeted_p, terminal=tree.history_terminal[hs], last=hs,
-                    record=record), carry
+  return Trajectory(history=jnp.where(on, at, NO_INDEX) if on_tree else at, player=player,
+                    infostate=infostate, action=acts, sample_prob=sample_p,
+                    targeted_prob=targeted_p, target_prob=target_p, terminal=src.terminal(hs),
+                    last=hs, record=record, utility=src.payoff(hs).astype(dtype),
+                    key=key), carry
 
 
 def walk_tables(tree: GameTree, sample, target, uniforms) -> Trajectory:

@@ -1,0 +1,240 @@
+"""Where a sampled solver's positions come from: a compiled tree, or a device game's rules.
+
+The trajectory walker (:func:`jaxgt.solvers.walk.walk`) and the sampled
+solvers built on it read a game through a *source* with one interface:
+
+===========================  ===========================================================
+``root(B)``                  ``B`` root positions
+``node(pos)``                the :class:`~jaxgt.solvers.walk.Node` at positions ``[B]``
+``chance(pos)``              ``[B, C]`` chance probabilities (zero off chance nodes)
+``child(pos, a)``            positions after child ``a [B]``
+``payoff(pos)``              ``[B]`` player 0's payoff at terminal positions (else 0)
+``num_actions``, ``num_children``, ``max_depth``
+===========================  ===========================================================
+
+:class:`TreeSource`: positions are history indices of a compiled
+:class:`~jaxgt.core.game_tree.GameTree`; a node's information state is the
+tree's index. :class:`RulesSource`: positions are the states of a
+:class:`~jaxgt.games.device.DeviceGame` (a batch on the leading axis); a
+node's information state is its row in the acting player's
+:class:`~jaxgt.core.info_table.InfoTable` (:data:`~jaxgt.core.info_table.NO_ROW`
+while not in memory), found by the exact information-state key, or by an
+:class:`~jaxgt.games.abstraction.Abstraction`'s key where one is given.
+
+A solver runs on either: ``solver.init(compiled.tree)`` or
+``solver.init(Rules(game), capacity=...)`` (:class:`Rules` names the game and
+its abstraction; the tables live in the solver's state). On an enumerable game
+both runs draw the same samples from the same key and keep the same numbers,
+row for row (tested per algorithm).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxgt.core import info_table
+from jaxgt.core.game_tree import NO_INDEX, GameTree
+from jaxgt.core.tables import infostate_rows
+from jaxgt.games.base import TERMINAL
+from jaxgt.games.device import DeviceGame
+
+
+@struct.dataclass
+class Node:
+  """The current node of each of ``B`` trajectories."""
+
+  history: Any  # [B] int32 history index (tree), or the [B]-batched game states (rules)
+  player: jax.Array  # [B] int32 acting player (0, 1, CHANCE, or a terminal's code)
+  # [B] int32 acting player's information state: tree index or table row (NO_INDEX off
+  # decisions and, for rules, outside memory)
+  infostate: jax.Array
+  decision: jax.Array  # [B] bool player 0 or 1 acts
+  legal: jax.Array  # [B, A] bool legal actions (all False off decisions)
+  key: Any = None  # [B, W] int32 acting player's information-state key (rules; None for a tree)
+
+
+@struct.dataclass
+class Rules:
+  """A device game (and an optional information-state abstraction) for the sampled solvers.
+
+  A pytree with no leaves: both are static, so it passes through ``jit`` as
+  the ``tree`` argument of a run.
+  """
+
+  game: DeviceGame = struct.field(pytree_node=False)
+  abstraction: Any = struct.field(pytree_node=False, default=None)
+
+  def __post_init__(self):
+    if not isinstance(self.game, DeviceGame):
+      raise TypeError(f"Rules needs a DeviceGame, got {type(self.game).__name__}")
+    if self.abstraction is not None:
+      self.abstraction.check_game(self.game)
+
+  @property
+  def num_actions(self) -> int:
+    return int(self.game.num_actions)
+
+  @property
+  def max_depth(self) -> int:
+    return int(self.game.max_length)
+
+  @property
+  def key_width(self) -> int:
+    """Words of the keys the tables hold (the abstraction's, else the game's)."""
+    if self.abstraction is not None:
+      return int(self.abstraction.key_width)
+    return int(self.game.info_key_width)
+
+  def info_key(self, state, player: int):
+    """int32 ``[W]``: the table key of ``player`` at one state (abstracted where given)."""
+    if self.abstraction is not None:
+      return self.abstraction.key(self.game, state, player)
+    return jnp.asarray(self.game.info_key(state, player), jnp.int32)
+
+  def empty_tables(self, capacity: int) -> tuple:
+    """Both players' empty tables of ``capacity`` rows each."""
+    return tuple(info_table.empty(capacity, self.key_width) for _ in (0, 1))
+
+
+def node_at(tree: GameTree, history) -> Node:
+  """The :class:`Node` at ``history [B]`` (acting player, information state, legal mask)."""
+  player = tree.player[history]
+  infostate = tree.infostate[history]
+  decision = player >= 0
+  legal = infostate_rows(tuple(pt.legal for pt in tree.players), player, infostate)
+  return Node(history=history, player=player, infostate=infostate, decision=decision,
+              legal=legal & decision[:, None])
+
+
+@struct.dataclass
+class TreeSource:
+  """Positions are history indices of a compiled tree."""
+
+  tree: GameTree
+
+  @property
+  def num_actions(self) -> int:
+    return self.tree.num_actions
+
+  @property
+  def num_children(self) -> int:
+    return self.tree.children.shape[1]
+
+  @property
+  def max_depth(self) -> int:
+    return self.tree.max_depth
+
+  def root(self, batch: int):
+    return jnp.zeros(batch, jnp.int32)
+
+  def node(self, history) -> Node:
+    return node_at(self.tree, history)
+
+  def chance(self, history):
+    return self.tree.chance_probs[history]
+
+  def child(self, history, a):
+    return self.tree.children[history, a]
+
+  def payoff(self, history):
+    t = self.tree.history_terminal[history]
+    return jnp.where(t >= 0, self.tree.terminal_payoff[jnp.maximum(t, 0)], 0.0)
+
+  def terminal(self, history):
+    return self.tree.history_terminal[history]
+
+
+@struct.dataclass
+class RulesSource:
+  """Positions are device game states; information states are rows of the players' tables."""
+
+  rules: Rules
+  tables: tuple  # (InfoTable, InfoTable) read during the walk (inserts happen after it)
+  dtype: Any = struct.field(pytree_node=False, default=jnp.float32)
+
+  @property
+  def game(self) -> DeviceGame:
+    return self.rules.game
+
+  @property
+  def num_actions(self) -> int:
+    return int(self.game.num_actions)
+
+  @property
+  def num_children(self) -> int:
+    return int(self.game.num_distinct)
+
+  @property
+  def max_depth(self) -> int:
+    return int(self.game.max_length)
+
+  def root(self, batch: int):
+    s = self.game.init()
+    return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + jnp.shape(x)), s)
+
+  def keys(self, states, player: int):
+    """int32 ``[B, W]``: ``player``'s table keys at states ``[B]``."""
+    return jax.vmap(lambda s: self.rules.info_key(s, player))(states)
+
+  def node(self, states) -> Node:
+    game = self.game
+    player = jax.vmap(game.current_player)(states).astype(jnp.int32)
+    decision = (player == 0) | (player == 1)
+    legal = jax.vmap(game.legal_mask)(states) & decision[:, None]
+    key = jnp.where((player == 0)[:, None], self.keys(states, 0), self.keys(states, 1))
+    rows = [info_table.lookup(t, key) for t in self.tables]
+    row = jnp.where(player == 0, rows[0], rows[1])
+    return Node(history=states, player=player, infostate=jnp.where(decision, row, NO_INDEX),
+                decision=decision, legal=legal, key=key)
+
+  def chance(self, states):
+    game = self.game
+    C = self.num_children
+    if not game.num_outcomes:
+      return jnp.zeros((jax.tree_util.tree_leaves(states)[0].shape[0], C), self.dtype)
+    probs = jax.vmap(game.chance_probs)(states).astype(self.dtype)
+    return jnp.pad(probs, ((0, 0), (0, C - probs.shape[1])))
+
+  def child(self, states, a):
+    return jax.vmap(self.game.step)(states, a)
+
+  def payoff(self, states):
+    u = jax.vmap(self.game.returns)(states)[:, 0].astype(self.dtype)
+    return jnp.where(jax.vmap(self.game.current_player)(states) == TERMINAL, u, 0.0)
+
+  def terminal(self, states):
+    return jnp.where(jax.vmap(self.game.current_player)(states) == TERMINAL, 0, NO_INDEX)
+
+
+def source_of(tree, tables=None, dtype=jnp.float32):
+  """The source of ``tree``: a :class:`GameTree` (tables unused) or :class:`Rules` (with the
+  players' ``tables``); a source is returned as is."""
+  if isinstance(tree, (TreeSource, RulesSource)):
+    return tree
+  if isinstance(tree, GameTree):
+    return TreeSource(tree)
+  if isinstance(tree, Rules):
+    if tables is None:
+      raise ValueError("a run on a device game needs the players' information-state tables")
+    return RulesSource(tree, tuple(tables), dtype)
+  raise TypeError(f"expected a GameTree or Rules, got {type(tree).__name__}")
+
+
+def insert_rows(tables, player, keys, mask):
+  """Adds the keys ``[..., W]`` of ``player [...]`` (0 or 1, where ``mask [...]``) to the
+  players' tables; returns ``(tables, rows [...])``, rows :data:`NO_INDEX` where masked off or
+  refused (the table counts refusals)."""
+  shape = player.shape
+  flat_keys = keys.reshape((-1, keys.shape[-1]))
+  out_tables, rows = [], jnp.full(flat_keys.shape[0], NO_INDEX, jnp.int32)
+  for p, t in enumerate(tables):
+    m = (mask & (player == p)).reshape(-1)
+    t, r = info_table.insert(t, flat_keys, m)
+    out_tables.append(t)
+    rows = jnp.where(m, r, rows)
+  return tuple(out_tables), rows.reshape(shape)
+
