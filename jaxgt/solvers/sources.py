@@ -34,6 +34,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxgt.core import info_table
@@ -238,3 +239,31 @@ def insert_rows(tables, player, keys, mask):
     rows = jnp.where(m, r, rows)
   return tuple(out_tables), rows.reshape(shape)
 
+
+
+def table_stats(tables) -> dict:
+  """Host summary of the players' tables: ``{"rows": [n0, n1], "capacity": N, "refused":
+  [r0, r1]}`` (rows in use, rows per player, insert requests refused because a table was
+  full)."""
+  return {"rows": [int(t.size) for t in tables], "capacity": int(tables[0].capacity),
+          "refused": [int(t.refused) for t in tables]}
+
+
+def memory_estimate(rules: Rules, capacity: int, row_bytes: int) -> int:
+  """Bytes of both players' tables of ``capacity`` rows with ``row_bytes`` of statistics each
+  (printed before a run so that a capacity that cannot fit is seen before any work)."""
+  return 2 * info_table.table_bytes(capacity, rules.key_width, row_bytes)
+
+
+def tree_rows(compiled, rules: Rules, tables) -> tuple:
+  """Per player, int ``[rows]``: the compiled tree's information-state index of each table row
+  (by the information-state string of its key; the game's own keys, no abstraction), for
+  comparing a run on a device game with the same run on its compiled tree."""
+  if rules.abstraction is not None:
+    raise ValueError("rows map to the compiled tree only without an abstraction")
+  out = []
+  for p, t in enumerate(tables):
+    index = {k: i for i, k in enumerate(compiled.infostate_keys[p])}
+    keys = info_table.host_keys(t)
+    out.append(np.array([index[rules.game.info_string(k, p)] for k in keys], np.int64))
+  return tuple(out)
