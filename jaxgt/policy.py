@@ -222,3 +222,23 @@ def from_openspiel(tabular, compiled: CompiledGame) -> Policy:
         sig[i, :len(row)] = row
     probs.append(sig)
   return Policy.from_arrays(compiled, probs)
+
+
+def policy_from_table(compiled: CompiledGame, table: dict, *, atol: float = PROB_ATOL) -> Policy:
+  """The :class:`Policy` of ``compiled`` that plays ``table = {player: {information-state
+  string: probabilities [A]}}`` (a device-game run's export, e.g.
+  :meth:`jaxgt.solvers.mccfr.MCCFRSolver.table_policy`) and uniformly over the legal actions
+  at the information states the table lacks; raises :class:`PolicyError` for a string that is
+  not an information state of the game or invalid probabilities."""
+  tree = compiled.tree
+  probs = []
+  for p in (0, 1):
+    legal = np.asarray(tree.players[p].legal)
+    sig = legal / np.maximum(legal.sum(-1, keepdims=True), 1)
+    index = {k: i for i, k in enumerate(compiled.infostate_keys[p])}
+    for k, row in table.get(p, {}).items():
+      if k not in index:
+        raise PolicyError(f"player {p}: {k!r} is not an information state of {compiled.name}")
+      sig[index[k]] = row
+    probs.append(sig)
+  return Policy.from_arrays(compiled, probs, atol=atol)

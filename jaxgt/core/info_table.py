@@ -150,7 +150,7 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
     # while rows last, the others are refused.
     claim = jnp.full(M, B, jnp.int32).at[jnp.where(free, slot, M)].min(lanes, mode="drop")
     won = free & (claim[slot] == lanes)
-    rank = jnp.cumsum(won) - 1
+    rank = jnp.cumsum(won, dtype=jnp.int32) - 1
     take = won & (rank < capacity - t.size)
     new_row = t.size + rank
     refuse = won & ~take

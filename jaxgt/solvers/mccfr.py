@@ -11,24 +11,37 @@ Regrets and averages go through :mod:`jaxgt.solvers.cfr_rules` at step ``t``
 for Regret Minimization in Extensive Games", 2009), RM+, discounted regrets,
 averaging weights ``t^gamma``; predictive rules are refused (a single noisy
 sample is no prediction of the next regrets).
+
+Both samplers also run on a device game without enumerating it:
+``solver.init(Rules(game), capacity=N)`` keeps ``[N, A]`` regrets and averages
+per player, rows of the players' information-state tables (``state.tables``,
+:mod:`jaxgt.solvers.sources`), filled as the samples visit states; the same
+rules apply row by row, and on an enumerable game the run equals the run on
+its compiled tree from the same key. A state a full table refuses keeps zero
+regrets (played uniformly) and its increments are dropped (counted in
+``state.tables[p].refused``). :meth:`MCCFRSolver.table_policy` exports the
+average strategy by information-state string.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from jaxgt.core import rng
+from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.game_tree import GameTree
-from jaxgt.core.dtypes import dtype_name
+from jaxgt.core.dtypes import dtype_name, resolve_dtype
 from jaxgt.solvers.cfr_rules import PowerAveraging, RegretMatching
 from jaxgt.solvers.mccfr_external import es_sizes, es_tables, es_traversals
 from jaxgt.solvers.mccfr_outcome import half_step
 from jaxgt.solvers.sampled import SampledSolver
+from jaxgt.solvers.sources import Rules, memory_estimate, table_policy
 
 
 @struct.dataclass
@@ -41,6 +54,9 @@ class MCCFRState:
   # static, external sampling only: per player the frontier size of each depth and the most
   # draws of a traversal, then the number of chance histories (mccfr_external.es_sizes)
   frontier: tuple = struct.field(pytree_node=False)
+  # device games: the players' information-state tables (InfoTable, InfoTable) whose rows index
+  # regrets and cum_policy; None on a compiled tree
+  tables: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,12 +88,88 @@ class MCCFRSolver(SampledSolver):
     del tree
     return ()
 
-  def init(self, tree: GameTree, *, weights=None) -> MCCFRState:
-    """Zero regrets and averages (root beliefs are not supported)."""
+  def init(self, tree, *, weights=None, capacity=None) -> MCCFRState:
+    """Zero regrets and averages: ``[I_p, A]`` on a compiled tree, ``[capacity, A]`` rows of
+    empty tables on a device game's :class:`~jaxgt.solvers.sources.Rules` (``capacity``:
+    rows of each player's table, required there and at least the game's ``max_length``, the
+    most states of one player a trajectory visits). Root beliefs are not supported."""
+    if isinstance(tree, Rules):
+      if weights is not None:
+        raise ValueError(f"{self.name} does not support root beliefs (weights)")
+      capacity = self.check_capacity(tree, capacity)
+      dtype = resolve_dtype(self.dtype)
+      zeros = tuple(jnp.zeros((capacity, tree.num_actions), dtype) for _ in (0, 1))
+      return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
+                        frontier=self.frontier(tree), tables=tree.empty_tables(capacity))
+    if not isinstance(tree, GameTree):
+      raise TypeError(f"{self.name} runs on a compiled GameTree or a device game's Rules, got "
+                      f"{type(tree).__name__}")
+    if capacity is not None:
+      raise ValueError("capacity applies to device games (Rules); a compiled tree has a row per "
+                       "information state")
     dtype = self.init_dtype(tree, weights)
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
                       frontier=self.frontier(tree))
+
+  def check_capacity(self, rules: Rules, capacity) -> int:
+    """``capacity`` checked for a run on ``rules`` (see :meth:`init`)."""
+    if capacity is None:
+      raise ValueError(f"{self.name} on a device game needs capacity=N, the rows of each "
+                       f"player's information-state table (memory_bytes(rules, N) estimates "
+                       f"the memory)")
+    capacity = check_positive_int("capacity", capacity)
+    if capacity < rules.max_depth:
+      raise ValueError(f"capacity {capacity} is below {rules.game.name}'s max_length "
+                       f"{rules.max_depth}, the most states of one player one trajectory visits")
+    return capacity
+
+  def memory_bytes(self, rules: Rules, capacity: int) -> int:
+    """Bytes of a run's tables on ``rules``: both players' keys and slots with ``capacity`` rows
+    of regrets and averages each (:func:`~jaxgt.solvers.sources.memory_estimate`)."""
+    capacity = self.check_capacity(rules, capacity)
+    row = 2 * rules.num_actions * jnp.dtype(resolve_dtype(self.dtype)).itemsize
+    return memory_estimate(rules, capacity, row)
+
+  def run(self, tree, state, num_steps, key=None, **position):
+    """``num_steps`` steps inside one jitted call (:meth:`SampledSolver.run`); ``tree`` is the
+    compiled tree or the :class:`~jaxgt.solvers.sources.Rules` that ``state`` was made for."""
+    if isinstance(tree, Rules) != (getattr(state, "tables", None) is not None):
+      raise ValueError("state was made for a " + ("compiled tree" if isinstance(tree, Rules)
+                       else "device game (Rules)") + f"; init {self.name} on the same game")
+    return super().run(tree, state, num_steps, key, **position)
+
+  def _legal(self, tree):
+    """Per player the legal masks of the rows: the tree's, or all actions on a device game
+    (its tables keep no legal masks)."""
+    if isinstance(tree, Rules):
+      return (jnp.ones(tree.num_actions, bool),) * 2
+    return tuple(jnp.asarray(pt.legal) for pt in tree.players)
+
+  def average_policy(self, tree, state) -> tuple:
+    """Normalised ``state.cum_policy``: ``([I0, A], [I1, A])`` on a tree (uniform over the legal
+    actions where never updated), ``([N, A], [N, A])`` table rows on a device game (uniform
+    over all ``A`` actions where never updated: averaged rows hold mass on legal actions only;
+    :meth:`table_policy` leaves the others out)."""
+    return tuple(sequence_form.normalize(c, l) for c, l in zip(state.cum_policy,
+                                                               self._legal(tree)))
+
+  def current_policy(self, tree, state) -> tuple:
+    """Regret matching of ``state.regrets`` (per row; on a device game uniform over all ``A``
+    actions where no regret is positive)."""
+    return tuple(sequence_form.regret_matching(r, l) for r, l in zip(state.regrets,
+                                                                     self._legal(tree)))
+
+  def table_policy(self, rules: Rules, state: MCCFRState) -> dict:
+    """The average strategy of a device-game run on the host: ``{player: {information-state
+    string: probabilities [A]}}`` over the rows ever averaged (the states a run never averaged
+    are absent: play them uniformly over their legal actions, as the tree run does;
+    :func:`jaxgt.policy.policy_from_table` fills an enumerable game's policy this way)."""
+    if not isinstance(rules, Rules) or state.tables is None:
+      raise ValueError("table_policy needs a device game's Rules and a state made for it")
+    probs = self.average_policy(rules, state)
+    kept = tuple(jnp.sum(c, -1) > 0 for c in state.cum_policy)
+    return table_policy(rules, state.tables, probs, kept)
 
   def strategy(self, regrets, legal):
     """The current strategy ``[..., A]`` of cumulative regrets ``[..., A]`` under the rule."""
@@ -125,9 +217,10 @@ class OutcomeSampling(MCCFRSolver):
     """Player 0's half-step, then player 1's (:func:`~jaxgt.solvers.mccfr_outcome.half_step`)."""
     del context
     regrets, cum, t = state.regrets, state.cum_policy, state.iteration + 1
+    tables = state.tables
     for p, k in enumerate(rng.split(key)):
-      regrets, cum = half_step(self, tree, regrets, cum, p, t, k)
-    return state.replace(regrets=regrets, cum_policy=cum)
+      regrets, cum, tables = half_step(self, tree, regrets, cum, p, t, k, tables)
+    return state.replace(regrets=regrets, cum_policy=cum, tables=tables)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +231,8 @@ class ExternalSampling(MCCFRSolver):
 
   def frontier(self, tree: GameTree) -> tuple:
     """The static traversal sizes :func:`~jaxgt.solvers.mccfr_external.es_sizes`."""
+    if isinstance(tree, Rules):
+      raise ValueError("external sampling runs on a compiled tree only")
     return es_sizes(tree)
 
   def prepare(self, tree: GameTree, state: MCCFRState) -> tuple:

@@ -14,6 +14,15 @@ get ``W (1[a = a*] pi(z|ha) / q(a*) - pi(z|h))`` with ``W = u(z) / q_i(z[:h])``
 (importance weight of the updated player's sampled prefix); the opponent's
 average strategy gets ``sigma / q_i(h)`` (stochastically weighted averaging,
 as OpenSpiel's ``OutcomeSamplingSolver``).
+
+On a device game (a :class:`~jaxgt.solvers.sources.RulesSource`) the walk
+reads each visited information state's row of the acting player's table
+(a state not yet in a table has zero regrets, as it would on the compiled
+tree) and regret-matches only the visited rows. After the walk the updated
+player's visited states and the opponent's are inserted
+(:func:`~jaxgt.solvers.sources.insert_rows`) and the increments added at the
+returned rows; a state its full table refuses loses that step's increment
+(the table counts it) and keeps being played from zero regrets.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from jaxgt.core import rng
 from jaxgt.core.game_tree import GameTree
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
+from jaxgt.solvers.sources import TreeSource, insert_rows, source_of
 from jaxgt.solvers.walk import Draw, PolicyTable, node_at, walk
 
 
@@ -33,19 +43,24 @@ def strategy_at(cfg, tree: GameTree, regrets, tabulate: bool):
   the nodes' information states.
 
   ``tabulate`` computes it at every information state once (large batches);
-  otherwise only at the visited rows (same numbers). Zero off decisions.
+  otherwise only at the visited rows (same numbers). Zero off decisions; a node outside memory
+  (``infostate`` negative: a device game's state not in its table) reads zero regrets.
   """
   if tabulate:
     sigma = cfg.strategies(tree, regrets)
     return lambda node: jnp.where(node.decision[:, None],
                                   infostate_rows(sigma, node.player, node.infostate), 0.0)
-  return lambda node: cfg.strategy(infostate_rows(regrets, node.player, node.infostate),
-                                   node.legal)
+
+  def sigma(node):
+    rows = infostate_rows(regrets, node.player, node.infostate)
+    return cfg.strategy(jnp.where((node.infostate >= 0)[:, None], rows, 0.0), node.legal)
+
+  return sigma
 
 
-def outcome_walk(cfg, tree: GameTree, regrets, p: int, uniforms, *,
-                 tabulate: bool):
-  """Outcome-sampling trajectories for updated player ``p`` (:func:`walk`).
+def outcome_walk(cfg, tree, regrets, p: int, uniforms, *, tabulate: bool):
+  """Outcome-sampling trajectories for updated player ``p`` (:func:`walk`) on a compiled tree
+  or a source (a device game's, with ``tabulate`` off).
 
   Target: the current strategy ``sigma``; sampling: ``epsilon``-on-policy at
   ``p``'s states, ``sigma`` at the opponent's. Returns the
@@ -76,8 +91,12 @@ def outcome_walk(cfg, tree: GameTree, regrets, p: int, uniforms, *,
   return traj, jnp.where((traj.history >= 0)[..., None], sig_h[h], 0.0), every.legal[h]
 
 
-def half_step(cfg, tree: GameTree, regrets, cum, p: int, step, key):
-  """Outcome sampling for player ``p`` from ``batch`` trajectories (one scatter-add each).
+def half_step(cfg, tree, regrets, cum, p: int, step, key, tables=None):
+  """Outcome sampling for player ``p`` from ``batch`` trajectories (one scatter-add each);
+  returns ``(regrets, cum, tables)``.
+
+  ``tree``: a compiled tree, or a device game's :class:`~jaxgt.solvers.sources.Rules` with the
+  players' ``tables`` (returned with the visited states inserted; ``None`` on a tree).
 
   The whole batch walks down together (:func:`outcome_walk`), with the
   ``[D, B]`` uniforms drawn in one call. Per depth ``t``
@@ -87,16 +106,19 @@ def half_step(cfg, tree: GameTree, regrets, cum, p: int, step, key):
   increment ``sigma / Q_t`` (chance and opponent reach cancel: both are
   sampled on-policy). Both go through ``cfg``'s rules at step ``step`` (1-based).
   """
-  A = tree.num_actions
   dtype = regrets[0].dtype
+  src = source_of(tree, tables, dtype)
+  on_tree = isinstance(src, TreeSource)
+  A = src.num_actions
   B = cfg.batch
-  uni = rng.uniform(key, (tree.max_depth, B), dtype)
-  # Large batches regret-match every information state once; small ones
+  uni = rng.uniform(key, (src.max_depth, B), dtype)
+  # Large batches regret-match every information state once; small ones (and device games)
   # only the visited rows (same numbers either way).
-  traj, sig_t, legal_t = outcome_walk(cfg, tree, regrets, p, uni,
-                                      tabulate=B * tree.max_depth >= tree.num_histories)
+  tabulate = on_tree and B * src.max_depth >= src.tree.num_histories
+  traj, sig_t, legal_t = outcome_walk(cfg, src.tree if on_tree else src, regrets, p, uni,
+                                      tabulate=tabulate)
   s_a, q_a = traj.target_prob, traj.sample_prob
-  u = traj.payoff(tree) * (1.0 if p == 0 else -1.0)  # [B]
+  u = traj.payoff() * (1.0 if p == 0 else -1.0)  # [B]
   mine = traj.player == p
   ratio = jnp.where(mine, s_a / q_a, 1.0)
   V = u * jnp.cumprod(ratio[::-1], axis=0)[::-1]  # [D, B]
@@ -109,10 +131,15 @@ def half_step(cfg, tree: GameTree, regrets, cum, p: int, step, key):
   theirs = traj.player == 1 - p
   avg = jnp.where(theirs[..., None], sig_t / prefix[..., None], 0.0)
   info = traj.infostate
+  if not on_tree:  # the updated states enter their tables; refused ones (NO_INDEX) drop out
+    tables, info = insert_rows(src.tables, traj.player, traj.key, mine | theirs)
+    mine, theirs = mine & (info >= 0), theirs & (info >= 0)
+    regret = jnp.where(mine[..., None], regret, 0.0)
+    avg = jnp.where(theirs[..., None], avg, 0.0)
   regrets, cum = list(regrets), list(cum)
   regrets[p] = cfg.add_regrets(regrets[p], regret.reshape(-1, A), step,
                                at=jnp.where(mine, info, 0).reshape(-1))
   cum[1 - p] = cfg.add_average(cum[1 - p], avg.reshape(-1, A), step,
                                at=jnp.where(theirs, info, 0).reshape(-1))
-  return tuple(regrets), tuple(cum)
+  return tuple(regrets), tuple(cum), tables
 

@@ -267,3 +267,18 @@ def tree_rows(compiled, rules: Rules, tables) -> tuple:
     keys = info_table.host_keys(t)
     out.append(np.array([index[rules.game.info_string(k, p)] for k in keys], np.int64))
   return tuple(out)
+
+
+def table_policy(rules: Rules, tables, probs, kept=None) -> dict:
+  """Host export of per-row strategies: ``{player: {information-state string: probabilities
+  [A]}}`` from ``probs = ([N, A], [N, A])`` at the rows in use of each player's table (and
+  where ``kept [N]`` is true, when given); strings by the game's own keys (no abstraction)."""
+  if rules.abstraction is not None:
+    raise ValueError("an abstraction's rows have no information-state strings of the game")
+  out = {}
+  for p, t in enumerate(tables):
+    keys = info_table.host_keys(t)
+    rows = np.asarray(probs[p], np.float64)[:len(keys)]
+    keep = np.ones(len(keys), bool) if kept is None else np.asarray(kept[p])[:len(keys)]
+    out[p] = {rules.game.info_string(k, p): rows[i] for i, k in enumerate(keys) if keep[i]}
+  return out
