@@ -48,16 +48,23 @@ RULES = {"rm": {}, "rm+linear": {"regret_rule": RegretMatchingPlus(),
                                  "averaging": PowerAveraging(1.0)}}
 
 
-@pytest.mark.parametrize("name,batch,steps", [("kuhn_poker", 1, 40), ("kuhn_poker", 8, 30),
-                                              ("leduc_poker", 16, 20)])
-@pytest.mark.parametrize("rule", sorted(RULES))
-def test_outcome_sampling_on_rules_equals_tree_run(name, batch, steps, rule):
+# Kuhn at batch 8 and RM shares its compilations with the tests below (same solver, same shapes).
+_SLOW = pytest.mark.slow  # time budget: each case compiles two runs
+
+
+@pytest.mark.parametrize("name,batch,steps,rule,capacity", [
+    ("kuhn_poker", 8, 30, "rm", 8), ("leduc_poker", 16, 20, "rm+linear", 600),
+    pytest.param("kuhn_poker", 1, 40, "rm+linear", 8, marks=_SLOW),
+    pytest.param("kuhn_poker", 1, 40, "rm", 8, marks=_SLOW),
+    pytest.param("leduc_poker", 16, 20, "rm", 600, marks=_SLOW),
+    pytest.param("leduc_poker", 1, 50, "rm+linear", 600, marks=_SLOW)])
+def test_outcome_sampling_on_rules_equals_tree_run(name, batch, steps, rule, capacity):
   game, compiled = _game(name)
   tree, rules = compiled.device_tree(), Rules(game)
   solver = mccfr.outcome_sampling(batch=batch, **RULES[rule])
   key = jax.random.key(7)
   on_tree = solver.run(tree, solver.init(tree), steps, key)
-  on_rules = solver.run(rules, solver.init(rules, capacity=600), steps, key)
+  on_rules = solver.run(rules, solver.init(rules, capacity=capacity), steps, key)
   assert table_stats(on_rules.tables)["refused"] == [0, 0]
   assert int(on_rules.iteration) == steps
   _assert_rows_equal(compiled, rules, on_tree, on_rules)
@@ -66,23 +73,23 @@ def test_outcome_sampling_on_rules_equals_tree_run(name, batch, steps, rule):
 def test_chunked_rules_run_equals_one_long_run():
   game, _ = _game("kuhn_poker")
   rules = Rules(game)
-  solver = mccfr.outcome_sampling(batch=4)
+  solver = mccfr.outcome_sampling(batch=8)
   key = jax.random.key(3)
-  one = solver.run(rules, solver.init(rules, capacity=16), 9, key)
-  two = solver.run(rules, solver.run(rules, solver.init(rules, capacity=16), 4, key), 5, key)
+  one = solver.run(rules, solver.init(rules, capacity=8), 9, key)
+  two = solver.run(rules, solver.run(rules, solver.init(rules, capacity=8), 4, key), 5, key)
   for x, y in zip(jax.tree_util.tree_leaves(one), jax.tree_util.tree_leaves(two)):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 def test_full_table_is_reported_and_the_run_completes():
-  """Leduc has 468 information states per player; 11 rows each fill up and refuse the rest,
-  whose increments are dropped."""
-  game, _ = _game("leduc_poker")
+  """Kuhn has 6 information states per player; 5 rows each fill up and refuse the sixth, whose
+  increments are dropped."""
+  game, _ = _game("kuhn_poker")
   rules = Rules(game)
-  solver = mccfr.outcome_sampling(batch=16)
+  solver = mccfr.outcome_sampling(batch=8)
   state = solver.run(rules, solver.init(rules, capacity=game.max_length), 10, jax.random.key(0))
   stats = table_stats(state.tables)
-  assert stats["rows"] == [11, 11] and min(stats["refused"]) > 0
+  assert stats["rows"] == [5, 5] and min(stats["refused"]) > 0
   for x in state.regrets + state.cum_policy:
     assert np.isfinite(np.asarray(x)).all()
   assert np.any(np.asarray(state.regrets[0])) and np.any(np.asarray(state.cum_policy[1]))
@@ -93,10 +100,10 @@ def test_full_table_is_reported_and_the_run_completes():
 def test_exported_policy_is_evaluated_exactly_and_equals_the_tree_run():
   game, compiled = _game("kuhn_poker")
   tree, rules = compiled.device_tree(), Rules(game)
-  solver = mccfr.outcome_sampling(batch=16)
+  solver = mccfr.outcome_sampling(batch=8)
   key = jax.random.key(0)
-  on_rules = solver.run(rules, solver.init(rules, capacity=8), 400, key)
-  on_tree = solver.run(tree, solver.init(tree), 400, key)
+  on_rules = solver.run(rules, solver.init(rules, capacity=8), 800, key)
+  on_tree = solver.run(tree, solver.init(tree), 800, key)
   table = solver.table_policy(rules, on_rules)
   assert set(table) == {0, 1} and all(len(table[p]) == 6 for p in (0, 1))
   assert all(isinstance(k, str) for k in table[0])
