@@ -38,10 +38,11 @@ from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import dtype_name, resolve_dtype
 from jaxgt.solvers.cfr_rules import PowerAveraging, RegretMatching
-from jaxgt.solvers.mccfr_external import es_sizes, es_tables, es_traversals
+from jaxgt.solvers.mccfr_external import (es_sizes, es_tables, es_traversals, frontier_bound,
+                                          rules_sizes, rules_traversals)
 from jaxgt.solvers.mccfr_outcome import half_step
 from jaxgt.solvers.sampled import SampledSolver
-from jaxgt.solvers.sources import Rules, memory_estimate, table_policy
+from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of, table_policy
 
 
 @struct.dataclass
@@ -57,6 +58,9 @@ class MCCFRState:
   # device games: the players' information-state tables (InfoTable, InfoTable) whose rows index
   # regrets and cum_policy; None on a compiled tree
   tables: Any = None
+  # external sampling on a device game: [] int32 traversals dropped because a depth needed more
+  # than max_frontier slots; None otherwise
+  frontier_overflow: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +103,10 @@ class MCCFRSolver(SampledSolver):
       capacity = self.check_capacity(tree, capacity)
       dtype = resolve_dtype(self.dtype)
       zeros = tuple(jnp.zeros((capacity, tree.num_actions), dtype) for _ in (0, 1))
+      frontier = self.frontier(tree)
       return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
-                        frontier=self.frontier(tree), tables=tree.empty_tables(capacity))
+                        frontier=frontier, tables=tree.empty_tables(capacity),
+                        frontier_overflow=self.overflow_counter())
     if not isinstance(tree, GameTree):
       raise TypeError(f"{self.name} runs on a compiled GameTree or a device game's Rules, got "
                       f"{type(tree).__name__}")
@@ -111,6 +117,10 @@ class MCCFRSolver(SampledSolver):
     zeros = tuple(jnp.zeros((n, tree.num_actions), dtype) for n in tree.num_infostates)
     return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
                       frontier=self.frontier(tree))
+
+  def overflow_counter(self):
+    """The initial ``frontier_overflow`` of a device-game state (none by default)."""
+    return None
 
   def check_capacity(self, rules: Rules, capacity) -> int:
     """``capacity`` checked for a run on ``rules`` (see :meth:`init`)."""
@@ -225,34 +235,91 @@ class OutcomeSampling(MCCFRSolver):
 
 @dataclasses.dataclass(frozen=True)
 class ExternalSampling(MCCFRSolver):
-  """External-sampling MCCFR; fields of :class:`MCCFRSolver`."""
+  """External-sampling MCCFR; fields of :class:`MCCFRSolver` and ``max_frontier``."""
+
+  # device games: the most states a traversal keeps at one depth (None: the exact bound
+  # num_actions^(max_length - 1), where it is at most MAX_EXACT_FRONTIER); unused on a tree
+  max_frontier: int | None = None
 
   name = "mccfr-es"
 
-  def frontier(self, tree: GameTree) -> tuple:
-    """The static traversal sizes :func:`~jaxgt.solvers.mccfr_external.es_sizes`."""
+  def __post_init__(self):
+    super().__post_init__()
+    if self.max_frontier is not None:
+      object.__setattr__(self, "max_frontier", check_positive_int("max_frontier",
+                                                                  self.max_frontier))
+
+  def frontier(self, tree) -> tuple:
+    """The static traversal sizes: :func:`~jaxgt.solvers.mccfr_external.es_sizes` on a tree;
+    on a device game per player ``(sizes, draws)`` of
+    :func:`~jaxgt.solvers.mccfr_external.rules_sizes`, then ``0``."""
     if isinstance(tree, Rules):
-      raise ValueError("external sampling runs on a compiled tree only")
+      S = self.max_frontier
+      if S is None:
+        S = frontier_bound(tree)
+        if S > MAX_EXACT_FRONTIER:
+          raise ValueError(
+              f"external sampling on {tree.game.name} needs max_frontier=S, the most states a "
+              f"traversal keeps at one depth (the exact bound num_actions^(max_length - 1) is "
+              f"{S}); a traversal needing more is dropped and counted in "
+              f"state.frontier_overflow")
+      sizes = rules_sizes(tree, S)
+      return (sizes, sizes, 0)
+    if self.max_frontier is not None:
+      raise ValueError("max_frontier applies to device games (Rules); a compiled tree's "
+                       "frontier sizes are exact")
     return es_sizes(tree)
 
-  def prepare(self, tree: GameTree, state: MCCFRState) -> tuple:
-    """Both players' traversal tables (:func:`~jaxgt.solvers.mccfr_external.es_tables`)."""
+  def overflow_counter(self):
+    return jnp.zeros((), jnp.int32)
+
+  def prepare(self, tree, state: MCCFRState) -> tuple:
+    """Both players' traversal tables (:func:`~jaxgt.solvers.mccfr_external.es_tables`; none on
+    a device game)."""
+    if isinstance(tree, Rules):
+      return ()
     return tuple(es_tables(tree, p, state.frontier[2]) for p in (0, 1))
 
-  def sample_step(self, tree: GameTree, state: MCCFRState, tables, key) -> MCCFRState:
-    """Player 0's ``batch`` traversals, then player 1's, from one draw of both players'
-    uniforms; regrets and averages through the rules at step ``iteration + 1``."""
+  def sample_step(self, tree, state: MCCFRState, tables, key) -> MCCFRState:
+    """Player 0's ``batch`` traversals, then player 1's, each from its own draw of uniforms
+    ``[U, batch]`` (transposed: the first ``u`` uniforms of a traversal do not depend on
+    ``U``, so a device game's larger bound draws the tree's numbers); regrets and averages
+    through the rules at step ``iteration + 1``."""
     regrets, cum, step = state.regrets, state.cum_policy, state.iteration + 1
-    (sizes0, draws0), (sizes1, draws1) = state.frontier[:2]
-    uni = rng.uniform(key, (self.batch, draws0 + draws1), regrets[0].dtype)
-    for p, sizes, u in ((0, sizes0, uni[:, :draws0]), (1, sizes1, uni[:, draws0:])):
-      sigma = self.strategies(tree, regrets)
-      regret, visits = es_traversals(tree, tables[p], sigma, p, sizes, u)
+    dtype = regrets[0].dtype
+    on_rules = isinstance(tree, Rules)
+    infos, overflow = state.tables, state.frontier_overflow
+    for p, k in enumerate(rng.split(key)):
+      sizes, draws = state.frontier[p]
+      u = rng.uniform(k, (draws, self.batch), dtype).T
       regrets, cum = list(regrets), list(cum)
-      regrets[p] = self.add_regrets(regrets[p], regret, step)
-      cum[1 - p] = self.add_average(cum[1 - p], visits[:, None] * sigma[1 - p], step)
+      if on_rules:
+        src = source_of(tree, infos, dtype)
+        mine, theirs, keys, regret, sigma, cut = rules_traversals(self, src, regrets, p, sizes, u)
+        overflow = overflow + jnp.sum(cut).astype(jnp.int32)
+        keep = ~cut[:, None]
+        infos, rows = insert_rows(infos, jnp.where(mine, p, 1 - p), keys,
+                                  (mine | theirs) & keep)
+        mine, theirs = mine & (rows >= 0), theirs & (rows >= 0)
+        A = regret.shape[-1]
+        regrets[p] = self.add_regrets(
+            regrets[p], jnp.where(mine[..., None], regret, 0.0).reshape(-1, A), step,
+            at=jnp.where(mine, rows, 0).reshape(-1))
+        cum[1 - p] = self.add_average(
+            cum[1 - p], jnp.where(theirs[..., None], sigma, 0.0).reshape(-1, A), step,
+            at=jnp.where(theirs, rows, 0).reshape(-1))
+      else:
+        sigma = self.strategies(tree, regrets)
+        regret, visits = es_traversals(tree, tables[p], sigma, p, sizes, u)
+        regrets[p] = self.add_regrets(regrets[p], regret, step)
+        cum[1 - p] = self.add_average(cum[1 - p], visits[:, None] * sigma[1 - p], step)
       regrets, cum = tuple(regrets), tuple(cum)
-    return state.replace(regrets=regrets, cum_policy=cum)
+    return state.replace(regrets=regrets, cum_policy=cum, tables=infos,
+                         frontier_overflow=overflow)
+
+
+# The largest exact frontier bound external sampling on a device game uses without max_frontier.
+MAX_EXACT_FRONTIER = 4096
 
 
 def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32",
@@ -262,10 +329,12 @@ def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32",
   return OutcomeSampling(epsilon=epsilon, batch=batch, dtype=dtype, **rules)
 
 
-def external_sampling(batch: int = 1, *, dtype="float32", **rules) -> ExternalSampling:
+def external_sampling(batch: int = 1, *, dtype="float32", max_frontier=None,
+                      **rules) -> ExternalSampling:
   """External-sampling MCCFR (Lanctot et al. 2009); ``rules``: ``regret_rule`` and
-  ``averaging`` (:class:`MCCFRSolver`)."""
-  return ExternalSampling(batch=batch, dtype=dtype, **rules)
+  ``averaging`` (:class:`MCCFRSolver`); ``max_frontier``: device games only
+  (:class:`ExternalSampling`)."""
+  return ExternalSampling(batch=batch, dtype=dtype, max_frontier=max_frontier, **rules)
 
 
 SAMPLING_SOLVERS = {"mccfr-os": outcome_sampling, "mccfr-es": external_sampling}
