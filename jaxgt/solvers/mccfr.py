@@ -39,7 +39,7 @@ from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import dtype_name, resolve_dtype
 from jaxgt.solvers.cfr_rules import PowerAveraging, RegretMatching
 from jaxgt.solvers.mccfr_external import (es_sizes, es_tables, es_traversals, frontier_bound,
-                                          rules_sizes, rules_traversals)
+                                          rules_traversals)
 from jaxgt.solvers.mccfr_outcome import half_step
 from jaxgt.solvers.sampled import SampledSolver
 from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of, table_policy
@@ -237,7 +237,7 @@ class OutcomeSampling(MCCFRSolver):
 class ExternalSampling(MCCFRSolver):
   """External-sampling MCCFR; fields of :class:`MCCFRSolver` and ``max_frontier``."""
 
-  # device games: the most states a traversal keeps at one depth (None: the exact bound
+  # device games: the states a traversal keeps at each depth (None: the exact bound
   # num_actions^(max_length - 1), where it is at most MAX_EXACT_FRONTIER); unused on a tree
   max_frontier: int | None = None
 
@@ -251,8 +251,8 @@ class ExternalSampling(MCCFRSolver):
 
   def frontier(self, tree) -> tuple:
     """The static traversal sizes: :func:`~jaxgt.solvers.mccfr_external.es_sizes` on a tree;
-    on a device game per player ``(sizes, draws)`` of
-    :func:`~jaxgt.solvers.mccfr_external.rules_sizes`, then ``0``."""
+    on a device game per player ``(S, D S)``, the slots of every depth and the most draws of a
+    traversal (``D = max_length``), then ``0``."""
     if isinstance(tree, Rules):
       S = self.max_frontier
       if S is None:
@@ -263,8 +263,7 @@ class ExternalSampling(MCCFRSolver):
               f"traversal keeps at one depth (the exact bound num_actions^(max_length - 1) is "
               f"{S}); a traversal needing more is dropped and counted in "
               f"state.frontier_overflow")
-      sizes = rules_sizes(tree, S)
-      return (sizes, sizes, 0)
+      return ((S, S * tree.max_depth),) * 2 + (0,)
     if self.max_frontier is not None:
       raise ValueError("max_frontier applies to device games (Rules); a compiled tree's "
                        "frontier sizes are exact")
@@ -319,7 +318,7 @@ class ExternalSampling(MCCFRSolver):
 
 
 # The largest exact frontier bound external sampling on a device game uses without max_frontier.
-MAX_EXACT_FRONTIER = 4096
+MAX_EXACT_FRONTIER = 256
 
 
 def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32",

@@ -23,7 +23,7 @@ opponent's average strategy gets ``sigma`` once per visited history
 ``sigma``.
 
 On a device game (:func:`rules_traversals`) the frontiers hold game states:
-``[B, S_d]`` slots with ``S_d = min(max_frontier, A^d)``, each depth stepping
+``[B, S]`` slots at every depth (``S = max_frontier``), each depth stepping
 every slot's ``A`` children at once; the same slots in the same order as on
 the compiled tree, so the same uniforms draw the same samples. A traversal
 that needs more than ``max_frontier`` slots at a depth is dropped whole (its
@@ -290,65 +290,56 @@ def es_traversals(tree: GameTree, tables, sigma, p: int, sizes, uni):
 
 
 
-def rules_sizes(rules, max_frontier: int) -> tuple:
-  """``(sizes, draws)`` of a traversal on a device game: the frontier slots of each depth
-  ``d < max_length``, ``min(max_frontier, A^d)`` (a slot has at most ``A`` children: every
-  action of the traverser, one sampled outcome elsewhere), and a bound on its draws (one per
-  slot)."""
-  A = max(rules.num_actions, 1)
-  sizes = tuple(min(max_frontier, A ** d) for d in range(max(rules.max_depth, 1)))
-  return sizes, sum(sizes)
-
-
 def frontier_bound(rules) -> int:
-  """The most slots one depth of a device-game traversal can need, ``A^(max_length - 1)``."""
+  """The most slots one depth of a device-game traversal can need, ``A^(max_length - 1)`` (a
+  slot has at most ``A`` children: every action of the traverser, one sampled outcome
+  elsewhere)."""
   return max(rules.num_actions, 1) ** max(rules.max_depth - 1, 0)
 
 
-def rules_traversals(cfg, src, regrets, p: int, sizes, uni):
+def rules_traversals(cfg, src, regrets, p: int, slots: int, uni):
   """``B`` external-sampling traversals for player ``p`` over a device game's states.
 
   ``src`` is a :class:`~jaxgt.solvers.sources.RulesSource` (its tables are read: a state not in
-  them has zero regrets), ``sizes`` the frontier slots per depth (:func:`rules_sizes`),
-  ``uni [B, U]`` the uniforms, one per chance/opponent state a traversal visits in visiting
-  order. The frontiers, draws and values are those of :func:`es_traversals` on the compiled
-  tree (slots in the same order, terminal children valued from their parent), with game states
-  in the slots: each depth steps every slot's ``A`` children at once. A traversal whose
-  frontier at some depth needs more than its slots is cut off there and reported.
+  them has zero regrets), ``slots`` the frontier size ``S`` of every depth, ``uni [B, U]`` the
+  uniforms, one per chance/opponent state a traversal visits in visiting order (``U >= D S``
+  covers any traversal; ``D = max_length``). The frontiers, draws and values are those of
+  :func:`es_traversals` on the compiled tree (slots in the same order, terminal children valued
+  from their parent), with game states in the slots: one ``lax.scan`` step per depth steps
+  every slot's ``A`` children at once, a second scan carries the values up. A traversal whose
+  frontier at some depth needs more than ``S`` slots is cut off there and reported.
 
-  Returns per visited slot, each ``[B, M]`` (``M = sum(sizes)``): ``(explored, opponent, key
-  [B, M, W], regret [B, M, A], sigma [B, M, A], overflow [B])``: the traverser's states with
-  their regret increments ``q(h, a) - v(h)``, the opponent's states with their current strategy
-  (the average strategy's increment per visit), the acting player's keys, and which traversals
-  were cut off (their updates are to be dropped).
+  Returns per visited slot, each ``[B, D S]``: ``(explored, opponent, key [B, D S, W], regret
+  [B, D S, A], sigma [B, D S, A])`` and ``overflow [B]``: the traverser's states with their
+  regret increments ``q(h, a) - v(h)``, the opponent's states with their current strategy (the
+  average strategy's increment per visit), the acting player's keys, and which traversals were
+  cut off (their updates are to be dropped).
   """
   game = src.game
-  A, W = src.num_actions, src.num_children
+  A, C, S, D = src.num_actions, src.num_children, slots, src.max_depth
   B, U = uni.shape
   dtype = regrets[0].dtype
   once = uni[0, 0] >= 0  # always true; unknown to XLA (see _computed_once)
   uni = _computed_once(uni, once)
   batch = jnp.arange(B)[:, None]
-  leaves = lambda f, x: jax.tree_util.tree_map(f, x)
-  front = leaves(lambda x: x[:, None], src.root(B))  # [B, 1, ...] states
-  valid = jnp.ones((B, 1), bool)
-  drawn = jnp.zeros((B, 1), jnp.int32)
-  overflow = jnp.zeros(B, bool)
-  levels = []
   cols = jnp.arange(A, dtype=jnp.int32)
-  for d, n in enumerate(sizes):
-    flat = leaves(lambda x: x.reshape((B * n,) + x.shape[2:]), front)
+  leaves = jax.tree_util.tree_map
+  sign = 1.0 if p == 0 else -1.0
+
+  def down(carry, _):
+    front, valid, drawn, overflow = carry
+    flat = leaves(lambda x: x.reshape((B * S,) + x.shape[2:]), front)
     node = src.node(flat)
-    player = node.player.reshape(B, n)
-    row = node.infostate.reshape(B, n)
-    legal = node.legal.reshape(B, n, A)
+    player = node.player.reshape(B, S)
+    row = node.infostate.reshape(B, S)
+    legal = node.legal.reshape(B, S, A)
     mine = valid & (player == p)
     opponent = valid & (player == 1 - p)
     chance = valid & (player == CHANCE)
     reg = infostate_rows(regrets, player, row)
-    sigma = cfg.strategy(jnp.where((row >= 0)[..., None], reg, 0.0), legal)  # [B, n, A]
-    weights = jnp.where(chance[..., None], src.chance(flat).reshape(B, n, W),
-                        jnp.pad(sigma, ((0, 0), (0, 0), (0, W - A))))
+    sigma = cfg.strategy(jnp.where((row >= 0)[..., None], reg, 0.0), legal)  # [B, S, A]
+    weights = jnp.where(chance[..., None], src.chance(flat).reshape(B, S, C),
+                        jnp.pad(sigma, ((0, 0), (0, 0), (0, C - A))))
     draws = (opponent | chance).astype(jnp.int32)
     at = drawn + _running_sum(draws) - 1
     drawn = drawn + _sum_last(draws)[:, None]
@@ -357,39 +348,40 @@ def rules_traversals(cfg, src, regrets, p: int, sizes, uni):
     act = jnp.where(mine[..., None], cols, s[..., None])
     used = jnp.where(mine[..., None], legal, (cols == 0) & (draws > 0)[..., None])
     kids = jax.vmap(game.step)(leaves(lambda x: jnp.repeat(x, A, axis=0), flat), act.reshape(-1))
-    over = jax.vmap(game.current_player)(kids).reshape(B, n, A) == TERMINAL
-    sign = 1.0 if p == 0 else -1.0
-    payoff = jnp.where(used & over, sign * jax.vmap(game.returns)(kids)[:, 0].reshape(B, n, A)
+    over = jax.vmap(game.current_player)(kids).reshape(B, S, A) == TERMINAL
+    payoff = jnp.where(used & over, sign * jax.vmap(game.returns)(kids)[:, 0].reshape(B, S, A)
                        .astype(dtype), 0.0)
     keep = used & ~over
     rank = jnp.where(keep, jnp.cumsum(keep, -1, dtype=jnp.int32) - 1,
                      jnp.where(used, _TERMINAL_CHILD, _ILLEGAL))
     count = _sum_last(keep.astype(jnp.int32))
     ends = _running_sum(count)
-    levels.append((mine, opponent, node.key.reshape(B, n, -1), sigma, payoff, rank,
-                   ends - count))
-    nxt = sizes[d + 1] if d + 1 < len(sizes) else 0
-    overflow = overflow | (ends[:, -1] > nxt)
-    if not nxt:
-      break
+    overflow = overflow | (ends[:, -1] > S)
+    # The next frontier: the kept children in slot order, then action order.
     by_rank = jnp.stack([_sum_last(jnp.where(rank == r, cols, 0)) for r in range(A)], -1)
-    parent, start, valid = _parents(ends, nxt)
-    r = jnp.clip(jnp.arange(nxt) - start, 0, A - 1)
-    col = by_rank.reshape(-1)[(batch * n + parent) * A + r]
-    at = (batch * n + parent) * A + col
-    front = leaves(lambda x: x[at], kids)
-  value = None
-  out = []
-  for mine, opponent, key, sigma, payoff, rank, start in reversed(levels):
-    if value is None:
-      below = jnp.zeros_like(payoff)
-    else:
-      n = value.shape[1]
-      idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), n - 1)
-      below = value.reshape(-1)[batch[..., None] * n + idx]
+    parent, start, valid = _parents(ends, S)
+    r = jnp.clip(jnp.arange(S) - start, 0, A - 1)
+    col = by_rank.reshape(-1)[(batch * S + parent) * A + r]
+    front = leaves(lambda x: x[(batch * S + parent) * A + col], kids)
+    level = (mine, opponent, node.key.reshape(B, S, -1), sigma, payoff, rank, ends - count)
+    return (front, valid, drawn, overflow), level
+
+  root = leaves(lambda x: jnp.broadcast_to(x[:, None], (B, S) + x.shape[1:]), src.root(B))
+  init = (root, jnp.arange(S) == 0, jnp.zeros((B, 1), jnp.int32), jnp.zeros(B, bool))
+  init = (init[0], jnp.broadcast_to(init[1], (B, S)), init[2], init[3])
+  (_, valid, _, overflow), levels = lax.scan(down, init, None, length=D)
+  overflow = overflow | jnp.any(valid, -1)  # a state below depth D: not a game of length D
+
+  def up(value, level):
+    mine, opponent, key, sigma, payoff, rank, start = level
+    idx = jnp.minimum(start[..., None] + jnp.maximum(rank, 0), S - 1)
+    below = value.reshape(-1)[batch[..., None] * S + idx]
     q = jnp.where(rank >= 0, below, payoff)
     value = jnp.where(mine, _sum_last(sigma * q), q[..., 0])
     regret = jnp.where(mine[..., None] & (rank >= _TERMINAL_CHILD), q - value[..., None], 0.0)
-    out.append((mine, opponent, key, regret, sigma))
-  out = [jnp.concatenate(x, axis=1) for x in zip(*reversed(out))]
-  return tuple(out) + (overflow,)
+    return value, regret
+
+  _, regret = lax.scan(up, jnp.zeros((B, S), dtype), levels, reverse=True)
+  mine, opponent, key, sigma = levels[:4]
+  flat = lambda x: jnp.moveaxis(x, 0, 1).reshape((B, D * S) + x.shape[3:])
+  return tuple(flat(x) for x in (mine, opponent, key, regret, sigma)) + (overflow,)
