@@ -15,6 +15,7 @@ from jaxgt.games import make
 from jaxgt.solvers import mccfr
 from jaxgt.solvers.base import compilations
 from jaxgt.solvers.cfr_rules import PowerAveraging, RegretMatchingPlus
+from jaxgt.solvers.mccfr_external import es_sizes
 from jaxgt.solvers.sources import Rules, table_stats, tree_rows
 
 _GAMES = {}
@@ -68,6 +69,60 @@ def test_outcome_sampling_on_rules_equals_tree_run(name, batch, steps, rule, cap
   assert table_stats(on_rules.tables)["refused"] == [0, 0]
   assert int(on_rules.iteration) == steps
   _assert_rows_equal(compiled, rules, on_tree, on_rules)
+
+
+@pytest.mark.parametrize("name,batch,steps,rule,capacity,frontier", [
+    ("kuhn_poker", 4, 20, "rm", 8, None),
+    pytest.param("leduc_poker", 8, 10, "rm+linear", 600, 8, marks=_SLOW),
+    pytest.param("kuhn_poker", 1, 40, "rm+linear", 8, None, marks=_SLOW),
+    pytest.param("leduc_poker", 8, 10, "rm", 600, 8, marks=_SLOW)])
+def test_external_sampling_on_rules_equals_tree_run(name, batch, steps, rule, capacity,
+                                                    frontier):
+  """Leduc's traversals keep at most 6 states at a depth (es_sizes), within 8 slots."""
+  game, compiled = _game(name)
+  tree, rules = compiled.device_tree(), Rules(game)
+  needed = max(max(sizes) for sizes, _ in es_sizes(tree)[:2])
+  assert needed <= (frontier or 2 ** (game.max_length - 1))
+  key = jax.random.key(5)
+  solver = mccfr.external_sampling(batch=batch, **RULES[rule])
+  on_tree = solver.run(tree, solver.init(tree), steps, key)
+  solver = mccfr.external_sampling(batch=batch, max_frontier=frontier, **RULES[rule])
+  on_rules = solver.run(rules, solver.init(rules, capacity=capacity), steps, key)
+  assert table_stats(on_rules.tables)["refused"] == [0, 0]
+  assert int(on_rules.frontier_overflow) == 0
+  _assert_rows_equal(compiled, rules, on_tree, on_rules)
+
+
+@_SLOW
+def test_external_sampling_drops_traversals_that_overflow_the_frontier():
+  """Leduc with one slot a depth: every traversal explores two or more actions somewhere, so
+  all are dropped (nothing enters the tables); with two slots some are, not all."""
+  game, _ = _game("leduc_poker")
+  rules = Rules(game)
+  key = jax.random.key(2)
+  one = mccfr.external_sampling(batch=8, max_frontier=1)
+  state = one.run(rules, one.init(rules, capacity=64), 3, key)
+  assert int(state.frontier_overflow) == 3 * 2 * 8
+  assert table_stats(state.tables)["rows"] == [0, 0]
+  assert not any(np.any(np.asarray(x)) for x in state.regrets + state.cum_policy)
+  two = mccfr.external_sampling(batch=8, max_frontier=2)
+  state = two.run(rules, two.init(rules, capacity=64), 3, key)
+  assert 0 < int(state.frontier_overflow) < 3 * 2 * 8
+  assert min(table_stats(state.tables)["rows"]) > 0
+  for x in state.regrets + state.cum_policy:
+    assert np.isfinite(np.asarray(x)).all()
+
+
+def test_external_sampling_reports_a_full_table():
+  game, _ = _game("kuhn_poker")
+  rules = Rules(game)
+  solver = mccfr.external_sampling(batch=4)
+  state = solver.run(rules, solver.init(rules, capacity=game.max_length), 5, jax.random.key(0))
+  stats = table_stats(state.tables)
+  assert stats["rows"] == [5, 5] and min(stats["refused"]) > 0
+  assert int(state.frontier_overflow) == 0
+  for x in state.regrets + state.cum_policy:
+    assert np.isfinite(np.asarray(x)).all()
 
 
 def test_chunked_rules_run_equals_one_long_run():
@@ -155,6 +210,17 @@ def test_bad_input_is_refused_before_compiling():
     solver.memory_bytes(rules, None)
   assert compilations(solver) == before
   assert solver.memory_bytes(rules, 10) > 10 * 2 * 2 * 4 * 2
+  es = mccfr.external_sampling(batch=2)
+  before = compilations(es)
+  with pytest.raises(ValueError, match="max_frontier"):
+    mccfr.external_sampling(max_frontier=0)
+  with pytest.raises(ValueError, match="needs max_frontier"):
+    es.init(Rules(make("leduc_poker")), capacity=100)
+  with pytest.raises(ValueError, match="max_frontier applies to device games"):
+    mccfr.external_sampling(max_frontier=4).init(tree)
+  with pytest.raises(ValueError, match="needs capacity"):
+    es.init(rules)
+  assert compilations(es) == before
 
 
 def test_holdem_outcome_sampling_fills_rows():
