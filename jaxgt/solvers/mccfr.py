@@ -19,8 +19,11 @@ per player, rows of the players' information-state tables (``state.tables``,
 rules apply row by row, and on an enumerable game the run equals the run on
 its compiled tree from the same key. A state a full table refuses keeps zero
 regrets (played uniformly) and its increments are dropped (counted in
-``state.tables[p].refused``). :meth:`MCCFRSolver.table_policy` exports the
-average strategy by information-state string.
+``state.tables[p].refused``). External sampling keeps ``max_frontier`` game
+states per depth of a traversal (:func:`~jaxgt.solvers.mccfr_external.rules_traversals`)
+and drops a traversal that needs more, counted in ``state.frontier_overflow``.
+:meth:`MCCFRSolver.table_policy` exports the average strategy by
+information-state string.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ class MCCFRState:
   cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators
   iteration: jax.Array  # [] int32 completed steps (2 * batch samples each)
   # static, external sampling only: per player the frontier size of each depth and the most
-  # draws of a traversal, then the number of chance histories (mccfr_external.es_sizes)
+  # draws of a traversal, then the number of chance histories (mccfr_external.es_sizes); on a
+  # device game per player (slots per depth, most draws), then 0
   frontier: tuple = struct.field(pytree_node=False)
   # device games: the players' information-state tables (InfoTable, InfoTable) whose rows index
   # regrets and cum_policy; None on a compiled tree
@@ -107,9 +111,6 @@ class MCCFRSolver(SampledSolver):
       return MCCFRState(regrets=zeros, cum_policy=zeros, iteration=jnp.zeros((), jnp.int32),
                         frontier=frontier, tables=tree.empty_tables(capacity),
                         frontier_overflow=self.overflow_counter())
-    if not isinstance(tree, GameTree):
-      raise TypeError(f"{self.name} runs on a compiled GameTree or a device game's Rules, got "
-                      f"{type(tree).__name__}")
     if capacity is not None:
       raise ValueError("capacity applies to device games (Rules); a compiled tree has a row per "
                        "information state")
