@@ -120,6 +120,21 @@ def lookup(table: InfoTable, keys) -> jax.Array:
   return lax.while_loop(cond, body, init)[2]
 
 
+def _lowest_lane(wanted, M: int):
+  """bool ``[B]``: whether each lane is the lowest one wanting its slot ``wanted [B]`` (``M``:
+  none). Few lanes against many slots sort the lanes (``O(B log B)``, whatever the capacity);
+  many lanes scatter their minimum into a slot array (``O(M)``, cheaper than the sort then)."""
+  B = wanted.shape[0]
+  lanes = jnp.arange(B, dtype=jnp.int32)
+  if M <= 16 * B:
+    claim = jnp.full(M, B, jnp.int32).at[wanted].min(lanes, mode="drop")
+    return claim[jnp.minimum(wanted, M - 1)] == lanes
+  order = jnp.argsort(wanted, stable=True)
+  ordered = wanted[order]
+  first = jnp.concatenate([jnp.ones(1, bool), ordered[1:] != ordered[:-1]])
+  return jnp.zeros(B, bool).at[order].set(first)
+
+
 def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   """Adds keys ``[B, W]`` (where ``mask [B]``, default all) not yet present; returns the new
   table and each lane's row (existing or new; :data:`NO_ROW` where masked off or refused).
@@ -136,38 +151,47 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   pending = jnp.ones(B, bool) if mask is None else jnp.asarray(mask, bool)
   lanes = jnp.arange(B, dtype=jnp.int32)
 
+  size0 = table.size
+
   def cond(c):
-    return jnp.any(c[2])
+    return jnp.any(c[3])
 
   def body(c):
-    t, probe, pending, row, refused = c
+    slots, size, probe, pending, row, refused, lane_of = c
     slot = (start + probe) & (M - 1)
-    r = t.slots[slot]
-    hit = pending & (r >= 0) & jnp.all(t.keys[jnp.maximum(r, 0)] == keys, axis=-1)
+    r = slots[slot]
+    # A row added by this call holds the key of the lane that took it (the rows' keys are
+    # written once, after the loop: a loop that reads and writes them copies them each round).
+    fresh = r >= size0
+    held = jnp.where(fresh[:, None], keys[lane_of[jnp.clip(r - size0, 0, B - 1)]],
+                     table.keys[jnp.clip(r, 0, capacity - 1)])
+    hit = pending & (r >= 0) & jnp.all(held == keys, axis=-1)
     occupied = pending & (r >= 0) & ~hit
     free = pending & (r < 0)
-    # A free slot goes to the lowest lane that wants it; winners take rows in lane order
-    # while rows last, the others are refused.
-    claim = jnp.full(M, B, jnp.int32).at[jnp.where(free, slot, M)].min(lanes, mode="drop")
-    won = free & (claim[slot] == lanes)
+    # A free slot goes to the lowest lane that wants it; winners take rows in lane order while
+    # rows last, the others are refused.
+    won = free & _lowest_lane(jnp.where(free, slot, M), M)
     rank = jnp.cumsum(won, dtype=jnp.int32) - 1
-    take = won & (rank < capacity - t.size)
-    new_row = t.size + rank
+    take = won & (rank < capacity - size)
+    new_row = size + rank
     refuse = won & ~take
-    slots = t.slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")
-    stored = t.keys.at[jnp.where(take, new_row, capacity)].set(keys, mode="drop")
-    t = t.replace(keys=stored, slots=slots, size=t.size + jnp.sum(take).astype(jnp.int32))
+    slots = slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")
+    lane_of = lane_of.at[jnp.where(take, new_row - size0, B)].set(lanes, mode="drop")
     # A lane whose slot another lane claimed looks at it again next round (same key: found;
     # else it probes on). Slots outnumber rows twice, so a new key always meets a free slot.
     row = jnp.where(hit, r, jnp.where(take, new_row, row))
     done = hit | take | refuse
     probe = probe + occupied
-    return t, probe, pending & ~done, row, refused + jnp.sum(refuse).astype(jnp.int32)
+    return (slots, size + jnp.sum(take).astype(jnp.int32), probe, pending & ~done, row,
+            refused + jnp.sum(refuse).astype(jnp.int32), lane_of)
 
-  init = (table, jnp.zeros(B, jnp.int32), pending, jnp.full(B, NO_ROW, jnp.int32),
-          jnp.zeros((), jnp.int32))
-  t, _, _, row, refused = lax.while_loop(cond, body, init)
-  return t.replace(refused=t.refused + refused), row
+  init = (table.slots, size0, jnp.zeros(B, jnp.int32), pending, jnp.full(B, NO_ROW, jnp.int32),
+          jnp.zeros((), jnp.int32), jnp.zeros(B, jnp.int32))
+  slots, size, _, _, row, refused, lane_of = lax.while_loop(cond, body, init)
+  added = jnp.arange(B, dtype=jnp.int32)
+  stored = table.keys.at[jnp.where(added < size - size0, size0 + added, capacity)].set(
+      keys[lane_of], mode="drop")
+  return InfoTable(keys=stored, slots=slots, size=size, refused=table.refused + refused), row
 
 
 def host_keys(table: InfoTable) -> np.ndarray:
