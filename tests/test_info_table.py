@@ -1,0 +1,84 @@
+"""The fixed-capacity information-state table: exact keys, no collisions, refusals counted."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgt.core import info_table as it
+
+
+def test_insert_then_lookup_returns_one_row_per_distinct_key():
+  rng = np.random.default_rng(0)
+  keys = rng.integers(-3, 4, size=(3000, 3)).astype(np.int32)  # many repeats, 343 distinct
+  t = it.empty(400, 3)
+  t, rows = jax.jit(it.insert)(t, keys)
+  rows = np.asarray(rows)
+  distinct = {tuple(k) for k in keys}
+  assert int(t.size) == len(distinct) and int(t.refused) == 0
+  by_key = {}
+  for k, r in zip(map(tuple, keys), rows):
+    assert by_key.setdefault(k, r) == r  # equal keys share a row
+  assert len(set(by_key.values())) == len(distinct)  # distinct keys never share one
+  np.testing.assert_array_equal(np.asarray(it.lookup(t, keys)), rows)
+  stored = it.host_keys(t)
+  for k, r in by_key.items():
+    assert tuple(stored[r]) == k
+
+
+def test_hash_collisions_are_resolved_by_full_key_comparison():
+  # Keys that differ only in a later word collide often in a tiny table.
+  keys = np.stack([np.zeros(64, np.int32), np.arange(64, dtype=np.int32)], axis=1)
+  t, rows = it.insert(it.empty(64, 2), keys)
+  assert sorted(np.asarray(rows).tolist()) == list(range(64))
+  absent = np.array([[0, 64], [1, 0]], np.int32)
+  np.testing.assert_array_equal(np.asarray(it.lookup(t, absent)), [-1, -1])
+
+
+def test_a_full_table_refuses_and_counts_without_overwriting():
+  keys = np.arange(20, dtype=np.int32)[:, None]
+  t, rows = it.insert(it.empty(8, 1), keys)
+  rows = np.asarray(rows)
+  assert int(t.size) == 8 and int(t.refused) == 12
+  assert np.sum(rows >= 0) == 8 and np.sum(rows < 0) == 12
+  before = it.host_keys(t).copy()
+  t2, rows2 = it.insert(t, keys[::-1])  # a second batch: the stored keys keep their rows
+  np.testing.assert_array_equal(it.host_keys(t2), before)
+  kept = rows >= 0
+  np.testing.assert_array_equal(np.asarray(rows2)[::-1][kept], rows[kept])
+  assert int(t2.refused) == 24
+
+
+def test_masked_lanes_are_not_inserted():
+  keys = np.arange(6, dtype=np.int32)[:, None]
+  t, rows = it.insert(it.empty(10, 1), keys, np.array([1, 0, 1, 0, 1, 0], bool))
+  assert int(t.size) == 3
+  np.testing.assert_array_equal(np.asarray(rows) < 0, [False, True] * 3)
+
+
+def test_tables_vmap_over_a_batch_of_independent_tables():
+  keys = jnp.arange(12, dtype=jnp.int32).reshape(3, 4, 1)  # 3 tables, 4 keys each
+  tables = jax.vmap(lambda _: it.empty(4, 1))(jnp.arange(3))
+  tables, rows = jax.jit(jax.vmap(it.insert))(tables, keys)
+  np.testing.assert_array_equal(np.asarray(tables.size), [4, 4, 4])
+  found = jax.vmap(it.lookup)(tables, keys)
+  np.testing.assert_array_equal(np.asarray(found), np.asarray(rows))
+
+
+def test_memory_estimate_counts_keys_slots_and_statistics():
+  assert it.num_slots(1000) == 2048
+  assert it.table_bytes(1000, 7, 24) == 1000 * (28 + 24) + 4 * 2048
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5])
+def test_bad_capacity_is_refused(bad):
+  with pytest.raises(ValueError, match="capacity"):
+    it.empty(bad, 2)
+
+
+def test_keys_of_the_wrong_width_or_dtype_are_refused():
+  t = it.empty(4, 2)
+  with pytest.raises(ValueError, match=r"\[batch, 2\]"):
+    it.lookup(t, np.zeros((3, 3), np.int32))
+  with pytest.raises(TypeError, match="integers"):
+    it.insert(t, np.zeros((3, 2), np.float32))
