@@ -8,7 +8,7 @@ import sys
 import warnings
 
 from jaxgt.cli import agents as agents_cli
-from jaxgt.cli.common import check_writable, load_game
+from jaxgt.cli.common import check_writable, load_playable
 
 
 def add_parser(sub) -> None:
@@ -45,7 +45,7 @@ def run(args) -> int:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
   check_writable({"--log": args.log, "--plot": args.plot})
   info = sys.stderr if args.json else sys.stdout
-  g = load_game(args.game)
+  g = load_playable(args.game)
   agents = [s.build(g) for s in specs]
 
   import jax
