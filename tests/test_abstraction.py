@@ -13,8 +13,8 @@ import pytest
 from jaxgt.core.playout import trajectories
 from jaxgt.games import CHANCE, TERMINAL, make
 from jaxgt.games.abstraction import (MAX_POT, PAPER_GRID, EHS2Buckets, Identity, ehs2,
-                                     exploration_constant, pot, preflop_class, preflop_class_name,
-                                     remaining_potential, round_start)
+                                     exploration_constant, make_abstraction, pot, preflop_class,
+                                     preflop_class_name, remaining_potential, round_start)
 from jaxgt.games.hand_eval import hand_rank
 from jaxgt.games.holdem import HAND_CARDS, LimitHoldem
 
@@ -314,6 +314,12 @@ def test_abstractions_refuse_another_game():
     ident.check_game(GAME)
   with pytest.raises(ValueError, match="player must be"):
     ABS.key(GAME, GAME.init(), 2)
+  with pytest.raises(ValueError, match="is for game 'limit_holdem'"):
+    make_abstraction("ehs2", leduc)
+  assert make_abstraction("ehs2", GAME, runouts=92, opponents=11).runouts == 92
+  assert isinstance(make_abstraction("identity", leduc), Identity)
+  with pytest.raises(ValueError, match="unknown abstraction 'buckets'; known: ehs2, identity"):
+    make_abstraction("buckets", GAME)
 
 
 def test_bad_parameters_are_refused():

@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.games.hand_eval import RANKS, hand_rank
-from jaxgt.games.holdem import (BLINDS, DECK, MAX_RAISES, RAISE, ROUNDS, HoldemState, LimitHoldem,
-                                _board_code, _cards_string, _pair_code, _sequences)
+from jaxgt.games.hand_eval import RANKS, card_string, hand_rank
+from jaxgt.games.holdem import (BLINDS, DECK, MAX_RAISES, RAISE, ROUNDS, HoldemState,
+                                LimitHoldem)
 
 PREFLOP_CLASSES = 169
 """Lossless preflop hand classes: 13 pairs, 78 suited and 78 offsuit rank pairs."""
@@ -154,12 +154,13 @@ def _draw(base, shape, stream: int, n: int):
   return (x % jnp.uint32(n)).astype(jnp.int32)
 
 
-def _card_seed(seed: int, hole, board):
-  """uint32 ``[]``: ``seed`` hashed with the hole cards' and the board's card sets, so the
-  draws, and so the estimate, are a fixed function of the cards."""
-  x = _fmix(jnp.asarray(seed, jnp.uint32) * jnp.uint32(0x9E3779B9) + _pair_code(hole[0], hole[1])
-            .astype(jnp.uint32))
-  return _fmix(x ^ _board_code(board).astype(jnp.uint32))
+def _card_seed(seed, hole, board):
+  """uint32 ``[]``: ``seed`` hashed with the hole cards' and the board's card sets (sorted), so
+  the draws, and so the estimate, are a fixed function of the cards."""
+  x = _fmix(jnp.asarray(seed, jnp.uint32) * jnp.uint32(0x9E3779B9) + jnp.uint32(0x632BE5AB))
+  for c in jnp.concatenate([jnp.sort(hole), jnp.sort(board)]):
+    x = _fmix(x ^ (c + 1).astype(jnp.uint32))
+  return x
 
 
 def _ehs2_counts(hole, board, base, runouts: int, opponents: int):
@@ -378,6 +379,43 @@ class EHS2Buckets(Abstraction):
     what = preflop_class_name(b) if street == 0 else f"{b}/{self.grid[street]}"
     return (f"{_cards_string([c for c in hole if c >= 0])} | "
             f"{_cards_string([c for c in board if c >= 0])}: {STREETS[street]} bucket {what}")
+
+
+def _cards_string(cards) -> str:
+  """``"AsKs"``: host card ids, highest first (OpenSpiel's card-set order)."""
+  return "".join(card_string(c) for c in sorted(cards, reverse=True))
+
+
+def _sequences(round_: int, betting) -> str:
+  """``"cr|c"``: each round's actions up to ``round_`` as ACPC's letters (host)."""
+  out = []
+  for code in betting[:round_ + 1]:
+    letters = ""
+    while code:
+      letters += "fcr"[(code & 3) - 1]
+      code >>= 2
+    out.append(letters)
+  return "|".join(out)
+
+
+ABSTRACTIONS = {"identity": "the game's own information states (any game)",
+                "ehs2": "E[HS^2] card buckets of Heinrich and Silver 2015 (limit_holdem)"}
+"""The abstractions :func:`make_abstraction` builds, by name."""
+
+
+def make_abstraction(name: str, game, **params) -> Abstraction:
+  """The abstraction ``name`` (:data:`ABSTRACTIONS`) for ``game``, with ``params`` for its
+  constructor (``EHS2Buckets(grid, runouts=, opponents=, seed=)``); ``ValueError`` for an
+  unknown name or a game it is not for."""
+  if name == "identity":
+    if params:
+      raise ValueError(f"the identity abstraction takes no parameters, got {sorted(params)}")
+    return Identity(game)
+  if name == "ehs2":
+    out = EHS2Buckets(**params)
+    out.check_game(game)
+    return out
+  raise ValueError(f"unknown abstraction {name!r}; known: {', '.join(sorted(ABSTRACTIONS))}")
 
 
 # --- the exploration schedule -------------------------------------------------------------------
