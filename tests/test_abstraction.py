@@ -12,9 +12,10 @@ import pytest
 
 from jaxgt.core.playout import trajectories
 from jaxgt.games import CHANCE, TERMINAL, make
-from jaxgt.games.abstraction import (MAX_POT, PAPER_GRID, EHS2Buckets, Identity, ehs2,
-                                     exploration_constant, make_abstraction, pot, preflop_class,
-                                     preflop_class_name, remaining_potential, round_start)
+from jaxgt.games.abstraction import (MAX_POT, PAPER_GRID, EHS2Buckets, Identity,
+                                     canonical_suits, ehs2, exploration_constant,
+                                     make_abstraction, pot, preflop_class, preflop_class_name,
+                                     remaining_potential, round_start)
 from jaxgt.games.hand_eval import hand_rank
 from jaxgt.games.holdem import HAND_CARDS, LimitHoldem
 
@@ -180,6 +181,22 @@ def test_estimates_are_fixed_functions_of_the_card_sets():
       ABS.bucket_of(hole[::-1], _board(flop[::-1]))
   est, _ = _ehs2_seeds(jnp.arange(256), jnp.asarray(hole), jnp.asarray(_board(flop)))
   assert float(est[0]) == float(a[0]) and len(np.unique(np.asarray(est))) > 100  # seed 0, others
+
+
+def test_hands_equal_up_to_suits_share_estimates_and_buckets():
+  rng = np.random.default_rng(3)
+  canon = jax.jit(canonical_suits)
+  for nb in (3, 4, 3, 4):
+    d = _random_deal(rng, 2 + nb)
+    perm = rng.permutation(4)
+    e = d // 4 * 4 + perm[d % 4]  # the same hand with the suits renamed
+    assert set(e.tolist()) != set(d.tolist())  # another information state
+    cd, ce = (canon(jnp.asarray(h[:2]), jnp.asarray(_board(h[2:]))) for h in (d, e))
+    assert set(np.asarray(cd[0]).tolist()) == set(np.asarray(ce[0]).tolist())
+    assert set(np.asarray(cd[1]).tolist()) == set(np.asarray(ce[1]).tolist())
+    assert float(_ehs2(jnp.asarray(d[:2]), jnp.asarray(_board(d[2:])))[0]) == \
+        float(_ehs2(jnp.asarray(e[:2]), jnp.asarray(_board(e[2:])))[0])
+    assert ABS.bucket_of(d[:2], _board(d[2:])) == ABS.bucket_of(e[:2], _board(e[2:]))
 
 
 def test_preflop_buckets_are_the_169_lossless_classes():

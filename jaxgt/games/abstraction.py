@@ -123,6 +123,27 @@ def preflop_class_name(cls: int) -> str:
   return (RANKS[row] + RANKS[col] + "s") if row > col else (RANKS[col] + RANKS[row] + "o")
 
 
+def canonical_suits(hole, board):
+  """``(hole [2], board [5])`` with the suits renamed canonically (-1 stays): suits ordered by
+  (hole ranks, board ranks) as 13-bit masks, highest first, become suits 0, 1, ... Hands equal
+  up to a renaming of suits (isomorphic: equal E[HS^2]) map to equal card sets; suits with
+  equal masks are interchangeable, so their order does not matter."""
+  hole, board = jnp.asarray(hole, jnp.int32), jnp.asarray(board, jnp.int32)
+
+  def masks(cards):
+    bit = jnp.where(cards >= 0, jnp.left_shift(jnp.int32(1), jnp.maximum(cards, 0) // 4), 0)
+    return jnp.sum(jnp.where(cards[:, None] % 4 == jnp.arange(4), bit[:, None], 0), axis=0)
+
+  sig = (masks(hole) << 13) | masks(board)  # [4]
+  order = jnp.argsort(-sig, stable=True)  # suits, canonical first
+  rename = jnp.argsort(order).astype(jnp.int32)  # suit -> its canonical name
+
+  def apply(cards):
+    return jnp.where(cards >= 0, cards // 4 * 4 + rename[cards % 4], -1).astype(jnp.int32)
+
+  return apply(hole), apply(board)
+
+
 def _known_rest(hole, board):
   """int32 ``[50]``: the cards not in ``hole [2]`` nor the dealt part of ``board [5]``, in
   increasing order, then the known cards."""
@@ -241,11 +262,12 @@ def ehs2(hole, board, *, runouts: int = 184, opponents: int = 6, seed: int = 0):
   one uniformly random opponent hand (ties half), the expectation over the board cards to
   come. The river is exact (standard error 0); the flop and turn are unbiased estimates of
   ``runouts`` completions times ``opponents`` opponent hands (see :class:`EHS2Buckets`), drawn
-  from a key fixed by ``seed`` and the cards; the standard error is the runouts' sample
+  from a hash of ``seed`` and the cards (suits renamed by :func:`canonical_suits`, so
+  isomorphic hands get one estimate); the standard error is the runouts' sample
   standard deviation over ``sqrt(runouts)`` (conservative on the turn, whose river cards are
   enumerated evenly). Pure; vmap for batches."""
   runouts, opponents = _check_sampling(runouts, opponents)
-  hole, board = jnp.asarray(hole, jnp.int32), jnp.asarray(board, jnp.int32)
+  hole, board = canonical_suits(hole, board)
   num, per = _ehs2_counts(hole, board, _card_seed(seed, hole, board), runouts, opponents)
   river = jnp.sum(board >= 0) == 5
   f = jnp.zeros(()).dtype
@@ -287,8 +309,9 @@ class EHS2Buckets(Abstraction):
   and, on each, ``M = opponents`` independent uniform opponent hands with outcomes ``X_i``
   (1, 1/2, 0): ``sum_{i != j} X_i X_j / (M (M - 1))`` is unbiased for that completion's
   ``HS^2`` (products of independent opponents), and their mean for E[HS^2]. The draws come
-  from a counter hash of ``seed`` and the hole cards' and the board's card sets, so a bucket is
-  a fixed function of the cards. Defaults ``R = 184``, ``M = 6``: ``R (M + 1) = 1288``
+  from a counter hash of ``seed`` and the hole cards' and the board's card sets after
+  :func:`canonical_suits`, so a bucket is a fixed function of the cards, the same for hands
+  equal up to a renaming of suits. Defaults ``R = 184``, ``M = 6``: ``R (M + 1) = 1288``
   evaluations of :func:`~jaxgt.games.hand_eval.hand_rank` a key, the same array shapes on every
   round so batches of mixed rounds vmap. Standard error of E[HS^2] (:func:`ehs2` reports it),
   measured over random hands: about 0.02 on the flop (0.017 to 0.028), about 0.018 reported on
@@ -330,7 +353,7 @@ class EHS2Buckets(Abstraction):
     """int32 ``[]``: the bucket of hole cards ``hole [2]`` with ``board [5]`` (-1 undealt),
     of the round of the board cards dealt (0, 3, 4, 5; 1 or 2: preflop); -1 without hole
     cards."""
-    hole, board = jnp.asarray(hole, jnp.int32), jnp.asarray(board, jnp.int32)
+    hole, board = canonical_suits(hole, board)
     nb = jnp.sum(board >= 0)
     num, _ = _ehs2_counts(hole, board, _card_seed(self.seed, hole, board), self.runouts,
                           self.opponents)
