@@ -3,7 +3,7 @@
 An :class:`Abstraction` maps a player's information state in one game to a
 coarser key: ``key(game, state, player) -> int32 [W']``, a pure device
 function (it jits and vmaps over batches of states; ``player`` a Python int).
-Sampled search (MCCFR, OOS, ISMCTS, UCT, Smooth UCT) keys its tables by the
+Sampled search (MCCFR, OOS, ISMCTS, UCT, Smooth UCT) can key its tables by the
 abstraction's key in place of ``game.info_key``, so every information state
 with one abstract key shares one table row. The map need not respect perfect
 recall: an abstract key may forget what the player knew earlier (imperfect
@@ -186,11 +186,12 @@ def _card_seed(seed, hole, board):
 
 def _ehs2_counts(hole, board, base, runouts: int, opponents: int):
   """``(num int32 [], per_runout int32 [R])``: E[HS^2] of ``hole [2]`` on ``board [5]`` (-1
-  undealt; 3 to 5 dealt) as ``num / den``, ``den`` = :func:`_ehs2_den`: on the river
-  ``wins2^2`` (``wins2`` = twice the wins plus the ties against all 990 opponent hands); on
-  the flop and turn the sum over ``R`` runouts of ``(S^2 - Q)`` with ``S``, ``Q`` the sum of
-  ``2 X`` and of ``(2 X)^2`` over ``M`` independent uniform opponent hands (``X`` 1 win, 1/2
-  tie, 0 loss): ``(S^2 - Q) / (4 M (M - 1))`` is unbiased for the runout's ``HS^2``."""
+  undealt; 3 to 5 dealt) as ``num / den``. On the river ``num = wins2^2``, ``wins2`` twice the
+  wins plus the ties against all 990 opponent hands, ``den = 1980^2``; on the flop and turn
+  ``den = 4 R M (M - 1)`` and ``num`` the sum over ``R`` runouts of ``S^2 - Q``, ``S`` and
+  ``Q`` the sums of ``2 X`` and of ``(2 X)^2`` over ``M`` independent uniform opponent hands
+  (``X`` 1 win, 1/2 tie, 0 loss): ``(S^2 - Q) / (4 M (M - 1))`` is unbiased for the runout's
+  ``HS^2``."""
   hole = jnp.asarray(hole, jnp.int32)
   board = jnp.asarray(board, jnp.int32)
   nb = jnp.sum(board >= 0)
