@@ -402,6 +402,7 @@ def test_exploration_schedule_on_hands_worked_out_by_hand():
   river = _play("As Ks 2d 3d Qs Js Ts 2c 3h", [1, 1, 1, 1, 1, 1])
   assert _schedule(river) == (20, 160, 10.0)
   assert float(exploration_constant(river, in_chips=True)) == 100.0
+  assert float(jax.jit(lambda s, C, k: exploration_constant(s, C, k))(river, 9.0, 0.25)) == 6.0
   # a bet and a call on the flop, then the turn: pot 40, c = 4 + 16 = 20
   assert _schedule(_play("As Ks 2d 3d Qs Js Ts 2c", [1, 1, 2, 1])) == (40, 320, 20.0)
   # mid-river after a bet: the state's own values, and the round start's for c

@@ -492,10 +492,11 @@ def exploration_constant(state: HoldemState, C: float = 24.0, k: float = 0.5, *,
   rounds' starts, as the paper says). ``at_round_start``: the pot and potential at the start
   of the state's betting round (:func:`round_start`), as the paper updates ``c`` once a
   round; else at the state itself. ``in_chips``: times the big blind (for values in chips,
-  as :class:`~jaxgt.games.holdem.LimitHoldem`'s returns are)."""
-  for name, v in (("C", C), ("k", k)):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
-       or not math.isfinite(v) or v < 0:
+  as :class:`~jaxgt.games.holdem.LimitHoldem`'s returns are). ``C`` and ``k`` may be arrays
+  (traced under jit)."""
+  for name, v in (("C", C), ("k", k)):  # concrete numbers checked; arrays (traced) pass
+    if isinstance(v, bool) or isinstance(v, (int, float, np.integer, np.floating)) and \
+       not (math.isfinite(v) and v >= 0):
       raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
   s = round_start(state) if at_round_start else state
   bb = LimitHoldem.big_blind
