@@ -1,0 +1,226 @@
+"""Local best response: a lower bound on a poker policy's exploitability by play.
+
+Lisy and Bowling, "Equilibrium Approximation Quality of Current No-Limit Poker Bots" (2017).
+Where exact best response is out of reach (limit hold'em), a *local best response* (LBR)
+plays the policy and picks each action greedily: it keeps the opponent's *range* (the
+belief over the opponent's private hands given everything LBR has seen), computes ``WP``,
+its probability of winning the showdown against that range if the rest of the hand were
+checked and called (ties count half), and takes the action of highest value, in chips
+relative to folding now (all of LBR's chips already in the pot are sunk):
+
+* fold: ``0`` (only when facing a bet);
+* check/call: ``WP * pot - (1 - WP) * to_call``;
+* bet/raise by ``r`` chips over the opponent's contribution: ``fp * pot + (1 - fp) *
+  (WP * (pot + r) - (1 - WP) * (to_call + r))``, ``fp`` the probability (under the range)
+  that the opponent folds to it;
+
+``pot`` the chips both players have in before LBR acts, ``to_call`` the opponent's
+contribution minus LBR's. The first of the best actions is taken (fold, then call, then
+raises: the paper's rule of folding unless some action is worth more than zero). The range is
+Bayes' rule over the hands the cards LBR sees allow: the chance of each deal
+(:meth:`~jaxgt.games.device.DeviceGame.private_chance`) times the probability of the
+opponent's actions so far with that hand, the policy evaluated at every opponent hand
+(``with_private``). LBR's strategy is a legal strategy of the game (it uses only its own
+information), so its expected payoff, seated as player ``p``, is at most player ``p``'s best
+response value; the mean over both seats is a lower bound on the exploitability (jaxgt's
+``nash_conv / 2``), estimated from sampled deals with a 95% interval.
+
+**Poker device games.** LBR plays any device game with a public/private factorisation
+(``num_private``) and actions ``0`` fold, ``1`` check/call, ``2..A-1`` bets/raises, that also
+provides
+
+* ``with_private(s, player, k)``: ``s`` with ``player``'s private hand replaced by ``k``;
+* ``chips(s)``: int ``[2]`` each player's chips in the pot;
+* ``showdown_equity(s, player, belief, key, num_boards)``: float ``[]`` ``WP`` against
+  ``belief [K]`` (exact, or estimated from ``num_boards`` sampled boards);
+
+as :class:`~jaxgt.games.leduc.LeducPoker`, :class:`~jaxgt.games.generic_poker.GenericPoker`
+and :class:`~jaxgt.games.holdem.LimitHoldem` do. The policy is a device policy
+(:mod:`jaxgt.evaluation.device_policy`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.core.checks import check_key, check_positive_int
+from jaxgt.evaluation.device_policy import batch_of, check_device_policy
+from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.device import DeviceGame
+
+FOLD, CALL = 0, 1
+POKER_METHODS = ("with_private", "chips", "showdown_equity")
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalBRResult:
+  """What :func:`local_best_response` measured (game units: chips per game)."""
+
+  seat_values: tuple  # (v0, v1): LBR's mean payoff seated as player 0, as player 1
+  seat_half_widths: tuple  # 95% half-widths of the seat values
+  value: float  # (v0 + v1) / 2: the lower bound on the exploitability (nash_conv / 2)
+  half_width: float  # its 95% half-width
+  num_games: int  # games played in each seat (2 * num_games in all)
+  payoffs: np.ndarray  # [2, num_games] LBR's payoff in each game, by seat
+  big_blind: float  # the game's big blind in chips
+
+  @property
+  def mbb_per_game(self) -> float:
+    """``value`` in thousandths of a big blind per game."""
+    return 1000.0 * self.value / self.big_blind
+
+
+def check_poker_game(game) -> None:
+  """Raises ``TypeError`` unless ``game`` is a poker device game (module docstring)."""
+  if not isinstance(game, DeviceGame):
+    hint = " (for a compiled game pass its .game)" if hasattr(game, "tree") else ""
+    raise TypeError(f"local best response needs a poker device game, got "
+                    f"{type(game).__name__}{hint}")
+  missing = [m for m in POKER_METHODS if not callable(getattr(game, m, None))]
+  if game.num_private is None or missing or game.num_actions < 3:
+    why = f"it lacks {', '.join(missing)}" if missing else \
+        "it has no private hands (num_private)" if game.num_private is None else \
+        "it has no bet action"
+    raise TypeError(f"local best response needs a poker device game (private hands, actions "
+                    f"fold, call, raise..., and {', '.join(POKER_METHODS)}); {game.name} is "
+                    f"not one: {why}")
+
+
+def local_best_response(game: DeviceGame, policy, key, num_games: int, *,
+                        batch_size: int = 256, num_boards: int = 32,
+                        progress: bool = False) -> LocalBRResult:
+  """LBR (module docstring) against device policy ``policy`` in poker device game ``game``:
+  ``num_games`` sampled deals with LBR as player 0 and as many as player 1, the policy
+  playing the other seat.
+
+  Games run ``batch_size`` at a time in one jitted program per seat (the last batch padded);
+  ``num_boards`` board completions estimate ``WP`` where the game samples it (hold'em; Leduc
+  and generic poker are exact). ``key`` drives the deals, the policy's actions and the
+  sampled boards. ``progress`` prints the running estimate after each batch. Bad arguments
+  raise ``TypeError`` / ``ValueError`` before anything is compiled."""
+  check_poker_game(game)
+  num_games = check_positive_int("num_games", num_games)
+  batch_size = check_positive_int("batch_size", batch_size)
+  num_boards = check_positive_int("num_boards", num_boards)
+  key = check_key(key)
+  check_device_policy(game, policy)
+  batch = min(batch_size, num_games)
+  chunks = -(-num_games // batch)
+  payoffs = np.zeros((2, num_games))
+  for seat in (0, 1):
+    seat_key = jax.random.fold_in(key, seat)
+    for c in range(chunks):
+      out = np.asarray(_play(jax.random.fold_in(seat_key, c), game=game, policy=policy,
+                             seat=seat, batch=batch, num_boards=num_boards))
+      lo = c * batch
+      payoffs[seat, lo:min(lo + batch, num_games)] = out[:num_games - lo]
+      if progress:
+        done = payoffs[seat, :min(lo + batch, num_games)]
+        mean, hw = _mean_half_width(done)
+        print(f"local BR seat {seat}: {len(done)}/{num_games} games, {mean:.4f} +- {hw:.4f}",
+              flush=True)
+  seats = [_mean_half_width(payoffs[p]) for p in (0, 1)]
+  value = 0.5 * (seats[0][0] + seats[1][0])
+  half = 0.5 * math.sqrt(seats[0][1] ** 2 + seats[1][1] ** 2)
+  return LocalBRResult(seat_values=(seats[0][0], seats[1][0]),
+                       seat_half_widths=(seats[0][1], seats[1][1]), value=value,
+                       half_width=half, num_games=num_games, payoffs=payoffs,
+                       big_blind=float(game.big_blind))
+
+
+def _mean_half_width(x) -> tuple[float, float]:
+  x = np.asarray(x, np.float64)
+  sd = float(np.std(x, ddof=1)) if len(x) > 1 else math.inf
+  return float(np.mean(x)), Z95 * sd / math.sqrt(len(x))
+
+
+def _tree_index(states, at):
+  return jax.tree_util.tree_map(lambda x: x[at], states)
+
+
+def _with_hands(game, states, player: int, num: int):
+  """``states`` ``[B]`` with ``player``'s hand set to each of ``num`` hands: ``[B * num]``
+  (game ``b``'s hands at ``b * num .. b * num + num - 1``)."""
+  hands = jnp.arange(num, dtype=jnp.int32)
+  out = jax.vmap(lambda s: jax.vmap(lambda k: game.with_private(s, player, k))(hands))(states)
+  return jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
+
+
+def _clean(q):
+  """Policy rows with non-finite or negative entries read as zero."""
+  return jnp.where(jnp.isfinite(q) & (q > 0), q, 0.0)
+
+
+@functools.partial(jax.jit, static_argnames=("game", "policy", "seat", "batch", "num_boards"))
+def _play(key, *, game, policy, seat: int, batch: int, num_boards: int):
+  """float ``[batch]``: LBR's payoff (seated as ``seat``) in ``batch`` games against ``policy``."""
+  me, opp = seat, 1 - seat
+  K, A = int(game.num_private[opp]), int(game.num_actions)
+  vm = jax.vmap
+  dtype = jnp.zeros(()).dtype
+
+  def hand_policies(states):
+    """``[B, K, A]``: the opponent's policy at ``states`` under each of its hands."""
+    return _clean(policy(_with_hands(game, states, opp, K), opp)).reshape(batch, K, A)
+
+  def opponent(s, player, reach, k):
+    q = _clean(policy(s, opp)) * vm(game.legal_mask)(s)
+    a = jax.random.categorical(k, jnp.where(q > 0, jnp.log(jnp.maximum(q, 1e-300)), -jnp.inf))
+    like = jnp.take_along_axis(hand_policies(s), a[:, None, None], axis=2)[..., 0]  # [B, K]
+    new = reach * like
+    new = new / jnp.maximum(jnp.max(new, axis=1, keepdims=True), 1e-300)
+    return a.astype(jnp.int32), jnp.where((player == opp)[:, None], new, reach)
+
+  def lbr(s, reach, k):
+    own = vm(lambda x: game.private_index(x, me))(s)
+    chance = vm(game.private_chance)(s)  # [B, K0, K1]
+    prior = jnp.take_along_axis(chance, own[:, None, None], axis=1 + me)
+    prior = prior[:, 0, :] if me == 0 else prior[:, :, 0]  # [B, K]
+    belief = prior * reach
+    total = jnp.sum(belief, axis=1, keepdims=True)
+    belief = jnp.where(total > 0, belief / jnp.maximum(total, 1e-300),
+                       prior / jnp.maximum(jnp.sum(prior, axis=1, keepdims=True), 1e-300))
+    wp = vm(lambda x, b, kk: game.showdown_equity(x, me, b, kk, num_boards))(
+        s, belief, jax.random.split(k, batch)).astype(dtype)
+    chips = vm(game.chips)(s).astype(dtype)
+    pot, to_call = chips[:, 0] + chips[:, 1], chips[:, opp] - chips[:, me]
+    legal = vm(game.legal_mask)(s)
+    values = [jnp.zeros(batch, dtype), wp * pot - (1 - wp) * to_call]
+    for a in range(2, A):
+      after = vm(game.step)(s, jnp.full(batch, a, jnp.int32))
+      r = vm(game.chips)(after)[:, me].astype(dtype) - chips[:, opp]
+      fp = jnp.sum(belief * hand_policies(after)[..., FOLD], axis=1)
+      values.append(fp * pot + (1 - fp) * (wp * (pot + r) - (1 - wp) * (to_call + r)))
+    values = jnp.where(legal, jnp.stack(values, axis=1), -jnp.inf)
+    return jnp.argmax(values, axis=1).astype(jnp.int32)
+
+  def cond(carry):
+    t, s, _, _ = carry
+    return (t < game.max_length) & jnp.any(vm(game.current_player)(s) != TERMINAL)
+
+  def body(carry):
+    t, s, reach, k = carry
+    k, k_chance, k_opp, k_lbr = jax.random.split(k, 4)
+    player = vm(game.current_player)(s)
+    probs = vm(game.chance_probs)(s)
+    a_chance = jax.random.categorical(k_chance, jnp.where(probs > 0, jnp.log(
+        jnp.maximum(probs, 1e-300)), -jnp.inf)).astype(jnp.int32)
+    zeros = jnp.zeros(batch, jnp.int32)
+    a_opp, reach = jax.lax.cond(jnp.any(player == opp),
+                                lambda: opponent(s, player, reach, k_opp),
+                                lambda: (zeros, reach))
+    a_lbr = jax.lax.cond(jnp.any(player == me), lambda: lbr(s, reach, k_lbr), lambda: zeros)
+    a = jnp.where(player == CHANCE, a_chance, jnp.where(player == opp, a_opp, a_lbr))
+    return t + 1, vm(game.step)(s, a), reach, k
+
+  states = batch_of(game, batch)
+  reach = jnp.ones((batch, K), dtype)
+  _, s, _, _ = jax.lax.while_loop(cond, body, (jnp.int32(0), states, reach, key))
+  return vm(game.returns)(s)[:, me]
