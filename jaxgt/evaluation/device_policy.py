@@ -22,12 +22,12 @@ estimates can be checked against exact best responses); :func:`uniform_device_po
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from jaxgt.games.device import DeviceGame
 
@@ -100,7 +100,7 @@ def fixed_action_policy(game: DeviceGame, preference) -> DevicePolicy:
   return policy
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@struct.dataclass
 class TabularDevicePolicy:
   """A tabular policy of a compiled device game as a device policy (:func:`tabular_device_policy`).
 
@@ -109,9 +109,10 @@ class TabularDevicePolicy:
   in index order, ``probs[p] [I_p, A]`` the policy; a query's key is found by a mixed-radix
   code (``codes[p]`` sorted, ``order[p]`` their rows) or, when codes would not fit in 31 bits,
   by comparing whole keys. A key the game never reaches gets the uniform policy over the
-  state's legal actions."""
+  state's legal actions. A pytree (the tables are its leaves), so evaluators can take it as an
+  argument of a jitted program: tables of one shape share a compilation."""
 
-  game: DeviceGame
+  game: DeviceGame = struct.field(pytree_node=False)
   keys: tuple  # per player, int32 [I_p, W]
   probs: tuple  # per player, float [I_p, A]
   low: tuple  # per player, int32 [W] smallest value of each key word
@@ -201,30 +202,52 @@ def tabular_device_policy(compiled, policy) -> TabularDevicePolicy:
                              tuple(low), tuple(span), tuple(codes), tuple(order))
 
 
+_CHUNK = 1 << 14  # states per replay call (levels padded or cut to this size)
+_REPLAY: dict = {}  # (game class, game string) -> jitted (step, key of player 0, of player 1)
+
+
+def _replay_functions(game: DeviceGame):
+  key = (type(game), game.game_string())
+  if key not in _REPLAY:
+    _REPLAY[key] = (jax.jit(jax.vmap(game.step)),) + tuple(
+        jax.jit(jax.vmap(lambda s, p=p: game.info_key(s, p))) for p in (0, 1))
+  return _REPLAY[key]
+
+
 def _infostate_rows(compiled) -> tuple:
   """Per player ``[I_p, W]`` int64: the device key of each information state, read by
   replaying the compiled tree's histories (breadth first) through the device rules."""
   game, tree = compiled.game, compiled.tree
   parent, action = np.asarray(tree.parent), np.asarray(tree.action)
   players, infostate = np.asarray(tree.player), np.asarray(tree.infostate)
-  out = [np.full((tree.num_infostates[p], game.info_key_width), np.iinfo(np.int64).min, np.int64)
+  missing = np.iinfo(np.int64).min
+  out = [np.full((tree.num_infostates[p], game.info_key_width), missing, np.int64)
          for p in (0, 1)]
-  step = jax.jit(jax.vmap(game.step))
-  keys = [jax.jit(jax.vmap(lambda s, p=p: game.info_key(s, p))) for p in (0, 1)]
-  states, prev_lo = batch_of(game, 1), 0
+  step, *keys = _replay_functions(game)
+  widest = max(hi - lo for lo, hi in tree.depth_levels)
+  chunk = min(_CHUNK, 1 << int(np.ceil(np.log2(max(widest, 1)))))
+  level = jax.tree_util.tree_map(np.asarray, batch_of(game, 1))
+  prev_lo = 0
   for d, (lo, hi) in enumerate(tree.depth_levels):
-    if d:  # padded to a power of two, so a few sizes compile
-      pad = 1 << int(np.ceil(np.log2(hi - lo)))
-      idx = np.minimum(np.arange(pad), hi - lo - 1)
-      states = step(jax.tree_util.tree_map(lambda x: x[parent[lo:hi][idx] - prev_lo], states),
-                    jnp.asarray(action[lo:hi][idx], jnp.int32))
+    if d:  # the level's states from its parents', in chunks of one size (one compilation)
+      parts = []
+      for a in range(lo, hi, chunk):
+        idx = np.minimum(np.arange(a, a + chunk), hi - 1)
+        states = jax.tree_util.tree_map(lambda x: x[parent[idx] - prev_lo], level)
+        out_states = step(states, jnp.asarray(action[idx], jnp.int32))
+        parts.append(jax.tree_util.tree_map(lambda x, n=min(chunk, hi - a): np.asarray(x)[:n],
+                                            out_states))
+      level = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *parts)
     prev_lo = lo
     for p in (0, 1):
       at = np.flatnonzero(players[lo:hi] == p)
-      if len(at):
-        out[p][infostate[lo + at]] = np.asarray(keys[p](states))[:hi - lo][at]
+      for a in range(0, len(at), chunk):
+        sel = at[a:a + chunk]
+        idx = np.concatenate([sel, np.full(chunk - len(sel), sel[-1])])
+        rows = np.asarray(keys[p](jax.tree_util.tree_map(lambda x: x[idx], level)))
+        out[p][infostate[lo + sel]] = rows[:len(sel)]
   for p in (0, 1):
-    if np.any(out[p] == np.iinfo(np.int64).min):
+    if np.any(out[p] == missing):
       raise ValueError(f"{compiled.name}: some information states of player {p} were not met "
                        f"replaying the tree")
   return tuple(out)

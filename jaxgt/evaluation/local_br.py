@@ -111,14 +111,21 @@ def local_best_response(game: DeviceGame, policy, key, num_games: int, *,
   num_boards = check_positive_int("num_boards", num_boards)
   key = check_key(key)
   check_device_policy(game, policy)
+  # a pytree of arrays (a tabular policy) is an argument of the jitted program, so policies of
+  # one shape share a compilation; any other policy is part of the program
+  leaves, treedef = jax.tree_util.tree_flatten(policy)
+  if leaves and all(isinstance(x, (np.ndarray, jax.Array)) for x in leaves):
+    static, leaves = treedef, tuple(leaves)
+  else:
+    static, leaves = policy, ()
   batch = min(batch_size, num_games)
   chunks = -(-num_games // batch)
   payoffs = np.zeros((2, num_games))
   for seat in (0, 1):
     seat_key = jax.random.fold_in(key, seat)
     for c in range(chunks):
-      out = np.asarray(_play(jax.random.fold_in(seat_key, c), game=game, policy=policy,
-                             seat=seat, batch=batch, num_boards=num_boards))
+      out = np.asarray(_play(jax.random.fold_in(seat_key, c), leaves, game=game,
+                             policy=static, seat=seat, batch=batch, num_boards=num_boards))
       lo = c * batch
       payoffs[seat, lo:min(lo + batch, num_games)] = out[:num_games - lo]
       if progress:
@@ -153,16 +160,26 @@ def _with_hands(game, states, player: int, num: int):
   return jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
 
 
+def _slice(batch: int, size: int) -> int:
+  """Games per slice of a computation whose per-game intermediates are about ``size`` words:
+  about 2^22 words at a time."""
+  return max(1, min(batch, (1 << 22) // max(size, 1)))
+
+
 def _clean(q):
   """Policy rows with non-finite or negative entries read as zero."""
   return jnp.where(jnp.isfinite(q) & (q > 0), q, 0.0)
 
 
 @functools.partial(jax.jit, static_argnames=("game", "policy", "seat", "batch", "num_boards"))
-def _play(key, *, game, policy, seat: int, batch: int, num_boards: int):
-  """float ``[batch]``: LBR's payoff (seated as ``seat``) in ``batch`` games against ``policy``."""
+def _play(key, leaves, *, game, policy, seat: int, batch: int, num_boards: int):
+  """float ``[batch]``: LBR's payoff (seated as ``seat``) in ``batch`` games against ``policy``
+  (or, with ``leaves``, the policy of treedef ``policy`` and leaves ``leaves``)."""
+  if leaves:
+    policy = policy.unflatten(leaves)
   me, opp = seat, 1 - seat
   K, A = int(game.num_private[opp]), int(game.num_actions)
+  K0, K1 = (int(k) for k in game.num_private)
   vm = jax.vmap
   dtype = jnp.zeros(()).dtype
 
@@ -179,16 +196,20 @@ def _play(key, *, game, policy, seat: int, batch: int, num_boards: int):
     return a.astype(jnp.int32), jnp.where((player == opp)[:, None], new, reach)
 
   def lbr(s, reach, k):
-    own = vm(lambda x: game.private_index(x, me))(s)
-    chance = vm(game.private_chance)(s)  # [B, K0, K1]
-    prior = jnp.take_along_axis(chance, own[:, None, None], axis=1 + me)
-    prior = prior[:, 0, :] if me == 0 else prior[:, :, 0]  # [B, K]
+    def prior_of(x):  # [K] the deal's chance of each opponent hand given LBR's
+      chance = game.private_chance(x)
+      own = game.private_index(x, me)
+      return chance[own] if me == 0 else chance[:, own]
+
+    # mapped in slices of the batch, so the [K0, K1] chances (1326^2 in hold'em) stay small
+    prior = jax.lax.map(prior_of, s, batch_size=_slice(batch, K0 * K1))
     belief = prior * reach
     total = jnp.sum(belief, axis=1, keepdims=True)
     belief = jnp.where(total > 0, belief / jnp.maximum(total, 1e-300),
                        prior / jnp.maximum(jnp.sum(prior, axis=1, keepdims=True), 1e-300))
-    wp = vm(lambda x, b, kk: game.showdown_equity(x, me, b, kk, num_boards))(
-        s, belief, jax.random.split(k, batch)).astype(dtype)
+    wp = jax.lax.map(lambda a: game.showdown_equity(a[0], me, a[1], a[2], num_boards),
+                     (s, belief, jax.random.split(k, batch)),
+                     batch_size=_slice(batch, num_boards * K * 16)).astype(dtype)
     chips = vm(game.chips)(s).astype(dtype)
     pot, to_call = chips[:, 0] + chips[:, 1], chips[:, opp] - chips[:, me]
     legal = vm(game.legal_mask)(s)
