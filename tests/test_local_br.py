@@ -3,6 +3,8 @@ against the published exploitability of always-call in limit hold'em; the poker 
 ``with_private``, ``chips`` and ``showdown_equity`` against stepping the rules; the tabular
 device policy against the compiled game's information-state strings."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,10 +16,14 @@ from jaxgt.evaluation.device_policy import (batch_of, fixed_action_policy, tabul
                                             uniform_device_policy)
 from jaxgt.evaluation.local_br import _play, local_best_response
 from jaxgt.games import CHANCE, TERMINAL, make
+from jaxgt.games.hand_eval import hand_rank
 from jaxgt.games.holdem import HAND_CARDS, hole_index
 from jaxgt.policy import PolicyError
 
 from device_game_checks import replay
+
+
+_hand_rank = jax.jit(hand_rank)
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +49,14 @@ def _uniform(compiled):
                for pt in compiled.tree.players)
 
 
+@functools.lru_cache(maxsize=None)
+def _jitted_step(game):
+  return jax.jit(game.step)
+
+
 def _steps(game, state, actions):
   for a in actions:
-    state = game.step(state, jnp.int32(a))
+    state = _jitted_step(game)(state, jnp.int32(a))
   return state
 
 
@@ -130,22 +141,25 @@ def test_holdem_showdown_equity_on_the_river_and_the_turn():
   belief = np.zeros(1326)
   belief[hands] = [0.5, 0.3, 0.2]
 
-  def by_rules(state, rivers):
+  def by_rules(rivers):
+    """Each hand's showdowns against the rivers that miss it, ranked by ``hand_rank``."""
     total = 0.0
     for h, b in zip(hands, belief[hands]):
-      cards = list(hole[:2]) + [int(c) for c in HAND_CARDS[h]]
-      ok = [c for c in rivers if c not in cards]
-      for c in ok:
-        full = jnp.asarray(cards + board[:4] + [c], jnp.int32)
-        v = g.hand_values(state.replace(cards=full))
-        total += b * (1.0 if v[0] > v[1] else 0.5 if v[0] == v[1] else 0.0) / len(ok)
+      opp = [int(c) for c in HAND_CARDS[h]]
+      ok = [c for c in rivers if c not in opp]
+      boards = [board[:4] + [c] for c in ok]
+      mine = _hand_rank(jnp.asarray([hole[:2] + x for x in boards]))
+      theirs = _hand_rank(jnp.asarray([opp + x for x in boards]))
+      total += b * float(jnp.mean(jnp.where(mine > theirs, 1.0, jnp.where(mine == theirs, 0.5,
+                                                                          0.0))))
     return total
 
-  exact = float(g.showdown_equity(river, 0, jnp.asarray(belief), jax.random.key(0), 4))
-  assert exact == pytest.approx(by_rules(river, [board[4]]), abs=1e-12)
+  equity = jax.jit(g.showdown_equity, static_argnums=(1, 4))
+  exact = float(equity(river, 0, jnp.asarray(belief), jax.random.key(0), 4))
+  assert exact == pytest.approx(by_rules([board[4]]), abs=1e-12)
   unseen = [c for c in range(52) if c not in hole[:2] + board[:4]]
-  want = by_rules(s, unseen)
-  got = float(g.showdown_equity(s, 0, jnp.asarray(belief), jax.random.key(1), 500))
+  want = by_rules(unseen)
+  got = float(equity(s, 0, jnp.asarray(belief), jax.random.key(1), 300))
   assert got == pytest.approx(want, abs=0.05)
 
 
