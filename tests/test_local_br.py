@@ -248,6 +248,21 @@ def test_lbr_against_a_cfr_policy_is_small(leduc):
   assert res.value < 0.15  # against uniform random LBR wins over 2 chips a game
 
 
+def test_lbr_without_the_calling_range_is_a_weaker_lower_bound(leduc):
+  """Against a partly solved policy, WP against the hands that call a raise finds more than WP
+  against the whole range (both are strategies of the game, so both are lower bounds)."""
+  g, cg = leduc
+  probs = jaxgt.solve(cg, "cfr", iterations=20, eval_every=0).policy
+  ev = jaxgt.evaluate(cg, probs)
+  pol = tabular_device_policy(cg, probs)
+  out = [local_best_response(g, pol, jax.random.key(4), LEDUC_GAMES, batch_size=LEDUC_GAMES,
+                             calling_range=c) for c in (True, False)]
+  for res in out:
+    _assert_lower_bound(ev, res)
+  assert out[0].value > out[1].value + out[1].half_width
+  assert out[0].value > 0.5 * ev.exploitability
+
+
 def test_lbr_in_generic_poker_is_a_lower_bound():
   g = make("generic_poker", T=3, C=2, R=1, B=2)
   cg = compile_game(g)
@@ -308,6 +323,11 @@ def test_bad_input_is_refused_before_compiling(leduc):
     local_best_response(g, good, key, 10, batch_size=0)
   with pytest.raises(ValueError, match="key"):
     local_best_response(g, good, 7, 10)
+  with pytest.raises(TypeError, match="calling_range"):
+    local_best_response(g, good, key, 10, calling_range="yes")
+  iso = make("leduc_poker", suit_isomorphism=True)
+  with pytest.raises(TypeError, match="tabular device policy is for leduc_poker"):
+    local_best_response(iso, tabular_device_policy(cg, _uniform(cg)), key, 10)
   with pytest.raises(ValueError, match="preference"):
     fixed_action_policy(g, (3,))
   assert _play._cache_size() == before

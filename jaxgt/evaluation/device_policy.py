@@ -51,6 +51,11 @@ def check_device_policy(game: DeviceGame, policy) -> None:
   if not callable(policy):
     raise TypeError(f"a device policy is a function policy(states, player) -> [B, A], got "
                     f"{type(policy).__name__}")
+  own = getattr(policy, "game", None)
+  if isinstance(policy, TabularDevicePolicy) and own is not game and \
+     own.game_string() != game.game_string():
+    raise TypeError(f"the tabular device policy is for {own.game_string()}, not for "
+                    f"{game.game_string()}")
   A = int(game.num_actions)
   for player in (0, 1):
     try:

@@ -12,7 +12,9 @@ relative to folding now (all of LBR's chips already in the pot are sunk):
 * check/call: ``WP * pot - (1 - WP) * to_call``;
 * bet/raise by ``r`` chips over the opponent's contribution: ``fp * pot + (1 - fp) *
   (WP * (pot + r) - (1 - WP) * (to_call + r))``, ``fp`` the probability (under the range)
-  that the opponent folds to it;
+  that the opponent folds to it, and the raise's ``WP`` taken against the hands that call it
+  (the range weighted by each hand's probability of not folding; ``calling_range=False``
+  keeps the whole range's);
 
 ``pot`` the chips both players have in before LBR acts, ``to_call`` the opponent's
 contribution minus LBR's. The first of the best actions is taken (fold, then call, then
@@ -95,20 +97,25 @@ def check_poker_game(game) -> None:
 
 def local_best_response(game: DeviceGame, policy, key, num_games: int, *,
                         batch_size: int = 256, num_boards: int = 32,
-                        progress: bool = False) -> LocalBRResult:
+                        calling_range: bool = True, progress: bool = False) -> LocalBRResult:
   """LBR (module docstring) against device policy ``policy`` in poker device game ``game``:
   ``num_games`` sampled deals with LBR as player 0 and as many as player 1, the policy
   playing the other seat.
 
   Games run ``batch_size`` at a time in one jitted program per seat (the last batch padded);
   ``num_boards`` board completions estimate ``WP`` where the game samples it (hold'em; Leduc
-  and generic poker are exact). ``key`` drives the deals, the policy's actions and the
+  and generic poker are exact). ``calling_range``: a raise's ``WP`` is taken against the range
+  of hands that call it (the range reweighted by each hand's probability of not folding), as
+  in Lisy and Bowling's algorithm; ``False`` uses the whole range's ``WP`` for every action.
+  ``key`` drives the deals, the policy's actions and the
   sampled boards. ``progress`` prints the running estimate after each batch. Bad arguments
   raise ``TypeError`` / ``ValueError`` before anything is compiled."""
   check_poker_game(game)
   num_games = check_positive_int("num_games", num_games)
   batch_size = check_positive_int("batch_size", batch_size)
   num_boards = check_positive_int("num_boards", num_boards)
+  if not isinstance(calling_range, bool):
+    raise TypeError(f"calling_range must be a bool, got {calling_range!r}")
   key = check_key(key)
   check_device_policy(game, policy)
   # a pytree of arrays (a tabular policy) is an argument of the jitted program, so policies of
@@ -125,7 +132,8 @@ def local_best_response(game: DeviceGame, policy, key, num_games: int, *,
     seat_key = jax.random.fold_in(key, seat)
     for c in range(chunks):
       out = np.asarray(_play(jax.random.fold_in(seat_key, c), leaves, game=game,
-                             policy=static, seat=seat, batch=batch, num_boards=num_boards))
+                             policy=static, seat=seat, batch=batch, num_boards=num_boards,
+                             calling_range=calling_range))
       lo = c * batch
       payoffs[seat, lo:min(lo + batch, num_games)] = out[:num_games - lo]
       if progress:
@@ -171,8 +179,10 @@ def _clean(q):
   return jnp.where(jnp.isfinite(q) & (q > 0), q, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("game", "policy", "seat", "batch", "num_boards"))
-def _play(key, leaves, *, game, policy, seat: int, batch: int, num_boards: int):
+@functools.partial(jax.jit, static_argnames=("game", "policy", "seat", "batch", "num_boards",
+                                             "calling_range"))
+def _play(key, leaves, *, game, policy, seat: int, batch: int, num_boards: int,
+          calling_range: bool):
   """float ``[batch]``: LBR's payoff (seated as ``seat``) in ``batch`` games against ``policy``
   (or, with ``leaves``, the policy of treedef ``policy`` and leaves ``leaves``)."""
   if leaves:
@@ -207,9 +217,14 @@ def _play(key, leaves, *, game, policy, seat: int, batch: int, num_boards: int):
     total = jnp.sum(belief, axis=1, keepdims=True)
     belief = jnp.where(total > 0, belief / jnp.maximum(total, 1e-300),
                        prior / jnp.maximum(jnp.sum(prior, axis=1, keepdims=True), 1e-300))
-    wp = jax.lax.map(lambda a: game.showdown_equity(a[0], me, a[1], a[2], num_boards),
-                     (s, belief, jax.random.split(k, batch)),
-                     batch_size=_slice(batch, num_boards * K * 16)).astype(dtype)
+    board_keys = jax.random.split(k, batch)  # one set of boards for every equity at this step
+
+    def equity(b):  # [B] WP against beliefs b [B, K], in slices (hold'em's are large)
+      return jax.lax.map(lambda x: game.showdown_equity(x[0], me, x[1], x[2], num_boards),
+                         (s, b, board_keys),
+                         batch_size=_slice(batch, num_boards * K * 16)).astype(dtype)
+
+    wp = equity(belief)
     chips = vm(game.chips)(s).astype(dtype)
     pot, to_call = chips[:, 0] + chips[:, 1], chips[:, opp] - chips[:, me]
     legal = vm(game.legal_mask)(s)
@@ -217,8 +232,14 @@ def _play(key, leaves, *, game, policy, seat: int, batch: int, num_boards: int):
     for a in range(2, A):
       after = vm(game.step)(s, jnp.full(batch, a, jnp.int32))
       r = vm(game.chips)(after)[:, me].astype(dtype) - chips[:, opp]
-      fp = jnp.sum(belief * hand_policies(after)[..., FOLD], axis=1)
-      values.append(fp * pot + (1 - fp) * (wp * (pot + r) - (1 - wp) * (to_call + r)))
+      fold = hand_policies(after)[..., FOLD]  # [B, K]
+      fp = jnp.sum(belief * fold, axis=1)
+      wp_a = wp
+      if calling_range:  # WP against the hands that do not fold to the raise
+        calls = belief * (1 - fold)
+        total = jnp.sum(calls, axis=1, keepdims=True)
+        wp_a = equity(jnp.where(total > 0, calls / jnp.maximum(total, 1e-300), belief))
+      values.append(fp * pot + (1 - fp) * (wp_a * (pot + r) - (1 - wp_a) * (to_call + r)))
     values = jnp.where(legal, jnp.stack(values, axis=1), -jnp.inf)
     return jnp.argmax(values, axis=1).astype(jnp.int32)
 
