@@ -201,10 +201,10 @@ def test_tabular_device_policy_refuses_what_does_not_fit(leduc):
 LEDUC_GAMES = 4000  # one batch per seat, the same for every Leduc test: one compilation
 
 
-def _lbr(g, cg, probs, num_games=LEDUC_GAMES, seed=0):
+def _lbr(g, cg, probs, num_games=LEDUC_GAMES, seed=0, progress=False):
   ev = jaxgt.evaluate(cg, probs)
   res = local_best_response(g, tabular_device_policy(cg, probs), jax.random.key(seed),
-                            num_games, batch_size=num_games)
+                            num_games, batch_size=num_games, progress=progress)
   return ev, res
 
 
@@ -230,10 +230,13 @@ def test_lbr_is_the_best_response_against_always_call(leduc):
   assert abs(res.value - ev.exploitability) <= res.half_width
 
 
-def test_lbr_takes_every_pot_from_fold_to_any_bet(leduc):
+def test_lbr_takes_every_pot_from_fold_to_any_bet(leduc, capsys):
   """Folding to every bet (checking otherwise) loses the ante whenever LBR bets: both best
   response and LBR win exactly one chip a game."""
-  ev, res = _lbr(*leduc, _pure(leduc[1], (0, 1)))
+  ev, res = _lbr(*leduc, _pure(leduc[1], (0, 1)), progress=True)
+  printed = capsys.readouterr().out.splitlines()
+  assert printed == [f"local BR seat {p}: {LEDUC_GAMES}/{LEDUC_GAMES} games, 1.0000 +- 0.0000"
+                     for p in (0, 1)]
   assert ev.best_response == pytest.approx((1.0, 1.0))
   np.testing.assert_array_equal(res.payoffs, 1.0)
   assert res.value == 1.0 and res.half_width == 0.0
@@ -271,7 +274,7 @@ def test_lbr_in_generic_poker_is_a_lower_bound():
   assert res.value > 0.5 * ev.exploitability
 
 
-# --- limit hold'em ----------------------------------------------------------------------------------
+# --- limit hold'em --------------------------------------------------------------------------------
 
 ALWAYS_CALL_MBB = 1163.48
 """Exploitability of always-call in heads-up limit hold'em, mbb/game: Johanson, Waugh, Bowling,
@@ -297,7 +300,7 @@ def test_lbr_against_always_call_in_limit_holdem_is_near_its_exploitability():
   assert res.mbb_per_game - hw <= ALWAYS_CALL_MBB  # below the exact best response
 
 
-# --- bad input -------------------------------------------------------------------------------------
+# --- bad input ------------------------------------------------------------------------------------
 
 def test_bad_input_is_refused_before_compiling(leduc):
   g, cg = leduc
