@@ -104,12 +104,12 @@ def local_best_response(game: DeviceGame, policy, key, num_games: int, *,
 
   Games run ``batch_size`` at a time in one jitted program per seat (the last batch padded);
   ``num_boards`` board completions estimate ``WP`` where the game samples it (hold'em; Leduc
-  and generic poker are exact). ``calling_range``: a raise's ``WP`` is taken against the range
-  of hands that call it (the range reweighted by each hand's probability of not folding), as
-  in Lisy and Bowling's algorithm; ``False`` uses the whole range's ``WP`` for every action.
-  ``key`` drives the deals, the policy's actions and the
-  sampled boards. ``progress`` prints the running estimate after each batch. Bad arguments
-  raise ``TypeError`` / ``ValueError`` before anything is compiled."""
+  and generic poker are exact). ``calling_range``: a raise's ``WP`` is taken against the hands
+  that call it (the range reweighted by each hand's probability of not folding to the raise);
+  ``False`` uses the whole range's ``WP`` for every action (cheaper: one equity per decision,
+  usually a weaker bound). ``key`` drives the deals, the policy's actions and the sampled
+  boards. ``progress`` prints the running estimate after each batch. Bad arguments raise
+  ``TypeError`` / ``ValueError`` before anything is compiled."""
   check_poker_game(game)
   num_games = check_positive_int("num_games", num_games)
   batch_size = check_positive_int("batch_size", batch_size)
@@ -154,10 +154,6 @@ def _mean_half_width(x) -> tuple[float, float]:
   x = np.asarray(x, np.float64)
   sd = float(np.std(x, ddof=1)) if len(x) > 1 else math.inf
   return float(np.mean(x)), Z95 * sd / math.sqrt(len(x))
-
-
-def _tree_index(states, at):
-  return jax.tree_util.tree_map(lambda x: x[at], states)
 
 
 def _with_hands(game, states, player: int, num: int):
