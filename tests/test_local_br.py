@@ -14,7 +14,7 @@ import jaxgt
 from jaxgt.core.compiler import compile_game
 from jaxgt.evaluation.device_policy import (batch_of, fixed_action_policy, tabular_device_policy,
                                             uniform_device_policy)
-from jaxgt.evaluation.local_br import _play, local_best_response
+from jaxgt.evaluation.local_br import _play, action_values, local_best_response, range_update
 from jaxgt.games import CHANCE, TERMINAL, make
 from jaxgt.games.hand_eval import hand_rank
 from jaxgt.games.holdem import HAND_CARDS, hole_index
@@ -194,6 +194,42 @@ def test_tabular_device_policy_refuses_what_does_not_fit(leduc):
     tabular_device_policy(cg, (np.ones((3, 3)), np.ones((3, 3))))
   with pytest.raises(TypeError, match="compiled from device rules"):
     tabular_device_policy(make("leduc_poker"), _uniform(cg))
+
+
+# --- one LBR decision by hand --------------------------------------------------------------------
+
+def _card_policy(g):
+  """At the root, rank ``r`` raises with probability ``(r + 1) / 4`` and checks otherwise;
+  facing a re-raise it folds with probability 1/2, 1/5, 0 by rank and calls otherwise."""
+  def policy(states, player):
+    rank = states.cards[:, player] // 2
+    raise_p = (rank + 1) / 4
+    fold_p = jnp.array([0.5, 0.2, 0.0])[rank]
+    opening = jnp.stack([0 * raise_p, 1 - raise_p, raise_p], axis=1)
+    facing = jnp.stack([fold_p, 1 - fold_p, 0 * fold_p], axis=1)
+    return jnp.where((states.raises >= 2)[:, None], facing, opening)
+  return policy
+
+
+@pytest.mark.parametrize("calling_range, raise_value", [(True, 0.8 + 0.8 * 118 / 48),
+                                                       (False, 0.8 + 0.8 * 8 / 3)])
+def test_action_values_of_one_decision_by_hand(leduc, calling_range, raise_value):
+  """Player 1 holds a king (card 4) and faces player 0's raise. Range: cards 0, 1, 2, 3, 5 a
+  priori equally likely, times the raise's chance 1/4, 1/4, 1/2, 1/2, 3/4: (1, 1, 2, 2, 0, 3)
+  / 9. WP: 3/4 against a jack or a queen (they pair on one table card of four), 1/2 against
+  the other king: 2/3. Pot 4, to call 2: calling is worth 2/3 * 4 - 1/3 * 2 = 2. A re-raise
+  of 2 folds 1/2 of the jacks and 1/5 of the queens: fp = 1/5; the hands that call are
+  (5, 5, 16, 16, 0, 30) / 72 with WP 31/48, worth 4/5 + 4/5 (31/48 * 6 - 17/48 * 4); against
+  the whole range 4/5 + 4/5 (2/3 * 6 - 1/3 * 4)."""
+  g, _ = leduc
+  pol = _card_policy(g)
+  root = _steps(g, g.init(), [0, 4])
+  batch = jax.tree_util.tree_map(lambda x: x[None], root)
+  reach = range_update(g, pol, batch, 0, jnp.array([2]), jnp.ones((1, 6)))
+  np.testing.assert_allclose(reach[0] / reach[0].max(), [1 / 3, 1 / 3, 2 / 3, 2 / 3, 1, 1])
+  s = jax.tree_util.tree_map(lambda x: x[None], _steps(g, root, [2]))
+  values = action_values(g, pol, s, 1, reach, jax.random.key(0), calling_range=calling_range)
+  np.testing.assert_allclose(values[0], [0.0, 2.0, raise_value], rtol=1e-12)
 
 
 # --- local best response in Leduc against the exact best response --------------------------------

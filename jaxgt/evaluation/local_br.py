@@ -131,9 +131,9 @@ def local_best_response(game: DeviceGame, policy, key, num_games: int, *,
   for seat in (0, 1):
     seat_key = jax.random.fold_in(key, seat)
     for c in range(chunks):
-      out = np.asarray(_play(jax.random.fold_in(seat_key, c), leaves, game=game,
-                             policy=static, seat=seat, batch=batch, num_boards=num_boards,
-                             calling_range=calling_range))
+      out = np.asarray(_play(jax.random.fold_in(seat_key, c), leaves, jnp.bool_(calling_range),
+                             game=game, policy=static, seat=seat, batch=batch,
+                             num_boards=num_boards))
       lo = c * batch
       payoffs[seat, lo:min(lo + batch, num_games)] = out[:num_games - lo]
       if progress:
@@ -175,69 +175,100 @@ def _clean(q):
   return jnp.where(jnp.isfinite(q) & (q > 0), q, 0.0)
 
 
-@functools.partial(jax.jit, static_argnames=("game", "policy", "seat", "batch", "num_boards",
-                                             "calling_range"))
-def _play(key, leaves, *, game, policy, seat: int, batch: int, num_boards: int,
-          calling_range: bool):
+def _hand_policies(game, policy, states, player: int):
+  """``[B, K, A]``: ``player``'s policy at ``states [B]`` under each of its ``K`` hands."""
+  K, A = int(game.num_private[player]), int(game.num_actions)
+  batch = jax.tree_util.tree_leaves(states)[0].shape[0]
+  return _clean(policy(_with_hands(game, states, player, K), player)).reshape(batch, K, A)
+
+
+def range_update(game, policy, states, player: int, actions, reach):
+  """``[B, K]``: the reach ``reach [B, K]`` of ``player``'s hands times the policy's probability
+  of ``actions [B]`` at ``states [B]`` under each hand (Bayes' rule before normalising;
+  rescaled so each row's largest entry is one)."""
+  q = _hand_policies(game, policy, states, player)
+  like = jnp.take_along_axis(q, jnp.asarray(actions, jnp.int32)[:, None, None], axis=2)[..., 0]
+  new = reach * like
+  return new / jnp.maximum(jnp.max(new, axis=1, keepdims=True), 1e-300)
+
+
+def action_values(game, policy, states, seat: int, reach, key, *, num_boards: int = 32,
+                  calling_range: bool = True):
+  """float ``[B, A]``: LBR's value of each action (module docstring; ``-inf`` where illegal)
+  at ``states [B]`` where ``seat`` acts, the opponent's hands having reach ``reach [B, K]``
+  (:func:`range_update` along the way; ones at the deal). ``key`` draws the boards where the
+  game samples ``WP``. ``calling_range`` may be a traced bool."""
+  me, opp = seat, 1 - seat
+  K0, K1 = (int(k) for k in game.num_private)
+  K, A = (K1, K0)[me], int(game.num_actions)
+  batch = jax.tree_util.tree_leaves(states)[0].shape[0]
+  dtype = jnp.zeros(()).dtype
+  vm = jax.vmap
+
+  def prior_of(x):  # [K] the deal's chance of each opponent hand given LBR's
+    chance = game.private_chance(x)
+    own = game.private_index(x, me)
+    return chance[own] if me == 0 else chance[:, own]
+
+  # mapped in slices of the batch, so the [K0, K1] chances (1326^2 in hold'em) stay small
+  prior = jax.lax.map(prior_of, states, batch_size=_slice(batch, K0 * K1))
+  belief = _normalized(prior * reach, prior)
+  board_keys = jax.random.split(key, batch)  # one set of boards for every equity here
+
+  def equity(b):  # [B] WP against beliefs b [B, K], in slices (hold'em's are large)
+    return jax.lax.map(lambda x: game.showdown_equity(x[0], me, x[1], x[2], num_boards),
+                       (states, b, board_keys),
+                       batch_size=_slice(batch, num_boards * K * 16)).astype(dtype)
+
+  wp = equity(belief)
+  chips = vm(game.chips)(states).astype(dtype)
+  pot, to_call = chips[:, 0] + chips[:, 1], chips[:, opp] - chips[:, me]
+  values = [jnp.zeros(batch, dtype), wp * pot - (1 - wp) * to_call]
+  for a in range(2, A):
+    after = vm(game.step)(states, jnp.full(batch, a, jnp.int32))
+    r = vm(game.chips)(after)[:, me].astype(dtype) - chips[:, opp]
+    fold = _hand_policies(game, policy, after, opp)[..., FOLD]  # [B, K]
+    fp = jnp.sum(belief * fold, axis=1)
+    # WP against the hands that call the raise (or the whole range)
+    def calling_wp(belief=belief, fold=fold):
+      return equity(_normalized(belief * (1 - fold), belief))
+
+    if isinstance(calling_range, bool):
+      wp_a = calling_wp() if calling_range else wp
+    else:  # a traced flag: one program for both
+      wp_a = jax.lax.cond(calling_range, calling_wp, lambda: wp)
+    values.append(fp * pot + (1 - fp) * (wp_a * (pot + r) - (1 - wp_a) * (to_call + r)))
+  return jnp.where(vm(game.legal_mask)(states), jnp.stack(values, axis=1), -jnp.inf)
+
+
+def _normalized(weights, fallback):
+  """Rows of ``weights [B, K]`` normalised; ``fallback``'s where a row sums to zero."""
+  total = jnp.sum(weights, axis=1, keepdims=True)
+  other = fallback / jnp.maximum(jnp.sum(fallback, axis=1, keepdims=True), 1e-300)
+  return jnp.where(total > 0, weights / jnp.maximum(total, 1e-300), other)
+
+
+@functools.partial(jax.jit, static_argnames=("game", "policy", "seat", "batch", "num_boards"))
+def _play(key, leaves, calling_range, *, game, policy, seat: int, batch: int, num_boards: int):
   """float ``[batch]``: LBR's payoff (seated as ``seat``) in ``batch`` games against ``policy``
   (or, with ``leaves``, the policy of treedef ``policy`` and leaves ``leaves``)."""
   if leaves:
     policy = policy.unflatten(leaves)
   me, opp = seat, 1 - seat
-  K, A = int(game.num_private[opp]), int(game.num_actions)
-  K0, K1 = (int(k) for k in game.num_private)
+  K = int(game.num_private[opp])
   vm = jax.vmap
-  dtype = jnp.zeros(()).dtype
-
-  def hand_policies(states):
-    """``[B, K, A]``: the opponent's policy at ``states`` under each of its hands."""
-    return _clean(policy(_with_hands(game, states, opp, K), opp)).reshape(batch, K, A)
 
   def opponent(s, player, reach, k):
     q = _clean(policy(s, opp)) * vm(game.legal_mask)(s)
     a = jax.random.categorical(k, jnp.where(q > 0, jnp.log(jnp.maximum(q, 1e-300)), -jnp.inf))
-    like = jnp.take_along_axis(hand_policies(s), a[:, None, None], axis=2)[..., 0]  # [B, K]
-    new = reach * like
-    new = new / jnp.maximum(jnp.max(new, axis=1, keepdims=True), 1e-300)
-    return a.astype(jnp.int32), jnp.where((player == opp)[:, None], new, reach)
+    a = a.astype(jnp.int32)
+    new = range_update(game, policy, s, opp, a, reach)
+    return a, jnp.where((player == opp)[:, None], new, reach)
 
   def lbr(s, reach, k):
-    def prior_of(x):  # [K] the deal's chance of each opponent hand given LBR's
-      chance = game.private_chance(x)
-      own = game.private_index(x, me)
-      return chance[own] if me == 0 else chance[:, own]
-
-    # mapped in slices of the batch, so the [K0, K1] chances (1326^2 in hold'em) stay small
-    prior = jax.lax.map(prior_of, s, batch_size=_slice(batch, K0 * K1))
-    belief = prior * reach
-    total = jnp.sum(belief, axis=1, keepdims=True)
-    belief = jnp.where(total > 0, belief / jnp.maximum(total, 1e-300),
-                       prior / jnp.maximum(jnp.sum(prior, axis=1, keepdims=True), 1e-300))
-    board_keys = jax.random.split(k, batch)  # one set of boards for every equity at this step
-
-    def equity(b):  # [B] WP against beliefs b [B, K], in slices (hold'em's are large)
-      return jax.lax.map(lambda x: game.showdown_equity(x[0], me, x[1], x[2], num_boards),
-                         (s, b, board_keys),
-                         batch_size=_slice(batch, num_boards * K * 16)).astype(dtype)
-
-    wp = equity(belief)
-    chips = vm(game.chips)(s).astype(dtype)
-    pot, to_call = chips[:, 0] + chips[:, 1], chips[:, opp] - chips[:, me]
-    legal = vm(game.legal_mask)(s)
-    values = [jnp.zeros(batch, dtype), wp * pot - (1 - wp) * to_call]
-    for a in range(2, A):
-      after = vm(game.step)(s, jnp.full(batch, a, jnp.int32))
-      r = vm(game.chips)(after)[:, me].astype(dtype) - chips[:, opp]
-      fold = hand_policies(after)[..., FOLD]  # [B, K]
-      fp = jnp.sum(belief * fold, axis=1)
-      wp_a = wp
-      if calling_range:  # WP against the hands that do not fold to the raise
-        calls = belief * (1 - fold)
-        total = jnp.sum(calls, axis=1, keepdims=True)
-        wp_a = equity(jnp.where(total > 0, calls / jnp.maximum(total, 1e-300), belief))
-      values.append(fp * pot + (1 - fp) * (wp_a * (pot + r) - (1 - wp_a) * (to_call + r)))
-    values = jnp.where(legal, jnp.stack(values, axis=1), -jnp.inf)
-    return jnp.argmax(values, axis=1).astype(jnp.int32)
+    values = action_values(game, policy, s, me, reach, k, num_boards=num_boards,
+                           calling_range=calling_range)
+    return jnp.argmax(values, axis=1).astype(jnp.int32)  # the first best: fold, call, raises
 
   def cond(carry):
     t, s, _, _ = carry
@@ -259,6 +290,6 @@ def _play(key, leaves, *, game, policy, seat: int, batch: int, num_boards: int,
     return t + 1, vm(game.step)(s, a), reach, k
 
   states = batch_of(game, batch)
-  reach = jnp.ones((batch, K), dtype)
+  reach = jnp.ones((batch, K), jnp.zeros(()).dtype)
   _, s, _, _ = jax.lax.while_loop(cond, body, (jnp.int32(0), states, reach, key))
   return vm(game.returns)(s)[:, me]
