@@ -42,8 +42,9 @@ def _random_returns(game, n, key):
     def body(t, s):
       kt = jax.random.fold_in(k, t)
       chance = game.current_player(s) == CHANCE
-      w = jnp.where(chance, jnp.pad(game.chance_probs(s), (0, game.num_distinct - game.num_outcomes)),
-                    jnp.pad(game.legal_mask(s).astype(float), (0, game.num_distinct - game.num_actions)))
+      C = game.num_distinct
+      w = jnp.where(chance, jnp.pad(game.chance_probs(s), (0, C - game.num_outcomes)),
+                    jnp.pad(game.legal_mask(s).astype(float), (0, C - game.num_actions)))
       a = jax.random.categorical(kt, jnp.log(jnp.where(w > 0, w, 1e-30)))
       return game.step(s, a)
     return game.returns(jax.lax.fori_loop(0, game.max_length, body, game.init()))[0]

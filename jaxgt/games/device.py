@@ -39,13 +39,13 @@ function                    returns                  meaning
                                                      (sums to one; games with ``num_private``)
 ==========================  =======================  =====================================
 
-``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``,
-``Wp = public_key_width``, ``F``/``Fp`` the feature sizes, ``K_p =
-num_private[p]``. ``max_length`` bounds the number of steps from the root to
-any terminal (chance steps included), so fixed-length loops cover every
-trajectory. ``max_utility`` (optional) is the largest ``|returns(s)[p]|`` over
-terminals ``s``, exactly, where the game knows it in closed form. Float outputs take JAX's default float dtype (float64 under
-``jax_enable_x64``; enumeration runs in float64).
+``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``, ``Wp =
+public_key_width``, ``F``/``Fp`` the feature sizes, ``K_p = num_private[p]``.
+``max_length`` bounds the number of steps from the root to any terminal (chance
+steps included), so fixed-length loops cover every trajectory. ``max_utility``
+(optional) is the largest ``|returns(s)[p]|`` over terminals ``s``, exactly,
+where the game knows it in closed form. Float outputs take JAX's default float
+dtype (float64 under ``jax_enable_x64``; enumeration runs in float64).
 
 Host side (one state whose leaves are NumPy arrays, or a key):
 ``info_string(key, p)`` turns an information-state key into its string

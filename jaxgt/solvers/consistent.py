@@ -28,15 +28,16 @@ Sampled states of an information state are drawn with probability proportional
 to their chance reach times the uniform choices among consistent actions along
 the way; where the players' actions are public (poker, Liar's Dice) that is the
 chance reach, as on a compiled tree (where they are hidden, as in II-Goofspiel,
-a history is weighted by one over the consistent actions each player had). A
-walk through consistent children proposes a state with probability its chance
-reach divided by its *weight*, the product of the consistent chance mass at each
-chance step; the weight differs between states only where chance outcomes come
-in copies (Leduc with suit isomorphism, Generic Poker: a rank the opponent holds
-leaves fewer copies for the board). Each proposal is accepted with probability
-its weight over the largest weight (:func:`information_state_bound`: the
-largest among a pool of proposals), the rest walk again (rejection sampling,
-exact once the bound is the largest weight).
+a history is weighted by one over the number of consistent actions at each of
+its decisions). A walk through consistent children proposes a state with
+probability its chance reach divided by its *weight*, the product of the
+consistent chance mass at each chance step. In the games here the weight
+differs between states only where chance outcomes come in copies (Leduc with
+suit isomorphism, Generic Poker: a rank the opponent holds leaves fewer copies
+of it for the board). Each proposal is accepted with probability its weight
+over the largest weight (:func:`information_state_bound`: the largest among a
+pool of proposals), the rest walk again (rejection sampling, exact once the
+bound is the largest weight).
 """
 
 from __future__ import annotations
@@ -207,6 +208,8 @@ def _walk_consistent(game: DeviceGame, path: SearchPath, key, batch: int):
         lambda n, o: jnp.where(go.reshape(go.shape + (1,) * (n.ndim - 1)), n, o), nxt, s)
     return s, ok, logw
 
-  s, ok, logw = lax.fori_loop(0, L, body, (states, jnp.ones(batch, bool),
-                                           jnp.zeros(batch, jnp.float32)))
+  # Steps from the position on change nothing: walk only up to it.
+  steps = jnp.clip(jnp.asarray(path.length, jnp.int32), 0, L)
+  s, ok, logw = lax.fori_loop(0, steps, body, (states, jnp.ones(batch, bool),
+                                               jnp.zeros(batch, jnp.float32)))
   return s, ok, logw, uni[L]
