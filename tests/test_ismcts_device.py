@@ -141,6 +141,8 @@ def test_full_table_is_reported_and_the_run_completes():
         x = np.asarray(getattr(s, name)[p])
         assert x.shape == (3, 3) and np.isfinite(x).all()
     assert np.asarray(s.visits[0]).sum() > 0 and np.asarray(s.visits[1]).sum() > 0
+    arrays = jax.tree_util.tree_leaves((s.tables, [getattr(s, n) for n in cfg._statistics]))
+    assert cfg.memory_bytes(rules, 3) == sum(x.nbytes for x in arrays if x.ndim)
 
 
 def test_bad_input_is_refused_before_compiling():
