@@ -125,6 +125,11 @@ def test_search_from_a_match_position():
     assert probs[1] > 0.8, (selection, probs)  # call
     # I(m) is player 1's first row (every simulation of the first step inserts it)
     assert np.asarray(s.visits[1])[0].sum() == 400
+    # Observations no state shows (player 1 holding a card 7): no determinization, nothing
+    # updated.
+    bogus = path.replace(keys=path.keys.at[2:, 0].set(7))
+    s = cfg.run(rules, cfg.init(rules, capacity=16), 5, jax.random.key(0), path=bogus)
+    assert int(s.skipped) == 20 and int(s.size) == 0 and not np.asarray(s.visits[1]).any()
 
 
 def test_full_table_is_reported_and_the_run_completes():
