@@ -84,6 +84,8 @@ class TwoRoundPoker(DeviceGame):
     bets = 2 * self.round_length * self.num_actions
     self.info_feature_size = 2 * self.num_cards + 3 * self.key_has_player + bets
     self.public_feature_size = 3 + self.num_cards + bets
+    # the loser's chips: the ante and R + 1 bets of the largest size in each round
+    self.max_utility = float(1 + (self.max_raises + 1) * self.num_bets * (2 + 4))
 
   # --- device functions -------------------------------------------------------------------
   def init(self):

@@ -123,6 +123,8 @@ class LimitHoldem(DeviceGame):
   num_outcomes = DECK
   max_length = 4 + 5 + (MAX_ACTIONS - 1) + (ROUNDS - 1) * MAX_ACTIONS  # 9 deals; 5 preflop bets
   big_blind = 10.0
+  # the loser's chips: the big blind and every raise of every round called
+  max_utility = float(BLINDS[0] + sum(r * k for r, k in zip(RAISE, MAX_RAISES)))
   info_key_width = 3 + ROUNDS  # (round and player, own cards, board, betting per round)
   public_key_width = 3 + ROUNDS  # (round and player, hole cards dealt, board, betting)
   info_feature_size = 2 * DECK + ROUNDS * MAX_ACTIONS * 3 + 4

@@ -22,10 +22,22 @@ is determined by its key at any later depth of the same trajectory (the game
 is timed and of perfect recall in what it shows). A game that forgets (the
 hold'em keys show the board as a set) loses the histories whose cards came in
 another order from the targeted set; targeting stays sound (any targeted set
-is, Sec. 4), it only narrows the set. Sampled states of an information state
-are drawn with probability proportional to their chance reach times the
-uniform choices along the way; where the players' actions are public (poker,
-Liar's Dice) that is the chance reach, as on a compiled tree.
+is, Sec. 4), it only narrows the set.
+
+Sampled states of an information state are drawn with probability proportional
+to their chance reach times the uniform choices among consistent actions along
+the way; where the players' actions are public (poker, Liar's Dice) that is the
+chance reach, as on a compiled tree (where they are hidden, as in II-Goofspiel,
+a history is weighted by one over the number of consistent actions at each of
+its decisions). A walk through consistent children proposes a state with
+probability its chance reach divided by its *weight*, the product of the
+consistent chance mass at each chance step. In the games here the weight
+differs between states only where chance outcomes come in copies (Leduc with
+suit isomorphism, Generic Poker: a rank the opponent holds leaves fewer copies
+of it for the board). Each proposal is accepted with probability its weight
+over the largest weight (:func:`information_state_bound`: the largest among a
+pool of proposals), the rest walk again (rejection sampling, exact once the
+bound is the largest weight).
 """
 
 from __future__ import annotations
@@ -113,16 +125,40 @@ def consistent_children(game: DeviceGame, states, depth, path: SearchPath,
 
 
 REJECTION_ROUNDS = 32
-"""Most walks a lane of :func:`sample_information_state` retries after meeting a dead end."""
+"""Most walks a lane of :func:`sample_information_state` retries after a rejection."""
+
+BOUND_POOL = 256
+"""Proposals :func:`information_state_bound` walks to find the largest weight."""
 
 
-def sample_information_state(game: DeviceGame, path: SearchPath, key, batch: int):
+def information_state_bound(game: DeviceGame, path: SearchPath, key=None,
+                            pool: int = BOUND_POOL):
+  """float32 ``[]``: the log of the largest weight (consistent chance mass along the walk)
+  among ``pool`` proposals of :func:`sample_information_state` at ``path`` (``key=None``: a
+  fixed key); the bound its rejection step divides by. ``-inf`` where no proposal got
+  through."""
+  key = jax.random.key(0) if key is None else key
+  _, good, logw, _ = _walk_consistent(game, path, key, pool)
+  return jnp.max(jnp.where(good, logw, -jnp.inf))
+
+
+def sample_information_state(game: DeviceGame, path: SearchPath, key, batch: int,
+                             log_bound=None):
   """``(states [B], ok [B])``: ``batch`` states of the searcher's information state at
-  ``path`` (the root where there is no position), each walked from the root through
-  consistent children (chance by its probabilities, players uniformly). A walk can meet a
-  state with no consistent child (card removal: a card the searcher holds dealt to the
-  opponent earlier); such lanes walk again, up to :data:`REJECTION_ROUNDS` times (rejection
-  keeps the distribution); ``ok`` is false for a lane that never got through."""
+  ``path`` (the root where there is no position), drawn in proportion to their chance
+  reach where the players' actions are public (see the module docstring).
+
+  Each lane walks from the root through consistent children (chance by its probabilities
+  restricted to them, players uniformly among them) and is accepted with probability
+  ``exp(weight - log_bound)`` (``log_bound``: :func:`information_state_bound`, computed once
+  per position; ``None``: the largest weight among this call's first walks, exact only when
+  they include a state of the largest weight). A lane that meets a state with no consistent
+  child (card removal: a card the searcher holds dealt to the opponent earlier) or is
+  rejected walks again, up to :data:`REJECTION_ROUNDS` times; ``ok`` is false for a lane
+  that never got through."""
+
+  def accept(good, logw, u, bound):
+    return good & (u < jnp.exp(logw - bound))
 
   def cond(c):
     r, _, ok = c
@@ -130,40 +166,50 @@ def sample_information_state(game: DeviceGame, path: SearchPath, key, batch: int
 
   def body(c):
     r, states, ok = c
-    s, good = _walk_consistent(game, path, rng.fold_in(key, r), batch)
-    take = ~ok & good
+    s, good, logw, u = _walk_consistent(game, path, rng.fold_in(key, r), batch)
+    take = ~ok & accept(good, logw, u, bound)
     states = jax.tree_util.tree_map(
         lambda n, o: jnp.where(take.reshape(take.shape + (1,) * (n.ndim - 1)), n, o), s, states)
-    return r + 1, states, ok | good
+    return r + 1, states, ok | take
 
-  s, good = _walk_consistent(game, path, rng.fold_in(key, 0), batch)
-  return lax.while_loop(cond, body, (jnp.int32(1), s, good))[1:]
+  s, good, logw, u = _walk_consistent(game, path, rng.fold_in(key, 0), batch)
+  bound = jnp.max(jnp.where(good, logw, -jnp.inf)) if log_bound is None else log_bound
+  return lax.while_loop(cond, body, (jnp.int32(1), s, accept(good, logw, u, bound)))[1:]
 
 
 def _walk_consistent(game: DeviceGame, path: SearchPath, key, batch: int):
-  """One walk per lane for :func:`sample_information_state`."""
+  """One walk per lane for :func:`sample_information_state`: ``(states [B], ok [B], log
+  weight [B], acceptance uniform [B])``."""
   L = int(game.max_length)
   C = int(game.num_distinct)
   states = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch,) + jnp.shape(x)),
                                   game.init())
-  uni = rng.uniform(key, (L, batch))
+  uni = rng.uniform(key, (L + 1, batch))
 
   def body(t, c):
-    s, ok = c
+    s, ok, logw = c
     mask = consistent_children(game, s, t, path)
     player = jax.vmap(game.current_player)(s)
+    chance = player == CHANCE
     probs = jax.vmap(lambda x: jnp.pad(game.chance_probs(x), (0, C - game.num_outcomes)))(s) \
         if game.num_outcomes else jnp.zeros((batch, C))
-    w = jnp.where((player == CHANCE)[:, None], probs, 1.0) * mask
+    w = jnp.where(chance[:, None], probs, 1.0) * mask
     total = jnp.sum(w, axis=-1)
     cdf = jnp.cumsum(w, axis=-1)
     a = jnp.sum(cdf <= (uni[t] * total)[:, None], axis=-1).astype(jnp.int32)
     a = jnp.minimum(a, C - 1)
     go = (t < path.length) & (total > 0)
     ok = ok & ((t >= path.length) | (total > 0))
+    # the consistent chance mass (chance probabilities sum to one)
+    logw = logw + jnp.where(go & chance, jnp.log(jnp.where(total > 0, total, 1.0)), 0.0).astype(
+        jnp.float32)
     nxt = jax.vmap(game.step)(s, a)
     s = jax.tree_util.tree_map(
         lambda n, o: jnp.where(go.reshape(go.shape + (1,) * (n.ndim - 1)), n, o), nxt, s)
-    return s, ok
+    return s, ok, logw
 
-  return lax.fori_loop(0, L, body, (states, jnp.ones(batch, bool)))
+  # Steps from the position on change nothing: walk only up to it.
+  steps = jnp.clip(jnp.asarray(path.length, jnp.int32), 0, L)
+  s, ok, logw = lax.fori_loop(0, steps, body, (states, jnp.ones(batch, bool),
+                                               jnp.zeros(batch, jnp.float32)))
+  return s, ok, logw, uni[L]
