@@ -102,3 +102,22 @@ class RandomAgent(Agent):
     del key
     legal = rules_of(self.game).legal_mask(position).astype(jnp.float32)
     return legal / jnp.sum(legal), state
+
+
+@dataclasses.dataclass
+class DevicePolicyAgent(Agent):
+  """Plays a device policy (:mod:`jaxgt.evaluation.device_policy`: ``policy(states, player) ->
+  [B, A]``) of a device game (traceable): a trained network, a search's exported table, a
+  scripted baseline."""
+
+  game: Any  # a DeviceGame
+  policy: Any  # policy(states, player) -> [B, A]
+
+  def act(self, key, state, position):
+    del key
+    one = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], position)
+    player = self.game.current_player(position)
+    probs = jnp.where(player == 1, self.policy(one, 1)[0], self.policy(one, 0)[0])
+    legal = self.game.legal_mask(position)
+    probs = jnp.where(legal & jnp.isfinite(probs) & (probs > 0), probs, 0.0)
+    return probs, state

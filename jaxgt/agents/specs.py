@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from jaxgt.agents.base import Agent, PolicyAgent, RandomAgent
+from jaxgt.agents.device_search import DeviceSearchAgent
 from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.ismcts_agent import ISMCTSAgent
 from jaxgt.agents.oos_agent import PLAY as OOS_PLAY, OOSAgent
@@ -202,9 +203,23 @@ def _register_search(name, agent_cls, solver_factory, params, description, check
 
   def build(game, **values) -> Agent:
     mine, hyper = split(values)
+    if isinstance(game, DeviceGame) and agent_cls in DEVICE_SEARCH:
+      # Played through the rules: the solver's capacity becomes the rows of each player's
+      # information-state table (DeviceSearchAgent), the per-move budget its iterations.
+      capacity = hyper.pop("capacity", None) or DEVICE_CAPACITY
+      budget = mine.pop(DEVICE_SEARCH[agent_cls])
+      return DeviceSearchAgent(game, solver=solver_factory(**hyper), iterations=budget,
+                               capacity=capacity, **mine)
     return agent_cls(game, solver=solver_factory(**hyper), **mine)
 
   register_agent(name, build, params, description, check=check)
+
+
+DEVICE_SEARCH = {OOSAgent: "iterations", ISMCTSAgent: "simulations"}
+"""Search kinds that also play device games (through :class:`DeviceSearchAgent`), with the name
+of their per-move budget."""
+DEVICE_CAPACITY = 100_000
+"""Rows of each player's table when a spec plays a device game without ``capacity``."""
 
 
 def _check_episodes(agent_params, solver) -> None:
@@ -248,6 +263,8 @@ _register_search(
                 epsilon="exploration of the sampling policy",
                 gamma=Doc("uniform mixing of explorative regret matching", **_NONNEGATIVE),
                 play=Doc("play the average or the current strategy", choices=OOS_PLAY),
+                capacity=Doc("information states in memory (a device game: rows of each player's "
+                             "table, default 100000; none: the whole compiled game)", **_POSITIVE),
                 batch=Doc(_BATCH, **_POSITIVE), dtype=DTYPE),
     "Online Outcome Sampling (Lisy, Lanctot & Bowling 2015, Sec. 4): tables kept between moves")
 _register_search(
@@ -260,6 +277,8 @@ _register_search(
                 exploration="uniform mixing of regret-matching selection",
                 final=Doc("move policy (none: visits for uct, mean for rm)",
                           choices=ismcts_lib.FINAL),
+                capacity=Doc("information states in memory (a device game: rows of each player's "
+                             "table, default 100000; none: the whole compiled game)", **_POSITIVE),
                 batch=Doc("simulations per step", **_POSITIVE), dtype=DTYPE),
     "Information Set MCTS (Lisy, Lanctot & Bowling 2015, Sec. 5.1): fresh statistics every move")
 

@@ -16,6 +16,22 @@ def load_game(text: str):
   return load(text, progress=True)
 
 
+def load_playable(text: str):
+  """The game named by ``text`` as matches play it: compiled when it can be enumerated, else
+  (a device game over the history limit) its rules, through which agents built for device
+  games (random, OOS, ISMCTS) play it."""
+  from jaxgt.games import make_from_string
+  from jaxgt.games.device import DeviceGame
+  from jaxgt.games.size import GameTooLargeError
+  try:
+    return load_game(text)
+  except GameTooLargeError:
+    game = make_from_string(text)
+    if not isinstance(game, DeviceGame):
+      raise
+    return game
+
+
 def check_writable(paths: dict) -> None:
   """Raises ``ValueError`` unless every file of ``{option: path}`` can be written.
 

@@ -8,7 +8,7 @@ import sys
 import warnings
 
 from jaxgt.cli import agents as agents_cli
-from jaxgt.cli.common import check_writable, load_game
+from jaxgt.cli.common import check_writable, load_playable
 
 
 def add_parser(sub) -> None:
@@ -45,7 +45,7 @@ def run(args) -> int:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
   check_writable({"--log": args.log, "--plot": args.plot})
   info = sys.stderr if args.json else sys.stdout
-  g = load_game(args.game)
+  g = load_playable(args.game)
   agents = [s.build(g) for s in specs]
 
   import jax
@@ -67,8 +67,11 @@ def run(args) -> int:
                        mode="auto" if traced else "python", block=block, progress=progress)
   lo, hi = res.mean - res.ci95, res.mean + res.ci95
   if args.json:
-    print(json.dumps({"mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
-                      "matches": res.num_matches}))
+    out = {"mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
+           "matches": res.num_matches}
+    if res.memory is not None:
+      out["memory"] = list(res.memory)
+    print(json.dumps(out))
   else:
     wins, draws = int((res.payoffs > 0).sum()), int((res.payoffs == 0).sum())
     print(f"mean payoff of {specs[0]}: {res.mean:+.4f}  95% CI [{lo:+.4f}, {hi:+.4f}]")
@@ -79,6 +82,12 @@ def run(args) -> int:
       sat = res.seats == seat
       r = match_lib.MatchResult.from_payoffs(res.payoffs[sat], res.seats[sat])
       print(f"  as player {seat}: {r.mean:+.4f} ± {r.ci95:.4f}")
+  for spec, mem in zip(specs, res.memory or ()):
+    if mem is not None:
+      print(f"  {spec}: most table rows in use {mem['rows'][0]} (player 0), {mem['rows'][1]} "
+            f"(player 1); refused inserts {mem['refused'][0]}, {mem['refused'][1]}"
+            + ("  (the table filled: raise capacity)" if any(mem["refused"]) else ""),
+            file=info)
   if args.log:
     write_log(args.log, g, res, [str(s) for s in specs])
     print(f"wrote {n} episodes to {args.log}", file=info)

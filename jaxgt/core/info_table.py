@@ -102,18 +102,18 @@ def lookup(table: InfoTable, keys) -> jax.Array:
   """int32 ``[B]``: the row of each key ``[B, W]`` (:data:`NO_ROW` where absent)."""
   keys = _check_keys(table, keys)
   mask = table.slots.shape[0] - 1
-  start = key_hash(keys).astype(jnp.int32) & mask
+  start = key_hash(keys).astype(jnp.int32) & jnp.int32(mask)
 
   def cond(c):
     return jnp.any(c[1])
 
   def body(c):
     probe, pending, row = c
-    r = table.slots[(start + probe) & mask]
+    r = table.slots[(start + probe) & jnp.int32(mask)]
     hit = (r >= 0) & jnp.all(table.keys[jnp.maximum(r, 0)] == keys, axis=-1)
     done = pending & ((r < 0) | hit)
     row = jnp.where(done & hit, r, row)
-    return probe + (pending & ~done), pending & ~done, row
+    return probe + (pending & ~done).astype(jnp.int32), pending & ~done, row
 
   B = keys.shape[0]
   init = (jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.full(B, NO_ROW, jnp.int32))
@@ -147,10 +147,9 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   B = keys.shape[0]
   M = table.slots.shape[0]
   capacity = table.capacity
-  start = key_hash(keys).astype(jnp.int32) & (M - 1)
+  start = key_hash(keys).astype(jnp.int32) & jnp.int32(M - 1)
   pending = jnp.ones(B, bool) if mask is None else jnp.asarray(mask, bool)
   lanes = jnp.arange(B, dtype=jnp.int32)
-
   size0 = table.size
 
   def cond(c):
@@ -158,7 +157,7 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
 
   def body(c):
     slots, size, probe, pending, row, refused, lane_of = c
-    slot = (start + probe) & (M - 1)
+    slot = (start + probe) & jnp.int32(M - 1)
     r = slots[slot]
     # A row added by this call holds the key of the lane that took it (the rows' keys are
     # written once, after the loop: a loop that reads and writes them copies them each round).
@@ -181,7 +180,7 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
     # else it probes on). Slots outnumber rows twice, so a new key always meets a free slot.
     row = jnp.where(hit, r, jnp.where(take, new_row, row))
     done = hit | take | refuse
-    probe = probe + occupied
+    probe = probe + occupied.astype(jnp.int32)
     return (slots, size + jnp.sum(take).astype(jnp.int32), probe, pending & ~done, row,
             refused + jnp.sum(refuse).astype(jnp.int32), lane_of)
 

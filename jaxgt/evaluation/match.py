@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.agents.base import Agent
@@ -56,6 +57,10 @@ class MatchResult:
   histories: np.ndarray | None = None
   # [M, L] int32 each match's actions and chance outcomes from the root, -1 after the last
   actions: np.ndarray | None = None
+  # per agent, for agents searching over information-state tables: {"rows": [r0, r1],
+  # "refused": [f0, f1]}, the most rows in use and refused inserts of each player's table seen
+  # after any of its decisions in any match (None for other agents; None when neither has any)
+  memory: tuple | None = None
 
   @classmethod
   def from_payoffs(cls, payoffs, seats, traced=True, histories=None,
@@ -131,10 +136,34 @@ def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk, bloc
   """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
-  h, _, ends = referee.play_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
-                              chunk=min(chunk, num_matches), block=block, progress=progress)
+  hook, carry = _memory_hook(agents)
+  h, mem, ends = referee.play_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
+                                      hook=hook, carry=carry, chunk=min(chunk, num_matches),
+                                      block=block, progress=progress)
   pay = referee.payoffs(game, h, seats, dtype)
-  return MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h, ends.actions)
+  res = MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h, ends.actions)
+  if hook is None:
+    return res
+  mem = np.max(np.asarray(mem).reshape(-1, 2, 2, 2), axis=0)  # [agent, player, (rows, refused)]
+  return dataclasses.replace(res, memory=tuple(
+      {"rows": mem[i, :, 0].tolist(), "refused": mem[i, :, 1].tolist()}
+      if hasattr(a, "memory_array") else None for i, a in enumerate(agents)))
+
+
+def _memory_hook(agents):
+  """A referee hook keeping, per agent with tables (``memory_array``), the largest rows in use
+  and refused inserts of each player's table over the match's decisions; ``(None, None)``
+  when no agent has tables."""
+  if not any(hasattr(a, "memory_array") for a in agents):
+    return None, None
+
+  def hook(carry, i, pos_state, probs, state):
+    del pos_state, probs
+    if not hasattr(agents[i], "memory_array"):
+      return carry
+    return carry.at[i].max(agents[i].memory_array(state))
+
+  return hook, jnp.zeros((2, 2, 2), jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)

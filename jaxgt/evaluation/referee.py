@@ -106,7 +106,8 @@ def traceable(agent: Agent, game, key) -> bool:
   rules = rules_of(game, jnp.float32)
   try:
     state = jax.eval_shape(agent.init, key)
-    probs, new = jax.eval_shape(agent.act, key, state, jax.eval_shape(rules.init))
+    probs, new = jax.eval_shape(agent.act, key, state, jax.eval_shape(
+        lambda: _seen_by(agent, root(rules))))
   except TRACE_ERRORS as e:
     warnings.warn(f"{type(agent).__name__}.act is not traceable ({type(e).__name__}); "
                   "playing its matches in a Python loop", stacklevel=3)
@@ -202,6 +203,13 @@ def advance(rules: DeviceGame, pos: Position, probs, draw_key, chance_key, dtype
   return through_chance(rules, draw(rules, pos, probs, draw_key, dtype), chance_key, dtype)
 
 
+def _seen_by(agent: Agent, pos: Position):
+  """What ``act`` receives: the whole :class:`Position` for an agent that sets
+  ``reads_position`` (search on a device game replays the match's actions to learn its own
+  observations), else the rules' state."""
+  return pos if getattr(agent, "reads_position", False) else pos.state
+
+
 def _concrete(state):
   """A scalar state (a history index) as a Python int for agents that read one."""
   return int(state) if jnp.ndim(state) == 0 and jnp.issubdtype(jnp.asarray(state).dtype,
@@ -236,7 +244,8 @@ class Referee:
     finite positive mass); ``key`` splits into the next key, ``act``'s and the draw's.
     """
     key, ka, ku = rng.split(key, 3)
-    probs, state = self.agents[i].act(ka, state, _concrete(pos.state) if eager else pos.state)
+    seen = _seen_by(self.agents[i], pos)
+    probs, state = self.agents[i].act(ka, state, _concrete(seen) if eager else seen)
     probs = jnp.asarray(probs, self.dtype)
     if self.hook is not None:
       carry = self.hook(carry, i, pos.state, probs, state)

@@ -39,12 +39,13 @@ function                    returns                  meaning
                                                      (sums to one; games with ``num_private``)
 ==========================  =======================  =====================================
 
-``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``,
-``Wp = public_key_width``, ``F``/``Fp`` the feature sizes, ``K_p =
-num_private[p]``. ``max_length`` bounds the number of steps from the root to
-any terminal (chance steps included), so fixed-length loops cover every
-trajectory. Float outputs take JAX's default float dtype (float64 under
-``jax_enable_x64``; enumeration runs in float64).
+``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``, ``Wp =
+public_key_width``, ``F``/``Fp`` the feature sizes, ``K_p = num_private[p]``.
+``max_length`` bounds the number of steps from the root to any terminal (chance
+steps included), so fixed-length loops cover every trajectory. ``max_utility``
+(optional) is the largest ``|returns(s)[p]|`` over terminals ``s``, exactly,
+where the game knows it in closed form. Float outputs take JAX's default float
+dtype (float64 under ``jax_enable_x64``; enumeration runs in float64).
 
 Host side (one state whose leaves are NumPy arrays, or a key):
 ``info_string(key, p)`` turns an information-state key into its string
@@ -83,6 +84,10 @@ class DeviceGame(GameInfo, abc.ABC):
   info_feature_size: int = 0  # F
   public_feature_size: int = 0  # Fp
   num_private: tuple[int, int] | None = None  # (K0, K1) where the game factors
+  # the largest absolute utility of any terminal, where known in closed form (else None); e.g.
+  # the default exploration constant of UCT-style searches (twice it) on games too large to
+  # enumerate
+  max_utility: float | None = None
 
   # --- device functions -------------------------------------------------------------------
   @abc.abstractmethod

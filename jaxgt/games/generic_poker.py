@@ -84,6 +84,8 @@ class TwoRoundPoker(DeviceGame):
     bets = 2 * self.round_length * self.num_actions
     self.info_feature_size = 2 * self.num_cards + 3 * self.key_has_player + bets
     self.public_feature_size = 3 + self.num_cards + bets
+    # the loser's chips: the ante and R + 1 bets of the largest size in each round
+    self.max_utility = float(1 + (self.max_raises + 1) * self.num_bets * (2 + 4))
 
   # --- device functions -------------------------------------------------------------------
   def init(self):
@@ -196,6 +198,42 @@ class TwoRoundPoker(DeviceGame):
     left = jnp.maximum(c - (k[:, None] == t) - (k[None, :] == t), 0)
     joint = jnp.where(t >= 0, pair * (left / (n - 2)), pair)
     return joint / jnp.sum(joint)
+
+  # --- poker evaluation (local best response) ---------------------------------------------
+  def with_private(self, s, player: int, k):
+    """``s`` with ``player``'s card replaced by card ``k`` (int ``[]`` in ``[0, K)``): the same
+    public history under another deal. A card that cannot be dealt there (all its copies
+    already out) gives a state of zero chance reach, which :meth:`private_chance` weighs
+    zero."""
+    return s.replace(cards=s.cards.at[player].set(jnp.asarray(k, jnp.int32)))
+
+  def chips(self, s):
+    """int32 ``[2]``: the chips each player has put in the pot."""
+    return s.contrib
+
+  def showdown_equity(self, s, player: int, belief, key=None, num_boards: int = 0):
+    """float ``[]``: ``player``'s probability of winning the showdown (ties count half) against
+    an opponent whose card has distribution ``belief [K]`` (sums to one), the table card (if
+    not yet dealt) dealt by chance given both private cards. Exact: ``key`` and
+    ``num_boards`` are ignored."""
+    del key, num_boards
+    k = jnp.arange(self.num_cards, dtype=jnp.int32)
+    own, table = s.cards[player], s.cards[2]
+    tables = jnp.where(table >= 0, table, k)  # [T] the table cards considered
+    left = self.copies - (tables[None, :] == own) - (tables[None, :] == k[:, None])
+    n = self.num_cards * self.copies - 2
+    p_table = jnp.where(table >= 0, (tables[None, :] == table).astype(jnp.float32),
+                        jnp.maximum(left, 0) / n)  # [K, T] table card given the private cards
+
+    def strength(card, t):
+      rank, t_rank = card // self.suits, t // self.suits
+      return (rank == t_rank) * self.num_cards + rank
+
+    mine = strength(own, tables)[None, :]  # [1, T]
+    theirs = strength(k[:, None], tables[None, :])  # [K, T]
+    score = jnp.where(mine > theirs, 1.0, jnp.where(mine == theirs, 0.5, 0.0))
+    equity = jnp.sum(p_table * score, axis=1) / jnp.maximum(jnp.sum(p_table, axis=1), 1e-30)
+    return jnp.sum(belief * equity)
 
   # --- host side --------------------------------------------------------------------------
   def key_parts(self, key):

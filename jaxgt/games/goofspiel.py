@@ -115,7 +115,19 @@ class Goofspiel(DeviceGame):
     # point card index turned in round r, and its value
     self._point = [r if params["points_order"] == "ascending" else n - 1 - r for r in range(n)]
     self._value = np.array([c + self.points_base for c in self._point], np.int32)
+    self.max_utility = self._max_utility()
     self._host_cache = {}  # decoded key words -> their part of the strings
+
+  def _max_utility(self):
+    """The largest ``|u0|``: one round must be lost if any is won (both bid the same cards), and
+    winning every round but the cheapest is reachable (bid ``k + 1`` against ``k``, and ``1``
+    against ``N`` in the cheapest round), so the widest point gap is the point total minus
+    twice the smallest value (nonnegative values; ``None`` otherwise); one card: a tie."""
+    values = self._value
+    if values.min() < 0:
+      return None
+    gap = 0 if self.num_cards == 1 else int(values.sum() - 2 * values.min())
+    return gap / 2.0 if self.params["returns_type"] == "point_difference" else float(gap > 0)
 
   # --- rules -------------------------------------------------------------------------------
   def init(self):

@@ -40,6 +40,9 @@ rules.
 
 from __future__ import annotations
 
+import functools
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
@@ -120,6 +123,8 @@ class LimitHoldem(DeviceGame):
   num_outcomes = DECK
   max_length = 4 + 5 + (MAX_ACTIONS - 1) + (ROUNDS - 1) * MAX_ACTIONS  # 9 deals; 5 preflop bets
   big_blind = 10.0
+  # the loser's chips: the big blind and every raise of every round called
+  max_utility = float(BLINDS[0] + sum(r * k for r, k in zip(RAISE, MAX_RAISES)))
   info_key_width = 3 + ROUNDS  # (round and player, own cards, board, betting per round)
   public_key_width = 3 + ROUNDS  # (round and player, hole cards dealt, board, betting)
   info_feature_size = 2 * DECK + ROUNDS * MAX_ACTIONS * 3 + 4
@@ -234,6 +239,46 @@ class LimitHoldem(DeviceGame):
     total = (left * (left - 1) // 2) * ((left - 2) * (left - 3) // 2)
     return ok / total
 
+  # poker evaluation (local best response)
+  def with_private(self, s, player: int, k):
+    """``s`` with ``player``'s hole cards replaced by hand ``k`` (int ``[]`` in ``[0, 1326)``,
+    cards :data:`HAND_CARDS` ``[k]``; the dealt-card bits follow): the same public history
+    under another deal. A hand that shares a card with the rest of the deal gives a state of
+    zero chance reach, which :meth:`private_chance` weighs zero."""
+    hand = jnp.asarray(HAND_CARDS)[jnp.asarray(k, jnp.int32)]
+    cards = s.cards.at[2 * player:2 * player + 2].set(hand)
+    return s.replace(cards=cards, deck=_deck_bits(cards))
+
+  def chips(self, s):
+    """int32 ``[2]``: the chips each player has put in the pot."""
+    return s.spent
+
+  def showdown_equity(self, s, player: int, belief, key, num_boards: int = 64):
+    """float ``[]``: ``player``'s probability of winning the showdown (ties count half) against
+    an opponent whose hand has distribution ``belief [1326]`` (sums to one; zero on hands
+    that meet the cards ``player`` sees), the rest of the board dealt by chance.
+
+    Estimated from ``num_boards`` completions of the board drawn with ``key`` (uniform over
+    the cards ``player`` does not see); each opponent hand is scored on the completions that
+    miss it, so each hand's estimate is unbiased. Exact once the board is complete."""
+    own = s.cards[2 * player:2 * player + 2]
+    board = s.cards[4:]
+    seen = jnp.zeros(DECK, bool).at[jnp.where(own >= 0, own, DECK)].set(True, mode="drop")
+    seen = seen.at[jnp.where(board >= 0, board, DECK)].set(True, mode="drop")
+    noise = jnp.where(seen, jnp.inf, jax.random.uniform(key, (num_boards, DECK)))
+    fresh = jnp.argsort(noise, axis=1)[:, :5].astype(jnp.int32)  # [M, 5] distinct unseen cards
+    boards = jnp.where(board >= 0, board, fresh)  # [M, 5] dealt slots kept, the rest drawn
+    mine = hand_rank(jnp.concatenate([jnp.broadcast_to(own, (num_boards, HOLE)), boards], 1))
+    hands = jnp.asarray(HAND_CARDS)
+    seven = jnp.concatenate([jnp.broadcast_to(hands, (num_boards, NUM_HANDS, HOLE)),
+                             jnp.broadcast_to(boards[:, None], (num_boards, NUM_HANDS, 5))], 2)
+    theirs = hand_rank(seven)  # [M, 1326]
+    ok = ~jnp.any(hands[None, :, :, None] == boards[:, None, None, :], axis=(2, 3))
+    score = jnp.where(mine[:, None] > theirs, 1.0, jnp.where(mine[:, None] == theirs, 0.5, 0.0))
+    n = jnp.sum(ok, axis=0)
+    equity = jnp.where(n > 0, jnp.sum(ok * score, axis=0) / jnp.maximum(n, 1), 0.5)
+    return jnp.sum(belief * equity)
+
   # host side
   def info_string(self, key, player):
     head, own, board, *betting = (int(k) for k in np.asarray(key))
@@ -250,6 +295,14 @@ class LimitHoldem(DeviceGame):
 
   def openspiel_game_string(self):
     return OPENSPIEL
+
+
+def _deck_bits(cards):
+  """int32 ``[2]``: the cards ``cards`` (``[9]``, -1 undealt) as bits (cards 0-31, 32-51)."""
+  bit = jnp.where(cards >= 0, jnp.left_shift(jnp.int32(1), cards & 31), 0)
+  word = cards >> 5
+  return jnp.stack([functools.reduce(jnp.bitwise_or, list(jnp.where(word == w, bit, 0)))
+                    for w in (0, 1)]).astype(jnp.int32)
 
 
 def _decode_board(code: int) -> list:

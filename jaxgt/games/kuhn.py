@@ -42,6 +42,7 @@ class KuhnPoker(DeviceGame):
   num_outcomes = _CARDS
   max_length = 2 + _MAX_BETS
   big_blind = 1.0
+  max_utility = 2.0  # the ante and a called bet
   info_key_width = 2  # (own card or -1, betting code)
   public_key_width = 2  # (cards dealt, betting code)
   info_feature_size = _CARDS + 2 * _MAX_BETS

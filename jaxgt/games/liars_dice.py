@@ -109,6 +109,7 @@ class LiarsDice(DeviceGame):
     self.num_actions = self.liar + 1
     self.num_outcomes = sides
     self.max_length = total + self.liar + 1  # every die, every bid in turn, Liar
+    self.max_utility = 1.0  # every game ends with a call: +1 / -1
     self.bid_words = -(-self.liar // _BITS)
     self.info_key_width = 2 + self.bid_words
     self.public_key_width = 1 + self.bid_words

@@ -254,6 +254,7 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
       weights = with_chance(src, node, draw.sample.astype(dtype))
       live = node.decision | (node.player == CHANCE)
       if targeting:
+        base = weights
         restricted = jnp.where(draw.on_target, weights, 0.0)
         on_total = jnp.sum(restricted, axis=-1)
         weights = jnp.where((targeted & (on_total > 0))[:, None], restricted, weights)
@@ -262,8 +263,12 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
     row = (hs, jnp.where(live, a, 0), seen)
     if targeting:
       # The targeted probability of the action here, where the restricted weights are at hand.
+      # Where the restriction leaves no mass the targeted scenario goes on unrestricted (a
+      # trajectory that left the targeted set already has probability 0 under it; a device
+      # game's consistent children can run out where card removal rules a branch out).
+      base_total = jnp.sum(base, axis=-1)
       tp = jnp.where(on_total > 0, _take(restricted, a) / jnp.where(on_total > 0, on_total, 1.0),
-                     0.0)
+                     _take(base, a) / jnp.where(base_total > 0, base_total, 1.0))
       row = row + (jnp.where(live, tp, 1.0).astype(dtype),)
     out = tuple(x.at[t].set(r) for x, r in zip(out, pack_kept(row)))
     nxt = src.child(hs, a)
