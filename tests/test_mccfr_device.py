@@ -11,12 +11,15 @@ import pytest
 import jaxgt
 from jaxgt import policy as policy_lib
 from jaxgt.core import sequence_form as sf
+from jaxgt.evaluation.device_policy import tabular_device_policy
 from jaxgt.games import make
 from jaxgt.solvers import mccfr
 from jaxgt.solvers.base import compilations
 from jaxgt.solvers.cfr_rules import PowerAveraging, RegretMatchingPlus
 from jaxgt.solvers.mccfr_external import es_sizes
 from jaxgt.solvers.sources import Rules, table_stats, tree_rows
+
+from device_game_checks import replay
 
 _GAMES = {}
 
@@ -170,6 +173,25 @@ def test_exported_policy_is_evaluated_exactly_and_equals_the_tree_run():
   assert got < 0.05
   np.testing.assert_allclose(got, want, atol=1e-5)
   assert got < float(sf.exploitability(tree64, sf.uniform_policy(tree64, np.float64))) / 5
+
+
+def test_device_policy_plays_the_exported_table_at_every_history():
+  """The run's device policy (a table lookup per state) equals the tabular device policy of the
+  exported policy at every decision of Kuhn, including states the run never averaged."""
+  game, compiled = _game("kuhn_poker")
+  rules = Rules(game)
+  solver = mccfr.outcome_sampling(batch=8)
+  state = solver.run(rules, solver.init(rules, capacity=8), 2, jax.random.key(0))
+  table = solver.table_policy(rules, state)
+  assert 0 < sum(len(table[p]) for p in (0, 1)) < 12  # some states still unaveraged
+  want = tabular_device_policy(compiled, policy_lib.policy_from_table(compiled, table).probs)
+  got = solver.device_policy(rules, state)
+  states = replay(game, compiled)
+  player = np.asarray(compiled.tree.player)
+  for p in (0, 1):
+    at = jax.tree_util.tree_map(lambda x: x[np.flatnonzero(player == p)], states)
+    played = jax.jit(lambda pol, s, p=p: pol(s, p))(got, at)  # the policy as an argument
+    np.testing.assert_allclose(np.asarray(played), np.asarray(want(at, p)), rtol=1e-6)
 
 
 def test_policy_from_table_fills_missing_states_and_rejects_strangers():

@@ -45,7 +45,8 @@ from jaxgt.solvers.mccfr_external import (es_sizes, es_tables, es_traversals, fr
                                           rules_traversals)
 from jaxgt.solvers.mccfr_outcome import half_step
 from jaxgt.solvers.sampled import SampledSolver
-from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of, table_policy
+from jaxgt.solvers.sources import (Rules, TablePolicy, insert_rows, memory_estimate, source_of,
+                                   table_policy)
 
 
 @struct.dataclass
@@ -181,6 +182,15 @@ class MCCFRSolver(SampledSolver):
     probs = self.average_policy(rules, state)
     kept = tuple(jnp.sum(c, -1) > 0 for c in state.cum_policy)
     return table_policy(rules, state.tables, probs, kept)
+
+  def device_policy(self, rules: Rules, state: MCCFRState) -> TablePolicy:
+    """The average strategy of a device-game run as a device policy
+    (:class:`~jaxgt.solvers.sources.TablePolicy`: ``policy(states, player) -> [B, A]``, uniform
+    over the legal actions at states never averaged), for evaluators of large games such as
+    :func:`jaxgt.evaluation.local_br.local_best_response`."""
+    if not isinstance(rules, Rules) or state.tables is None:
+      raise ValueError("device_policy needs a device game's Rules and a state made for it")
+    return TablePolicy(rules, tuple(state.tables), tuple(state.cum_policy))
 
   def strategy(self, regrets, legal):
     """The current strategy ``[..., A]`` of cumulative regrets ``[..., A]`` under the rule."""

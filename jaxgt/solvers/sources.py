@@ -282,3 +282,35 @@ def table_policy(rules: Rules, tables, probs, kept=None) -> dict:
     keep = np.ones(len(keys), bool) if kept is None else np.asarray(kept[p])[:len(keys)]
     out[p] = {rules.game.info_string(k, p): rows[i] for i, k in enumerate(keys) if keep[i]}
   return out
+
+
+@struct.dataclass
+class TablePolicy:
+  """Per-row strategies of a device-game run as a device policy
+  (:mod:`jaxgt.evaluation.device_policy`): ``policy(states [B], player) -> [B, A]``.
+
+  A state's key (the abstraction's where :class:`Rules` has one) is looked up in ``player``'s
+  table; rows in use with mass play ``probs[player][row]`` restricted to the state's legal
+  actions and renormalised, any other state the uniform policy over its legal actions (what
+  the run plays there). A pytree (tables and rows are its leaves), so evaluators take it as an
+  argument of their jitted programs."""
+
+  rules: Rules = struct.field(pytree_node=False)
+  tables: tuple  # (InfoTable, InfoTable)
+  probs: tuple  # ([N, A], [N, A]) non-negative weights per row
+
+  @property
+  def game(self) -> DeviceGame:
+    return self.rules.game
+
+  def __call__(self, states, player: int):
+    p = int(player)
+    keys = jax.vmap(lambda s: self.rules.info_key(s, p))(states)
+    row = info_table.lookup(self.tables[p], keys)
+    weights = jnp.asarray(self.probs[p])[jnp.maximum(row, 0)]
+    legal = jax.vmap(self.game.legal_mask)(states).astype(weights.dtype)
+    weights = weights * legal
+    total = jnp.sum(weights, axis=-1, keepdims=True)
+    uniform = legal / jnp.maximum(jnp.sum(legal, axis=-1, keepdims=True), 1)
+    return jnp.where((row >= 0)[:, None] & (total > 0), weights / jnp.where(total > 0, total, 1),
+                     uniform)
