@@ -98,7 +98,7 @@ from jaxgt.core.dtypes import dtype_name, resolve_dtype
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
 from jaxgt.solvers.sampled import SampledSolver
-from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of
+from jaxgt.solvers.sources import Rules, memory_estimate, source_of
 from jaxgt.solvers.walk import Draw, walk
 
 PAPER_CONSTANTS = {
@@ -242,9 +242,7 @@ class UCTSolver(SampledSolver):
                    carry=jnp.zeros((self.batch, 2), bool))
     upd, rows, tables = traj.record, traj.infostate, state.tables
     if tables is not None:
-      new = upd & (rows < 0)
-      tables, new_rows = insert_rows(tables, traj.player, traj.key, new)
-      rows = jnp.where(new, new_rows, rows)
+      tables, rows = _insert_new(tables, traj, upd & (rows < 0), rows)
       upd = upd & (rows >= 0)
     visits, values = _update(state.visits, state.values, jnp.where(upd, traj.player, -1),
                              jnp.where(upd, rows, 0), jnp.minimum(traj.action, src.num_actions - 1),
@@ -281,6 +279,22 @@ class UCTSolver(SampledSolver):
       return jnp.ones_like(jnp.asarray(visits_total, dtype))
     n = jnp.asarray(visits_total, dtype)
     return jnp.maximum(self.gamma, self.eta / (1.0 + self.d * jnp.sqrt(n)))
+
+
+def _insert_new(tables, traj, new, rows):
+  """Inserts the newly added information states ``new [D, B]`` (at most one per player and
+  episode) into the tables; returns ``(tables, rows [D, B])`` with their rows in place
+  (:data:`NO_INDEX` where refused). One lane per player and episode, not ``D x B``."""
+  lanes = jnp.arange(new.shape[1])
+  steps = jnp.arange(new.shape[0])[:, None]
+  out = []
+  for p, table in enumerate(tables):
+    mine = new & (traj.player == p)
+    at = jnp.argmax(mine, axis=0)  # [B] the step of the player's new state
+    table, got = info_table.insert(table, traj.key[at, lanes], jnp.any(mine, axis=0))
+    rows = jnp.where(mine & (steps == at), got, rows)
+    out.append(table)
+  return tuple(out), rows
 
 
 def _normalized(n):
