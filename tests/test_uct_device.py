@@ -270,12 +270,17 @@ def test_bad_input_is_refused_before_compiling():
 
 def test_holdem_smooth_uct_smoke():
   """Limit hold'em, batch 64, 100k rows per player: 5 steps (320 episodes) fill rows, no
-  refusals, finite statistics, policies over the legal actions where played."""
+  refusals, finite statistics, policies over the legal actions where played; a run in two
+  chunks is the same run."""
   game = make("limit_holdem")
   rules = Rules(game)
   solver = uct_lib.smooth_uct(c=17.0, d=1 / 20000, batch=64)
   assert solver.memory_bytes(rules, 100_000) < 2 ** 24
   state = solver.run(rules, solver.init(rules, capacity=100_000), 5, jax.random.key(0))
+  chunked = solver.run(rules, solver.run(rules, solver.init(rules, capacity=100_000), 3,
+                                         jax.random.key(0)), 2, jax.random.key(0))
+  for x, y in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(chunked)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))  # run(3) + run(2) == run(5)
   stats = table_stats(state.tables)
   assert stats["refused"] == [0, 0] and all(64 <= n <= 320 for n in stats["rows"]), stats
   for p in (0, 1):

@@ -70,9 +70,10 @@ key, row for row (:func:`~jaxgt.solvers.sources.tree_rows`).
 Exploration schedule (Sec. 4.3, Eq. 3, ``c = min(C, pot + k * remaining
 betting potential)``): ``exploration``, a function of one device game state
 returning UCB1's ``c`` there (float ``[]``), replaces the constant ``c`` on
-device games; it is evaluated at each node where a player selects (e.g.
-``functools.partial(jaxgt.games.abstraction.exploration_constant, C=24, k=0.5)``
-for hold'em).
+device games; it is evaluated at each node where a player selects. The paper
+sets ``c`` once per betting round, so a schedule reads the pot and potential at
+the start of the state's round (e.g. hold'em's
+``functools.partial(jaxgt.games.abstraction.exploration_constant, C=24, k=0.5)``).
 
 :func:`table_policy` exports the average or greedy strategy of a device-game
 run as ``{information-state string: probabilities [A]}`` on the host, and
@@ -87,9 +88,8 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-from flax import struct
-
 import numpy as np
+from flax import struct
 
 from jaxgt.core import info_table, rng, sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
@@ -385,7 +385,7 @@ def _update(visits, values, rec_pl, rec_info, rec_act, ret):
   return tuple(visits), tuple(values)
 
 
-def _check_exploration(exploration):
+def _callable_or_none(exploration):
   if exploration is not None and not callable(exploration):
     raise TypeError(f"exploration must be a function of a device game state returning UCB1's c "
                     f"there, or None; got {type(exploration).__name__}")
@@ -401,7 +401,7 @@ def uct(c: float = 2.0, *, batch: int = 1, dtype="float32",
   """
   return UCTSolver("uct", c=check_real("c", c, 0, hi_open=True),
                    batch=check_positive_int("batch", batch), dtype=dtype_name(dtype),
-                   exploration=_check_exploration(exploration))
+                   exploration=_callable_or_none(exploration))
 
 
 def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float = 0.001, *,
@@ -419,7 +419,7 @@ def smooth_uct(c: float = 1.75, gamma: float = 0.1, eta: float = 0.9, d: float =
                    eta=check_real("eta", eta, 0, 1, lo_open=True),
                    d=check_real("d", d, 0, hi_open=True),
                    batch=check_positive_int("batch", batch), dtype=dtype_name(dtype),
-                   exploration=_check_exploration(exploration))
+                   exploration=_callable_or_none(exploration))
 
 
 def for_game(name: str, game: str, **kwargs) -> UCTSolver:
