@@ -284,7 +284,7 @@ class UCTSolver(SampledSolver):
 def _insert_new(tables, traj, new, rows):
   """Inserts the newly added information states ``new [D, B]`` (at most one per player and
   episode) into the tables; returns ``(tables, rows [D, B])`` with their rows in place
-  (:data:`NO_INDEX` where refused). One lane per player and episode, not ``D x B``."""
+  (-1 where refused). One lane per player and episode, not ``D x B``."""
   lanes = jnp.arange(new.shape[1])
   steps = jnp.arange(new.shape[0])[:, None]
   out = []
