@@ -102,18 +102,18 @@ def lookup(table: InfoTable, keys) -> jax.Array:
   """int32 ``[B]``: the row of each key ``[B, W]`` (:data:`NO_ROW` where absent)."""
   keys = _check_keys(table, keys)
   mask = table.slots.shape[0] - 1
-  start = key_hash(keys).astype(jnp.int32) & jnp.int32(mask)
+  start = key_hash(keys).astype(jnp.int32) & mask
 
   def cond(c):
     return jnp.any(c[1])
 
   def body(c):
     probe, pending, row = c
-    r = table.slots[(start + probe) & jnp.int32(mask)]
+    r = table.slots[(start + probe) & mask]
     hit = (r >= 0) & jnp.all(table.keys[jnp.maximum(r, 0)] == keys, axis=-1)
     done = pending & ((r < 0) | hit)
     row = jnp.where(done & hit, r, row)
-    return probe + (pending & ~done).astype(jnp.int32), pending & ~done, row
+    return probe + (pending & ~done), pending & ~done, row
 
   B = keys.shape[0]
   init = (jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.full(B, NO_ROW, jnp.int32))
@@ -132,42 +132,63 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   B = keys.shape[0]
   M = table.slots.shape[0]
   capacity = table.capacity
-  start = key_hash(keys).astype(jnp.int32) & jnp.int32(M - 1)
   pending = jnp.ones(B, bool) if mask is None else jnp.asarray(mask, bool)
+  if B == 1:
+    # One lane gets a second, masked-off one: XLA compiles a one-element scatter into the
+    # slots inside the loop as an update that copies all M slots each round.
+    table, row = insert(table, jnp.concatenate([keys, keys]),
+                        jnp.concatenate([pending, jnp.zeros(1, bool)]))
+    return table, row[:1]
+  start = key_hash(keys).astype(jnp.int32) & (M - 1)
   lanes = jnp.arange(B, dtype=jnp.int32)
+  size0 = table.size
 
+  # The loop carries the slots and per-lane arrays only: the key of a row taken in this call
+  # is read from its lane (``taker``) and the keys are stored once after the loop, and a
+  # contested slot goes to the first of the lanes sorted by slot; so a round costs O(B log B),
+  # not a copy of the [N, W] keys or a fill of M claims (what made inserts into large tables
+  # cost milliseconds).
   def cond(c):
     return jnp.any(c[2])
 
   def body(c):
-    t, probe, pending, row, refused = c
-    slot = (start + probe) & jnp.int32(M - 1)
-    r = t.slots[slot]
-    hit = pending & (r >= 0) & jnp.all(t.keys[jnp.maximum(r, 0)] == keys, axis=-1)
+    slots, probe, pending, row, size, taker, refused = c
+    slot = (start + probe) & (M - 1)
+    r = slots[slot]
+    fresh = r >= size0  # a row taken in this call
+    stored = jnp.where(fresh[:, None], keys[taker[jnp.clip(r - size0, 0, B - 1)]],
+                       table.keys[jnp.maximum(r, 0)])
+    hit = pending & (r >= 0) & jnp.all(stored == keys, axis=-1)
     occupied = pending & (r >= 0) & ~hit
     free = pending & (r < 0)
     # A free slot goes to the lowest lane that wants it; winners take rows in lane order
     # while rows last, the others are refused.
-    claim = jnp.full(M, B, jnp.int32).at[jnp.where(free, slot, M)].min(lanes, mode="drop")
-    won = free & (claim[slot] == lanes)
-    rank = (jnp.cumsum(won) - 1).astype(jnp.int32)
-    take = won & (rank < capacity - t.size)
-    new_row = t.size + rank
+    wanted = jnp.where(free, slot, M)
+    order = jnp.argsort(wanted, stable=True)
+    ws = wanted[order]
+    first = (ws < M) & jnp.concatenate([jnp.ones(1, bool), ws[1:] != ws[:-1]])
+    won = jnp.zeros(B, bool).at[order].set(first)
+    rank = jnp.cumsum(won, dtype=jnp.int32) - 1
+    take = won & (rank < capacity - size)
+    new_row = size + rank
     refuse = won & ~take
-    slots = t.slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")
-    stored = t.keys.at[jnp.where(take, new_row, capacity)].set(keys, mode="drop")
-    t = t.replace(keys=stored, slots=slots, size=t.size + jnp.sum(take).astype(jnp.int32))
+    slots = slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")
+    taker = taker.at[jnp.where(take, new_row - size0, B)].set(lanes, mode="drop")
     # A lane whose slot another lane claimed looks at it again next round (same key: found;
     # else it probes on). Slots outnumber rows twice, so a new key always meets a free slot.
     row = jnp.where(hit, r, jnp.where(take, new_row, row))
     done = hit | take | refuse
-    probe = probe + occupied.astype(jnp.int32)
-    return t, probe, pending & ~done, row, refused + jnp.sum(refuse).astype(jnp.int32)
+    probe = probe + occupied
+    return (slots, probe, pending & ~done, row, size + jnp.sum(take).astype(jnp.int32), taker,
+            refused + jnp.sum(refuse).astype(jnp.int32))
 
-  init = (table, jnp.zeros(B, jnp.int32), pending, jnp.full(B, NO_ROW, jnp.int32),
-          jnp.zeros((), jnp.int32))
-  t, _, _, row, refused = lax.while_loop(cond, body, init)
-  return t.replace(refused=t.refused + refused), row
+  init = (table.slots, jnp.zeros(B, jnp.int32), pending, jnp.full(B, NO_ROW, jnp.int32),
+          size0, jnp.zeros(B, jnp.int32), jnp.zeros((), jnp.int32))
+  slots, _, _, row, size, taker, refused = lax.while_loop(cond, body, init)
+  new = jnp.arange(B, dtype=jnp.int32) < size - size0
+  stored = table.keys.at[jnp.where(new, size0 + lanes, capacity)].set(keys[taker], mode="drop")
+  return table.replace(keys=stored, slots=slots, size=size,
+                       refused=table.refused + refused), row
 
 
 def host_keys(table: InfoTable) -> np.ndarray:
