@@ -245,8 +245,8 @@ class OOS(SampledSolver):
     on a device game ``(path, w_T)`` with ``w_T`` estimated (:func:`estimate_weighting_factor`)."""
     if isinstance(tree, Rules):
       path, key = position
-      key = rng.fold_in(step_key(key, state.iteration), _REACH_KEY)
-      return path, estimate_weighting_factor(self, tree, state, path, key)
+      return path, estimate_weighting_factor(self, tree, state, path,
+                                             reach_key(key, state.iteration))
     history, members = position
     member_set, anc, w_t = _targets(self, tree, state, members, history)
     return (member_set, ancestor_children(tree, anc), history >= 0), w_t
@@ -254,9 +254,12 @@ class OOS(SampledSolver):
   def sample_step(self, tree, state: OOSState, context, key) -> OOSState:
     """One iteration: ``batch`` trajectories for player 0, then for player 1."""
     target, w_t = context
-    half = _half_step_rules if isinstance(tree, Rules) else _half_step
-    for i, k in enumerate(rng.split(key)):
-      state = half(self, tree, state, i, target, w_t, k)
+    keys = rng.split(key)
+    if isinstance(tree, Rules):  # one traced half step (one walk to compile), players in turn
+      return lax.fori_loop(0, 2, lambda i, s: _half_step_rules(
+          self, tree, s, i, target, w_t, keys[i]), state)
+    for i, k in enumerate(keys):
+      state = _half_step(self, tree, state, i, target, w_t, k)
     return state
 
   def targets(self, tree: GameTree, state: OOSState, history):
@@ -346,14 +349,14 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
   return state.replace(in_tree=in_tree, size=size)
 
 
-def _update(cfg: OOS, state: OOSState, i: int, traj, info, upd, w_t) -> OOSState:
+def _update(cfg: OOS, state: OOSState, i, traj, info, upd, w_t) -> OOSState:
   """Algorithm 1's updates (lines 20-29) of the trajectories ``traj`` for update player ``i``
-  at the states ``upd [D, B]`` (in memory), rows ``info [D, B]`` of the tables."""
+  (an int, or traced) at the states ``upd [D, B]`` (in memory), rows ``info [D, B]``."""
   sig, legal, _, _ = traj.record
   A = sig.shape[-1]
   dtype = state.regrets[0].dtype
   pol, f1, f2 = traj.target_prob, traj.targeted_prob, traj.sample_prob
-  u = traj.payoff() * (1.0 if i == 0 else -1.0)  # [B]
+  u = traj.payoff() * (1.0 - 2.0 * i)  # [B] update player's utility
   plt = traj.player  # [D, B]
   inv_w = 1.0 / w_t  # Algorithm 1's initial s_1 = s_2 = 1 / w_T
   s_pre = inv_w * (cfg.delta * _exclusive_cumprod(f1) + (1.0 - cfg.delta) * _exclusive_cumprod(f2))
@@ -365,19 +368,33 @@ def _update(cfg: OOS, state: OOSState, i: int, traj, info, upd, w_t) -> OOSState
   W = (pi_o * u / l)[..., None]
   regret = W * (onehot * x_next[..., None] - x[..., None])
   mine = upd & (plt == i)
-  regret = jnp.where(mine[..., None] & legal, regret, 0.0)
+  regret = jnp.where(mine[..., None] & legal, regret, 0.0).reshape(-1, A)
   theirs = upd & (plt == 1 - i)
-  avg = jnp.where(theirs[..., None], sig * (pi_o / s_pre)[..., None], 0.0)
+  avg = jnp.where(theirs[..., None], sig * (pi_o / s_pre)[..., None], 0.0).reshape(-1, A)
   regrets, cum = list(state.regrets), list(state.cum_policy)
-  regrets[i] = regrets[i].at[jnp.where(mine, info, 0).reshape(-1)].add(regret.reshape(-1, A))
-  cum[1 - i] = cum[1 - i].at[jnp.where(theirs, info, 0).reshape(-1)].add(avg.reshape(-1, A))
+  if isinstance(i, int):
+    regrets[i] = regrets[i].at[jnp.where(mine, info, 0).reshape(-1)].add(regret)
+    cum[1 - i] = cum[1 - i].at[jnp.where(theirs, info, 0).reshape(-1)].add(avg)
+  else:  # traced: both players' tables, rows of the other player's dropped
+    for p in (0, 1):
+      n = regrets[p].shape[0]
+      regrets[p] = regrets[p].at[jnp.where(mine & (i == p), info, n).reshape(-1)].add(
+          regret, mode="drop")
+      cum[p] = cum[p].at[jnp.where(theirs & (i != p), info, n).reshape(-1)].add(
+          avg, mode="drop")
   return state.replace(regrets=tuple(regrets), cum_policy=tuple(cum))
 
 
 # ---------------------------------------------------------------------------------------------
 # Device games: memory is the players' information-state tables, targeting reads a SearchPath.
 
-_REACH_KEY = 0x7EAC4  # folded into a run's first step key for the reach estimate of w_T
+_REACH_KEY = 0x7EAC4
+
+
+def reach_key(key, iteration):
+  """The key of the reach estimate (:func:`estimate_weighting_factor`) of a run driven by
+  ``key`` from a state at ``iteration``: its first step's key with a constant folded in."""
+  return rng.fold_in(step_key(key, iteration), _REACH_KEY)
 
 
 def _check_tree_state(state: OOSState) -> None:
