@@ -122,7 +122,7 @@ def test_full_table_is_reported_and_the_run_completes():
     assert np.asarray(st.cum_policy[p]).any() or np.asarray(st.regrets[p]).any()
 
 
-@pytest.mark.parametrize("targeting", ["ist", "pst"])
+@pytest.mark.parametrize("targeting", ["ist", pytest.param("pst", marks=pytest.mark.slow)])
 def test_reach_estimate_is_unbiased_for_the_targeted_set(leduc, targeting):
   """The importance weights pi_bar(h) / q(h) of prefixes drawn through consistent children average
   to the exact mean-profile reach of the targeted set (the tree's w_T with delta = 1 is its
@@ -157,9 +157,9 @@ def test_targeted_trajectories_follow_the_searcher_keys(leduc):
   uni = jax.random.uniform(jax.random.key(5), (g.max_length, B), jnp.float64)
   policy = oos.rules_node_policy(SOLVER, rules, state, 0, path)
   agree = {}
+  run = jax.jit(lambda u, t: walk(src, policy, u, carry=jnp.ones(B, bool), targeted=t)[0])
   for targeted in (True, False):
-    traj, _ = jax.jit(lambda u: walk(src, policy, u, carry=jnp.ones(B, bool),
-                                     targeted=jnp.full(B, targeted)))(uni)
+    traj = run(uni, jnp.full(B, targeted))
     flat = jax.tree_util.tree_map(lambda x: x[:length + 1].reshape((-1,) + x.shape[2:]),
                                   traj.history)
     keys = jax.vmap(lambda s: g.info_key(s, 1))(flat).reshape(length + 1, B, -1)
