@@ -64,6 +64,30 @@ Memory is a fixed-capacity table over the compiled information states
 ancestor chains come from :mod:`jaxgt.core.targets` (``O(K depth)`` work and
 one ``[H]`` mask per search, no sweeps over the tree).
 
+**Device games** (games given by their rules, too large to compile):
+``state = solver.init(Rules(game), capacity=N)`` keeps the statistics in rows
+``[N, A]`` of each player's :class:`~jaxgt.core.info_table.InfoTable`
+(``state.tables``; ``in_tree`` is ``None``): a state is in memory when it has a
+row, and incremental tree building inserts each trajectory's first state
+outside memory after the walk. A refused insert (full table, counted in
+``tables[p].refused``) leaves the state outside memory: played by the playout,
+never updated. ``solver.run(Rules(game), state, n, key, path=path)`` searches
+from the match position ``path``
+(:func:`~jaxgt.solvers.consistent.search_path`; ``None``: no targeting).
+Inside memory the targeted scenario keeps to the children consistent with
+the searcher's keys (IST) or the public keys (PST) along the path
+(:func:`~jaxgt.solvers.consistent.consistent_children`; the walk starts at the
+root, so step ``t`` is the depth). Where card removal leaves no consistent
+child the walk goes on unrestricted and records that probability as the
+targeted one, so the mixture probability ``l`` stays exact. ``pi_bar(sub)``
+cannot be enumerated there: each run estimates it once from
+``reach_samples`` prefixes drawn through consistent children,
+``mean(pi_bar(h) / q(h))`` (:func:`target_reach_samples`, unbiased for
+``pi_bar(sub)``), so ``w_T`` is a ratio estimate; its error scales every
+update of a search alike. Without a position, and from any position whose
+consistent children never dead-end, a device run draws the tree run's
+samples from the same key (checked on Kuhn and Leduc row by row).
+
 With ``delta = 0`` (or ``history=None``) OOS is outcome-sampling MCCFR with
 incremental tree building; with ``gamma = 0`` and ``init(..., prefill=True)``
 (every information state in memory) it draws the same samples from the same
@@ -92,7 +116,7 @@ from jaxgt.core.targets import (ancestor_chains, ancestor_mask, chain_reach, mem
 from jaxgt.games.base import CHANCE
 from jaxgt.games.device import children_mask
 from jaxgt.solvers.base import check_num_steps, require_key, step_key
-from jaxgt.solvers.consistent import SearchPath, consistent_children, no_path
+from jaxgt.solvers.consistent import SearchPath, consistent_children
 from jaxgt.solvers.sampled import (SampledSolver, _run, check_memory_config, grow_tree,
                                    memory_step)
 from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of
@@ -416,16 +440,18 @@ def _check_rules_state(rules: Rules, state: OOSState) -> None:
 
 
 def check_search_path(game, path) -> SearchPath:
-  """``path`` checked against ``game`` (``None``: :func:`~jaxgt.solvers.consistent.no_path`):
+  """``path`` checked against ``game`` (``None``: no position, nothing targeted):
   a :class:`SearchPath` with keys ``[L + 1, W]`` and public keys ``[L + 1, Wp]``
   (``L = game.max_length``), and, where its values are concrete, a length in ``[-1, L]``
   and a searcher 0 or 1 at a position."""
-  if path is None:
-    return no_path(game)
+  L = int(game.max_length)
+  if path is None:  # no position (what consistent.no_path gives, without replaying a match)
+    return SearchPath(keys=jnp.zeros((L + 1, int(game.info_key_width)), jnp.int32),
+                      public=jnp.zeros((L + 1, int(game.public_key_width)), jnp.int32),
+                      length=jnp.asarray(-1, jnp.int32), player=jnp.asarray(-1, jnp.int32))
   if not isinstance(path, SearchPath):
     raise TypeError(f"path must be a SearchPath (solvers.consistent.search_path), got "
                     f"{type(path).__name__}")
-  L = int(game.max_length)
   want = {"keys": (L + 1, int(game.info_key_width)),
           "public": (L + 1, int(game.public_key_width))}
   for name, shape in want.items():
@@ -443,7 +469,7 @@ def check_search_path(game, path) -> SearchPath:
   return path
 
 
-def _mean_profile_rows(state: OOSState, src, node):
+def _mean_profile_rows(state: OOSState, node):
   """``[B, A]``: the mean profile ``pi_bar`` at ``node`` (normalised sums, uniform over the
   legal actions where a state has no row or a zero row)."""
   row = infostate_rows(state.cum_policy, node.player, node.infostate)
@@ -469,32 +495,30 @@ def target_reach_samples(cfg: OOS, rules: Rules, state: OOSState, path: SearchPa
   """
   game = rules.game
   src = source_of(rules, state.tables, state.regrets[0].dtype)
-  dtype = src.dtype
-  A = src.num_actions
-  uni = rng.uniform(key, (src.max_depth, num), dtype)
+  C, A = src.num_children, src.num_actions
+  uni = rng.uniform(key, (src.max_depth, num), src.dtype)
 
   def body(t, c):
     s, w = c
     node = src.node(s)
-    go = t < path.length
-    mask = consistent_children(game, s, t, path, cfg.targeting)
-    pi = jnp.where((node.player == CHANCE)[:, None], src.chance(s),
-                   jnp.pad(_mean_profile_rows(state, src, node), ((0, 0), (0, src.num_children - A))))
-    q = jnp.where((node.player == CHANCE)[:, None], src.chance(s), 1.0) * mask
+    chance = (node.player == CHANCE)[:, None]
+    mean = jnp.pad(_mean_profile_rows(state, node), ((0, 0), (0, C - A)))
+    pi = jnp.where(chance, src.chance(s), mean)
+    q = jnp.where(chance, src.chance(s), 1.0) * consistent_children(game, s, t, path,
+                                                                      cfg.targeting)
     total = jnp.sum(q, axis=-1)
     a = sample_cdf(jnp.cumsum(q, axis=-1), uni[t])
-    a = jnp.minimum(a, src.num_children - 1)
     take = lambda x: jnp.take_along_axis(x, a[:, None], axis=-1)[:, 0]
-    ratio = take(pi) * total / jnp.where(total > 0, take(q), 1.0)
-    w = jnp.where(go, jnp.where(total > 0, w * ratio, 0.0), w)
-    moved = go & (total > 0)
+    alive = total > 0  # else a dead end: the lane stays put with weight 0
+    w = jnp.where(alive, w * take(pi) * total / jnp.where(alive, take(q), 1.0), 0.0)
     nxt = src.child(s, a)
     s = jax.tree_util.tree_map(
-        lambda n, o: jnp.where(moved.reshape(moved.shape + (1,) * (n.ndim - 1)), n, o), nxt, s)
+        lambda n, o: jnp.where(alive.reshape(alive.shape + (1,) * (n.ndim - 1)), n, o), nxt, s)
     return s, w
 
-  _, w = lax.fori_loop(0, src.max_depth, body, (src.root(num), jnp.ones(num, dtype)))
-  return jnp.where(path.length >= 0, w, 1.0)
+  _, w = lax.fori_loop(0, jnp.maximum(path.length, 0), body,
+                       (src.root(num), jnp.ones(num, src.dtype)))
+  return w
 
 
 def estimate_weighting_factor(cfg: OOS, rules: Rules, state: OOSState, path: SearchPath, key):
