@@ -117,8 +117,7 @@ from jaxgt.games.base import CHANCE
 from jaxgt.games.device import children_mask
 from jaxgt.solvers.base import check_num_steps, require_key, step_key
 from jaxgt.solvers.consistent import SearchPath, consistent_children
-from jaxgt.solvers.sampled import (SampledSolver, _run, check_memory_config, grow_tree,
-                                   memory_step)
+from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
 from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of
 from jaxgt.solvers.walk import Draw, walk
 
@@ -246,7 +245,8 @@ class OOS(SampledSolver):
     num_steps = check_num_steps(num_steps, traced_ok=True)
     key = require_key(self.name, key)
     _check_rules_state(tree, state)
-    return _run(self, tree, state, num_steps, key, *self.position(tree, **position), key)
+    return self.jitted_run(self, tree, state, num_steps, key, *self.position(tree, **position),
+                           key)
 
   def position(self, tree, *, history=None, members=None, path=None) -> tuple:
     """``run``'s keywords. On a compiled tree: ``history``, ``None`` (empty match history,
