@@ -127,7 +127,7 @@ def test_reach_estimate_is_unbiased_for_the_targeted_set(leduc, targeting):
   """The importance weights pi_bar(h) / q(h) of prefixes drawn through consistent children average
   to the exact mean-profile reach of the targeted set (the tree's w_T with delta = 1 is its
   reciprocal), within sampling error."""
-  g, tree, rules, state = leduc["game"], leduc["tree"], leduc["rules"], leduc["state"]
+  tree, rules, state = leduc["tree"], leduc["rules"], leduc["state"]
   solver = OOS(delta=1.0, targeting=targeting, dtype="float64")
   ts = _tree_state(solver, leduc["compiled"], tree, rules, state)
   _, w = solver.targets(tree, ts, jnp.asarray(leduc["history"]))

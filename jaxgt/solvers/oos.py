@@ -105,7 +105,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax import lax
 
-from jaxgt.core import info_table, rng, sequence_form
+from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import cast_tree
