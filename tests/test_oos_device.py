@@ -88,15 +88,18 @@ def _check_same_run(compiled, tree_state, rules, state, rtol=1e-12):
   assert int(state.size) == int(tree_state.size)
 
 
-def test_rules_run_equals_tree_run_on_kuhn():
+@pytest.mark.parametrize("batch", [4, pytest.param(16, marks=pytest.mark.slow)])
+def test_rules_run_equals_tree_run_on_kuhn(batch):
   """No position: the Rules-backed run draws the tree-backed run's samples from the same key and
-  keeps the same regrets and sums, row by row (delta plays no part without a target)."""
+  keeps the same regrets and sums, row by row (delta plays no part without a target). Batch 16
+  replays the walk on all rows at once, batch 4 in a loop."""
   g = jaxgt.games.make("kuhn_poker")
   c = compile_game(g)
   tree = c.device_tree("float64")
   rules = Rules(g)
-  a = SOLVER.run(tree, SOLVER.init(tree), 60, jax.random.key(1), history=None)
-  b = SOLVER.run(rules, SOLVER.init(rules, capacity=8), 60, jax.random.key(1), path=None)
+  solver = OOS(batch=batch, dtype="float64")
+  a = solver.run(tree, solver.init(tree), 60, jax.random.key(1), history=None)
+  b = solver.run(rules, solver.init(rules, capacity=8), 60, jax.random.key(1), path=None)
   assert table_stats(b.tables)["rows"] == [6, 6]
   _check_same_run(c, a, rules, b)
 
