@@ -327,3 +327,18 @@ def test_bad_input_is_refused_before_compiling():
     solver.init(tree, capacity=8)
   assert compilations(solver) == before
   assert solver.memory_bytes(rules, 8) == 2 * info_table.table_bytes(8, 2, 2 * 2 * 8)
+
+
+@pytest.mark.slow  # a jitted match's compilation
+def test_device_search_agent_plays_oos_matches():
+  """The oos spec on a device game plays through DeviceSearchAgent (tables kept for the match,
+  a SearchPath per move, traced inside the jitted match)."""
+  from jaxgt.agents.specs import make_agent
+  from jaxgt.evaluation.match import play
+  g = jaxgt.games.make("liars_dice", numdice=1)
+  agent = make_agent(g, "oos(iterations=20,batch=4,capacity=5000)")
+  assert isinstance(agent.solver, OOS) and agent.keeps_memory
+  result = play(g, agent, make_agent(g, "random"), 4, jax.random.key(0))
+  assert np.isfinite(result.scores).all()
+  memory = result.memory[0]
+  assert min(memory["rows"]) > 0 and memory["refused"] == [0, 0]
