@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxgt.core import info_table
 from jaxgt.core import info_table as it
 
 
@@ -84,40 +85,53 @@ def test_keys_of_the_wrong_width_or_dtype_are_refused():
     it.insert(t, np.zeros((3, 2), np.float32))
 
 
-def test_random_batches_agree_with_a_dictionary():
-  """Random batches with repeated keys, masks and full tables: equal keys share a row, distinct
-  keys never do, a row holds its key, refusals are counted per lane and nothing is
-  overwritten once the table is full."""
+def _check_against_dict(capacity, batches):
+  """Inserts ``batches`` of ``(keys [B, W], mask [B])``; checks rows, keys, size and refusals
+  against a dictionary filled in the same order."""
+  width = batches[0][0].shape[1]
+  table = info_table.empty(capacity, width)
+  insert, lookup = jax.jit(info_table.insert), jax.jit(info_table.lookup)
+  rows_of, refused = {}, 0
+  for keys, mask in batches:
+    table, rows = insert(table, keys, mask)
+    rows = np.asarray(rows)
+    before, fresh = len(rows_of), {}
+    for lane, (k, m) in enumerate(zip(map(tuple, keys), mask)):
+      if not m:
+        assert rows[lane] == info_table.NO_ROW
+      elif k in rows_of:
+        assert rows[lane] == rows_of[k], (k, lane)
+      else:  # a new key: one row (or a refusal) for all its lanes
+        assert fresh.setdefault(k, rows[lane]) == rows[lane], (k, lane)
+        refused += int(rows[lane] < 0)
+    taken = sorted(int(r) for r in fresh.values() if r >= 0)
+    assert taken == list(range(before, before + len(taken)))  # fresh rows, dense
+    rows_of.update({k: r for k, r in fresh.items() if r >= 0})
+    assert len(taken) == len(fresh) or len(rows_of) == capacity  # refused only when full
+    assert int(table.size) == len(rows_of) and int(table.refused) == refused
+    stored = info_table.host_keys(table)
+    for k, r in rows_of.items():
+      np.testing.assert_array_equal(stored[r], k)
+    found = np.asarray(lookup(table, keys))
+    np.testing.assert_array_equal(found, [rows_of.get(tuple(k), info_table.NO_ROW) for k in keys])
+  return rows_of, refused
+
+
+@pytest.mark.parametrize("batch", [1, 2, 24])
+def test_insert_matches_a_dictionary_with_repeats_probing_and_a_full_table(batch):
+  rng = np.random.default_rng(batch)
+  # Few distinct keys (repeats in a batch and across batches); 2 words; the table fills.
+  batches = [(rng.integers(0, 6, (batch, 2)).astype(np.int32), rng.random(batch) < 0.8)
+             for _ in range(12)]
+  rows_of, refused = _check_against_dict(7, batches)
+  assert len(rows_of) == 7 and (refused > 0 or batch == 1)
+
+
+def test_many_distinct_keys_probe_and_fill_the_table():
+  """64 lanes of 3-word keys from 60 values into 40 rows (64 slots: long probe chains)."""
   rng = np.random.default_rng(0)
-  insert, lookup = jax.jit(it.insert), jax.jit(it.lookup)
-  full = 0
-  for trial in range(8):
-    # few shapes, few compilations; 7 rows fill up, 300 rows (1024 slots) resolve contested
-    # slots by sorting the lanes rather than scattering into the slots
-    capacity, width = (7, 300)[trial % 2], 2
-    table, model, refused = it.empty(capacity, width), {}, 0
-    for _ in range(5):
-      B = 24
-      keys = rng.integers(0, 10, (B, width)).astype(np.int32)
-      mask = rng.random(B) < 0.8
-      before = dict(model)
-      table, rows = insert(table, keys, mask)
-      rows = np.asarray(rows)
-      for lane in range(B):
-        if not mask[lane]:
-          assert rows[lane] == it.NO_ROW
-        elif rows[lane] != it.NO_ROW:
-          assert model.setdefault(tuple(keys[lane]), int(rows[lane])) == rows[lane], trial
-      for lane in np.flatnonzero(mask & (rows == it.NO_ROW)):
-        assert tuple(keys[lane]) not in model and len(model) == capacity
-        refused += 1
-      assert all(model[k] == r for k, r in before.items())
-      assert sorted(model.values()) == list(range(len(model)))
-      assert int(table.size) == len(model) and int(table.refused) == refused
-      stored = it.host_keys(table)
-      assert all(tuple(stored[r]) == k for k, r in model.items())
-      probe = rng.integers(0, 10, (16, width)).astype(np.int32)
-      found = np.asarray(lookup(table, probe))
-      assert [model.get(tuple(k), it.NO_ROW) for k in probe] == found.tolist()
-    full += refused > 0
-  assert full >= 4  # the small tables fill up
+  batches = [(rng.integers(0, 60, (64, 1)).astype(np.int32) * np.array([[1, 1000, -7]],
+                                                                          np.int32),
+              np.ones(64, bool)) for _ in range(3)]
+  rows_of, refused = _check_against_dict(40, batches)
+  assert len(rows_of) == 40 and refused > 0

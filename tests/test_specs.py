@@ -19,7 +19,8 @@ def test_defaults_and_typed_values():
   s = specs.parse_spec(" oos( iterations = 50 , delta=0.5,targeting=pst, epsilon=1 ) ")
   assert s.kind == "oos"
   assert s.params == {"iterations": 50, "delta": 0.5, "targeting": "pst", "epsilon": 1.0,
-                      "gamma": 0.01, "play": "average", "batch": 1, "dtype": "float32"}
+                      "gamma": 0.01, "play": "average", "capacity": None, "batch": 1,
+                      "dtype": "float32"}
   assert isinstance(s.params["epsilon"], float) and isinstance(s.params["iterations"], int)
   assert specs.parse_spec("random").params == {} and specs.parse_spec("random()").params == {}
   assert specs.parse_spec("ismcts(c=none,selection=rm)").params["c"] is None

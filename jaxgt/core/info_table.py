@@ -102,37 +102,22 @@ def lookup(table: InfoTable, keys) -> jax.Array:
   """int32 ``[B]``: the row of each key ``[B, W]`` (:data:`NO_ROW` where absent)."""
   keys = _check_keys(table, keys)
   mask = table.slots.shape[0] - 1
-  start = key_hash(keys).astype(jnp.int32) & jnp.int32(mask)
+  start = key_hash(keys).astype(jnp.int32) & mask
 
   def cond(c):
     return jnp.any(c[1])
 
   def body(c):
     probe, pending, row = c
-    r = table.slots[(start + probe) & jnp.int32(mask)]
+    r = table.slots[(start + probe) & mask]
     hit = (r >= 0) & jnp.all(table.keys[jnp.maximum(r, 0)] == keys, axis=-1)
     done = pending & ((r < 0) | hit)
     row = jnp.where(done & hit, r, row)
-    return probe + (pending & ~done).astype(jnp.int32), pending & ~done, row
+    return probe + (pending & ~done), pending & ~done, row
 
   B = keys.shape[0]
   init = (jnp.zeros(B, jnp.int32), jnp.ones(B, bool), jnp.full(B, NO_ROW, jnp.int32))
   return lax.while_loop(cond, body, init)[2]
-
-
-def _lowest_lane(wanted, M: int):
-  """bool ``[B]``: whether each lane is the lowest one wanting its slot ``wanted [B]`` (``M``:
-  none). Few lanes against many slots sort the lanes (``O(B log B)``, whatever the capacity);
-  many lanes scatter their minimum into a slot array (``O(M)``, cheaper than the sort then)."""
-  B = wanted.shape[0]
-  lanes = jnp.arange(B, dtype=jnp.int32)
-  if M <= 16 * B:
-    claim = jnp.full(M, B, jnp.int32).at[wanted].min(lanes, mode="drop")
-    return claim[jnp.minimum(wanted, M - 1)] == lanes
-  order = jnp.argsort(wanted, stable=True)
-  ordered = wanted[order]
-  first = jnp.concatenate([jnp.ones(1, bool), ordered[1:] != ordered[:-1]])
-  return jnp.zeros(B, bool).at[order].set(first)
 
 
 def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
@@ -147,50 +132,63 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   B = keys.shape[0]
   M = table.slots.shape[0]
   capacity = table.capacity
-  start = key_hash(keys).astype(jnp.int32) & jnp.int32(M - 1)
   pending = jnp.ones(B, bool) if mask is None else jnp.asarray(mask, bool)
+  if B == 1:
+    # One lane gets a second, masked-off one: XLA compiles a one-element scatter into the
+    # slots inside the loop as an update that copies all M slots each round.
+    table, row = insert(table, jnp.concatenate([keys, keys]),
+                        jnp.concatenate([pending, jnp.zeros(1, bool)]))
+    return table, row[:1]
+  start = key_hash(keys).astype(jnp.int32) & (M - 1)
   lanes = jnp.arange(B, dtype=jnp.int32)
   size0 = table.size
 
+  # The loop carries the slots and per-lane arrays only: the key of a row taken in this call
+  # is read from its lane (``taker``) and the keys are stored once after the loop, and a
+  # contested slot goes to the first of the lanes sorted by slot; so a round costs O(B log B),
+  # not a copy of the [N, W] keys or a fill of M claims (what made inserts into large tables
+  # cost milliseconds).
   def cond(c):
-    return jnp.any(c[3])
+    return jnp.any(c[2])
 
   def body(c):
-    slots, size, probe, pending, row, refused, lane_of = c
-    slot = (start + probe) & jnp.int32(M - 1)
+    slots, probe, pending, row, size, taker, refused = c
+    slot = (start + probe) & (M - 1)
     r = slots[slot]
-    # A row added by this call holds the key of the lane that took it (the rows' keys are
-    # written once, after the loop: a loop that reads and writes them copies them each round).
-    fresh = r >= size0
-    held = jnp.where(fresh[:, None], keys[lane_of[jnp.clip(r - size0, 0, B - 1)]],
-                     table.keys[jnp.clip(r, 0, capacity - 1)])
-    hit = pending & (r >= 0) & jnp.all(held == keys, axis=-1)
+    fresh = r >= size0  # a row taken in this call
+    stored = jnp.where(fresh[:, None], keys[taker[jnp.clip(r - size0, 0, B - 1)]],
+                       table.keys[jnp.maximum(r, 0)])
+    hit = pending & (r >= 0) & jnp.all(stored == keys, axis=-1)
     occupied = pending & (r >= 0) & ~hit
     free = pending & (r < 0)
-    # A free slot goes to the lowest lane that wants it; winners take rows in lane order while
-    # rows last, the others are refused.
-    won = free & _lowest_lane(jnp.where(free, slot, M), M)
+    # A free slot goes to the lowest lane that wants it; winners take rows in lane order
+    # while rows last, the others are refused.
+    wanted = jnp.where(free, slot, M)
+    order = jnp.argsort(wanted, stable=True)
+    ws = wanted[order]
+    first = (ws < M) & jnp.concatenate([jnp.ones(1, bool), ws[1:] != ws[:-1]])
+    won = jnp.zeros(B, bool).at[order].set(first)
     rank = jnp.cumsum(won, dtype=jnp.int32) - 1
     take = won & (rank < capacity - size)
     new_row = size + rank
     refuse = won & ~take
     slots = slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")
-    lane_of = lane_of.at[jnp.where(take, new_row - size0, B)].set(lanes, mode="drop")
+    taker = taker.at[jnp.where(take, new_row - size0, B)].set(lanes, mode="drop")
     # A lane whose slot another lane claimed looks at it again next round (same key: found;
     # else it probes on). Slots outnumber rows twice, so a new key always meets a free slot.
     row = jnp.where(hit, r, jnp.where(take, new_row, row))
     done = hit | take | refuse
-    probe = probe + occupied.astype(jnp.int32)
-    return (slots, size + jnp.sum(take).astype(jnp.int32), probe, pending & ~done, row,
-            refused + jnp.sum(refuse).astype(jnp.int32), lane_of)
+    probe = probe + occupied
+    return (slots, probe, pending & ~done, row, size + jnp.sum(take).astype(jnp.int32), taker,
+            refused + jnp.sum(refuse).astype(jnp.int32))
 
-  init = (table.slots, size0, jnp.zeros(B, jnp.int32), pending, jnp.full(B, NO_ROW, jnp.int32),
-          jnp.zeros((), jnp.int32), jnp.zeros(B, jnp.int32))
-  slots, size, _, _, row, refused, lane_of = lax.while_loop(cond, body, init)
-  added = jnp.arange(B, dtype=jnp.int32)
-  stored = table.keys.at[jnp.where(added < size - size0, size0 + added, capacity)].set(
-      keys[lane_of], mode="drop")
-  return InfoTable(keys=stored, slots=slots, size=size, refused=table.refused + refused), row
+  init = (table.slots, jnp.zeros(B, jnp.int32), pending, jnp.full(B, NO_ROW, jnp.int32),
+          size0, jnp.zeros(B, jnp.int32), jnp.zeros((), jnp.int32))
+  slots, _, _, row, size, taker, refused = lax.while_loop(cond, body, init)
+  new = jnp.arange(B, dtype=jnp.int32) < size - size0
+  stored = table.keys.at[jnp.where(new, size0 + lanes, capacity)].set(keys[taker], mode="drop")
+  return table.replace(keys=stored, slots=slots, size=size,
+                       refused=table.refused + refused), row
 
 
 def host_keys(table: InfoTable) -> np.ndarray:

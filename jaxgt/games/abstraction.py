@@ -373,6 +373,17 @@ class EHS2Buckets(Abstraction):
     return jnp.concatenate([jnp.stack([head, jnp.int32(p), bucket]), state.betting]) \
         .astype(jnp.int32)
 
+  def acting_key(self, game, state: HoldemState, player):
+    """:meth:`key` for a traced ``player`` (int32 ``[]``, 0 or 1): one E[HS^2] evaluation where
+    computing both players' keys and selecting would cost two (what a search walk asks at
+    every node, for the acting player)."""
+    self.check_game(game)
+    p = jnp.asarray(player, jnp.int32)
+    hole = jax.lax.dynamic_slice(state.cards, (2 * p,), (2,))
+    bucket = self.card_bucket(hole, state.cards[4:])
+    head = (state.round << 3) | (state.player + 4)
+    return jnp.concatenate([jnp.stack([head, p, bucket]), state.betting]).astype(jnp.int32)
+
   def key_string(self, key, player: int) -> str:
     """``[Round 1][Player: 0][Acting: 1][Bucket: flop 734/1000][Sequences: cr|c]`` (host)."""
     head, p, bucket, *betting = (int(k) for k in np.asarray(key).reshape(-1))

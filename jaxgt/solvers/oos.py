@@ -64,6 +64,30 @@ Memory is a fixed-capacity table over the compiled information states
 ancestor chains come from :mod:`jaxgt.core.targets` (``O(K depth)`` work and
 one ``[H]`` mask per search, no sweeps over the tree).
 
+**Device games** (games given by their rules, too large to compile):
+``state = solver.init(Rules(game), capacity=N)`` keeps the statistics in rows
+``[N, A]`` of each player's :class:`~jaxgt.core.info_table.InfoTable`
+(``state.tables``; ``in_tree`` is ``None``): a state is in memory when it has a
+row, and incremental tree building inserts each trajectory's first state
+outside memory after the walk. A refused insert (full table, counted in
+``tables[p].refused``) leaves the state outside memory: played by the playout,
+never updated. ``solver.run(Rules(game), state, n, key, path=path)`` searches
+from the match position ``path``
+(:func:`~jaxgt.solvers.consistent.search_path`; ``None``: no targeting).
+Inside memory the targeted scenario keeps to the children consistent with
+the searcher's keys (IST) or the public keys (PST) along the path
+(:func:`~jaxgt.solvers.consistent.consistent_children`; the walk starts at the
+root, so step ``t`` is the depth). Where card removal leaves no consistent
+child the walk goes on unrestricted and records that probability as the
+targeted one, so the mixture probability ``l`` stays exact. ``pi_bar(sub)``
+cannot be enumerated there: each run estimates it once from
+``reach_samples`` prefixes drawn through consistent children,
+``mean(pi_bar(h) / q(h))`` (:func:`target_reach_samples`, unbiased for
+``pi_bar(sub)``), so ``w_T`` is a ratio estimate; its error scales every
+update of a search alike. Without a position, and from any position whose
+consistent children never dead-end, a device run draws the tree run's
+samples from the same key (checked on Kuhn and Leduc row by row).
+
 With ``delta = 0`` (or ``history=None``) OOS is outcome-sampling MCCFR with
 incremental tree building; with ``gamma = 0`` and ``init(..., prefill=True)``
 (every information state in memory) it draws the same samples from the same
@@ -82,14 +106,19 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import rng, sequence_form
-from jaxgt.core.checks import check_choice, check_real
+from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import cast_tree
-from jaxgt.core.sampling import mix_uniform
+from jaxgt.core.sampling import mix_uniform, sample_cdf
 from jaxgt.core.tables import infostate_rows
 from jaxgt.core.targets import (ancestor_chains, ancestor_mask, chain_reach, member_row,
                                 search_position, target_members)
+from jaxgt.games.base import CHANCE
+from jaxgt.games.device import children_mask
+from jaxgt.solvers.base import check_num_steps, require_key, step_key
+from jaxgt.solvers.consistent import SearchPath, consistent_children
 from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
+from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of
 from jaxgt.solvers.walk import Draw, walk
 
 TARGETING = ("ist", "pst")
@@ -97,13 +126,17 @@ TARGETING = ("ist", "pst")
 
 @struct.dataclass
 class OOSState:
-  """OOS tables over the compiled information states (fixed capacity)."""
+  """OOS tables over the compiled information states, or over the rows of a device game's
+  information-state tables (``I_p = N``, the capacity of each player's table)."""
 
   regrets: tuple  # ([I0, A], [I1, A]) cumulative regrets (zero outside memory)
   cum_policy: tuple  # ([I0, A], [I1, A]) average-strategy accumulators s_I
-  in_tree: tuple  # ([I0] bool, [I1] bool) information states in memory
+  # ([I0] bool, [I1] bool) information states in memory; None on a device game (a state is in
+  # memory when it has a row in its player's table)
+  in_tree: tuple
   size: jax.Array  # [] int32 number of information states in memory
   iteration: jax.Array  # [] int32 iterations (steps) run so far (all searches)
+  tables: tuple = None  # (InfoTable, InfoTable) on a device game; None on a compiled tree
 
 
 def table_prob(tables, legal, pl, info, a):
@@ -129,6 +162,8 @@ class OOS(SampledSolver):
   capacity: int | None = None  # most information states (both players) in memory; None: all of them
   batch: int = 1  # trajectories per update player per iteration (one scatter-add)
   dtype: str = "float32"  # float dtype of the tables
+  # device games: prefixes drawn per run to estimate the targeted set's mean-profile reach (w_T)
+  reach_samples: int = 64
 
   name = "oos"
 
@@ -141,15 +176,25 @@ class OOS(SampledSolver):
     check_real("epsilon", self.epsilon, 0, 1, lo_open=True)
     check_real("gamma", self.gamma, 0, 1)
     check_choice("targeting", self.targeting, TARGETING)
+    check_positive_int("reach_samples", self.reach_samples)
     check_memory_config(self)
 
-  def init(self, tree: GameTree, *, prefill: bool = False, weights=None) -> OOSState:
+  def init(self, tree, *, prefill: bool = False, weights=None, capacity=None) -> OOSState:
     """Empty memory (Sec. 4: the root information state enters on the first iteration).
 
-    ``prefill=True`` puts every information state in memory (for comparing
-    with offline MCCFR); it needs ``capacity`` to cover the game. Root
-    beliefs (``weights``) are not supported.
+    On a compiled tree, ``prefill=True`` puts every information state in
+    memory (for comparing with offline MCCFR); it needs ``capacity`` to cover
+    the game. On a device game (``tree`` a :class:`~jaxgt.solvers.sources.Rules`)
+    ``capacity`` (required) is the rows of each player's information-state
+    table; any positive capacity holds a trajectory's update, since an
+    iteration adds at most one state per trajectory (:meth:`memory_bytes`
+    gives the tables' size). Root beliefs (``weights``) are not supported.
     """
+    if isinstance(tree, Rules):
+      return self._init_rules(tree, prefill, weights, capacity)
+    if capacity is not None:
+      raise ValueError("init's capacity is the table rows of a device game; on a compiled tree "
+                       "memory is bounded by OOS(capacity=...)")
     dtype = self.init_dtype(tree, weights)
     n = tree.num_infostates
     if prefill and self.capacity is not None and self.capacity < sum(n):
@@ -161,21 +206,83 @@ class OOS(SampledSolver):
                     size=jnp.asarray(sum(n) if prefill else 0, jnp.int32),
                     iteration=jnp.zeros((), jnp.int32))
 
-  def position(self, tree: GameTree, *, history=None, members=None) -> tuple:
-    """``run``'s keywords: ``history``, ``None`` (empty match history, no targeting) or a
-    history index (may be traced) where player 0 or 1 acts; ``members``, the
-    :func:`~jaxgt.core.targets.target_members` table of ``tree`` (computed when ``None``)."""
+  def _init_rules(self, rules: Rules, prefill, weights, capacity) -> OOSState:
+    if weights is not None:
+      raise ValueError(f"{self.name} does not support root beliefs (weights)")
+    if prefill:
+      raise ValueError("prefill needs a compiled tree (a device game's states are not "
+                       "enumerated)")
+    if self.capacity is not None:
+      raise ValueError("on a device game memory is bounded by init(rules, capacity=rows per "
+                       "player), not OOS(capacity=...)")
+    if capacity is None:
+      raise ValueError("a device game needs init(rules, capacity=N): the rows of each "
+                       "player's information-state table")
+    capacity = check_positive_int("capacity", capacity)
+    dtype = jnp.dtype(self.dtype)
+    zeros = tuple(jnp.zeros((capacity, rules.num_actions), dtype) for _ in (0, 1))
+    return OOSState(regrets=zeros, cum_policy=zeros, in_tree=None,
+                    size=jnp.zeros((), jnp.int32), iteration=jnp.zeros((), jnp.int32),
+                    tables=rules.empty_tables(capacity))
+
+  def memory_bytes(self, rules: Rules, capacity: int) -> int:
+    """Bytes of the state's tables on a device game: keys, slots, regrets and sums."""
+    row = 2 * rules.num_actions * jnp.dtype(self.dtype).itemsize
+    return memory_estimate(rules, check_positive_int("capacity", capacity), row)
+
+  def run(self, tree, state, num_steps, key=None, **position) -> OOSState:
+    """``num_steps`` iterations in one jitted call (:meth:`SampledSolver.run`).
+
+    On a compiled tree the position is ``history=`` (see :meth:`position`);
+    on a device game it is ``path=``, a :class:`~jaxgt.solvers.consistent.SearchPath`
+    (:func:`~jaxgt.solvers.consistent.search_path` of the match so far) or
+    ``None`` (no targeting), and ``w_T`` is estimated once per run from
+    ``reach_samples`` prefixes (:func:`target_reach_samples`).
+    """
+    if not isinstance(tree, Rules):
+      _check_tree_state(state)
+      return super().run(tree, state, num_steps, key, **position)
+    num_steps = check_num_steps(num_steps, traced_ok=True)
+    key = require_key(self.name, key)
+    _check_rules_state(tree, state)
+    return self.jitted_run(self, tree, state, num_steps, key, *self.position(tree, **position),
+                           key)
+
+  def position(self, tree, *, history=None, members=None, path=None) -> tuple:
+    """``run``'s keywords. On a compiled tree: ``history``, ``None`` (empty match history,
+    no targeting) or a history index (may be traced) where player 0 or 1 acts; ``members``,
+    the :func:`~jaxgt.core.targets.target_members` table of ``tree`` (computed when
+    ``None``). On a device game: ``path``, the :class:`SearchPath` of the match position
+    (``None``: no targeting)."""
+    if isinstance(tree, Rules):
+      if history is not None or members is not None:
+        raise ValueError("on a device game the search position is path=SearchPath "
+                         "(solvers.consistent.search_path), not history=/members=")
+      return (check_search_path(tree.game, path),)
+    if path is not None:
+      raise ValueError("path= is a device game's search position; on a compiled tree pass "
+                       "history=")
     return search_position(tree, self.targeting, history, members)
 
-  def prepare(self, tree: GameTree, state: OOSState, history, members):
-    """The targeted set, its ancestors' children and ``w_T`` of a search (:func:`_targets`)."""
+  def prepare(self, tree, state: OOSState, *position):
+    """The targeted set, its ancestors' children and ``w_T`` of a search (:func:`_targets`);
+    on a device game ``(path, w_T)`` with ``w_T`` estimated (:func:`estimate_weighting_factor`)."""
+    if isinstance(tree, Rules):
+      path, key = position
+      return path, estimate_weighting_factor(self, tree, state, path,
+                                             reach_key(key, state.iteration))
+    history, members = position
     member_set, anc, w_t = _targets(self, tree, state, members, history)
     return (member_set, ancestor_children(tree, anc), history >= 0), w_t
 
-  def sample_step(self, tree: GameTree, state: OOSState, context, key) -> OOSState:
+  def sample_step(self, tree, state: OOSState, context, key) -> OOSState:
     """One iteration: ``batch`` trajectories for player 0, then for player 1."""
     target, w_t = context
-    for i, k in enumerate(rng.split(key)):
+    keys = rng.split(key)
+    if isinstance(tree, Rules):  # one traced half step (one walk to compile), players in turn
+      return lax.fori_loop(0, 2, lambda i, s: _half_step_rules(
+          self, tree, s, i, target, w_t, keys[i]), state)
+    for i, k in enumerate(keys):
       state = _half_step(self, tree, state, i, target, w_t, k)
     return state
 
@@ -253,16 +360,27 @@ def _exclusive_cumprod(x):
 
 def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, key):
   """``batch`` trajectories for update player ``i``, one scatter-add each table."""
-  A = tree.num_actions
-  dtype = state.regrets[0].dtype
   B = cfg.batch
-  uni = rng.uniform(key, (tree.max_depth, B), dtype)
-  targeted = rng.uniform(rng.fold_in(key, 1), (B,), dtype) < cfg.delta
+  uni = rng.uniform(key, (tree.max_depth, B), state.regrets[0].dtype)
+  targeted = rng.uniform(rng.fold_in(key, 1), (B,), uni.dtype) < cfg.delta
   traj, _ = walk(tree, oos_node_policy(cfg, tree, state, i, target), uni,
                  carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=targeted)
-  sig, legal, tree_node, new_node = traj.record
+  _, _, tree_node, new_node = traj.record
+  info = traj.infostate
+  in_tree, size, admitted = grow_tree(state.in_tree, state.size, cfg.capacity, traj.player, info,
+                                      new_node)
+  state = _update(cfg, state, i, traj, info, tree_node | admitted, w_t)
+  return state.replace(in_tree=in_tree, size=size)
+
+
+def _update(cfg: OOS, state: OOSState, i, traj, info, upd, w_t) -> OOSState:
+  """Algorithm 1's updates (lines 20-29) of the trajectories ``traj`` for update player ``i``
+  (an int, or traced) at the states ``upd [D, B]`` (in memory), rows ``info [D, B]``."""
+  sig, legal, _, _ = traj.record
+  A = sig.shape[-1]
+  dtype = state.regrets[0].dtype
   pol, f1, f2 = traj.target_prob, traj.targeted_prob, traj.sample_prob
-  u = traj.payoff(tree) * (1.0 if i == 0 else -1.0)  # [B]
+  u = traj.payoff() * (1.0 - 2.0 * i)  # [B] update player's utility
   plt = traj.player  # [D, B]
   inv_w = 1.0 / w_t  # Algorithm 1's initial s_1 = s_2 = 1 / w_T
   s_pre = inv_w * (cfg.delta * _exclusive_cumprod(f1) + (1.0 - cfg.delta) * _exclusive_cumprod(f2))
@@ -270,17 +388,199 @@ def _half_step(cfg: OOS, tree: GameTree, state: OOSState, i: int, target, w_t, k
   pi_o = _exclusive_cumprod(jnp.where(plt != i, pol, 1.0))  # chance and opponent reach
   x = jnp.cumprod(pol[::-1], axis=0)[::-1]  # tail reach x(h) of each depth
   x_next = jnp.concatenate([x[1:], jnp.ones_like(x[:1])])
-  info = traj.infostate
-  in_tree, size, admitted = grow_tree(state.in_tree, state.size, cfg.capacity, plt, info, new_node)
-  upd = tree_node | admitted
   onehot = jax.nn.one_hot(traj.action, A, dtype=dtype)
   W = (pi_o * u / l)[..., None]
   regret = W * (onehot * x_next[..., None] - x[..., None])
   mine = upd & (plt == i)
-  regret = jnp.where(mine[..., None] & legal, regret, 0.0)
+  regret = jnp.where(mine[..., None] & legal, regret, 0.0).reshape(-1, A)
   theirs = upd & (plt == 1 - i)
-  avg = jnp.where(theirs[..., None], sig * (pi_o / s_pre)[..., None], 0.0)
+  avg = jnp.where(theirs[..., None], sig * (pi_o / s_pre)[..., None], 0.0).reshape(-1, A)
   regrets, cum = list(state.regrets), list(state.cum_policy)
-  regrets[i] = regrets[i].at[jnp.where(mine, info, 0).reshape(-1)].add(regret.reshape(-1, A))
-  cum[1 - i] = cum[1 - i].at[jnp.where(theirs, info, 0).reshape(-1)].add(avg.reshape(-1, A))
-  return state.replace(regrets=tuple(regrets), cum_policy=tuple(cum), in_tree=in_tree, size=size)
+  if isinstance(i, int):
+    regrets[i] = regrets[i].at[jnp.where(mine, info, 0).reshape(-1)].add(regret)
+    cum[1 - i] = cum[1 - i].at[jnp.where(theirs, info, 0).reshape(-1)].add(avg)
+  else:  # traced: both players' tables, rows of the other player's dropped
+    for p in (0, 1):
+      n = regrets[p].shape[0]
+      regrets[p] = regrets[p].at[jnp.where(mine & (i == p), info, n).reshape(-1)].add(
+          regret, mode="drop")
+      cum[p] = cum[p].at[jnp.where(theirs & (i != p), info, n).reshape(-1)].add(
+          avg, mode="drop")
+  return state.replace(regrets=tuple(regrets), cum_policy=tuple(cum))
+
+
+# ---------------------------------------------------------------------------------------------
+# Device games: memory is the players' information-state tables, targeting reads a SearchPath.
+
+_REACH_KEY = 0x7EAC4
+
+
+def reach_key(key, iteration):
+  """The key of the reach estimate (:func:`estimate_weighting_factor`) of a run driven by
+  ``key`` from a state at ``iteration``: its first step's key with a constant folded in."""
+  return rng.fold_in(step_key(key, iteration), _REACH_KEY)
+
+
+def _check_tree_state(state: OOSState) -> None:
+  if state.tables is not None:
+    raise ValueError("this OOS state holds a device game's tables; run it on the Rules it was "
+                     "made for")
+
+
+def _check_rules_state(rules: Rules, state: OOSState) -> None:
+  """Raises unless ``state`` was made by ``init(rules, capacity=...)`` for this game."""
+  if state.tables is None:
+    raise ValueError("this OOS state is a compiled tree's; make one for the device game with "
+                     "init(Rules(game), capacity=N)")
+  width = state.tables[0].width
+  if width != rules.key_width or state.regrets[0].shape[-1] != rules.num_actions:
+    raise ValueError(f"this OOS state's tables hold {width}-word keys and "
+                     f"{state.regrets[0].shape[-1]} actions; {rules.game.game_string()} has "
+                     f"{rules.key_width}-word keys and {rules.num_actions} actions")
+
+
+def check_search_path(game, path) -> SearchPath:
+  """``path`` checked against ``game`` (``None``: no position, nothing targeted):
+  a :class:`SearchPath` with keys ``[L + 1, W]`` and public keys ``[L + 1, Wp]``
+  (``L = game.max_length``), and, where its values are concrete, a length in ``[-1, L]``
+  and a searcher 0 or 1 at a position."""
+  L = int(game.max_length)
+  if path is None:  # no position (what consistent.no_path gives, without replaying a match)
+    return SearchPath(keys=jnp.zeros((L + 1, int(game.info_key_width)), jnp.int32),
+                      public=jnp.zeros((L + 1, int(game.public_key_width)), jnp.int32),
+                      length=jnp.asarray(-1, jnp.int32), player=jnp.asarray(-1, jnp.int32))
+  if not isinstance(path, SearchPath):
+    raise TypeError(f"path must be a SearchPath (solvers.consistent.search_path), got "
+                    f"{type(path).__name__}")
+  want = {"keys": (L + 1, int(game.info_key_width)),
+          "public": (L + 1, int(game.public_key_width))}
+  for name, shape in want.items():
+    got = tuple(jnp.shape(getattr(path, name)))
+    if got != shape:
+      raise ValueError(f"path.{name} has shape {got}; {game.game_string()} needs {shape} "
+                       f"(a path of another game?)")
+  if not any(isinstance(x, jax.core.Tracer) for x in (path.length, path.player)):
+    length, player = int(path.length), int(path.player)
+    if not -1 <= length <= L:
+      raise ValueError(f"path.length must be in [-1, {L}], got {length}")
+    if length >= 0 and player not in (0, 1):
+      raise ValueError(f"no player acts at the path's position (player {player}): a search "
+                       f"position is a decision of player 0 or 1")
+  return path
+
+
+def _mean_profile_rows(state: OOSState, node):
+  """``[B, A]``: the mean profile ``pi_bar`` at ``node`` (normalised sums, uniform over the
+  legal actions where a state has no row or a zero row)."""
+  row = infostate_rows(state.cum_policy, node.player, node.infostate)
+  row = jnp.where((node.infostate >= 0)[:, None], row, 0.0)
+  return sequence_form.normalize(row, node.legal)
+
+
+def target_reach_samples(cfg: OOS, rules: Rules, state: OOSState, path: SearchPath, key,
+                         num: int):
+  """``[num]`` importance weights ``pi_bar(h) / q(h)`` of prefixes ``h`` drawn to the position.
+
+  Each lane walks ``path.length`` steps from the root through the children
+  consistent with ``path`` (:func:`~jaxgt.solvers.consistent.consistent_children`,
+  IST or PST as ``cfg.targeting``): chance by its probabilities and players
+  uniformly, restricted to those children; ``q(h)`` is the probability of
+  the prefix so drawn, ``pi_bar(h)`` its chance reach times both players'
+  mean profile (:func:`_mean_profile_rows`). A lane that meets a state
+  with no consistent child (card removal) weighs 0. Every history of the
+  targeted set is drawn with ``q > 0``, and lanes land only there or at a
+  dead end, so the mean weight is an unbiased estimate of ``pi_bar(sub)``,
+  the mean-profile reach of the targeted set. ``1`` everywhere without a
+  position.
+  """
+  game = rules.game
+  src = source_of(rules, state.tables, state.regrets[0].dtype)
+  C, A = src.num_children, src.num_actions
+  uni = rng.uniform(key, (src.max_depth, num), src.dtype)
+
+  def body(t, c):
+    s, w = c
+    node = src.node(s)
+    chance = (node.player == CHANCE)[:, None]
+    mean = jnp.pad(_mean_profile_rows(state, node), ((0, 0), (0, C - A)))
+    pi = jnp.where(chance, src.chance(s), mean)
+    q = jnp.where(chance, src.chance(s), 1.0) * consistent_children(game, s, t, path,
+                                                                      cfg.targeting)
+    total = jnp.sum(q, axis=-1)
+    a = sample_cdf(jnp.cumsum(q, axis=-1), uni[t])
+    take = lambda x: jnp.take_along_axis(x, a[:, None], axis=-1)[:, 0]
+    alive = total > 0  # else a dead end: the lane stays put with weight 0
+    w = jnp.where(alive, w * take(pi) * total / jnp.where(alive, take(q), 1.0), 0.0)
+    nxt = src.child(s, a)
+    s = jax.tree_util.tree_map(
+        lambda n, o: jnp.where(alive.reshape(alive.shape + (1,) * (n.ndim - 1)), n, o), nxt, s)
+    return s, w
+
+  _, w = lax.fori_loop(0, jnp.maximum(path.length, 0), body,
+                       (src.root(num), jnp.ones(num, src.dtype)))
+  return w
+
+
+def estimate_weighting_factor(cfg: OOS, rules: Rules, state: OOSState, path: SearchPath, key):
+  """``w_T = (1 - delta) + delta / pi_bar(sub)`` (Sec. 4.3, as :func:`_targets` on a tree) with
+  ``pi_bar(sub)`` the mean of ``cfg.reach_samples`` importance weights
+  (:func:`target_reach_samples`): a ratio estimate (its denominator unbiased); ``1`` without
+  a position."""
+  mass = jnp.mean(target_reach_samples(cfg, rules, state, path, key, cfg.reach_samples))
+  w_t = (1.0 - cfg.delta) + cfg.delta / jnp.maximum(mass, jnp.finfo(mass.dtype).tiny)
+  return jnp.where(path.length >= 0, w_t, 1.0).astype(mass.dtype)
+
+
+def rules_node_policy(cfg: OOS, rules: Rules, state: OOSState, i: int, path: SearchPath):
+  """The OOS node policy on a device game (:func:`oos_node_policy`, memory = table rows).
+
+  Carry ``head [B]``: the trajectory is still inside memory. A state is in
+  memory when it has a row (``node.infostate >= 0``). Inside memory a child
+  is on target when it agrees with ``path`` at the next depth
+  (:func:`~jaxgt.solvers.consistent.consistent_children`; the walk starts at
+  the root, so step ``t`` is the depth, and every child agrees past the
+  position); from the first state outside memory on, every child is (the
+  playout is not targeted, Sec. 4).
+  """
+  game = rules.game
+
+  def node_policy(t, node, head):
+    rm = explorative_regret_matching(infostate_rows(state.regrets, node.player, node.infostate),
+                                     node.legal, cfg.gamma)
+    tree_node = node.decision & head & (node.infostate >= 0)
+    new_node = node.decision & head & (node.infostate < 0)
+    uniform = mix_uniform(jnp.zeros_like(rm), node.legal, 1.0)
+    sig = jnp.where(tree_node[:, None], rm, uniform)
+    phi = jnp.where((tree_node & (node.player == i))[:, None],
+                    mix_uniform(sig, node.legal, cfg.epsilon), sig)
+    free = ~head | new_node
+    exists = jax.vmap(lambda s: children_mask(game, s))(node.history)
+    active = ~free & (t < path.length)
+    on = lax.cond(jnp.any(active),
+                  lambda: consistent_children(game, node.history, t, path, cfg.targeting),
+                  lambda: exists)
+    on = jnp.where(free[:, None], exists, on)
+    draw = Draw(sample=phi, target=sig, record=(sig, node.legal, tree_node, new_node),
+                on_target=on)
+    return draw, head & ~new_node
+
+  return node_policy
+
+
+def _half_step_rules(cfg: OOS, rules: Rules, state: OOSState, i: int, path, w_t, key):
+  """:func:`_half_step` on a device game: the first state outside memory of each trajectory is
+  inserted into its player's table after the walk; a refused insert (full table) leaves it
+  outside memory, played by the playout and not updated (counted in ``tables[p].refused``)."""
+  B = cfg.batch
+  dtype = state.regrets[0].dtype
+  src = source_of(rules, state.tables, dtype)
+  uni = rng.uniform(key, (src.max_depth, B), dtype)
+  targeted = rng.uniform(rng.fold_in(key, 1), (B,), dtype) < cfg.delta
+  traj, _ = walk(src, rules_node_policy(cfg, rules, state, i, path), uni,
+                 carry=jnp.ones(B, bool), targeted=targeted)
+  _, _, tree_node, new_node = traj.record
+  tables, rows = insert_rows(state.tables, traj.player, traj.key, new_node)
+  admitted = new_node & (rows >= 0)
+  info = jnp.where(new_node, rows, traj.infostate)
+  state = _update(cfg, state, i, traj, info, tree_node | admitted, w_t)
+  return state.replace(tables=tables, size=tables[0].size + tables[1].size)

@@ -96,6 +96,14 @@ class Rules:
       return self.abstraction.key(self.game, state, player)
     return jnp.asarray(self.game.info_key(state, player), jnp.int32)
 
+  def acting_key(self, state, player):
+    """int32 ``[W]``: the table key of a traced ``player`` (0 or 1) at one state: the
+    abstraction's ``acting_key`` where it has one (one evaluation), else both players' keys,
+    selected."""
+    if self.abstraction is not None and hasattr(self.abstraction, "acting_key"):
+      return self.abstraction.acting_key(self.game, state, jnp.clip(player, 0, 1))
+    return jnp.where(player == 1, self.info_key(state, 1), self.info_key(state, 0))
+
   def empty_tables(self, capacity: int) -> tuple:
     """Both players' empty tables of ``capacity`` rows each."""
     return tuple(info_table.empty(capacity, self.key_width) for _ in (0, 1))
@@ -181,14 +189,19 @@ class RulesSource:
     """int32 ``[B, W]``: ``player``'s table keys at states ``[B]``."""
     return jax.vmap(lambda s: self.rules.info_key(s, player))(states)
 
-  def node(self, states) -> Node:
+  def node(self, states, known=None) -> Node:
+    """The nodes at ``states [B]``; ``known = (key [B, W], row [B])`` reuses keys and rows
+    found before (the walk's replay of its own steps) instead of computing them again."""
     game = self.game
     player = jax.vmap(game.current_player)(states).astype(jnp.int32)
     decision = (player == 0) | (player == 1)
     legal = jax.vmap(game.legal_mask)(states) & decision[:, None]
-    key = jnp.where((player == 0)[:, None], self.keys(states, 0), self.keys(states, 1))
-    rows = [info_table.lookup(t, key) for t in self.tables]
-    row = jnp.where(player == 0, rows[0], rows[1])
+    if known is not None:
+      key, row = known
+    else:
+      key = jax.vmap(self.rules.acting_key)(states, player)
+      rows = [info_table.lookup(t, key) for t in self.tables]
+      row = jnp.where(player == 1, rows[1], rows[0])
     return Node(history=states, player=player, infostate=jnp.where(decision, row, NO_INDEX),
                 decision=decision, legal=legal, key=key)
 

@@ -239,8 +239,16 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
     raise ValueError("targeted trajectories need a node policy with on_target, and vice versa")
 
   # What each step keeps, packed (see _packing): (history, action, the carry it saw) and, with
-  # targeting, the action's targeted probability.
-  kept = jax.eval_shape(lambda: (hs, jnp.zeros(B, jnp.int32), carry) + ((jnp.zeros(B, dtype),) if targeting else ()))
+  # targeting, the action's targeted probability. On a device game the carry it saw comes
+  # with the node's key and table row, so the replay does not compute them again (a key can
+  # be costly: an abstraction's hand strength).
+  if on_tree:
+    seen_shape = carry
+  else:
+    probe_node = jax.eval_shape(src.node, hs)
+    seen_shape = (carry, (probe_node.key, probe_node.infostate))
+  kept = jax.eval_shape(lambda: (hs, jnp.zeros(B, jnp.int32), seen_shape) + (
+      (jnp.zeros(B, dtype),) if targeting else ()))
   pack_kept, unpack_kept = _packing(kept)
 
   def body(t, loop):
@@ -250,6 +258,8 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
       cdf, live = table_cdf[hs], table_live[hs]
     else:
       node = src.node(hs)
+      if not on_tree:
+        seen = (carry, (node.key, node.infostate))
       draw, carry = policy(t, node, carry)
       weights = with_chance(src, node, draw.sample.astype(dtype))
       live = node.decision | (node.player == CHANCE)
@@ -288,7 +298,11 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
       weights, target, record = table_weights[h], policy.target[h], None
       total = table_cdf[h, -1]
     else:
-      node = src.node(h)
+      if on_tree:
+        node = src.node(h)
+      else:
+        carry_rows, known = carry_rows
+        node = src.node(h, known)
       draw, _ = policy(step, node, carry_rows)
       on, player, infostate = node.decision | (node.player == CHANCE), node.player, node.infostate
       weights = with_chance(src, node, draw.sample.astype(dtype))
