@@ -339,12 +339,11 @@ def outcome_sampling(epsilon: float = 0.6, batch: int = 1, *, dtype="float32",
   return OutcomeSampling(epsilon=epsilon, batch=batch, dtype=dtype, **rules)
 
 
-def external_sampling(batch: int = 1, *, dtype="float32", max_frontier=None,
-                      **rules) -> ExternalSampling:
+def external_sampling(batch: int = 1, *, dtype="float32", **rules) -> ExternalSampling:
   """External-sampling MCCFR (Lanctot et al. 2009); ``rules``: ``regret_rule`` and
-  ``averaging`` (:class:`MCCFRSolver`); ``max_frontier``: device games only
-  (:class:`ExternalSampling`)."""
-  return ExternalSampling(batch=batch, dtype=dtype, max_frontier=max_frontier, **rules)
+  ``averaging`` (:class:`MCCFRSolver`), and ``max_frontier`` for device games
+  (:class:`ExternalSampling`; not a hyperparameter of compiled-tree runs)."""
+  return ExternalSampling(batch=batch, dtype=dtype, **rules)
 
 
 SAMPLING_SOLVERS = {"mccfr-os": outcome_sampling, "mccfr-es": external_sampling}
