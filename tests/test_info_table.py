@@ -135,3 +135,17 @@ def test_many_distinct_keys_probe_and_fill_the_table():
               np.ones(64, bool)) for _ in range(3)]
   rows_of, refused = _check_against_dict(40, batches)
   assert len(rows_of) == 40 and refused > 0
+
+
+@pytest.mark.parametrize("M", [16, 4096])  # lanes scattered into the claims / lanes sorted
+def test_a_contested_slot_goes_to_its_lowest_lane(M):
+  rng = np.random.default_rng(M)
+  for _ in range(5):
+    wanted = rng.integers(0, 9, 24).astype(np.int32) * (M // 16)
+    wanted[rng.random(24) < 0.3] = M  # lanes wanting no slot
+    want = [w < M and lane == int(np.flatnonzero(wanted == w)[0])
+            for lane, w in enumerate(wanted)]
+    np.testing.assert_array_equal(np.asarray(it._first_lanes(jnp.asarray(wanted), M)), want)
+  batches = [(rng.integers(0, 60, (24, 2)).astype(np.int32), rng.random(24) < 0.9)
+             for _ in range(4)]
+  _check_against_dict(M // 2, batches)

