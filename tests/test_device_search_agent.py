@@ -16,9 +16,9 @@ from jaxgt.solvers.ismcts import ISMCTS
 from jaxgt.solvers.oos import OOS
 
 
-@pytest.mark.parametrize("solver", [ISMCTS(selection="uct", batch=16),
-                                    OOS(delta=0.9, targeting="ist", batch=16)],
-                         ids=["ismcts", "oos"])
+@pytest.mark.parametrize("solver", [
+    pytest.param(ISMCTS(selection="uct", batch=16), marks=pytest.mark.slow),
+    OOS(delta=0.9, targeting="ist", batch=16)], ids=["ismcts", "oos"])
 def test_search_through_the_rules_beats_random_in_liars_dice(solver):
   # LD(1,1) played through its rules (no enumeration); Lisy et al. 2015 report 83-87% against
   # random at 0.1 s per move.
@@ -31,7 +31,7 @@ def test_search_through_the_rules_beats_random_in_liars_dice(solver):
 
 
 def test_a_full_table_is_reported_by_the_match():
-  game = make("liars_dice", numdice=1)
+  game = make("kuhn_poker")
   agent = DeviceSearchAgent(game, OOS(batch=8), iterations=8, capacity=2)
   res = play(game, agent, RandomAgent(game), 4, jax.random.key(1))
   assert res.memory[0]["rows"] == [2, 2] and min(res.memory[0]["refused"]) > 0
@@ -61,6 +61,7 @@ def test_device_search_agent_refuses_bad_input_before_compiling():
     DeviceSearchAgent(jaxgt.compile_game(game), ISMCTS(), iterations=1, capacity=10)
 
 
+@pytest.mark.slow
 def test_a_device_policy_agent_plays_holdem_through_the_rules():
   game = make("limit_holdem")
   caller = DevicePolicyAgent(game, fixed_action_policy(game, (1,)))  # always call / check

@@ -317,6 +317,7 @@ ALWAYS_CALL_MBB = 1163.48
 Zinkevich, "Accelerating Best Response Calculation in Large Extensive Games" (2011)."""
 
 
+@pytest.mark.slow
 def test_lbr_beats_always_call_in_limit_holdem():
   g = make("limit_holdem")
   res = local_best_response(g, fixed_action_policy(g, (1,)), jax.random.key(2), 96,
