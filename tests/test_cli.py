@@ -334,18 +334,18 @@ def test_check_exits_non_zero_on_a_conformance_failure(capsys, monkeypatch):
   assert "zero_sum: trajectory 3 actions [0, 1]: returns" in out
 
 
-@pytest.mark.parametrize("argv, module", [
+@pytest.mark.parametrize("argv, loader", [
     (["match", "kuhn_poker", "random", "random", "--matches", "2", "--log", "/nonexistent/x.jsonl"],
-     "jaxgt.cli.match"),
+     "jaxgt.cli.match.load_playable"),
     (["match", "kuhn_poker", "random", "random", "--matches", "2", "--plot", "/nonexistent/x.png"],
-     "jaxgt.cli.match"),
+     "jaxgt.cli.match.load_playable"),
     (["construct", "kuhn_poker", "random", "--export-openspiel", "/nonexistent/o.json"],
-     "jaxgt.cli.construct"),
+     "jaxgt.cli.construct.load_game"),
 ])
-def test_output_paths_are_checked_before_the_game_is_loaded(argv, module, capsys, monkeypatch):
+def test_output_paths_are_checked_before_the_game_is_loaded(argv, loader, capsys, monkeypatch):
   def no_load(*a, **k):
     raise AssertionError("the game was loaded before the path check")
-  monkeypatch.setattr(f"{module}.load_game", no_load)
+  monkeypatch.setattr(loader, no_load)
   assert main(argv) == 2
   assert "/nonexistent" in capsys.readouterr().err
 
