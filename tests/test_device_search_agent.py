@@ -80,3 +80,8 @@ def test_jaxgt_match_reports_memory_in_json(capsys):
   out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
   assert out["matches"] == 4 and out["memory"][1] is None
   assert max(out["memory"][0]["rows"]) > 0
+
+
+def test_kinds_that_need_a_compiled_game_are_refused_on_a_device_game():
+  with pytest.raises(ValueError, match="needs a compiled game"):
+    make_agent(make("limit_holdem"), "uct(episodes=10)")

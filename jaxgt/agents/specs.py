@@ -66,11 +66,16 @@ class AgentSpec:
   text: str  # the spec as written
 
   def build(self, game) -> Agent:
-    """The agent of this spec for ``game`` (a :class:`~jaxgt.core.game_tree.CompiledGame`).
+    """The agent of this spec for ``game`` (a :class:`~jaxgt.core.game_tree.CompiledGame`, or
+    a device game played through its rules by the kinds in :data:`DEVICE_KINDS`).
 
     A ``ValueError`` of the kind's builder (e.g. a policy file of another game)
     is re-raised with the spec in front.
     """
+    if isinstance(game, DeviceGame) and self.kind not in DEVICE_KINDS:
+      raise ValueError(f"agent {self.text!r} needs a compiled game; {game.game_string()} is "
+                       f"played through its rules, where the agents are "
+                       f"{', '.join(DEVICE_KINDS)}")
     try:
       return _REGISTRY[self.kind].build(game, **self.params)
     except ValueError as e:
@@ -86,6 +91,8 @@ class AgentSpec:
 
 
 _REGISTRY: dict[str, AgentKind] = {}
+DEVICE_KINDS = ("random", "oos", "ismcts")
+"""The kinds that play a device game through its rules (a game too large to enumerate)."""
 
 
 def register_agent(name: str, build: Callable[..., Agent], params=(), description: str = "",
