@@ -120,10 +120,11 @@ def _ours(game: str, solver: str, batch: int):
   return _meter(lambda st, n: s.run(tree, st, n, key), s.init(tree), batch)
 
 
-def _openspiel_ismcts_meter(pyspiel, game, uct_c: float, sims: int, actions=None):
+def _openspiel_ismcts_meter(pyspiel, game, uct_c: float, sims: int, actions=None,
+                            player=None):
   """``meter(seconds) -> sims/s`` of ``pyspiel.ISMCTSBot`` on ``game`` (a game string or a
-  loaded game): ``bot.step`` at the first decision after the deal, or after ``actions`` (kept
-  warm between calls)."""
+  loaded game): ``bot.step`` at the first decision after the deal, or after ``actions``, where
+  ``player`` (if given) must act (kept warm between calls)."""
   g = pyspiel.load_game(game) if isinstance(game, str) else game
   state = g.new_initial_state()
   if actions is None:
@@ -131,8 +132,9 @@ def _openspiel_ismcts_meter(pyspiel, game, uct_c: float, sims: int, actions=None
       state.apply_action(state.legal_actions()[0])
   for a in actions or ():
     state.apply_action(a)
-  if state.is_chance_node() or state.is_terminal():
-    raise ValueError(f"{g} has no decision after {actions}")
+  if state.is_chance_node() or state.is_terminal() or \
+     player is not None and state.current_player() != player:
+    raise ValueError(f"{g} after {actions}: player {state.current_player()} acts, not {player}")
   bot = pyspiel.ISMCTSBot(0, pyspiel.RandomRolloutEvaluator(1, 0), uct_c, sims,
                           final_policy_type=pyspiel.ISMCTSFinalPolicyType.MAX_VISIT_COUNT)
   bot.step(state)  # warm-up
@@ -179,7 +181,7 @@ def _device_rows(pyspiel, args, pinned: dict) -> None:
       try:  # ours' UCT constant
         c = float(ISMCTS(selection="uct").exploration_constant(rules))
         peer = _openspiel_ismcts_meter(pyspiel, os_game, c, args.device_peer_simulations,
-                                       actions)
+                                       actions, int(path.player))
       except (pyspiel.SpielError, ValueError) as e:
         peer = f"ISMCTSBot cannot search {os_game}: {str(e).splitlines()[0]}"
     missing = isinstance(peer, str)
