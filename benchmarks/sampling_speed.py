@@ -15,28 +15,52 @@ second. A batch is one regret update, so at a fixed sample count very large
 batches make few updates and converge less per sample; with thousands of
 updates they match OpenSpiel.
 
+Device games (``--device-games``, games too large to enumerate: limit
+hold'em, Liar's Dice with two dice each, II-Goofspiel with 13 cards): outcome
+sampling from the root through the game's rules
+(``mccfr.outcome_sampling(batch=B).init(Rules(game), capacity=N)``, regrets
+and averages in information-state tables of ``--capacity`` rows per player),
+trajectories/s at each of ``--device-batches`` against
+``pyspiel.OutcomeSamplingMCCFRSolver`` on the same game
+(``game.openspiel_game_string()``; II-Goofspiel's point cards are worth
+``0..N-1``, OpenSpiel's ``1..N``: the same tree with other payoffs), timed
+interleaved as above. OpenSpiel's solver keeps every information state it
+meets in a hash map (about 2.7 KB an iteration on hold'em), so it is built
+fresh for each row and times at most ``--peer-iterations`` iterations at a
+time. Reported: the ratio at the fastest batch, the rows the tables filled
+(and refused, once full), and the bytes of one table row (one information
+state of one player: key, hash slots, regrets and averages;
+``memory_bytes(rules, N) / 2N``).
+
   python benchmarks/sampling_speed.py [--games kuhn_poker,leduc_poker]
       [--batches 1,4,16,64,256,1024,4096] [--seconds 1.0] [--repeats 3]
       [--samples 2000000] [--convergence-batches 16,256,4096] [--no-liars-dice]
+      [--device-games "limit_holdem;liars_dice(numdice=2);ii_goofspiel(num_cards=13)"]
+      [--device-batches 1,256,4096,65536] [--capacity 1048576] [--peer-iterations 20000]
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import statistics
 import time
 
 import jax
 
 import jaxgt
-from jaxgt.bench_report import add_pin_option, figure, pin_from_args
+from jaxgt.bench_report import add_pin_option, figure, missing_peer, pin_from_args
+from jaxgt.games.goofspiel import Goofspiel
 from jaxgt.solvers import mccfr
+from jaxgt.solvers.sources import Rules, table_stats
 from jaxgt.core import sequence_form as sf
 
 OS_NAMES = {"os": "OutcomeSamplingMCCFRSolver", "es": "ExternalSamplingMCCFRSolver"}
+DEVICE_GAMES = "limit_holdem;liars_dice(numdice=2);ii_goofspiel(num_cards=13)"
 BENCH_QUICK = ["--games", "leduc_poker", "--kinds", "os", "--batches", "16,1024",
                "--seconds", "0.3", "--no-liars-dice", "--samples", "20000",
-               "--convergence-batches", "64"]
+               "--convergence-batches", "64", "--device-games", "limit_holdem",
+               "--device-batches", "1024", "--capacity", "65536", "--peer-iterations", "5000"]
 
 
 def _meter(run, state, per_step: int, warmup_steps: int = 1):
@@ -55,6 +79,7 @@ def _meter(run, state, per_step: int, warmup_steps: int = 1):
         return per_step * box[1] / dt
       box[1] *= 4 if dt < seconds / 8 else 2
 
+  meter.state = lambda: box[0]  # the run's state after the latest timing
   return compile_s, meter
 
 
@@ -67,10 +92,11 @@ def _ours(game: str, kind: str, batch: int):
                 warmup_steps=0)
 
 
-def call_meter(call, units: float, start: int = 1):
+def call_meter(call, units: float, start: int = 1, cap: int | None = None):
   """``meter(seconds) -> units/s`` of ``call()`` repeated (``units`` each): the repeat count
-  doubles until one timing lasts ``seconds``, and is kept for the next timing."""
-  box = [start]
+  doubles until one timing lasts ``seconds`` (or reaches ``cap`` calls), and is kept for the
+  next timing."""
+  box = [start if cap is None else min(start, cap)]
 
   def meter(seconds: float) -> float:
     while True:
@@ -79,19 +105,98 @@ def call_meter(call, units: float, start: int = 1):
       for _ in range(n):
         call()
       dt = time.perf_counter() - t0
-      if dt >= seconds:
+      if dt >= seconds or (cap is not None and n >= cap):
         return units * n / dt
-      box[0] *= 2
+      box[0] = 2 * n if cap is None else min(2 * n, cap)
 
   return meter
 
 
-def _openspiel_meter(pyspiel, game: str, kind: str):
-  """``meter(seconds) -> traj/s`` of one OpenSpiel solver (kept warm between calls)."""
-  solver = getattr(pyspiel, OS_NAMES[kind])(pyspiel.load_game(game))
-  meter = call_meter(solver.run_iteration, 2, start=16)
+def _openspiel_meter(pyspiel, game, kind: str, cap: int | None = None):
+  """``meter(seconds) -> traj/s`` of one OpenSpiel solver (kept warm between calls) on
+  ``game`` (a game string or a loaded game); ``cap``: most iterations a timing runs."""
+  if isinstance(game, str):
+    game = pyspiel.load_game(game)
+  solver = getattr(pyspiel, OS_NAMES[kind])(game)
+  meter = call_meter(solver.run_iteration, 2, start=16, cap=cap)
   meter(seconds=0.05)  # warm: the solver's tables fill during the first iterations
   return meter
+
+
+def openspiel_peer(pyspiel, game):
+  """``(pyspiel game, note)``: OpenSpiel's form of device game ``game`` and how it differs
+  (``""``: the same game), or ``(None, why there is none)``."""
+  text, note = game.openspiel_game_string(), ""
+  if text is None and isinstance(game, Goofspiel) and game.points_base != 1:
+    same_tree = jaxgt.games.make("goofspiel", num_cards=game.num_cards, points_base=1,
+                                 returns_type=game.params["returns_type"],
+                                 points_order=game.params["points_order"])
+    text = same_tree.openspiel_game_string()
+    note = (f"point cards worth 1..{game.num_cards} for 0..{game.num_cards - 1}: the same "
+            "tree, other payoffs")
+  if text is None:
+    return None, f"OpenSpiel has no equivalent of {game.game_string()}"
+  if pyspiel is None:
+    return None, "pyspiel is not installed"
+  try:
+    return pyspiel.load_game(text), note
+  except pyspiel.SpielError as e:
+    return None, f"OpenSpiel cannot load {text}: {str(e).splitlines()[0]}"
+
+
+def _device_rows(pyspiel, args, pinned: dict) -> None:
+  """Outcome sampling on device games through their rules against OpenSpiel (module doc)."""
+  games = [jaxgt.games.make_from_string(g) for g in args.device_games.split(";") if g.strip()]
+  if not games:
+    return
+  if "capacity" not in inspect.signature(mccfr.OutcomeSampling.init).parameters:
+    print("\ndevice games: skipped; this jaxgt's MCCFR runs on compiled trees only "
+          "(OutcomeSampling.init takes no capacity, so no Rules(game))")
+    return
+  batches = [int(b) for b in args.device_batches.split(",") if b.strip()]
+  key = jax.random.key(0)
+  for game in games:
+    rules, name = Rules(game), game.game_string()
+    solver = mccfr.outcome_sampling()
+    per_row = solver.memory_bytes(rules, args.capacity) / (2 * args.capacity)
+    os_game, note = openspiel_peer(pyspiel, game)
+    peer_label = "OpenSpiel C++ OutcomeSamplingMCCFRSolver"
+    print(f"\n{name} mccfr-os through the rules (traj/s from the root; tables of "
+          f"{args.capacity:,} rows per player, {per_row:.0f} bytes a row; " +
+          (f"{peer_label} on {os_game}" + (f" ({note})" if note else "") +
+           f", fresh for each row, at most {args.peer_iterations:,} iterations a timing, "
+           f"{args.repeats} alternating timings, medians)" if os_game else
+           f"no peer: {note})"))
+    if os_game is None:
+      missing_peer(peer_label, note, game=name, solver="mccfr-os")
+    print(f"{'batch':>6} {'compile s':>10} {'jaxgt':>14} {'OpenSpiel':>12} {'ratio':>8}  "
+          f"table rows (refused)")
+    best = None
+    for b in batches:
+      solver = mccfr.outcome_sampling(batch=b)
+      state = solver.init(rules, capacity=args.capacity)
+      c, ours = _meter(lambda st, n, s=solver: s.run(rules, st, n, key), state, 2 * b,
+                       warmup_steps=0)
+      if os_game is None:
+        rate, ref, ratio = ours(args.seconds), None, None
+      else:
+        peer = _openspiel_meter(pyspiel, os_game, "os", cap=args.peer_iterations)
+        rate, ref, ratio = interleaved(ours, peer, args.seconds, args.repeats)
+      stats = table_stats(ours.state().tables)
+      if best is None or rate > best[0]:
+        best = (rate, b, ratio)
+      ref_s, ratio_s = ("n/a", "n/a") if ref is None else (f"{ref:,.0f}", f"{ratio:.2f}x")
+      print(f"{b:>6} {c:>10.2f} {rate:>14,.0f} {ref_s:>12} {ratio_s:>8}  "
+            f"{stats['rows'][0]:,} + {stats['rows'][1]:,} ({sum(stats['refused']):,})",
+            flush=True)
+      figure("mccfr-os", rate, "traj/s", game=name, batch=b, capacity=args.capacity, **pinned,
+             peer=None if ref is None else peer_label,
+             peer_value=None if ref is None else rate / ratio)
+    print(f"fastest: batch {best[1]}, {best[0]:,.0f} traj/s" +
+          ("" if best[2] is None else f", {best[2]:.2f}x OpenSpiel C++") +
+          f"; {per_row:.0f} bytes per information state (table row)")
+    figure("mccfr-os table bytes per information state", per_row, "bytes",
+           higher_is_better=False, game=name)
 
 
 def interleaved(ours, peer, seconds: float, repeats: int):
@@ -141,11 +246,28 @@ def main(argv=None):
                   help="trajectories for the equal-sample exploitability comparison")
   ap.add_argument("--convergence-batches", default="16,256,4096",
                   help="our batch sizes in the equal-sample comparison")
+  ap.add_argument("--device-games", default=DEVICE_GAMES,
+                  help="';'-separated device games run through their rules ('' for none)")
+  ap.add_argument("--device-batches", default="1,256,4096,65536",
+                  help="batch sizes on the device games")
+  ap.add_argument("--capacity", type=int, default=1 << 20,
+                  help="table rows per player on the device games")
+  ap.add_argument("--peer-iterations", type=int, default=20000,
+                  help="most OpenSpiel iterations a timing runs on a device game")
   add_pin_option(ap)
   args = ap.parse_args(argv)
+  try:
+    for g in args.device_games.split(";"):
+      if g.strip():
+        jaxgt.games.make_from_string(g)
+    if min([int(b) for b in args.device_batches.split(",") if b.strip()] or [0]) < 1:
+      raise ValueError(f"--device-batches must be positive integers, got {args.device_batches!r}")
+    if args.capacity < 1 or args.peer_iterations < 1:
+      raise ValueError("--capacity and --peer-iterations must be positive")
+  except ValueError as e:
+    ap.error(str(e))
   pinned = pin_from_args(ap, args)  # before JAX starts its CPU runtime; a figure's parameters
   import pyspiel
-  jax.config.update("jax_enable_x64", True)  # float64 exploitability; timings stay float32
   games = [g for g in args.games.split(",") if g]
   if args.liars_dice and "liars_dice" in jaxgt.games.registry():
     games.append("liars_dice(numdice=1)")  # OpenSpiel's liars_dice defaults to one die each
@@ -153,6 +275,8 @@ def main(argv=None):
   where = "" if args.pin is None else f" (pinned to core {args.pin})"
   print(f"jax {jax.__version__} on {jax.devices()[0].platform}{where}; trajectories/s "
         f"(a step is 2 x batch trajectories; an OpenSpiel iteration is 2)")
+  _device_rows(pyspiel, args, pinned)  # float32 and int32, before 64-bit is switched on
+  jax.config.update("jax_enable_x64", True)  # float64 exploitability; timings stay float32
   for game in games:
     os_game = "liars_dice" if game.startswith("liars_dice") else game
     for kind in args.kinds.split(","):
