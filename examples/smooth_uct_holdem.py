@@ -106,7 +106,8 @@ class Baseline:
 def duel(game, policy0, policy1, key, num: int):
   """Player 0's returns ``[num]`` (chips) in ``num`` hands through the rules, ``policy0``
   playing player 0 and ``policy1`` player 1 (device policies, pytrees: their arrays are
-  arguments, so one compiled program serves every snapshot)."""
+  arguments, so one compiled program serves every snapshot; :func:`jaxgt.evaluation.match.play`
+  would close over the tables and compile them in as constants at every snapshot)."""
   states = jax.vmap(lambda _: game.init())(jnp.arange(num))
 
   def live(carry):
