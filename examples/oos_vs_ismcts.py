@@ -120,6 +120,11 @@ def make_agent(kind: str, game, budget: int, args) -> Agent:
   return PolicyAgent(game, sequence_form.uniform_policy(game.tree))  # the random opponent
 
 
+def _budget(kind: str, budget: int, args) -> int:
+  """The trajectories per move asked of agent ``kind``: ``--ismcts-budget`` for UCT and RM."""
+  return args.ismcts_budget if kind in ("uct", "rm") and args.ismcts_budget else budget
+
+
 def typical_position(game: DeviceGame, key, moves: int = 4):
   """A position of ``game`` after chance and ``moves`` uniformly random decisions."""
   dtype = jnp.float32
@@ -165,6 +170,30 @@ def _mirror(cell: dict) -> dict:
               memory=None if mem is None else mem[::-1])
 
 
+def cell_order(rows: list, cols: list, pairs: bool) -> list:
+  """The ``(row, col)`` cells to play: every cell in row order, or with ``pairs`` each
+  unordered pair once, pairs against the random agent first, then the other pairs, then
+  self-play (so the cells against random finish first in a long run)."""
+  if not pairs:
+    return [(r, c) for r in rows for c in cols]
+  cells = [(r, c) for i, r in enumerate(rows) for c in rows[i:]]
+  return sorted(cells, key=lambda rc: (0 if "rnd" in rc and rc[0] != rc[1] else
+                                       2 if rc[0] == rc[1] else 1))
+
+
+def _text(cell: dict) -> str:
+  return (f"{cell['win_rate']:5.1f}({cell['win_ci95']:4.1f}) "
+          f"[{cell['mean']:+.2f}({cell['ci95']:.2f})] {cell['seconds']:4.0f}s"
+          + ("*" if cell.get("mirrored") else " "))
+
+
+def _dump(report: dict, partial, path: str) -> None:
+  """Writes ``report`` (with the table in progress, if any) to ``path``."""
+  tables = report["tables"] + ([partial] if partial is not None else [])
+  with open(path, "w") as f:
+    json.dump(dict(report, tables=tables), f, indent=1)
+
+
 def plot_matrices(tables: list, path: str) -> None:
   """Heatmaps of the win-rate matrices (one panel per game and budget)."""
   import matplotlib
@@ -204,6 +233,10 @@ def main(argv=None):
                   help="device games: information-state table rows per player")
   ap.add_argument("--batch", type=int, default=None,
                   help="samples per solver step (OOS: per update player); device games default 1")
+  ap.add_argument("--ismcts-budget", type=int, default=None,
+                  help="trajectories per move of UCT and RM (default: the --budgets value)")
+  ap.add_argument("--block", type=int, default=None,
+                  help="play a cell's matches in blocks of this many (bounds memory; same matches)")
   ap.add_argument("--pairs", action="store_true",
                   help="play each unordered pair once; the mirror cell is 100 - win rate")
   ap.add_argument("--json", default=None, help="write every cell to this JSON file")
@@ -217,8 +250,9 @@ def main(argv=None):
   budgets = [int(b) for b in args.budgets.split(",")]
   if any(b < 1 for b in budgets) or args.matches < 2:
     raise SystemExit("budgets must be positive and --matches at least 2")
-  if args.capacity < 1 or (args.batch is not None and args.batch < 1):
-    raise SystemExit("--capacity and --batch must be positive")
+  if args.capacity < 1 or any(x is not None and x < 1 for x in (args.batch, args.ismcts_budget,
+                                                       args.block)):
+    raise SystemExit("--capacity, --batch, --ismcts-budget and --block must be positive")
   rows, cols = args.rows.split(","), args.cols.split(",")
   for k in rows + cols:
     if k not in AGENTS:
@@ -248,18 +282,21 @@ def main(argv=None):
     name = getattr(game, "name", GAMES.get(game_string, game_string))
     for budget in budgets:
       kinds = list(dict.fromkeys(rows + cols))
-      agents = {k: make_agent(k, game, budget, args) for k in kinds}
+      agents = {k: make_agent(k, game, _budget(k, budget, args), args) for k in kinds}
       out(f"\n{name}, {budget} trajectories per move"
+          + (f" ({args.ismcts_budget} for UCT and RM)" if args.ismcts_budget else "")
           + (f" (played through its rules, capacity {args.capacity} rows per player)"
              if device else ""))
       table = {"game": name, "key": game_string, "budget": budget, "device": device,
+               "ismcts_budget": _budget("uct", budget, args),
                "rows": rows, "cols": cols, "agents": {}, "cells": {r: {} for r in rows}}
       for k in kinds:
         info = {}
         if device and k != "rnd":
           a = agents[k]
           info = {"iterations": a.iterations, "batch": a.solver.batch,
-                  "samples_per_move": samples_per_move(k, budget, a.solver.batch),
+                  "samples_per_move": samples_per_move(k, _budget(k, budget, args),
+                                                       a.solver.batch),
                   "memory_bytes": a.memory_bytes()}
           key, kt = jax.random.split(key)
           info["seconds_per_move"] = seconds_per_move(a, game, kt)
@@ -269,34 +306,30 @@ def main(argv=None):
               f"{info['seconds_per_move']:.3f} s per move on this machine "
               f"(tables {info['memory_bytes'] / 2**20:.1f} MiB)")
         table["agents"][k] = info
-      out(f"{'':>6}" + "".join(f"{c.upper():>32}" for c in cols))
+      for r, c in cell_order(rows, cols, args.pairs):
+        key, k = jax.random.split(key)
+        t0 = time.perf_counter()
+        res = play(game, agents[r], agents[c], args.matches, k, swap_seats=True,
+                   block=args.block)
+        cell = _cell(res, time.perf_counter() - t0)
+        table["cells"][r][c] = cell
+        if args.pairs and r != c:
+          table["cells"].setdefault(c, {})[r] = _mirror(cell)
+        out(f"  {r.upper()} vs {c.upper()}: " + _text(cell).strip())
+        if cell["memory"] is not None:
+          refused = [m["refused"] for m in cell["memory"] if m is not None]
+          if any(sum(f) for f in refused):
+            out(f"  {r.upper()} vs {c.upper()}: full table, refused inserts {refused}")
+        if args.json:
+          _dump(report, table, args.json)
+      out(f"{'':>6}" + "".join(f"{c.upper():>33}" for c in cols))
       for r in rows:
-        line = []
-        for c in cols:
-          if args.pairs and c in table["cells"].get(r, {}):
-            cell = table["cells"][r][c]
-          else:
-            key, k = jax.random.split(key)
-            t0 = time.perf_counter()
-            res = play(game, agents[r], agents[c], args.matches, k, swap_seats=True)
-            cell = _cell(res, time.perf_counter() - t0)
-            table["cells"][r][c] = cell
-            if args.pairs and r != c:
-              table["cells"].setdefault(c, {})[r] = _mirror(cell)
-          line.append(f"{cell['win_rate']:5.1f}({cell['win_ci95']:4.1f}) "
-                      f"[{cell['mean']:+.2f}({cell['ci95']:.2f})] {cell['seconds']:4.0f}s"
-                      + ("*" if cell.get("mirrored") else " "))
-          if cell["memory"] is not None and not cell.get("mirrored"):
-            refused = [m["refused"] for m in cell["memory"] if m is not None]
-            if any(sum(f) for f in refused):
-              out(f"  {r.upper()} vs {c.upper()}: full table, refused inserts {refused}")
-        out(f"{r.upper():>6}" + "".join(f"{x:>33}" for x in line))
+        out(f"{r.upper():>6}" + "".join(f"{_text(table['cells'][r][c]):>33}" for c in cols))
       if args.pairs:
         out("  * the mirror of the played cell (100 - win rate)")
       report["tables"].append(table)
       if args.json:
-        with open(args.json, "w") as f:
-          json.dump(report, f, indent=1)
+        _dump(report, None, args.json)
   if args.plot:
     try:
       plot_matrices(report["tables"], args.plot)

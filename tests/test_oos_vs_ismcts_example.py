@@ -35,7 +35,23 @@ def test_bad_agent_or_mismatched_pairs_are_refused_before_any_game_is_loaded(tmp
     ex.main(["--games", "ld22", "--capacity", "0"])
 
 
-def test_liars_dice_22_through_its_rules_writes_every_cell_and_mirrors_the_pairs(tmp_path):
+def test_liars_dice_22_through_its_rules_writes_its_cells_to_json(tmp_path):
+  """Random against random in LD(2,2) (too large to enumerate: played through its rules):
+  the JSON holds the cell, and the two seats' results agree with a fair game."""
+  ex = _example()
+  path = tmp_path / "cells.json"
+  ex.main(["--games", "ld22", "--matches", "40", "--rows", "rnd", "--cols", "rnd", "--pairs",
+           "--json", str(path)])
+  (table,) = json.loads(path.read_text())["tables"]
+  assert table["device"] and table["game"] == "liars_dice" and table["agents"] == {"rnd": {}}
+  cell = table["cells"]["rnd"]["rnd"]
+  assert cell["matches"] == 40 and cell["memory"] is None and cell["seconds"] > 0
+  # no draws in Liar's Dice: win rate and mean payoff (+-1) say the same
+  assert cell["mean"] == pytest.approx(2 * cell["win_rate"] / 100 - 1)
+
+
+@pytest.mark.slow
+def test_liars_dice_22_search_agents_write_every_cell_and_mirror_the_pairs(tmp_path):
   """LD(2,2) cannot be enumerated, so its agents search over tables; each unordered pair is
   played once and its mirror cell is 100 minus its win rate."""
   ex = _example()
