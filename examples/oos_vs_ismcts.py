@@ -195,7 +195,8 @@ def _dump(report: dict, partial, path: str) -> None:
 
 
 def plot_matrices(tables: list, path: str) -> None:
-  """Heatmaps of the win-rate matrices (one panel per game and budget)."""
+  """Heatmaps of the win-rate matrices (one panel per game and budget; cells not played
+  are left blank)."""
   import matplotlib
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
@@ -203,15 +204,22 @@ def plot_matrices(tables: list, path: str) -> None:
   fig, axes = plt.subplots(1, len(tables), figsize=(4.6 * len(tables), 4.2), squeeze=False)
   for ax, t in zip(axes[0], tables):
     rows, cols = t["rows"], t["cols"]
-    w = np.array([[t["cells"][r][c]["win_rate"] for c in cols] for r in rows])
-    h = np.array([[t["cells"][r][c]["win_ci95"] for c in cols] for r in rows])
+    def grid(field):  # nan where a cell was not played
+      return np.array([[t["cells"].get(r, {}).get(c, {}).get(field, np.nan) for c in cols]
+                       for r in rows], float)
+
+    w, h = grid("win_rate"), grid("win_ci95")
     ax.imshow(w, cmap="RdBu", vmin=0, vmax=100)
     for i in range(len(rows)):
       for j in range(len(cols)):
-        ax.text(j, i, f"{w[i, j]:.1f}\n({h[i, j]:.1f})", ha="center", va="center", fontsize=8)
+        if np.isfinite(w[i, j]):
+          ax.text(j, i, f"{w[i, j]:.1f}\n({h[i, j]:.1f})", ha="center", va="center", fontsize=8)
     ax.set_xticks(range(len(cols)), [c.upper() for c in cols])
     ax.set_yticks(range(len(rows)), [r.upper() for r in rows])
-    ax.set_title(f"{t['game']}\n{t['budget']} trajectories per move", fontsize=9)
+    ismcts = t.get("ismcts_budget")
+    ax.set_title(f"{t['game']}\n{t['budget']} trajectories per move"
+                 + (f" ({ismcts} for UCT, RM)" if ismcts and ismcts != t["budget"] else ""),
+                 fontsize=9)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
