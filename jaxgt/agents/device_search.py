@@ -8,7 +8,8 @@ the match's actions to its own observations
 (:func:`~jaxgt.solvers.consistent.search_path`: its keys along the path, the
 public keys), runs ``iterations`` steps of the solver targeted there (OOS) or
 determinized there (ISMCTS), and plays the move policy at its information
-state (uniform over the legal actions if the search never stored it). The
+state (uniform over the legal actions if the search never stored it, or where its float
+statistics there are not finite). The
 agent never reads hidden information off the position: the path's states are
 replayed only to compute the searcher's own keys.
 
@@ -94,7 +95,9 @@ class DeviceSearchAgent(Agent):
     rows = jnp.stack([info_table.lookup(s.tables[p], keys[p][None])[0] for p in (0, 1)])
     row = jnp.where(player == 1, rows[1], rows[0])
     probs = self._move(s, player, jnp.maximum(row, 0), legal)
-    probs = jnp.where(row >= 0, probs, sequence_form.uniform(legal).astype(probs.dtype))
+    # uniform where the search never stored the state or its statistics overflowed
+    usable = (row >= 0) & jnp.all(jnp.isfinite(probs)) & (jnp.sum(jnp.where(legal, probs, 0)) > 0)
+    probs = jnp.where(usable, probs, sequence_form.uniform(legal).astype(probs.dtype))
     return probs, s
 
   def _move(self, s, player, row, legal):

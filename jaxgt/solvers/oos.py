@@ -392,9 +392,12 @@ def _update(cfg: OOS, state: OOSState, i, traj, info, upd, w_t) -> OOSState:
   W = (pi_o * u / l)[..., None]
   regret = W * (onehot * x_next[..., None] - x[..., None])
   mine = upd & (plt == i)
-  regret = jnp.where(mine[..., None] & legal, regret, 0.0).reshape(-1, A)
+  # an update whose weights under- or overflowed (a reach estimate w_T of 0, sampling
+  # probabilities below the float range on long games) is dropped, not written as inf/nan
+  regret = jnp.where(mine[..., None] & legal & jnp.isfinite(regret), regret, 0.0).reshape(-1, A)
   theirs = upd & (plt == 1 - i)
-  avg = jnp.where(theirs[..., None], sig * (pi_o / s_pre)[..., None], 0.0).reshape(-1, A)
+  avg = sig * (pi_o / s_pre)[..., None]
+  avg = jnp.where(theirs[..., None] & jnp.isfinite(avg), avg, 0.0).reshape(-1, A)
   regrets, cum = list(state.regrets), list(state.cum_policy)
   if isinstance(i, int):
     regrets[i] = regrets[i].at[jnp.where(mine, info, 0).reshape(-1)].add(regret)

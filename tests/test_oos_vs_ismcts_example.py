@@ -1,0 +1,80 @@
+"""The head-to-head example on a game played through its rules: budgets, pairs and its JSON."""
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _example():
+  spec = importlib.util.spec_from_file_location("oos_vs_ismcts",
+                                                ROOT / "examples" / "oos_vs_ismcts.py")
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod
+
+
+def test_trajectories_per_move_are_iterations_times_batch_and_two_update_players_for_oos():
+  ex = _example()
+  assert ex.iterations_of("oos", 1000, 64) == 7 and ex.samples_per_move("oos", 1000, 64) == 896
+  assert ex.iterations_of("uct", 1000, 64) == 15 and ex.samples_per_move("rm", 1000, 64) == 960
+  assert ex.samples_per_move("pst", 8, 16) == 32  # at least one iteration
+  assert ex.samples_per_move("rnd", 1000, 64) == 0
+
+
+def test_bad_agent_or_mismatched_pairs_are_refused_before_any_game_is_loaded(tmp_path):
+  ex = _example()
+  with pytest.raises(SystemExit, match="unknown agent"):
+    ex.main(["--games", "ld22", "--rows", "oos,mcts", "--cols", "rnd"])
+  with pytest.raises(SystemExit, match="same agents"):
+    ex.main(["--games", "ld22", "--rows", "oos", "--cols", "rnd", "--pairs"])
+  with pytest.raises(SystemExit, match="positive"):
+    ex.main(["--games", "ld22", "--capacity", "0"])
+
+
+def test_liars_dice_22_through_its_rules_writes_its_cells_to_json(tmp_path):
+  """Random against random in LD(2,2) (too large to enumerate: played through its rules):
+  the JSON holds the cell, and the two seats' results agree with a fair game."""
+  ex = _example()
+  path = tmp_path / "cells.json"
+  ex.main(["--games", "ld22", "--matches", "40", "--rows", "rnd", "--cols", "rnd", "--pairs",
+           "--json", str(path)])
+  (table,) = json.loads(path.read_text())["tables"]
+  assert table["device"] and table["game"] == "liars_dice" and table["agents"] == {"rnd": {}}
+  cell = table["cells"]["rnd"]["rnd"]
+  assert cell["matches"] == 40 and cell["memory"] is None and cell["seconds"] > 0
+  # no draws in Liar's Dice: win rate and mean payoff (+-1) say the same
+  assert cell["mean"] == pytest.approx(2 * cell["win_rate"] / 100 - 1)
+
+
+@pytest.mark.slow
+def test_liars_dice_22_search_agents_write_every_cell_and_mirror_the_pairs(tmp_path):
+  """LD(2,2) cannot be enumerated, so its agents search over tables; each unordered pair is
+  played once and its mirror cell is 100 minus its win rate."""
+  ex = _example()
+  path, log = tmp_path / "cells.json", tmp_path / "log.txt"
+  report = ex.main(["--games", "ld22", "--budgets", "8", "--batch", "2", "--capacity", "512",
+                    "--matches", "2", "--rows", "pst,rnd", "--cols", "pst,rnd", "--pairs",
+                    "--json", str(path), "--log", str(log)])
+  data = json.loads(path.read_text())
+  assert data["tables"] == json.loads(json.dumps(report["tables"]))
+  (table,) = data["tables"]
+  assert table["device"] and table["key"] == "ld22" and table["budget"] == 8
+  pst = table["agents"]["pst"]
+  assert (pst["iterations"], pst["batch"], pst["samples_per_move"]) == (2, 2, 8)
+  assert pst["seconds_per_move"] > 0 and pst["memory_bytes"] > 0
+  cells = table["cells"]
+  assert set(cells) == {"pst", "rnd"} and all(set(c) == {"pst", "rnd"} for c in cells.values())
+  played = cells["pst"]["rnd"]
+  assert played["matches"] == 2 and 0 <= played["win_rate"] <= 100
+  assert played["win_rate"] in (0.0, 25.0, 50.0, 75.0, 100.0)  # two matches, draws impossible
+  assert cells["rnd"]["pst"]["mirrored"]
+  assert cells["rnd"]["pst"]["win_rate"] == pytest.approx(100 - played["win_rate"])
+  assert cells["rnd"]["pst"]["mean"] == pytest.approx(-played["mean"])
+  # the searcher's tables are reported, seat for seat; the random agent keeps none
+  assert played["memory"][0]["rows"][0] > 0 and played["memory"][1] is None
+  assert cells["rnd"]["pst"]["memory"][1] == played["memory"][0]
+  assert "trajectories per move" in log.read_text()
