@@ -72,7 +72,8 @@ from jaxgt.core.tables import infostate_rows
 from jaxgt.core.targets import ancestor_chains, chain_reach, member_row, search_position
 from jaxgt.solvers.consistent import (SearchPath, information_state_bound,
                                       sample_information_state)
-from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
+from jaxgt.solvers.sampled import (SampledSolver, check_memory_config, check_state_fits, grow_tree,
+                                   memory_step)
 from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of
 from jaxgt.solvers.walk import Draw, walk
 
@@ -213,19 +214,8 @@ class ISMCTS(SampledSolver):
     """``num_steps`` steps of ``batch`` simulations (see :meth:`SampledSolver.run`); the
     position is ``history=`` on a compiled tree, ``path=`` on a device game
     (:meth:`position`)."""
-    rules = isinstance(tree, Rules)
-    if rules != (getattr(state, "tables", None) is not None):
-      raise ValueError("the state does not fit the game: a device game (Rules) runs on a state "
-                       "with tables from init(Rules(...), capacity=...), a compiled tree on "
-                       "one from init(tree)")
-    if rules:
-      width = state.tables[0].width
-      if width != tree.key_width:
-        raise ValueError(f"the state's tables hold keys of {width} words, {tree.game.name} "
-                         f"has {tree.key_width}-word keys (another game or abstraction?)")
-      if state.visits[0].shape[-1] != tree.num_actions:
-        raise ValueError(f"the state has {state.visits[0].shape[-1]} actions per row, "
-                         f"{tree.game.name} has {tree.num_actions}")
+    check_state_fits(tree, state, state.visits[0])
+    if isinstance(tree, Rules):
       self._rules_constant(tree)
     return super().run(tree, state, num_steps, key, **position)
 

@@ -140,3 +140,23 @@ def memory_step(in_tree, node, head, sigma):
   new_node = node.decision & head & ~mem
   uniform = mix_uniform(jnp.zeros_like(sigma), node.legal, 1.0)
   return jnp.where(tree_node[:, None], sigma, uniform), tree_node, new_node, head & ~new_node
+
+
+def check_state_fits(tree, state, rows) -> None:
+  """``ValueError`` unless ``state`` was made for ``tree``: a device game (``Rules``) runs on a
+  state with tables whose keys have the rules' width, a compiled tree on one without; ``rows``
+  is one of the state's ``[N, A]`` statistics, whose ``A`` must be the game's."""
+  from jaxgt.solvers.sources import Rules
+  rules = isinstance(tree, Rules)
+  if rules != (getattr(state, "tables", None) is not None):
+    raise ValueError("the state does not fit the game: a device game (Rules) runs on a state "
+                     "with tables from init(Rules(...), capacity=...), a compiled tree on "
+                     "one from init(tree)")
+  if rules:
+    width = state.tables[0].width
+    if width != tree.key_width:
+      raise ValueError(f"the state's tables hold keys of {width} words, {tree.game.name} "
+                       f"has {tree.key_width}-word keys (another game or abstraction?)")
+    if rows.shape[-1] != tree.num_actions:
+      raise ValueError(f"the state has {rows.shape[-1]} actions per row, {tree.game.name} "
+                       f"has {tree.num_actions}")

@@ -97,7 +97,7 @@ from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import dtype_name, resolve_dtype
 from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
-from jaxgt.solvers.sampled import SampledSolver
+from jaxgt.solvers.sampled import SampledSolver, check_state_fits
 from jaxgt.solvers.sources import Rules, memory_estimate, source_of
 from jaxgt.solvers.walk import Draw, walk
 
@@ -215,19 +215,7 @@ class UCTSolver(SampledSolver):
   def run(self, tree, state, num_steps, key=None, **position):
     """``num_steps`` steps of ``batch`` episodes each (see :meth:`SampledSolver.run`); on a
     device game, ``state`` from ``init(Rules(...), capacity=...)`` for the same keys."""
-    rules = isinstance(tree, Rules)
-    if rules != (getattr(state, "tables", None) is not None):
-      raise ValueError("the state does not fit the game: a device game (Rules) runs on a state "
-                       "with tables from init(Rules(...), capacity=...), a compiled tree on "
-                       "one from init(tree)")
-    if rules:
-      width = state.tables[0].width
-      if width != tree.key_width:
-        raise ValueError(f"the state's tables hold keys of {width} words, {tree!r:.60} "
-                         f"has {tree.key_width}-word keys (another game or abstraction?)")
-      if state.visits[0].shape[-1] != tree.num_actions:
-        raise ValueError(f"the state has {state.visits[0].shape[-1]} actions per row, the "
-                         f"game {tree.num_actions}")
+    check_state_fits(tree, state, state.visits[0])
     self._check_exploration(tree)
     return super().run(tree, state, num_steps, key, **position)
 
