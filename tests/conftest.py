@@ -33,3 +33,11 @@ def pytest_unconfigure(config):
   if not hasattr(config, "workerinput"):  # the controller (or a run without xdist): clean up
     shutil.rmtree(os.path.join(tempfile.gettempdir(), f"jaxgt-tests-xla-{_run_id(config)}"),
                   ignore_errors=True)
+
+
+def pytest_runtest_teardown(item, nextitem):
+  """Drops the in-memory executables when a worker moves to another test file: a worker runs
+  many files in turn and their compiled programs would otherwise pile up (several GB by the
+  end of a run); programs a later file needs again load from the run's persistent cache."""
+  if nextitem is None or nextitem.fspath != item.fspath:
+    jax.clear_caches()
