@@ -72,6 +72,7 @@ def test_a_device_policy_agent_plays_holdem_through_the_rules():
     assert len(path) >= 4
 
 
+@pytest.mark.slow
 def test_jaxgt_match_reports_memory_in_json(capsys):
   from jaxgt.cli import main
   code = main(["match", "liars_dice(numdice=2)", "ismcts(simulations=2,batch=8,capacity=300)",

@@ -110,6 +110,7 @@ def test_determinization_draws_the_trees_member_weights(name, params, actions):
     assert abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12, (k, freq, p)
 
 
+@pytest.mark.slow
 def test_search_from_a_match_position():
   """Kuhn, player 1 holding the king facing a bet: every simulation starts in I(m) (its row
   gets them all) and both selection rules call."""
