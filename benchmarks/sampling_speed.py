@@ -232,6 +232,16 @@ def _convergence(pyspiel, game: str, kind: str, batches, samples: int, seed: int
   return rows
 
 
+def check_device_options(args) -> None:
+  """``ValueError`` unless ``--device-games`` parse as games and ``--device-batches`` are
+  positive integers (checked before any work; ``search_speed`` shares it)."""
+  for g in args.device_games.split(";"):
+    if g.strip():
+      jaxgt.games.make_from_string(g)
+  if min([int(b) for b in args.device_batches.split(",") if b.strip()] or [0]) < 1:
+    raise ValueError(f"--device-batches must be positive integers, got {args.device_batches!r}")
+
+
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--games", default="kuhn_poker,leduc_poker")
@@ -257,11 +267,7 @@ def main(argv=None):
   add_pin_option(ap)
   args = ap.parse_args(argv)
   try:
-    for g in args.device_games.split(";"):
-      if g.strip():
-        jaxgt.games.make_from_string(g)
-    if min([int(b) for b in args.device_batches.split(",") if b.strip()] or [0]) < 1:
-      raise ValueError(f"--device-batches must be positive integers, got {args.device_batches!r}")
+    check_device_options(args)
     if args.capacity < 1 or args.peer_iterations < 1:
       raise ValueError("--capacity and --peer-iterations must be positive")
   except ValueError as e:

@@ -77,7 +77,7 @@ from jaxgt.solvers.oos import OOS
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sampling_speed import DEVICE_GAMES, _meter, call_meter, interleaved  # noqa: E402
-from sampling_speed import openspiel_peer  # noqa: E402
+from sampling_speed import check_device_options, openspiel_peer  # noqa: E402
 from sampling_speed import _openspiel_meter as _openspiel_mccfr_meter  # noqa: E402  (OS-MCCFR)
 
 SOLVERS = ("oos-ist", "oos-pst", "ismcts", "uct", "smooth-uct")
@@ -255,11 +255,7 @@ def main(argv=None):
   if bad := set(solvers) - set(SOLVERS):
     ap.error(f"unknown solvers {sorted(bad)}; choose from {','.join(SOLVERS)}")
   try:
-    for g in args.device_games.split(";"):
-      if g.strip():
-        jaxgt.games.make_from_string(g)
-    if min([int(b) for b in args.device_batches.split(",") if b.strip()] or [0]) < 1:
-      raise ValueError(f"--device-batches must be positive integers, got {args.device_batches!r}")
+    check_device_options(args)
     if set(args.device_selections.split(",")) - set(SELECTION):
       raise ValueError(f"--device-selections must be among {','.join(SELECTION)}, got "
                        f"{args.device_selections!r}")
