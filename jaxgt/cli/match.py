@@ -15,7 +15,9 @@ def add_parser(sub) -> None:
   p = agents_cli.add_agent_command(
       sub, "match", "play two agents against each other",
       "Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's mean payoff "
-      "and win rate (a draw counts half) with normal 95% intervals.")
+      "and win rate (a draw counts half) with normal 95% intervals. A game too large to "
+      "enumerate is played through its rules by random, oos and ismcts (capacity: table rows "
+      "per player); agents with tables report their rows in use and refused inserts.")
   p.add_argument("game")
   p.add_argument("agent0", help="agent spec; payoffs are reported from its view")
   p.add_argument("agent1", help="agent spec of the opponent")
@@ -27,7 +29,8 @@ def add_parser(sub) -> None:
                       "after each; the matches do not depend on it (default: a tenth of --matches)")
   p.add_argument("--plot", metavar="PNG", help="plot AGENT0's running mean payoff with its 95%% interval")
   p.add_argument("--json", action="store_true",
-                 help='print only {"mean", "ci95": [lo, hi], "win_rate", "matches"} (AGENT0)')
+                 help='print only {"mean", "ci95": [lo, hi], "win_rate", "matches"} (AGENT0), '
+                      'plus "memory" when an agent searches over tables')
   p.add_argument("--log", metavar="FILE.jsonl",
                  help="write every episode (actions from the root, chance included, OpenSpiel ids; "
                       "returns of player 0 and 1; seats: the player AGENT0 and AGENT1 played; agents: their "
