@@ -37,6 +37,9 @@ function                    returns                  meaning
 ``private_chance(s)``       float ``[K0, K1]``       probability of each private pair given
                                                      the public chance events of ``s``
                                                      (sums to one; games with ``num_private``)
+``with_private(s, p, k)``   state                    ``s`` with ``p``'s private state set to
+                                                     ``k`` (the same public history under
+                                                     another deal; games with ``num_private``)
 ==========================  =======================  =====================================
 
 ``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``, ``Wp =
@@ -137,6 +140,12 @@ class DeviceGame(GameInfo, abc.ABC):
   def private_chance(self, state: State):
     """float ``[K0, K1]``: probability of each pair of private states given the public chance
     events so far (the chance reach of the deals, normalised over the pairs)."""
+    raise NotImplementedError(f"{self.name} has no public/private factorisation")
+
+  def with_private(self, state: State, player: int, k):
+    """``state`` with ``player``'s private state replaced by ``k`` (int ``[]`` in ``[0,
+    K_p)``): the same public history under another deal (a pair that cannot be dealt there
+    has zero :meth:`private_chance`)."""
     raise NotImplementedError(f"{self.name} has no public/private factorisation")
 
   # --- host functions ---------------------------------------------------------------------

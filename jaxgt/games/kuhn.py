@@ -116,6 +116,9 @@ class KuhnPoker(DeviceGame):
   def private_chance(self, s):
     return (1.0 - jnp.eye(_CARDS)) / (_CARDS * (_CARDS - 1))
 
+  def with_private(self, s, player, k):
+    return s.replace(cards=s.cards.at[player].set(jnp.asarray(k, jnp.int32)))
+
   # host side
   def info_string(self, key, player):
     card, code = (int(k) for k in np.asarray(key))

@@ -218,6 +218,14 @@ class LiarsDice(DeviceGame):
   def private_chance(self, s):
     return jnp.asarray(self._pair_counts) / self._pair_total
 
+  def with_private(self, s, player, k):
+    """``s`` with ``player``'s dice replaced by roll ``k`` (:func:`multisets` order, faces
+    ascending)."""
+    d = self.num_dice[player]
+    rolls = jnp.asarray(np.array(multisets(d, self.sides), np.int32).reshape(-1, d))
+    lo = 0 if player == 0 else self.num_dice[0]
+    return s.replace(dice=s.dice.at[lo:lo + d].set(rolls[jnp.asarray(k, jnp.int32)]))
+
   # --- host side ---------------------------------------------------------------------------
   def _bid_string(self, words: tuple, liar) -> str:
     out = self._host_cache.get(words)

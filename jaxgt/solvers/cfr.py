@@ -279,8 +279,13 @@ class CFRSolver(FullWidthSolver):
     tree = cast_tree(tree, state.weights.dtype)
     body = lambda _, c: iteration(self, tree, c)
     init = start(self, tree, transpose_state(tree, state), actions_first=True)
+    return transpose_state(tree, self.iterate(body, init, num_steps).state)
+
+  def iterate(self, body, carry: Iterate, num_steps) -> Iterate:
+    """``num_steps`` applications of ``body(i, carry)`` (one engine iteration on some view),
+    the average summed in blocks of ``average_block`` when compensated (see :meth:`loop`)."""
     if not self.compensated or self.average_block == 1:
-      return transpose_state(tree, lax.fori_loop(0, num_steps, body, init).state)
+      return lax.fori_loop(0, num_steps, body, carry)
     k = self.average_block
 
     def block(b, carry):
@@ -296,7 +301,7 @@ class CFRSolver(FullWidthSolver):
           cum_policy=tuple(m[0] for m in merged), cum_compensation=tuple(m[1] for m in merged)),
           partial=())
 
-    return transpose_state(tree, lax.fori_loop(0, (num_steps + k - 1) // k, block, init).state)
+    return lax.fori_loop(0, (num_steps + k - 1) // k, block, carry)
 
 
 # ------------------------------------------------------------------ the variants

@@ -1,0 +1,276 @@
+"""The public tree of a device game on factored ranges (Moravcik et al. 2017, DeepStack;
+Brown et al. 2020, ReBeL; Schmid et al. 2023, Student of Games, Sec. 3).
+
+Where a game's hidden information is one private state per player (cards,
+dice: :attr:`DeviceGame.num_private` ``(K0, K1)``), an information state is a
+pair (public state, private state), so a player's reach and counterfactual
+values at a public state are vectors ``[K_p]`` and no history-by-history
+array is needed. :func:`build_factored_tree` expands the device game's rules
+one public state at a time, breadth first, from the first public state after
+the private deals, with one representative state per public state and the
+game's :meth:`~jaxgt.games.device.DeviceGame.with_private` for the other
+deals; chance between public states is public (each outcome its own public
+state), and its probabilities stay in the deals' joint chance reach
+(``Z(s) private_chance(s)``, ``Z`` the public outcomes' marginal probability).
+
+A terminal public state's values are ``[K0, K1]`` matrices: player 0's utility
+times that chance reach (the generic fallback; player 1's is the negated
+transpose), so player 0's counterfactual values there are ``payoff @ reach_1``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.games.base import CHANCE, TERMINAL
+from jaxgt.games.device import DeviceGame, key_codes
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class FactoredTree:
+  """A device game's public tree on factored ranges (NumPy arrays; ``N`` public states in
+  breadth-first order, ``B = max(A, C)`` child slots, ``D_p`` decision states of player
+  ``p``, ``T`` terminal public states)."""
+
+  game: DeviceGame
+  num_private: tuple  # (K0, K1)
+  num_actions: int  # A
+  player: np.ndarray  # [N] int32 0, 1, CHANCE or TERMINAL
+  parent: np.ndarray  # [N] int32 (-1 at the root)
+  action: np.ndarray  # [N] int32 action or chance outcome into the state (-1 at the root)
+  children: np.ndarray  # [N, B] int32 child public state per action / outcome (-1: none)
+  levels: tuple  # ((lo, hi), ...) the states of each depth
+  decision: np.ndarray  # [N] int32 index among its player's decision states (-1 elsewhere)
+  # ([D0], [D1]) int32 the decision states of each player, by own depth (the player's decisions
+  # above them), then state order
+  decisions: tuple
+  own_levels: tuple  # per player, ((lo, hi), ...) the decision indices of each own depth
+  # [2, N] int32 each player's last own sequence above a state: d A + a (decision d, action
+  # a), or D_p A (the empty sequence)
+  last_seq: np.ndarray
+  seq_parent: tuple  # ([D0], [D1]) int32 the last own sequence above each decision state
+  # per player, the terminals grouped by that player's last sequence: (order [T] the terminal
+  # indices in group order, blocks ((n, c), ...) n sequences of c terminals each, row [D_p A +
+  # 1] each sequence's group in block order (the number of groups where it has none))
+  terminal_groups: tuple
+  legal: tuple  # ([D0, A], [D1, A]) bool legal actions
+  terminals: np.ndarray  # [T] int32 the terminal public states
+  payoff: np.ndarray  # [T, K0, K1] float64 player 0's utility times the deals' chance reach
+  chance_mass: tuple  # ([D0, K0], [D1, K1]) float64 chance reach of each (state, private)
+  info_keys: tuple  # ([D0, K0, W], [D1, K1, W]) int32 information-state keys
+  public_keys: np.ndarray  # [N, Wp] int32
+  states: object  # the representative states (a pytree of [N, ...] NumPy arrays)
+
+  @property
+  def num_states(self) -> int:
+    return len(self.player)
+
+  @property
+  def num_infostates(self) -> tuple:
+    """``(D0 K0, D1 K1)``: the rows of each player's ``[I, A]`` tables (every pair of a
+    decision state and a private state, reachable by chance or not)."""
+    return tuple(len(self.decisions[p]) * self.num_private[p] for p in (0, 1))
+
+  def infostate_strings(self, player: int) -> list:
+    """``[D_p K_p]`` the information-state strings of ``player``'s rows (``None`` where
+    chance never deals that private state there)."""
+    keys, mass = self.info_keys[player], self.chance_mass[player]
+    K = self.num_private[player]
+    return [self.game.info_string(keys[d, k], player) if mass[d, k] > 0 else None
+            for d in range(len(keys)) for k in range(K)]
+
+
+def _pow2(n: int) -> int:
+  return 1 << max(0, (n - 1).bit_length())
+
+
+def _dealt_root(game: DeviceGame):
+  """The first public state after the private deals (each chance step takes its first
+  outcome of positive probability)."""
+  state = game.init()
+  for _ in range(game.max_length + 1):
+    if all(int(game.private_index(state, p)) >= 0 for p in (0, 1)):
+      return state
+    if int(game.current_player(state)) != CHANCE:
+      break
+    state = game.step(state, jnp.int32(int(np.argmax(np.asarray(game.chance_probs(state)) > 0))))
+  raise ValueError(f"{game.game_string()}: no public state after the private deals (players "
+                   "act before both private states are dealt), so its ranges do not factor")
+
+
+def _describers(game: DeviceGame):
+  """Jitted, vmapped functions over a batch of representative states: what each public state
+  is, and its children."""
+  K0, K1 = game.num_private
+  B, A, C = game.num_distinct, game.num_actions, game.num_outcomes
+  k0s, k1s = jnp.arange(K0), jnp.arange(K1)
+
+  def pair(s, k0, k1):
+    return game.with_private(game.with_private(s, 0, k0), 1, k1)
+
+  def describe(s):
+    pc = game.private_chance(s)
+    pairs = jax.vmap(lambda a: jax.vmap(lambda b: pair(s, a, b))(k1s))(k0s)
+    ret = jax.vmap(jax.vmap(game.returns))(pairs)[..., 0]
+    util = jnp.where(pc > 0, ret, 0.0)
+    if C:
+      cp = jax.vmap(jax.vmap(game.chance_probs))(pairs)  # [K0, K1, C]
+      joint = (pc[..., None] * cp).reshape(K0 * K1, C)
+      marg, best = jnp.sum(joint, axis=0), jnp.argmax(joint, axis=0)
+    else:
+      marg, best = jnp.zeros(0), jnp.zeros(0, jnp.int32)
+    keys = (jax.vmap(lambda k: game.info_key(game.with_private(s, 0, k), 0))(k0s),
+            jax.vmap(lambda k: game.info_key(game.with_private(s, 1, k), 1))(k1s))
+    player = game.current_player(s)
+    legal = jnp.zeros(B, bool).at[:A].set(game.legal_mask(s))
+    valid = jnp.where(player == CHANCE, jnp.zeros(B, bool).at[:C].set(marg > 0), legal)
+    margB = jnp.ones(B).at[:C].set(jnp.where(player == CHANCE, marg, 1.0))
+
+    def child(a):
+      b = best[jnp.minimum(a, max(C - 1, 0))] if C else 0
+      chance_child = game.step(pair(s, b // K1, b % K1), a) if C else s
+      own = game.step(s, a)
+      return jax.tree.map(lambda x, y: jnp.where(player == CHANCE, x, y), chance_child, own)
+
+    kids = jax.vmap(child)(jnp.arange(B, dtype=jnp.int32))
+    return dict(player=player, legal=legal[:A], valid=valid, marg=margB, pc=pc, util=util,
+                keys0=keys[0], keys1=keys[1], pkey=game.public_key(s)), kids
+
+  return jax.jit(jax.vmap(describe))
+
+
+def build_factored_tree(game: DeviceGame, *, max_states: int = 1_000_000) -> FactoredTree:
+  """The public tree of ``game`` on factored ranges (module docstring), expanded from its
+  rules breadth first; ``ValueError`` if the game has no public/private factorisation, deals
+  private information after the first public state, or has over ``max_states`` public
+  states (grow such a tree from the rules instead: :mod:`jaxgt.search.gtcfr`)."""
+  if not isinstance(game, DeviceGame):
+    raise TypeError(f"build_factored_tree needs a device game, got {type(game).__name__}")
+  if game.num_private is None:
+    raise ValueError(f"{game.game_string()} has no public/private factorisation "
+                     "(num_private is None)")
+  if type(game).with_private is DeviceGame.with_private:
+    raise ValueError(f"{game.game_string()} does not define with_private, which the factored "
+                     "public tree needs")
+  if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
+    raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
+  K0, K1 = game.num_private
+  describe = _describers(game)
+  root = _dealt_root(game)
+  frontier = jax.tree.map(lambda x: np.asarray(x)[None], root)
+  frontier_parent = np.full(1, -1, np.int32)
+  frontier_action = np.full(1, -1, np.int32)
+  frontier_z = np.ones(1)
+  rows = []  # per level: dicts of NumPy arrays
+  count = 0
+  while True:
+    n = len(frontier_parent)
+    count += n
+    if count > max_states:
+      raise ValueError(f"{game.game_string()} has over {max_states} public states; raise "
+                       "max_states or grow the tree from the rules (GT-CFR)")
+    pad = _pow2(n)
+    batch = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[:1], pad - n, 0)]), frontier)
+    info, kids = describe(batch)
+    info = {k: np.asarray(v)[:n] for k, v in info.items()}
+    kids = jax.tree.map(lambda x: np.asarray(x)[:n], kids)
+    info.update(parent=frontier_parent, action=frontier_action, z=frontier_z, states=frontier)
+    rows.append(info)
+    src, act = np.nonzero(info["valid"])
+    if not len(src):
+      break
+    chance_src = info["player"][src] == CHANCE
+    if np.any(chance_src):  # public chance: each outcome its own public state
+      pk = jax.vmap(game.public_key)(jax.tree.map(lambda x: x[src[chance_src], act[chance_src]],
+                                                  kids))
+      codes = key_codes(np.concatenate([src[chance_src, None], np.asarray(pk)], axis=1))
+      if len(np.unique(codes)) != len(codes):
+        raise ValueError(f"{game.game_string()} deals private information after the first "
+                         "public state, so its ranges do not factor this way")
+    base = count - n
+    frontier = jax.tree.map(lambda x: x[src, act], kids)
+    frontier_parent = (base + src).astype(np.int32)
+    frontier_action = act.astype(np.int32)
+    frontier_z = info["z"][src] * info["marg"][src, act]
+  return _assemble(game, rows)
+
+
+def _assemble(game: DeviceGame, rows: list) -> FactoredTree:
+  cat = lambda k: np.concatenate([r[k] for r in rows])
+  player, parent, action = cat("player").astype(np.int32), cat("parent"), cat("action")
+  N, B, A = len(player), game.num_distinct, int(game.num_actions)
+  levels, lo = [], 0
+  for r in rows:
+    levels.append((lo, lo + len(r["player"])))
+    lo += len(r["player"])
+  children = np.full((N, B), -1, np.int32)
+  kid = np.flatnonzero(parent >= 0)
+  children[parent[kid], action[kid]] = kid
+  # own depth: each player's decisions above a state; decisions are numbered by it, so each
+  # own depth is one contiguous block of rows
+  own_depth = np.zeros((2, N), np.int32)
+  for n in kid:  # breadth-first: parents come first
+    own_depth[:, n] = own_depth[:, parent[n]] + (player[parent[n]] == np.arange(2))
+  decisions, own_levels = [], []
+  decision = np.full(N, -1, np.int32)
+  for p in (0, 1):
+    nodes = np.flatnonzero(player == p)
+    nodes = nodes[np.lexsort((nodes, own_depth[p, nodes]))].astype(np.int32)
+    decisions.append(nodes)
+    decision[nodes] = np.arange(len(nodes), dtype=np.int32)
+    depth = own_depth[p, nodes]
+    bounds = np.searchsorted(depth, np.arange(int(depth.max()) + 2 if len(depth) else 1))
+    own_levels.append(tuple((int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])))
+  # the last own sequence (decision d, action a) = d A + a above each state; D_p A: the empty one
+  last_seq = np.zeros((2, N), np.int32)
+  for p in (0, 1):
+    last_seq[p, 0] = len(decisions[p]) * A
+  for n in kid:
+    par = parent[n]
+    last_seq[:, n] = last_seq[:, par]
+    if player[par] in (0, 1):
+      last_seq[player[par], n] = decision[par] * A + action[n]
+  z, pc = cat("z"), cat("pc")
+  joint = z[:, None, None] * pc  # [N, K0, K1] the deals' chance reach
+  terminals = np.flatnonzero(player == TERMINAL).astype(np.int32)
+  payoff = joint[terminals] * cat("util")[terminals]
+  mass = (joint.sum(axis=2)[decisions[0]], joint.sum(axis=1)[decisions[1]])
+  keys = (cat("keys0")[decisions[0]], cat("keys1")[decisions[1]])
+  legal = tuple(cat("legal")[decisions[p]] for p in (0, 1))
+  seq_parent = tuple(last_seq[p, decisions[p]] for p in (0, 1))
+  states = jax.tree.map(lambda *xs: np.concatenate(xs), *[r["states"] for r in rows])
+  groups = tuple(_terminal_groups(last_seq[p, terminals], len(decisions[p]) * A + 1)
+                 for p in (0, 1))
+  return FactoredTree(game=game, num_private=tuple(game.num_private), num_actions=A,
+                      player=player, parent=parent, action=action, children=children,
+                      levels=tuple(levels), decision=decision, decisions=tuple(decisions),
+                      own_levels=tuple(own_levels), last_seq=last_seq, seq_parent=seq_parent,
+                      terminal_groups=groups,
+                      legal=legal, terminals=terminals, payoff=payoff, chance_mass=mass,
+                      info_keys=keys, public_keys=cat("pkey"), states=states)
+
+
+def _terminal_groups(seqs: np.ndarray, num_seqs: int) -> tuple:
+  """``(order, blocks, row)`` (:attr:`FactoredTree.terminal_groups`) of terminals at
+  sequences ``seqs [T]``: a sum per sequence is then a reshape, a row sum and one gather, no
+  scatter (on a CPU several times faster)."""
+  counts = np.bincount(seqs, minlength=num_seqs)
+  by_seq = np.argsort(seqs, kind="stable")
+  starts = np.concatenate([[0], np.cumsum(counts)])
+  order, blocks = [], []
+  row = np.full(num_seqs, 0, np.int64)
+  r = 0
+  for c in np.unique(counts[counts > 0]):
+    members = np.flatnonzero(counts == c)
+    blocks.append((len(members), int(c)))
+    for s in members:
+      order.append(by_seq[starts[s]:starts[s + 1]])
+    row[members] = r + np.arange(len(members))
+    r += len(members)
+  row[counts == 0] = r
+  order = np.concatenate(order) if order else np.zeros(0, np.int64)
+  return order.astype(np.int32), tuple(blocks), row.astype(np.int32)

@@ -1,0 +1,308 @@
+"""CFR on the public tree with factored ranges (Moravcik et al. 2017, DeepStack; Brown et al.
+2020, ReBeL; Schmid et al. 2023, Student of Games, Sec. 3).
+
+Per public state, each player's reach and counterfactual values are vectors
+over its private states (:class:`~jaxgt.core.factored.FactoredTree`); a
+player's information state ``(d, k)`` (decision state ``d``, private state
+``k``) is row ``d K_p + k`` of its ``[D_p K_p, A]`` tables. One iteration is
+the CFR engine's (:func:`jaxgt.solvers.cfr_iteration.iteration`: update order,
+tie rule, regret and averaging rules) on :class:`FactoredView`: reaches go down
+the tree one depth at a time (``[n, K_p]`` per depth), terminal values are
+``payoff @ reach_opp`` (``[K0, K1]`` per terminal public state) and values come
+back up one depth at a time, the acting player's weighted by its strategy. So
+the iterates are the sequence form's (:mod:`jaxgt.solvers.cfr`) on the same
+game, to rounding, and cost ``O(public states x K)`` per iteration.
+
+:class:`PublicTreeCFR` wraps a CFR-family solver: ``init`` / ``run`` (one jitted
+``lax.fori_loop``) / ``policy``; :func:`best_response_values` and
+:func:`exploitability` are exact on the factored tree; :func:`to_policy` maps a
+policy onto the enumerated game's information states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.core import sequence_form
+from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.factored import FactoredTree
+from jaxgt.solvers import cfr_iteration
+from jaxgt.solvers.cfr import CFRSolver, CFRState
+
+
+# ------------------------------------------------------------------ passes over the tree
+# A realization plan is [D_p A + 1, K_p]: row d A + a is sequence (d, a) (decision d, action
+# a), one entry per private state; the last row is the empty sequence. Rows are gathered and
+# scattered whole (on a CPU far cheaper than element by element).
+def realization(tree: FactoredTree, player: int, sigma, root):
+  """``[D_p A + 1, K_p]`` ``player``'s realization plan per private state (layout above): its
+  own reach of each sequence when it plays ``sigma [D_p K_p, A]`` from root reach ``root
+  [K_p]``; one step per own depth, each reading only the one above."""
+  K, A = tree.num_private[player], tree.num_actions
+  D = len(tree.decisions[player])
+  s3 = sigma.reshape(D, K, A)
+  root = root.astype(sigma.dtype)
+  blocks, prev, prev_lo = [], None, 0
+  for lo, hi in tree.own_levels[player]:
+    if prev is None:  # own depth 0: below the empty sequence
+      parent = jnp.broadcast_to(root, (hi - lo, K))
+    else:  # the parents are the previous own depth's sequences
+      parent = prev[tree.seq_parent[player][lo:hi] - prev_lo * A]
+    block = jnp.swapaxes(parent[:, :, None] * s3[lo:hi], 1, 2).reshape(-1, K)  # [m A, K]
+    blocks.append(block)
+    prev, prev_lo = block, lo
+  return jnp.concatenate(blocks + [root[None, :]])
+
+
+def reach(tree: FactoredTree, player: int, sigma, root):
+  """``[N, K_p]`` ``player``'s own reach of every (public state, private state) when it
+  plays ``sigma [D_p K_p, A]`` from root reach ``root [K_p]``."""
+  return realization(tree, player, sigma, root)[tree.last_seq[player]]
+
+
+def terminal_values(tree: FactoredTree, payoff, player: int, opp_plan, order=None):
+  """``[T, K_p]`` ``player``'s counterfactual values at the terminal public states (in
+  ``order``, default tree order; ``payoff [T, K0, K1]`` already in that order) given the
+  opponent's realization plan ``opp_plan`` (:func:`realization`)."""
+  o = 1 - player
+  terminals = tree.terminals if order is None else tree.terminals[order]
+  r = opp_plan[tree.last_seq[o][terminals]]  # [T, K_o]
+  if player == 0:
+    return jnp.sum(payoff * r[:, None, :], axis=2)
+  return -jnp.sum(payoff * r[:, :, None], axis=1)
+
+
+def grouped_payoff(tree: FactoredTree, player: int, dtype=None):
+  """``[T, K0, K1]`` the terminal payoffs in ``player``'s group order
+  (:attr:`FactoredTree.terminal_groups`), for :func:`values`."""
+  return jnp.asarray(tree.payoff[tree.terminal_groups[player][0]], dtype)
+
+
+def values(tree: FactoredTree, payoff, player: int, sigma, opp_plan, *, best: bool = False):
+  """``(root [K_p], q [D_p K_p, A])``: ``player``'s counterfactual values at the root and
+  action values of its information states, against the opponent's realization plan
+  ``opp_plan``; its own moves follow ``sigma [D_p K_p, A]``, or (``best``) a best response
+  (then ``sigma`` is unused). ``payoff``: :func:`grouped_payoff`. The terminals' values are
+  summed per sequence by groups (a row sum and a gather), then one step per own depth,
+  deepest first, adds each decision's value into its parent sequence."""
+  K, A = tree.num_private[player], tree.num_actions
+  D = len(tree.decisions[player])
+  order, blocks, row = tree.terminal_groups[player]
+  vt = terminal_values(tree, payoff, player, opp_plan, order)
+  rows, lo = [], 0
+  for n, c in blocks:
+    rows.append(jnp.sum(vt[lo:lo + n * c].reshape(n, c, K), axis=1))
+    lo += n * c
+  Q = jnp.concatenate(rows + [jnp.zeros((1, K), vt.dtype)])[row]  # [D A + 1, K]
+  s3 = None if best else sigma.reshape(D, K, A)
+  legal = tree.legal[player]
+  for lo, hi in reversed(tree.own_levels[player]):
+    q = jnp.swapaxes(Q[lo * A:hi * A].reshape(hi - lo, A, K), 1, 2)  # [m, K, A]
+    if best:
+      v = jnp.max(jnp.where(legal[lo:hi, None, :], q, -jnp.inf), axis=-1)
+    else:
+      v = jnp.sum(q * s3[lo:hi], axis=-1)
+    Q = Q.at[tree.seq_parent[player][lo:hi]].add(v)
+  return Q[D * A], jnp.swapaxes(Q[:D * A].reshape(D, A, K), 1, 2).reshape(D * K, A)
+
+
+# ------------------------------------------------------------------ the engine's view
+@dataclasses.dataclass(frozen=True)
+class FactoredView:
+  """The factored public tree as the CFR engine sees it (a
+  :class:`~jaxgt.solvers.cfr_iteration.TreeView`; ``[I, A]`` layout, ``x[p]`` the reaches
+  ``[N, K_p]``)."""
+
+  solver: Any  # the CFRSolver (its regret rule gives the strategies)
+  tree: FactoredTree
+  payoff: tuple  # per player, [T, K0, K1] in the state's dtype and its group order
+  root: tuple  # (r0 [K0], r1 [K1]) root reaches
+  axis: int = -1
+
+  def legal(self, p):
+    return jnp.asarray(np.repeat(self.tree.legal[p], self.tree.num_private[p], axis=0))
+
+  def strategy(self, p, regrets, extra):
+    sigma = self.solver.regret_rule.strategy(regrets, self.legal(p), extra)
+    return sigma, realization(self.tree, p, sigma, self.root[p])
+
+  def begin(self, aux, players, sigma, x, t):
+    return aux
+
+  def values(self, ctx, p, sigma, x):
+    _, q = values(self.tree, self.payoff[p], p, sigma[p], x[1 - p])
+    own = x[p][self.tree.seq_parent[p]].reshape(-1)
+    return q, own, ctx
+
+  def end(self, ctx, players, t):
+    return ctx
+
+
+# ------------------------------------------------------------------ the solver
+@dataclasses.dataclass(frozen=True)
+class PublicTreeCFR:
+  """A CFR-family solver run on a :class:`FactoredTree` (module docstring). The state is a
+  :class:`~jaxgt.solvers.cfr.CFRState` whose ``weights [K0 + K1]`` are the root reaches
+  (ones: the whole game; a batch of them: one run per root belief, vmap-able)."""
+
+  solver: CFRSolver
+
+  def __post_init__(self):
+    if not isinstance(self.solver, CFRSolver):
+      raise TypeError(f"PublicTreeCFR needs a CFR-family solver (jaxgt.solvers.cfr), got "
+                      f"{type(self.solver).__name__}")
+
+  def init(self, tree: FactoredTree, *, root_reach=None) -> CFRState:
+    """Zero tables; ``root_reach = (r0 [K0], r1 [K1])`` each player's own reach of its
+    private states at the root (default ones)."""
+    _check_tree(tree)
+    dtype = resolve_dtype(self.solver.dtype)
+    K0, K1 = tree.num_private
+    if root_reach is None:
+      w = jnp.ones(K0 + K1, dtype)
+    else:
+      r = [np.asarray(x, np.float64) for x in root_reach]
+      for p, (x, k) in enumerate(zip(r, (K0, K1))):
+        if x.shape != (k,):
+          raise ValueError(f"root_reach[{p}] must have shape ({k},) (one per private state of "
+                           f"player {p}), got {x.shape}")
+        if not np.all(np.isfinite(x)) or np.any(x < 0):
+          raise ValueError(f"root_reach[{p}] must be finite and non-negative")
+      w = jnp.asarray(np.concatenate(r), dtype)
+    return self.solver.init_tables(tree.num_infostates, tree.num_actions, w)
+
+  def _view(self, tree: FactoredTree, state: CFRState) -> FactoredView:
+    K0 = tree.num_private[0]
+    w = state.weights
+    payoff = tuple(grouped_payoff(tree, p, w.dtype) for p in (0, 1))
+    return FactoredView(self.solver, tree, payoff, (w[:K0], w[K0:]))
+
+  def iteration(self, tree: FactoredTree, carry: cfr_iteration.Iterate) -> cfr_iteration.Iterate:
+    """One CFR iteration (pure, traceable)."""
+    return cfr_iteration.iteration(self.solver, self._view(tree, carry.state), carry)
+
+  def loop(self, tree: FactoredTree, state: CFRState, num_steps) -> CFRState:
+    """``num_steps`` iterations (traceable)."""
+    view = self._view(tree, state)
+    carry = cfr_iteration.start(view, state)
+    body = lambda _, c: cfr_iteration.iteration(self.solver, view, c)
+    return self.solver.iterate(body, carry, num_steps).state
+
+  @partial(jax.jit, static_argnums=(0, 1))
+  def _run(self, tree, state, num_steps):
+    return self.loop(tree, state, num_steps)
+
+  def run(self, tree: FactoredTree, state: CFRState, num_steps: int) -> CFRState:
+    """``num_steps`` iterations in one jitted loop (the count is traced: one compilation
+    serves every count)."""
+    _check_tree(tree)
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or \
+       num_steps < 0:
+      raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
+    if state.regrets[0].shape[-2:] != (tree.num_infostates[0], tree.num_actions):
+      raise ValueError(f"state tables have shape {state.regrets[0].shape[-2:]}, this tree's "
+                       f"are {(tree.num_infostates[0], tree.num_actions)} (another game?)")
+    return self._run(tree, state, jnp.int32(num_steps))
+
+  def policy(self, tree: FactoredTree, state: CFRState) -> tuple:
+    """The average strategy ``([D0 K0, A], [D1 K1, A])`` (uniform where never reached)."""
+    return tuple(sequence_form.normalize(state.cum_policy[p], _legal_rows(tree, p))
+                 for p in (0, 1))
+
+  def current_policy(self, tree: FactoredTree, state: CFRState) -> tuple:
+    """The last iterate (the strategies the next iteration plays)."""
+    return tuple(self.solver.regret_rule.strategy(state.regrets[p], _legal_rows(tree, p),
+                                                  state.regret_state[p]) for p in (0, 1))
+
+
+def _legal_rows(tree: FactoredTree, p: int):
+  return jnp.asarray(np.repeat(tree.legal[p], tree.num_private[p], axis=0))
+
+
+def _check_tree(tree):
+  if not isinstance(tree, FactoredTree):
+    raise TypeError(f"expected a FactoredTree (jaxgt.core.factored.build_factored_tree), got "
+                    f"{type(tree).__name__}")
+
+
+# ------------------------------------------------------------------ evaluation
+def check_policy(tree: FactoredTree, policy) -> tuple:
+  """``policy`` as two arrays ``[D_p K_p, A]``, checked against ``tree``'s shapes."""
+  _check_tree(tree)
+  if not isinstance(policy, (tuple, list)) or len(policy) != 2:
+    raise ValueError("a factored policy is a pair of arrays ([D0 K0, A], [D1 K1, A])")
+  out = []
+  for p in (0, 1):
+    a = jnp.asarray(policy[p])
+    want = (tree.num_infostates[p], tree.num_actions)
+    if a.shape != want:
+      raise ValueError(f"policy[{p}] has shape {a.shape}, this tree needs {want} (another "
+                       "game?)")
+    out.append(a)
+  return tuple(out)
+
+
+def expected_value(tree: FactoredTree, policy):
+  """Player 0's expected utility when both follow ``policy``."""
+  policy = check_policy(tree, policy)
+  dtype = policy[0].dtype
+  x1 = realization(tree, 1, policy[1], jnp.ones(tree.num_private[1], dtype))
+  v, _ = values(tree, grouped_payoff(tree, 0, dtype), 0, policy[0], x1)
+  return jnp.sum(v)
+
+
+def best_response_values(tree: FactoredTree, policy) -> tuple:
+  """``(BR_0, BR_1)``: each player's best-response value against the other's ``policy``."""
+  policy = check_policy(tree, policy)
+  dtype = policy[0].dtype
+  out = []
+  for p in (0, 1):
+    o = 1 - p
+    x = realization(tree, o, policy[o], jnp.ones(tree.num_private[o], dtype))
+    v, _ = values(tree, grouped_payoff(tree, p, dtype), p, None, x, best=True)
+    out.append(jnp.sum(v))
+  return tuple(out)
+
+
+def exploitability(tree: FactoredTree, policy):
+  """``NashConv / 2`` (OpenSpiel's convention), exact on the factored tree."""
+  b0, b1 = best_response_values(tree, policy)
+  return 0.5 * (b0 + b1)
+
+
+def to_policy(tree: FactoredTree, compiled, policy):
+  """``policy`` on the enumerated game ``compiled``'s information states (``([I0, A], [I1,
+  A])`` NumPy arrays; a :class:`~jaxgt.core.game_tree.CompiledGame` of the same game)."""
+  policy = check_policy(tree, policy)
+  out = []
+  for p in (0, 1):
+    index = compiled.infostate_index(p)
+    probs = np.asarray(policy[p])
+    arr = np.zeros((compiled.tree.num_infostates[p], tree.num_actions))
+    seen = 0
+    for row, key in enumerate(tree.infostate_strings(p)):
+      if key is None:
+        continue
+      if key not in index:
+        raise ValueError(f"{key!r} is not an information state of {compiled.name}")
+      arr[index[key]] = probs[row]
+      seen += 1
+    if seen != compiled.tree.num_infostates[p]:
+      raise ValueError(f"the factored tree has {seen} information states of player {p}, "
+                       f"{compiled.name} has {compiled.tree.num_infostates[p]}")
+    out.append(arr)
+  return tuple(out)
+
+
+def rows_of(tree: FactoredTree, compiled, player: int) -> tuple:
+  """``(rows, infostates)``: int arrays pairing each of ``player``'s factored rows that chance
+  reaches with its information state in ``compiled``."""
+  index = compiled.infostate_index(player)
+  pairs = [(r, index[k]) for r, k in enumerate(tree.infostate_strings(player)) if k is not None]
+  return tuple(np.array(x, np.int64) for x in zip(*pairs))
