@@ -5,7 +5,9 @@ jaxgt CFR-family solver (alternating updates; ``cfr+/plain``: CFR+ with plain
 instead of compensated average sums; the pair is timed again interleaved,
 best of ``4 x --repeats``, so a change of load cannot favour either), OpenSpiel's C++ ``CFRPlusSolver`` and
 ``CFRSolver`` ms/iteration through ``pyspiel`` with the ratio, and batched
-throughput (game-iterations/s) of CFR+ over B root chance distributions.
+throughput (game-iterations/s) of CFR+ over B root chance distributions. Where the game's
+ranges factor (a device game with ``num_private``), CFR+ on the factored public tree
+(:mod:`jaxgt.solvers.public_cfr`) against the sequence form, interleaved the same way.
 
   python benchmarks/cfr_speed.py                       # all default games
   python benchmarks/cfr_speed.py --games "liars_dice(numdice=1)" --batch-sizes 1,16
@@ -25,6 +27,9 @@ import jaxgt
 from jaxgt.bench_report import PEER_INSTALL, figure, missing_peer
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.core import sequence_form as sf
+from jaxgt.core.factored import build_factored_tree
+from jaxgt.games.device import DeviceGame
+from jaxgt.solvers import public_cfr
 
 
 DEFAULT_GAMES = ("kuhn_poker;leduc_poker;liars_dice(numdice=1);goofspiel(num_cards=4);"
@@ -146,6 +151,8 @@ def main(argv=None):
     figure("compensation cost", comp_ms / plain_ms, "x", higher_is_better=False, game=g.name)
     print(f"  interleaved: cfr+ {comp_ms:.4f} ms/iter compensated, {plain_ms:.4f} plain "
           f"({comp_ms / plain_ms:.2f}x)")
+    if isinstance(g.game, DeviceGame) and g.game.num_private is not None:
+      _factored(g, tree, args)
     os_name = g.game.openspiel_game_string()
     if os_name is None:
       print("  OpenSpiel: no equivalent game")
@@ -168,6 +175,39 @@ def main(argv=None):
     for B, rate in _batched(g, tree, batch_sizes, args.batch_iterations):
       figure("batched cfr+", rate, "game-iterations/s", game=g.name, batch=B)
       print(f"    B={B:<5d} {rate:12.0f} it/s   ({1e3 / rate * B:.4f} ms per batched iteration)")
+
+
+def _factored(g, tree, args):
+  """CFR+ on the factored public tree against the sequence form, runs interleaved."""
+  t0 = time.perf_counter()
+  ft = build_factored_tree(g.game)
+  build_s = time.perf_counter() - t0
+  solver = cfr_lib.cfr_plus()
+  pcfr = public_cfr.PublicTreeCFR(solver)
+  fstate, sstate = pcfr.init(ft), solver.init(tree)
+  t0 = time.perf_counter()
+  jax.block_until_ready(pcfr.run(ft, fstate, 0).regrets)
+  compile_s = time.perf_counter() - t0
+  best = [float("inf")] * 2
+  for _ in range(4 * args.repeats):
+    for i, run in enumerate((lambda: pcfr.run(ft, fstate, args.iterations),
+                             lambda: solver.run(tree, sstate, args.iterations))):
+      t0 = time.perf_counter()
+      out = run()
+      jax.block_until_ready(out.regrets)
+      best[i] = min(best[i], time.perf_counter() - t0)
+      if i == 0:
+        fout = out
+  f_ms, s_ms = (1e3 * b / args.iterations for b in best)
+  expl = float(public_cfr.exploitability(ft, pcfr.policy(ft, fout)))
+  figure("iteration", f_ms, "ms/iter", higher_is_better=False, game=g.name,
+         solver="cfr+ factored", peer="jaxgt cfr+ sequence form", peer_value=s_ms)
+  print(f"  factored public tree: {ft.num_states} public states, rows "
+        f"{ft.num_infostates[0]}/{ft.num_infostates[1]}; built in {build_s:.2f}s, "
+        f"compile {compile_s:.2f}s")
+  print(f"  interleaved: cfr+ factored {f_ms:.4f} ms/iter, sequence form {s_ms:.4f} "
+        f"({s_ms / f_ms:.2f}x the sequence form's speed); exploitability after "
+        f"{args.iterations}: {expl:.3e}")
 
 
 def _split(text, sep):

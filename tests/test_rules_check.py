@@ -88,6 +88,14 @@ class PrivateIndexOutOfRange(KuhnPoker):
     return jnp.where(s.cards[player] == 2, 3, s.cards[player])
 
 
+class LeakyWithPrivate(KuhnPoker):
+  """with_private also changes the betting (what both players see)."""
+
+  def with_private(self, s, player, k):
+    out = super().with_private(s, player, k)
+    return out.replace(bets=out.bets.at[0].set(1 - out.bets[0]))
+
+
 class WideKey(KuhnPoker):
   def info_key(self, s, player):
     return jnp.concatenate([super().info_key(s, player), jnp.zeros(1, jnp.int32)])
@@ -99,7 +107,8 @@ class FloatPlayer(KuhnPoker):
 
 
 @pytest.mark.parametrize("name", ["kuhn_poker", "rps_plus", "nonlocality",
-                                  "scotland_yard(rounds=4)"])
+                                  "scotland_yard(rounds=4)", "liars_dice(numdice=2)",
+                                  "leduc_poker"])
 def test_device_games_pass(name):
   game = make_from_string(name)
   report = check_rules(game, trajectories=300, seed=1)
@@ -120,7 +129,7 @@ _SLOW = {ChanceOutsideChance, LegalAtChance, PrivateIndexOutOfRange}  # over the
         (MergesLegalSets, "perfect_recall"), (PrivatePublicState, "public_states"),
         (ShortMaxLength, "max_length"), (BadPlayer, "players"), (TerminalMoves, "terminal_step"),
         (BadPrivateChance, "private_states"), (PrivateIndexOutOfRange, "private_states"),
-        (WideKey, "shapes"), (FloatPlayer, "shapes")]])
+        (LeakyWithPrivate, "private_states"), (WideKey, "shapes"), (FloatPlayer, "shapes")]])
 def test_each_check_fails_on_a_broken_game(cls, name):
   game = cls()
   report = check_rules(game, trajectories=200)

@@ -22,7 +22,10 @@ probabilities, returns, keys and private states, and checks on the host:
   Python game: a waiting player's information state is an augmented one);
 - ``private_states`` (games with ``num_private``): ``private_index`` in
   ``[-1, K_p)`` (``[0, K_p)`` at decisions), ``private_chance`` non-negative and
-  summing to one, positive on the trajectory's own private pair;
+  summing to one, positive on the trajectory's own private pair; where the game
+  defines ``with_private``, another private state ``k`` of a dealt player gives a
+  state whose ``private_index`` is ``k`` with the same public key and the same
+  opponent information state;
 - ``terminal_step``: ``step`` on a terminal returns it unchanged.
 
 Sampling is a check, not a proof: a property broken only on histories no
@@ -170,11 +173,25 @@ def _every_step(game: DeviceGame) -> bool:
 
 
 def _private_chance(game: DeviceGame, s, idx) -> dict:
-  """The sum, minimum and own-pair entry of ``private_chance(s)`` (``idx [2]`` the pair)."""
+  """The sum, minimum and own-pair entry of ``private_chance(s)`` (``idx [2]`` the pair), and
+  whether ``with_private`` swaps a dealt player's private state and nothing public or of
+  the opponent's (``private_with``; true where the game has no ``with_private``)."""
   pc = game.private_chance(s)
   k0, k1 = game.num_private
+  ok = jnp.bool_(True)
+  if type(game).with_private is not DeviceGame.with_private:
+    for p, K in ((0, k0), (1, k1)):
+      o = 1 - p
+      other = (jnp.maximum(idx[p], 0) + 1) % K
+      s2 = game.with_private(s, p, other)
+      same = (jnp.all(game.private_index(s2, p) == other)
+              & jnp.all(game.private_index(s2, o) == idx[o])
+              & jnp.all(game.public_key(s2) == game.public_key(s))
+              & jnp.all(game.info_key(s2, o) == game.info_key(s, o)))
+      ok = ok & ((idx[p] < 0) | same)
   return dict(private_sum=jnp.sum(pc), private_min=jnp.min(pc),
-              private_own=pc[jnp.clip(idx[0], 0, k0 - 1), jnp.clip(idx[1], 0, k1 - 1)])
+              private_own=pc[jnp.clip(idx[0], 0, k0 - 1), jnp.clip(idx[1], 0, k1 - 1)],
+              private_with=ok)
 
 
 @functools.lru_cache(maxsize=8)
@@ -188,7 +205,8 @@ def _sample_private(game: DeviceGame, rec: dict, seed: int) -> None:
   read as passing), and drops the recorded states."""
   states = rec.pop("state")
   shape = rec["player"].shape
-  rec.update(private_sum=np.ones(shape), private_min=np.zeros(shape), private_own=np.ones(shape))
+  rec.update(private_sum=np.ones(shape), private_min=np.zeros(shape), private_own=np.ones(shape),
+             private_with=np.ones(shape, bool))
   where = np.flatnonzero((rec["player"] != TERMINAL).reshape(-1))
   k0, k1 = game.num_private
   rng = np.random.default_rng(seed)
@@ -372,6 +390,11 @@ def _host_checks(game, rec, actions, unchanged, report):
     dealt = visited & np.all(idx >= 0, -1)
     flag("private_states", dealt & (own <= 0),
          lambda i, t: f"private_chance is 0 on the trajectory's own private pair "
+                      f"{idx[i, t].tolist()}")
+    swapped = rec["private_with"].astype(bool)
+    flag("private_states", visited & ~swapped,
+         lambda i, t: "with_private changes more than the player's private state (its index, "
+                      "the public key or the opponent's information state) at private pair "
                       f"{idx[i, t].tolist()}")
   for c in report["checks"]:
     if c == "shapes":
