@@ -33,49 +33,97 @@ from jaxgt.core import sequence_form
 from jaxgt.core.dtypes import resolve_dtype
 from jaxgt.core.factored import FactoredTree
 from jaxgt.solvers import cfr_iteration
-from jaxgt.solvers.cfr import CFRSolver, CFRState
+from jaxgt.solvers.cfr import CFRSolver, CFRState, transpose_state
 
 
 # ------------------------------------------------------------------ passes over the tree
-# A realization plan is [D_p A + 1, K_p]: row d A + a is sequence (d, a) (decision d, action
-# a), one entry per private state; the last row is the empty sequence. Rows are gathered and
-# scattered whole (on a CPU far cheaper than element by element).
-def realization(tree: FactoredTree, player: int, sigma, root):
-  """``[D_p A + 1, K_p]`` ``player``'s realization plan per private state (layout above): its
-  own reach of each sequence when it plays ``sigma [D_p K_p, A]`` from root reach ``root
-  [K_p]``; one step per own depth, each reading only the one above."""
+# The passes run action-major, as the CFR engine's loop does (Iterate.actions_first): a
+# player's strategy and action values are [A, D_p K_p] (column d K + k: decision d, private
+# state k), and a realization plan is [A D_p + 1, K_p]: row a D + d is sequence (d, a), one
+# entry per private state, the last row the empty sequence. Sums over actions run along the
+# long axis and rows are gathered and scattered whole (on a CPU far cheaper than element by
+# element).
+def _rows(tree: FactoredTree, player: int, seqs) -> np.ndarray:
+  """Plan rows of sequences ``seqs`` numbered as the tree numbers them (``d A + a``, the
+  empty one ``D_p A``)."""
+  A, D = tree.num_actions, len(tree.decisions[player])
+  seqs = np.asarray(seqs, np.int64)
+  d, a = np.divmod(seqs, A)
+  return np.where(seqs == D * A, A * D, a * D + d).astype(np.int32)
+
+
+def _plan(tree: FactoredTree, player: int, sigma, root):
+  """:func:`realization` of an action-major ``sigma [A, D_p K_p]``."""
   K, A = tree.num_private[player], tree.num_actions
   D = len(tree.decisions[player])
-  s3 = sigma.reshape(D, K, A)
+  s3 = sigma.reshape(A, D, K)
   root = root.astype(sigma.dtype)
   blocks, prev, prev_lo = [], None, 0
   for lo, hi in tree.own_levels[player]:
     if prev is None:  # own depth 0: below the empty sequence
       parent = jnp.broadcast_to(root, (hi - lo, K))
     else:  # the parents are the previous own depth's sequences
-      parent = prev[tree.seq_parent[player][lo:hi] - prev_lo * A]
-    block = jnp.swapaxes(parent[:, :, None] * s3[lo:hi], 1, 2).reshape(-1, K)  # [m A, K]
+      d, a = np.divmod(tree.seq_parent[player][lo:hi], A)
+      parent = prev[a, d - prev_lo]  # [m, K]
+    block = parent[None] * s3[:, lo:hi]  # [A, m, K]
     blocks.append(block)
     prev, prev_lo = block, lo
-  return jnp.concatenate(blocks + [root[None, :]])
+  x = jnp.concatenate(blocks, axis=1) if blocks else jnp.zeros((A, 0, K), sigma.dtype)
+  return jnp.concatenate([x.reshape(A * D, K), root[None, :]])
+
+
+def _terminal_values(tree: FactoredTree, payoff, player: int, opp_plan, order=None):
+  o = 1 - player
+  terminals = tree.terminals if order is None else tree.terminals[order]
+  r = opp_plan[_rows(tree, o, tree.last_seq[o][terminals])]  # [T, K_o]
+  if player == 0:
+    return jnp.sum(payoff * r[:, None, :], axis=2)
+  return -jnp.sum(payoff * r[:, :, None], axis=1)
+
+
+def _values(tree: FactoredTree, payoff, player: int, sigma, opp_plan, best: bool = False):
+  """:func:`values` with an action-major ``sigma [A, D_p K_p]``; ``q`` is ``[A, D_p K_p]``."""
+  K, A = tree.num_private[player], tree.num_actions
+  D = len(tree.decisions[player])
+  order, blocks, row = tree.terminal_groups[player]
+  vt = _terminal_values(tree, payoff, player, opp_plan, order)
+  rows, lo = [], 0
+  for n, c in blocks:
+    rows.append(jnp.sum(vt[lo:lo + n * c].reshape(n, c, K), axis=1))
+    lo += n * c
+  # plan row j = a D + d holds tree sequence d A + a; the last, the empty one
+  j = np.arange(A * D)
+  seq_of_row = np.concatenate([(j % D) * A + j // D, [D * A]])
+  Q = jnp.concatenate(rows + [jnp.zeros((1, K), vt.dtype)])[row[seq_of_row]]  # [A D + 1, K]
+  s3 = None if best else sigma.reshape(A, D, K)
+  for lo, hi in reversed(tree.own_levels[player]):
+    q = Q[:A * D].reshape(A, D, K)[:, lo:hi]  # [A, m, K]
+    if best:
+      v = jnp.max(jnp.where(tree.legal[player][lo:hi].T[:, :, None], q, -jnp.inf), axis=0)
+    else:
+      v = jnp.sum(q * s3[:, lo:hi], axis=0)
+    Q = Q.at[_rows(tree, player, tree.seq_parent[player][lo:hi])].add(v)
+  return Q[A * D], Q[:A * D].reshape(A, D * K)
+
+
+def realization(tree: FactoredTree, player: int, sigma, root):
+  """``[A D_p + 1, K_p]`` ``player``'s realization plan per private state (layout above): its
+  own reach of each sequence when it plays ``sigma [D_p K_p, A]`` from root reach ``root
+  [K_p]``; one step per own depth, each reading only the one above."""
+  return _plan(tree, player, sigma.T, root)
 
 
 def reach(tree: FactoredTree, player: int, sigma, root):
   """``[N, K_p]`` ``player``'s own reach of every (public state, private state) when it
   plays ``sigma [D_p K_p, A]`` from root reach ``root [K_p]``."""
-  return realization(tree, player, sigma, root)[tree.last_seq[player]]
+  return realization(tree, player, sigma, root)[_rows(tree, player, tree.last_seq[player])]
 
 
-def terminal_values(tree: FactoredTree, payoff, player: int, opp_plan, order=None):
-  """``[T, K_p]`` ``player``'s counterfactual values at the terminal public states (in
-  ``order``, default tree order; ``payoff [T, K0, K1]`` already in that order) given the
-  opponent's realization plan ``opp_plan`` (:func:`realization`)."""
-  o = 1 - player
-  terminals = tree.terminals if order is None else tree.terminals[order]
-  r = opp_plan[tree.last_seq[o][terminals]]  # [T, K_o]
-  if player == 0:
-    return jnp.sum(payoff * r[:, None, :], axis=2)
-  return -jnp.sum(payoff * r[:, :, None], axis=1)
+def terminal_values(tree: FactoredTree, payoff, player: int, opp_plan):
+  """``[T, K_p]`` ``player``'s counterfactual values at the terminal public states given the
+  opponent's realization plan ``opp_plan`` (:func:`realization`): ``payoff [T, K0, K1]``
+  times its reach (player 1: the negated transpose)."""
+  return _terminal_values(tree, payoff, player, opp_plan)
 
 
 def grouped_payoff(tree: FactoredTree, player: int, dtype=None):
@@ -91,53 +139,36 @@ def values(tree: FactoredTree, payoff, player: int, sigma, opp_plan, *, best: bo
   (then ``sigma`` is unused). ``payoff``: :func:`grouped_payoff`. The terminals' values are
   summed per sequence by groups (a row sum and a gather), then one step per own depth,
   deepest first, adds each decision's value into its parent sequence."""
-  K, A = tree.num_private[player], tree.num_actions
-  D = len(tree.decisions[player])
-  order, blocks, row = tree.terminal_groups[player]
-  vt = terminal_values(tree, payoff, player, opp_plan, order)
-  rows, lo = [], 0
-  for n, c in blocks:
-    rows.append(jnp.sum(vt[lo:lo + n * c].reshape(n, c, K), axis=1))
-    lo += n * c
-  Q = jnp.concatenate(rows + [jnp.zeros((1, K), vt.dtype)])[row]  # [D A + 1, K]
-  s3 = None if best else sigma.reshape(D, K, A)
-  legal = tree.legal[player]
-  for lo, hi in reversed(tree.own_levels[player]):
-    q = jnp.swapaxes(Q[lo * A:hi * A].reshape(hi - lo, A, K), 1, 2)  # [m, K, A]
-    if best:
-      v = jnp.max(jnp.where(legal[lo:hi, None, :], q, -jnp.inf), axis=-1)
-    else:
-      v = jnp.sum(q * s3[lo:hi], axis=-1)
-    Q = Q.at[tree.seq_parent[player][lo:hi]].add(v)
-  return Q[D * A], jnp.swapaxes(Q[:D * A].reshape(D, A, K), 1, 2).reshape(D * K, A)
+  root, q = _values(tree, payoff, player, None if best else sigma.T, opp_plan, best)
+  return root, q.T
 
 
 # ------------------------------------------------------------------ the engine's view
 @dataclasses.dataclass(frozen=True)
 class FactoredView:
   """The factored public tree as the CFR engine sees it (a
-  :class:`~jaxgt.solvers.cfr_iteration.TreeView`; ``[I, A]`` layout, ``x[p]`` the reaches
-  ``[N, K_p]``)."""
+  :class:`~jaxgt.solvers.cfr_iteration.TreeView`; action-major ``[A, D_p K_p]`` tables,
+  ``x[p]`` the realization plans)."""
 
   solver: Any  # the CFRSolver (its regret rule gives the strategies)
   tree: FactoredTree
   payoff: tuple  # per player, [T, K0, K1] in the state's dtype and its group order
   root: tuple  # (r0 [K0], r1 [K1]) root reaches
-  axis: int = -1
+  axis: int = -2
 
   def legal(self, p):
-    return jnp.asarray(np.repeat(self.tree.legal[p], self.tree.num_private[p], axis=0))
+    return jnp.asarray(_legal_rows(self.tree, p).T)
 
   def strategy(self, p, regrets, extra):
-    sigma = self.solver.regret_rule.strategy(regrets, self.legal(p), extra)
-    return sigma, realization(self.tree, p, sigma, self.root[p])
+    sigma = self.solver.regret_rule.strategy(regrets, self.legal(p), extra, axis=-2)
+    return sigma, _plan(self.tree, p, sigma, self.root[p])
 
   def begin(self, aux, players, sigma, x, t):
     return aux
 
   def values(self, ctx, p, sigma, x):
-    _, q = values(self.tree, self.payoff[p], p, sigma[p], x[1 - p])
-    own = x[p][self.tree.seq_parent[p]].reshape(-1)
+    _, q = _values(self.tree, self.payoff[p], p, sigma[p], x[1 - p])
+    own = x[p][_rows(self.tree, p, self.tree.seq_parent[p])].reshape(-1)
     return q, own, ctx
 
   def end(self, ctx, players, t):
@@ -183,16 +214,15 @@ class PublicTreeCFR:
     payoff = tuple(grouped_payoff(tree, p, w.dtype) for p in (0, 1))
     return FactoredView(self.solver, tree, payoff, (w[:K0], w[K0:]))
 
-  def iteration(self, tree: FactoredTree, carry: cfr_iteration.Iterate) -> cfr_iteration.Iterate:
-    """One CFR iteration (pure, traceable)."""
-    return cfr_iteration.iteration(self.solver, self._view(tree, carry.state), carry)
-
   def loop(self, tree: FactoredTree, state: CFRState, num_steps) -> CFRState:
-    """``num_steps`` iterations (traceable)."""
+    """``num_steps`` iterations (traceable), run action-major (the tables transposed on entry
+    and exit, :func:`~jaxgt.solvers.cfr.transpose_state`)."""
     view = self._view(tree, state)
-    carry = cfr_iteration.start(view, state)
+    legal = tuple(view.legal(p) for p in (0, 1))
+    carry = cfr_iteration.start(view, transpose_state(tree, state), actions_first=True,
+                                legal=legal)
     body = lambda _, c: cfr_iteration.iteration(self.solver, view, c)
-    return self.solver.iterate(body, carry, num_steps).state
+    return transpose_state(tree, self.solver.iterate(body, carry, num_steps).state)
 
   @partial(jax.jit, static_argnums=(0, 1))
   def _run(self, tree, state, num_steps):
