@@ -126,3 +126,136 @@ def test_bad_input_is_refused_before_compiling(factored):
     public_cfr.exploitability(leduc, pcfr.policy(ft, pcfr.init(ft)))
   with pytest.raises(TypeError, match="CFR-family"):
     public_cfr.PublicTreeCFR("cfr+")
+
+
+def _pairwise_terminal_values(self, s, player, opp_reach):
+  """The protocol's optional hook computed pair by pair from the game's own returns."""
+  k0, k1 = (jnp.arange(k) for k in self.num_private)
+  pairs = jax.vmap(lambda a: jax.vmap(lambda b: self.returns(
+      self.with_private(self.with_private(s, 0, a), 1, b))[0])(k1))(k0)
+  m = self.private_chance(s) * pairs
+  return m @ opp_reach if player == 0 else -(m.T @ opp_reach)
+
+
+class KuhnWithTerminalValues(jaxgt.games.kuhn.KuhnPoker):
+  terminal_values = _pairwise_terminal_values
+
+
+class LeducWithTerminalValues(jaxgt.games.leduc.LeducPoker):
+  terminal_values = _pairwise_terminal_values
+
+
+@pytest.mark.parametrize("name,cls", [
+    ("kuhn_poker", KuhnWithTerminalValues),
+    pytest.param("leduc_poker", LeducWithTerminalValues, marks=pytest.mark.slow)])
+def test_terminal_values_hook_gives_the_payoff_matrices_iterates(factored, name, cls):
+  """A game whose terminal values come from the game (the factored tree then keeps no payoff
+  matrices) runs the same iterates as with the matrices."""
+  ft, _ = factored(name)
+  hooked = build_factored_tree(cls())
+  assert hooked.payoff is None and ft.payoff is not None
+  pcfr = public_cfr.PublicTreeCFR(jaxgt.cfr_plus(dtype="float64"))
+  a = pcfr.run(ft, pcfr.init(ft), 30)
+  b = pcfr.run(hooked, pcfr.init(hooked), 30)
+  for p in (0, 1):
+    _close(b.regrets[p], a.regrets[p], rtol=1e-10)
+    _close(b.cum_policy[p], a.cum_policy[p], rtol=1e-10)
+  pol = pcfr.policy(ft, a)
+  _close(public_cfr.exploitability(hooked, pol), public_cfr.exploitability(ft, pol), rtol=1e-12)
+
+
+def _holdem_terminals(game, count, seed):
+  """Terminal states of ``count`` random hold'em games (calls and raises, some folds)."""
+  from jaxgt.games.base import TERMINAL
+  rng = np.random.default_rng(seed)
+  step = jax.jit(game.step)
+  out = []
+  for _ in range(count):
+    s = game.init()
+    while int(game.current_player(s)) != TERMINAL:
+      p = int(game.current_player(s))
+      if p < 0:
+        probs = np.asarray(game.chance_probs(s))
+        a = rng.choice(len(probs), p=probs / probs.sum())
+      else:
+        w = np.where(np.asarray(game.legal_mask(s)), [0.08, 0.6, 0.32], 0.0)
+        a = rng.choice(3, p=w / w.sum())
+      s = step(s, jnp.int32(a))
+    out.append(s)
+  return out
+
+
+def test_holdem_terminal_values_equal_the_pairwise_returns():
+  """The sort-and-card-removal values against the definition: private_chance times the
+  returns of every pair of hands (through with_private), for sampled hands."""
+  game = make_from_string("limit_holdem")
+  values = jax.jit(game.terminal_values, static_argnums=1)
+  pair_returns = jax.jit(jax.vmap(lambda s, a, b: game.returns(
+      game.with_private(game.with_private(s, 0, a), 1, b))[0], in_axes=(None, 0, 0)))
+  rng = np.random.default_rng(3)
+  kinds = set()
+  for s in _holdem_terminals(game, 6, seed=5):
+    kinds.add(int(s.folded) >= 0)
+    reach = rng.random(1326)
+    chance = np.asarray(game.private_chance(s))
+    opp = np.arange(1326)
+    for p in (0, 1):
+      got = np.asarray(values(s, p, reach))
+      for k in rng.choice(1326, 8, replace=False):
+        if p == 0:
+          want = np.sum(chance[k] * np.asarray(pair_returns(s, np.full(1326, k), opp)) * reach)
+        else:
+          want = -np.sum(chance[:, k] * np.asarray(pair_returns(s, opp, np.full(1326, k)))
+                         * reach)
+        assert abs(got[k] - want) <= 1e-9 * max(1.0, abs(want))
+  assert kinds == {True, False}  # both folds and showdowns were checked
+
+
+def _river_root(game, seed, street=3):
+  """A hold'em state at the first decision of ``street`` (3: the river), both players checking
+  or calling."""
+  rng = np.random.default_rng(seed)
+  s = game.init()
+  while not (int(s.round) == street and int(game.current_player(s)) >= 0):
+    if int(game.current_player(s)) < 0:
+      probs = np.asarray(game.chance_probs(s))
+      s = game.step(s, jnp.int32(rng.choice(len(probs), p=probs / probs.sum())))
+    else:
+      s = game.step(s, jnp.int32(1))
+  return s
+
+
+def test_holdem_river_subgame_solves_on_factored_ranges():
+  game = make_from_string("limit_holdem")
+  root = _river_root(game, seed=1)
+  tree = build_factored_tree(game, root=root)
+  assert tree.payoff is None and tree.num_private == (1326, 1326)
+  # a player's ranges: hands meeting the board are never dealt there
+  board = set(np.asarray(root.cards[4:]).tolist())
+  dealt = tree.chance_mass[0][0] > 0
+  from jaxgt.games.holdem import HAND_CARDS
+  assert np.array_equal(dealt, [not (set(h) & board) for h in HAND_CARDS.tolist()])
+  rng = np.random.default_rng(0)
+  ranges = (rng.random(1326), rng.random(1326))
+  pcfr = public_cfr.PublicTreeCFR(jaxgt.cfr_plus())
+  uniform = pcfr.policy(tree, pcfr.init(tree, root_reach=ranges))
+  start = float(public_cfr.exploitability(tree, uniform, ranges))
+  state = pcfr.run(tree, pcfr.init(tree, root_reach=ranges), 300)
+  policy = pcfr.policy(tree, state)
+  end = float(public_cfr.exploitability(tree, policy, ranges))
+  assert end < 0.02 * start
+  # each best response is at least what the policy gets (zero-sum)
+  value = float(public_cfr.expected_value(tree, policy, ranges))
+  br0, br1 = (float(v) for v in public_cfr.best_response_values(tree, policy, ranges))
+  assert br0 >= value - 1e-4 and br1 >= -value - 1e-4
+
+
+def test_a_root_must_be_a_dealt_state_of_the_game():
+  game = make_from_string("kuhn_poker")
+  with pytest.raises(ValueError, match="after both players' private deals"):
+    build_factored_tree(game, root=game.init())
+  with pytest.raises(ValueError, match="not a state of"):
+    build_factored_tree(game, root=make_from_string("leduc_poker").init())
+  holdem = make_from_string("limit_holdem")
+  with pytest.raises(ValueError, match="public chance below the root"):
+    build_factored_tree(holdem, root=_river_root(holdem, seed=2, street=2))

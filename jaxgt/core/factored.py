@@ -59,7 +59,10 @@ class FactoredTree:
   terminal_groups: tuple
   legal: tuple  # ([D0, A], [D1, A]) bool legal actions
   terminals: np.ndarray  # [T] int32 the terminal public states
-  payoff: np.ndarray  # [T, K0, K1] float64 player 0's utility times the deals' chance reach
+  # [T, K0, K1] float64 player 0's utility times the deals' chance reach; None where the game
+  # supplies terminal_values (then a terminal's values are terminal_z times those)
+  payoff: np.ndarray | None
+  terminal_z: np.ndarray  # [T] float64 probability of the public chance events to each terminal
   chance_mass: tuple  # ([D0, K0], [D1, K1]) float64 chance reach of each (state, private)
   info_keys: tuple  # ([D0, K0, W], [D1, K1, W]) int32 information-state keys
   public_keys: np.ndarray  # [N, Wp] int32
@@ -102,27 +105,40 @@ def _dealt_root(game: DeviceGame):
                    "act before both private states are dealt), so its ranges do not factor")
 
 
-def _describers(game: DeviceGame):
-  """Jitted, vmapped functions over a batch of representative states: what each public state
-  is, and its children."""
+# private pairs times chance outcomes read per public state at most (the pairs' chance
+# probabilities of a public chance node); above, public chance below the root is refused
+PAIR_OUTCOME_LIMIT = 1 << 22
+
+
+def uses_terminal_values(game: DeviceGame) -> bool:
+  """Whether ``game`` supplies :meth:`~jaxgt.games.device.DeviceGame.terminal_values`."""
+  return type(game).terminal_values is not DeviceGame.terminal_values
+
+
+def _describers(game: DeviceGame, with_chance: bool):
+  """A jitted function over a batch of representative states: what each public state is, and
+  its children (``with_chance``: the pairs' chance probabilities at public chance nodes)."""
   K0, K1 = game.num_private
   B, A, C = game.num_distinct, game.num_actions, game.num_outcomes
   k0s, k1s = jnp.arange(K0), jnp.arange(K1)
+  hook = uses_terminal_values(game)
 
   def pair(s, k0, k1):
     return game.with_private(game.with_private(s, 0, k0), 1, k1)
 
   def describe(s):
     pc = game.private_chance(s)
-    pairs = jax.vmap(lambda a: jax.vmap(lambda b: pair(s, a, b))(k1s))(k0s)
-    ret = jax.vmap(jax.vmap(game.returns))(pairs)[..., 0]
-    util = jnp.where(pc > 0, ret, 0.0)
-    if C:
-      cp = jax.vmap(jax.vmap(game.chance_probs))(pairs)  # [K0, K1, C]
+    out = dict(mass0=jnp.sum(pc, axis=1), mass1=jnp.sum(pc, axis=0))
+    if not hook:  # the generic [K0, K1] payoff matrix
+      pairs = jax.vmap(lambda a: jax.vmap(lambda b: pair(s, a, b))(k1s))(k0s)
+      ret = jax.vmap(jax.vmap(game.returns))(pairs)[..., 0]
+      out["joint_util"] = jnp.where(pc > 0, pc * ret, 0.0)
+    if C and with_chance:
+      cp = jax.vmap(lambda a: jax.vmap(lambda b: game.chance_probs(pair(s, a, b)))(k1s))(k0s)
       joint = (pc[..., None] * cp).reshape(K0 * K1, C)
       marg, best = jnp.sum(joint, axis=0), jnp.argmax(joint, axis=0)
     else:
-      marg, best = jnp.zeros(0), jnp.zeros(0, jnp.int32)
+      marg, best = jnp.zeros(C), jnp.zeros(C, jnp.int32)
     keys = (jax.vmap(lambda k: game.info_key(game.with_private(s, 0, k), 0))(k0s),
             jax.vmap(lambda k: game.info_key(game.with_private(s, 1, k), 1))(k1s))
     player = game.current_player(s)
@@ -137,17 +153,40 @@ def _describers(game: DeviceGame):
       return jax.tree.map(lambda x, y: jnp.where(player == CHANCE, x, y), chance_child, own)
 
     kids = jax.vmap(child)(jnp.arange(B, dtype=jnp.int32))
-    return dict(player=player, legal=legal[:A], valid=valid, marg=margB, pc=pc, util=util,
-                keys0=keys[0], keys1=keys[1], pkey=game.public_key(s)), kids
+    out.update(player=player, legal=legal[:A], valid=valid, marg=margB, keys0=keys[0],
+               keys1=keys[1], pkey=game.public_key(s))
+    return out, kids
 
+  if K0 * K1 > (1 << 16):  # one state at a time: [K0, K1] arrays per state in memory
+    return jax.jit(lambda states: jax.lax.map(describe, states))
   return jax.jit(jax.vmap(describe))
 
 
-def build_factored_tree(game: DeviceGame, *, max_states: int = 1_000_000) -> FactoredTree:
+def _check_root(game: DeviceGame, root):
+  """``root`` (a state of ``game``) as host arrays, checked: the same pytree as the game's
+  states, both private states dealt."""
+  ref = jax.tree.structure(game.init())
+  if jax.tree.structure(root) != ref:
+    raise ValueError(f"root is not a state of {game.game_string()} (its pytree differs)")
+  for x, y in zip(jax.tree.leaves(root), jax.tree.leaves(game.init())):
+    if np.shape(x) != np.shape(y):
+      raise ValueError(f"root is not a single state of {game.game_string()}: a leaf has shape "
+                       f"{np.shape(x)}, the game's states have {np.shape(y)}")
+  if any(int(game.private_index(root, p)) < 0 for p in (0, 1)):
+    raise ValueError("root must be a public state after both players' private deals "
+                     "(private_index is -1)")
+  return jax.tree.map(np.asarray, root)
+
+
+def build_factored_tree(game: DeviceGame, *, root=None, max_states: int = 1_000_000) -> FactoredTree:
   """The public tree of ``game`` on factored ranges (module docstring), expanded from its
-  rules breadth first; ``ValueError`` if the game has no public/private factorisation, deals
-  private information after the first public state, or has over ``max_states`` public
-  states (grow such a tree from the rules instead: :mod:`jaxgt.search.gtcfr`)."""
+  rules breadth first from ``root`` (a state after the private deals, any deal: its public
+  state is what counts; default the game's first such state); ``ValueError`` if the game has
+  no public/private factorisation, deals private information after the root, has over
+  ``max_states`` public states below it (grow such a tree from the rules instead:
+  :mod:`jaxgt.search.gtcfr`) or public chance whose pairs' probabilities are too many to read
+  (``K0 K1 C`` over :data:`PAIR_OUTCOME_LIMIT`: root such a game past its last chance node).
+  Chance reach in the tree is relative to the root's public state."""
   if not isinstance(game, DeviceGame):
     raise TypeError(f"build_factored_tree needs a device game, got {type(game).__name__}")
   if game.num_private is None:
@@ -159,8 +198,9 @@ def build_factored_tree(game: DeviceGame, *, max_states: int = 1_000_000) -> Fac
   if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
     raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
   K0, K1 = game.num_private
-  describe = _describers(game)
-  root = _dealt_root(game)
+  with_chance = K0 * K1 * game.num_outcomes <= PAIR_OUTCOME_LIMIT
+  describe = _describers(game, with_chance)
+  root = _dealt_root(game) if root is None else _check_root(game, root)
   frontier = jax.tree.map(lambda x: np.asarray(x)[None], root)
   frontier_parent = np.full(1, -1, np.int32)
   frontier_action = np.full(1, -1, np.int32)
@@ -178,6 +218,10 @@ def build_factored_tree(game: DeviceGame, *, max_states: int = 1_000_000) -> Fac
     info, kids = describe(batch)
     info = {k: np.asarray(v)[:n] for k, v in info.items()}
     kids = jax.tree.map(lambda x: np.asarray(x)[:n], kids)
+    if not with_chance and np.any(info["player"] == CHANCE):
+      raise ValueError(f"{game.game_string()}: public chance below the root, whose private "
+                       f"pairs' probabilities ({K0} x {K1} x {game.num_outcomes}) are too many "
+                       "to read; root the tree after the last chance node")
     info.update(parent=frontier_parent, action=frontier_action, z=frontier_z, states=frontier)
     rows.append(info)
     src, act = np.nonzero(info["valid"])
@@ -234,11 +278,13 @@ def _assemble(game: DeviceGame, rows: list) -> FactoredTree:
     last_seq[:, n] = last_seq[:, par]
     if player[par] in (0, 1):
       last_seq[player[par], n] = decision[par] * A + action[n]
-  z, pc = cat("z"), cat("pc")
-  joint = z[:, None, None] * pc  # [N, K0, K1] the deals' chance reach
+  z = cat("z")
   terminals = np.flatnonzero(player == TERMINAL).astype(np.int32)
-  payoff = joint[terminals] * cat("util")[terminals]
-  mass = (joint.sum(axis=2)[decisions[0]], joint.sum(axis=1)[decisions[1]])
+  payoff = None  # the game's terminal_values instead
+  if "joint_util" in rows[0]:
+    payoff = z[terminals, None, None] * cat("joint_util")[terminals]
+  mass = (z[decisions[0], None] * cat("mass0")[decisions[0]],
+          z[decisions[1], None] * cat("mass1")[decisions[1]])
   keys = (cat("keys0")[decisions[0]], cat("keys1")[decisions[1]])
   legal = tuple(cat("legal")[decisions[p]] for p in (0, 1))
   seq_parent = tuple(last_seq[p, decisions[p]] for p in (0, 1))
@@ -250,7 +296,8 @@ def _assemble(game: DeviceGame, rows: list) -> FactoredTree:
                       levels=tuple(levels), decision=decision, decisions=tuple(decisions),
                       own_levels=tuple(own_levels), last_seq=last_seq, seq_parent=seq_parent,
                       terminal_groups=groups,
-                      legal=legal, terminals=terminals, payoff=payoff, chance_mass=mass,
+                      legal=legal, terminals=terminals, payoff=payoff, terminal_z=z[terminals],
+                      chance_mass=mass,
                       info_keys=keys, public_keys=cat("pkey"), states=states)
 
 

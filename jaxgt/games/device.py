@@ -40,6 +40,11 @@ function                    returns                  meaning
 ``with_private(s, p, k)``   state                    ``s`` with ``p``'s private state set to
                                                      ``k`` (the same public history under
                                                      another deal; games with ``num_private``)
+``terminal_values(s, p, r)``  float ``[K_p]``        optional: at a terminal, ``sum_k'
+                                                     private_chance(s)[k, k'] u_p(k, k')
+                                                     r[k']`` for an opponent reach ``r
+                                                     [K_o]``, faster than the ``[K0, K1]``
+                                                     matrix (poker: sorting by strength)
 ==========================  =======================  =====================================
 
 ``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``, ``Wp =
@@ -147,6 +152,13 @@ class DeviceGame(GameInfo, abc.ABC):
     K_p)``): the same public history under another deal (a pair that cannot be dealt there
     has zero :meth:`private_chance`)."""
     raise NotImplementedError(f"{self.name} has no public/private factorisation")
+
+  def terminal_values(self, state: State, player: int, opp_reach):
+    """Optional, float ``[K_p]``: at a terminal ``state``, ``sum_k' private_chance(state)[k, k']
+    u(k, k') opp_reach[k']`` with ``u`` ``player``'s utility holding ``k`` against the
+    opponent's ``k'``; where a game defines it, the factored public tree
+    (:mod:`jaxgt.core.factored`) calls it instead of building ``[K0, K1]`` payoff matrices."""
+    raise NotImplementedError(f"{self.name} defines no terminal_values")
 
   # --- host functions ---------------------------------------------------------------------
   @abc.abstractmethod

@@ -97,6 +97,11 @@ _CARD_HANDS = np.zeros((DECK, NUM_HANDS), bool)  # [52, 1326] card in hand
 _CARD_HANDS[HAND_CARDS[:, 0], np.arange(NUM_HANDS)] = True
 _CARD_HANDS[HAND_CARDS[:, 1], np.arange(NUM_HANDS)] = True
 _DISJOINT = (_CARD_HANDS.T.astype(np.float32) @ _CARD_HANDS.astype(np.float32)) == 0
+_HANDS_OF_CARD = np.array([np.flatnonzero(_CARD_HANDS[c]) for c in range(DECK)], np.int32)
+"""``[52, 51]`` the hands holding each card."""
+_POSITION = np.stack([np.argmax(_HANDS_OF_CARD[HAND_CARDS[:, i]] == np.arange(NUM_HANDS)[:, None],
+                                axis=1) for i in range(2)], axis=1).astype(np.int32)
+"""``[1326, 2]`` where each hand is in the lists of its two cards (:data:`_HANDS_OF_CARD`)."""
 """``[1326, 1326]`` the two hands share no card."""
 
 
@@ -238,6 +243,56 @@ class LimitHoldem(DeviceGame):
     left = DECK - n
     total = (left * (left - 1) // 2) * ((left - 2) * (left - 3) // 2)
     return ok / total
+
+  def terminal_values(self, s, player: int, opp_reach):
+    """float ``[1326]``: ``sum_k' private_chance(s)[k, k'] u(k, k') opp_reach[k']`` at a
+    terminal ``s`` (``u`` ``player``'s utility with hand ``k`` against ``k'``), without the
+    ``[1326, 1326]`` matrix (Johanson et al. 2011, "Accelerating best response calculation in
+    large extensive games", Sec. 4): a fold pays a constant, so only the opponent's reach on
+    hands disjoint from ``k`` counts, by inclusion-exclusion over ``k``'s two cards; a showdown
+    sorts the hands by strength and takes, per hand, the reach of the weaker and of the
+    stronger hands (a cumulative sum in strength order) minus those of the 51 hands that share
+    each of its cards. The strengths, the order and the masks depend on ``s`` only (constant
+    in a solver's loop)."""
+    cards = jnp.asarray(_CARD_HANDS)  # [52, K]
+    board = s.cards[4:]
+    hit = jnp.any(cards[jnp.clip(board, 0)] & (board[:, None] >= 0), axis=0)  # [K]
+    r = jnp.where(hit, 0.0, jnp.asarray(opp_reach))
+    n = jnp.sum(board >= 0)
+    left = DECK - n
+    total = ((left * (left - 1) // 2) * ((left - 2) * (left - 3) // 2)).astype(r.dtype)
+    lo, hi = jnp.asarray(HAND_CARDS[:, 0]), jnp.asarray(HAND_CARDS[:, 1])
+    pos = jnp.asarray(_POSITION)
+    of_card = jnp.asarray(_HANDS_OF_CARD)  # [52, 51]
+    r_card = r[of_card]  # [52, 51] the reach of the hands holding each card
+    per_card = jnp.sum(r_card, axis=1)
+    # reach of the opponent's hands disjoint from each hand (the hand itself added back)
+    disjoint = jnp.sum(r) - per_card[lo] - per_card[hi] + r
+    o = 1 - player
+    fold_u = jnp.where(s.folded == player, -s.spent[player], s.spent[o]).astype(r.dtype)
+    # showdown: strengths with the full board
+    hands = jnp.concatenate([jnp.asarray(HAND_CARDS), jnp.broadcast_to(board, (NUM_HANDS, 5))],
+                            axis=1)
+    strength = hand_rank(hands)  # [K]
+    order = jnp.argsort(strength)
+    sorted_s = strength[order]
+    below = jnp.searchsorted(sorted_s, strength, side="left")  # hands strictly weaker
+    upto = jnp.searchsorted(sorted_s, strength, side="right")  # weaker or tied
+    cum = jnp.concatenate([jnp.zeros(1, r.dtype), jnp.cumsum(r[order])])  # [K + 1]
+    # per card c, the reach of c's hands weaker than (or as strong as) each of c's hands
+    s_card = strength[of_card]  # [52, 51]
+    diff = s_card[:, None, :] - s_card[:, :, None]  # [52, i, j]: hand j against hand i
+    less_card = jnp.einsum("cij,cj->ci", (diff < 0).astype(r.dtype), r_card)
+    le_card = jnp.einsum("cij,cj->ci", (diff <= 0).astype(r.dtype), r_card)
+    less = less_card[lo, pos[:, 0]] + less_card[hi, pos[:, 1]]
+    less_eq = le_card[lo, pos[:, 0]] + le_card[hi, pos[:, 1]]
+    weaker = cum[below] - less
+    # k ties with itself: the sums over its cards remove it twice, so it is added back once
+    stronger = disjoint - (cum[upto] - less_eq + r)
+    win = s.spent[o].astype(r.dtype)  # equal at a showdown: both called
+    showdown = win * (weaker - stronger)
+    values = jnp.where(s.folded >= 0, fold_u * disjoint, showdown) / total
+    return jnp.where(hit | (s.player != TERMINAL), 0.0, values)
 
   # poker evaluation (local best response)
   def with_private(self, s, player: int, k):

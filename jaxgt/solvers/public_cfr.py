@@ -76,6 +76,10 @@ def _terminal_values(tree: FactoredTree, payoff, player: int, opp_plan, order=No
   o = 1 - player
   terminals = tree.terminals if order is None else tree.terminals[order]
   r = opp_plan[_rows(tree, o, tree.last_seq[o][terminals])]  # [T, K_o]
+  if tree.payoff is None:  # the game's own terminal values: payoff is (z [T], states [T])
+    z, states = payoff
+    v = jax.vmap(lambda st, rr: tree.game.terminal_values(st, player, rr))(states, r)
+    return v.astype(r.dtype) * z[:, None]
   if player == 0:
     return jnp.sum(payoff * r[:, None, :], axis=2)
   return -jnp.sum(payoff * r[:, :, None], axis=1)
@@ -119,17 +123,29 @@ def reach(tree: FactoredTree, player: int, sigma, root):
   return realization(tree, player, sigma, root)[_rows(tree, player, tree.last_seq[player])]
 
 
-def terminal_values(tree: FactoredTree, payoff, player: int, opp_plan):
-  """``[T, K_p]`` ``player``'s counterfactual values at the terminal public states given the
-  opponent's realization plan ``opp_plan`` (:func:`realization`): ``payoff [T, K0, K1]``
-  times its reach (player 1: the negated transpose)."""
+def terminal_values(tree: FactoredTree, player: int, opp_plan, dtype=None):
+  """``[T, K_p]`` ``player``'s counterfactual values at the terminal public states (tree
+  order) given the opponent's realization plan ``opp_plan`` (:func:`realization`): the
+  payoff matrices times its reach (player 1: the negated transpose), or the game's
+  ``terminal_values`` times the public chance probability."""
+  if tree.payoff is None:
+    payoff = (jnp.asarray(tree.terminal_z, dtype),
+              jax.tree.map(lambda x: jnp.asarray(x[tree.terminals]), tree.states))
+  else:
+    payoff = jnp.asarray(tree.payoff, dtype)
   return _terminal_values(tree, payoff, player, opp_plan)
 
 
 def grouped_payoff(tree: FactoredTree, player: int, dtype=None):
-  """``[T, K0, K1]`` the terminal payoffs in ``player``'s group order
-  (:attr:`FactoredTree.terminal_groups`), for :func:`values`."""
-  return jnp.asarray(tree.payoff[tree.terminal_groups[player][0]], dtype)
+  """The terminal payoffs in ``player``'s group order (:attr:`FactoredTree.terminal_groups`),
+  for :func:`values`: ``[T, K0, K1]``, or where the game supplies ``terminal_values``, ``(z
+  [T], states)`` (the public chance probabilities and the terminals' representative
+  states)."""
+  order = tree.terminal_groups[player][0]
+  if tree.payoff is None:
+    states = jax.tree.map(lambda x: jnp.asarray(x[tree.terminals[order]]), tree.states)
+    return jnp.asarray(tree.terminal_z[order], dtype), states
+  return jnp.asarray(tree.payoff[order], dtype)
 
 
 def values(tree: FactoredTree, payoff, player: int, sigma, opp_plan, *, best: bool = False):
@@ -278,31 +294,50 @@ def check_policy(tree: FactoredTree, policy) -> tuple:
   return tuple(out)
 
 
-def expected_value(tree: FactoredTree, policy):
-  """Player 0's expected utility when both follow ``policy``."""
-  policy = check_policy(tree, policy)
-  dtype = policy[0].dtype
-  x1 = realization(tree, 1, policy[1], jnp.ones(tree.num_private[1], dtype))
-  v, _ = values(tree, grouped_payoff(tree, 0, dtype), 0, policy[0], x1)
-  return jnp.sum(v)
-
-
-def best_response_values(tree: FactoredTree, policy) -> tuple:
-  """``(BR_0, BR_1)``: each player's best-response value against the other's ``policy``."""
-  policy = check_policy(tree, policy)
-  dtype = policy[0].dtype
+def _root_reach(tree: FactoredTree, root_reach, dtype) -> tuple:
+  if root_reach is None:
+    return tuple(jnp.ones(k, dtype) for k in tree.num_private)
   out = []
-  for p in (0, 1):
-    o = 1 - p
-    x = realization(tree, o, policy[o], jnp.ones(tree.num_private[o], dtype))
-    v, _ = values(tree, grouped_payoff(tree, p, dtype), p, None, x, best=True)
-    out.append(jnp.sum(v))
+  for p, k in enumerate(tree.num_private):
+    r = np.asarray(root_reach[p], np.float64)
+    if r.shape != (k,) or not np.all(np.isfinite(r)) or np.any(r < 0):
+      raise ValueError(f"root_reach[{p}] must be {k} finite, non-negative reaches, got shape "
+                       f"{r.shape}")
+    out.append(jnp.asarray(r, dtype))
   return tuple(out)
 
 
-def exploitability(tree: FactoredTree, policy):
-  """``NashConv / 2`` (OpenSpiel's convention), exact on the factored tree."""
-  b0, b1 = best_response_values(tree, policy)
+def expected_value(tree: FactoredTree, policy, root_reach=None):
+  """Player 0's expected utility when both follow ``policy`` from the root reaches
+  ``root_reach = (r0 [K0], r1 [K1])`` (default ones: the whole game from the tree's root)."""
+  policy = check_policy(tree, policy)
+  dtype = policy[0].dtype
+  roots = _root_reach(tree, root_reach, dtype)
+  x1 = realization(tree, 1, policy[1], roots[1])
+  v, _ = values(tree, grouped_payoff(tree, 0, dtype), 0, policy[0], x1)
+  return jnp.sum(v * roots[0])
+
+
+def best_response_values(tree: FactoredTree, policy, root_reach=None) -> tuple:
+  """``(BR_0, BR_1)``: each player's best-response value against the other's ``policy`` from
+  the root reaches ``root_reach`` (default ones)."""
+  policy = check_policy(tree, policy)
+  dtype = policy[0].dtype
+  roots = _root_reach(tree, root_reach, dtype)
+  out = []
+  for p in (0, 1):
+    o = 1 - p
+    x = realization(tree, o, policy[o], roots[o])
+    v, _ = values(tree, grouped_payoff(tree, p, dtype), p, None, x, best=True)
+    out.append(jnp.sum(v * roots[p]))
+  return tuple(out)
+
+
+def exploitability(tree: FactoredTree, policy, root_reach=None):
+  """``NashConv / 2`` (OpenSpiel's convention), exact on the factored tree, from the root
+  reaches ``root_reach`` (default ones). From a subgame's root, ``root_reach`` are the
+  ranges the subgame is solved for, and the figure is exploitability within it."""
+  b0, b1 = best_response_values(tree, policy, root_reach)
   return 0.5 * (b0 + b1)
 
 
