@@ -7,7 +7,9 @@ best of ``4 x --repeats``, so a change of load cannot favour either), OpenSpiel'
 ``CFRSolver`` ms/iteration through ``pyspiel`` with the ratio, and batched
 throughput (game-iterations/s) of CFR+ over B root chance distributions. Where the game's
 ranges factor (a device game with ``num_private``), CFR+ on the factored public tree
-(:mod:`jaxgt.solvers.public_cfr`) against the sequence form, interleaved the same way.
+(:mod:`jaxgt.solvers.public_cfr`) against the sequence form, interleaved the same way; and
+CFR+ on limit hold'em river subgames (1326 hands a player, the game's own terminal values),
+which no enumerating solver can represent (no peer).
 
   python benchmarks/cfr_speed.py                       # all default games
   python benchmarks/cfr_speed.py --games "liars_dice(numdice=1)" --batch-sizes 1,16
@@ -36,7 +38,8 @@ DEFAULT_GAMES = ("kuhn_poker;leduc_poker;liars_dice(numdice=1);goofspiel(num_car
                  "goofspiel(num_cards=5);generic_poker(T=4,C=1,R=2,B=1);generic_poker;"
                  "scotland_yard")
 BENCH_QUICK = ["--games", "leduc_poker", "--iterations", "200", "--repeats", "1",
-               "--openspiel-seconds", "0.5", "--batch-sizes", "64", "--batch-iterations", "20"]
+               "--openspiel-seconds", "0.5", "--batch-sizes", "64", "--batch-iterations", "20",
+               "--holdem-river", ""]
 
 
 def _time_jaxgt(tree, solver, iterations, repeats):
@@ -117,7 +120,14 @@ def main(argv=None):
                   help="time budget for each OpenSpiel measurement")
   ap.add_argument("--batch-sizes", default="1,4,16,64,256,1024")
   ap.add_argument("--batch-iterations", type=int, default=50)
+  ap.add_argument("--holdem-river", default="1",
+                  help="comma-separated seeds of hold'em river subgames to solve on factored "
+                       "ranges ('' for none)")
   args = ap.parse_args(argv)
+  try:
+    river_seeds = [int(x) for x in args.holdem_river.split(",") if x.strip()]
+  except ValueError:
+    ap.error(f"--holdem-river takes comma-separated integer seeds, got {args.holdem_river!r}")
   sep = ";" if ";" in args.games else ","
   games = [s.strip() for s in _split(args.games, sep) if s.strip()]
   batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
@@ -175,6 +185,48 @@ def main(argv=None):
     for B, rate in _batched(g, tree, batch_sizes, args.batch_iterations):
       figure("batched cfr+", rate, "game-iterations/s", game=g.name, batch=B)
       print(f"    B={B:<5d} {rate:12.0f} it/s   ({1e3 / rate * B:.4f} ms per batched iteration)")
+  for seed in river_seeds:
+    _holdem_river(seed, min(args.iterations, 300), args.repeats)
+
+
+def _holdem_river(seed, iterations, repeats):
+  """CFR+ on a limit hold'em river subgame (both players checked or called to the river,
+  random deal by ``seed``; root ranges uniform) on factored ranges."""
+  from jaxgt.games import make_from_string
+  game = make_from_string("limit_holdem")
+  rng = np.random.default_rng(seed)
+  s = game.init()
+  while not (int(s.round) == 3 and int(game.current_player(s)) >= 0):
+    if int(game.current_player(s)) < 0:
+      probs = np.asarray(game.chance_probs(s))
+      s = game.step(s, jnp.int32(rng.choice(len(probs), p=probs / probs.sum())))
+    else:
+      s = game.step(s, jnp.int32(1))
+  t0 = time.perf_counter()
+  ft = build_factored_tree(game, root=s)
+  build_s = time.perf_counter() - t0
+  pcfr = public_cfr.PublicTreeCFR(cfr_lib.cfr_plus())
+  state = pcfr.init(ft)
+  t0 = time.perf_counter()
+  jax.block_until_ready(pcfr.run(ft, state, 0).regrets)
+  compile_s = time.perf_counter() - t0
+  best = float("inf")
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    out = pcfr.run(ft, state, iterations)
+    jax.block_until_ready(out.regrets)
+    best = min(best, time.perf_counter() - t0)
+  ms = 1e3 * best / iterations
+  expl = float(public_cfr.exploitability(ft, pcfr.policy(ft, out)))
+  figure("iteration", ms, "ms/iter", higher_is_better=False, game="limit_holdem river",
+         solver="cfr+ factored", seed=seed)
+  missing_peer("OpenSpiel C++", "hold'em cannot be enumerated", game="limit_holdem river")
+  print(f"\n== limit hold'em river subgame (seed {seed}, board "
+        f"{[int(c) for c in np.asarray(s.cards[4:])]}): {ft.num_states} public states, "
+        f"1326 hands a player; built in {build_s:.2f}s, compile {compile_s:.2f}s")
+  print(f"  cfr+ factored {ms:.3f} ms/iter; exploitability after {iterations}: {expl:.3e} "
+        f"chips (pot {int(np.sum(np.asarray(s.spent)))}); no peer: OpenSpiel cannot enumerate "
+        "hold'em")
 
 
 def _factored(g, tree, args):
