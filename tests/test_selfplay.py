@@ -47,20 +47,72 @@ def test_presets_and_json_configs(tmp_path):
 
 
 def test_value_average_of_a_run_is_its_configs():
-  """Training keeps the normaliser its presets were measured with ("search"; the search
-  default is "node"), refuses others, and hands it to every search of the run."""
+  """Training averages node values as the search does by default ("node"), refuses other
+  normalisers, and hands its choice to every search of the run."""
   from jaxgt.search import gtcfr as gtcfr_search
-  assert config_lib.TrainConfig().value_average == "search"
+  assert config_lib.TrainConfig().value_average == "node"
   assert gtcfr_search.GTCFRConfig(capacity=1).value_average == "node"
+  assert all(p.value_average == "node" for p in config_lib.PRESETS.values())
   with pytest.raises(ValueError, match="value_average must be one of"):
     config_lib.from_dict({"value_average": "mean"})
-  cfg = dataclasses.replace(TINY, value_average="node")
+  cfg = dataclasses.replace(TINY, value_average="search")
   tr = loop.trainer_for(jaxgt.load("kuhn_poker"), cfg)
-  assert tr.actors.search_config.value_average == "node"
-  assert tr.actors.agent.config.value_average == "node"
-  assert tr.solver.search_config.value_average == "node"
+  assert tr.actors.search_config.value_average == "search"
+  assert tr.actors.agent.config.value_average == "search"
+  assert tr.solver.search_config.value_average == "search"
   assert loop.trainer_for(jaxgt.load("kuhn_poker"), TINY).actors.agent.config.value_average \
-      == "search"
+      == "node"
+
+
+@pytest.mark.parametrize("stored", [None, "search", "node"])
+def test_a_saved_run_loads_with_the_normaliser_it_was_trained_with(tmp_path, stored):
+  """A run saved before "node" was the default has no value_average entry (it trained with
+  "search"): its config.json and checkpoint load as "search", so does its agent; an entry
+  present is kept; the agent spec's value_average overrides it."""
+  from jaxgt.training import agent_kind, checkpoint
+  g = jaxgt.load("kuhn_poker")
+  saved = {k: v for k, v in TINY.to_json().items() if k != "value_average"}
+  if stored is not None:
+    saved["value_average"] = stored
+  want = stored or "search"
+  assert config_lib.from_saved(saved).value_average == want
+  assert config_lib.from_dict(saved).value_average == (stored or "node")
+  out = tmp_path / "run"
+  out.mkdir()
+  (out / loop.CONFIG_FILE).write_text(json.dumps({"game": g.name, "config": saved}))
+  tr = loop.trainer_for(g, config_lib.from_saved(saved))
+  checkpoint.save(out / loop.CHECKPOINTS, 1, tr.init(0), dict(tr.metadata(), config=saved))
+  run = loop.load_run(out, g)
+  assert run.config.value_average == want
+  assert agent_kind.sog(g, checkpoint=str(out), simulations=2).config.value_average == want
+  assert agent_kind.sog(g, checkpoint=str(out), simulations=2,
+                        value_average="node").config.value_average == "node"
+
+
+def test_queries_are_picked_as_expected_counts():
+  """pick_queries keeps on average min(expected, m) of a row's m valid entries, only valid
+  ones, each equally often."""
+  from jaxgt.training.selfplay import pick_queries
+  valid = np.zeros((4, 8), bool)
+  for i, m in enumerate((8, 5, 1, 0)):
+    valid[i, :m] = True
+  B = 4000
+  for expected in (0.3, 2.0):
+    keep = np.asarray(jax.vmap(lambda k: pick_queries(valid, expected, k))(
+        jax.random.split(jax.random.PRNGKey(1), B)))
+    assert not np.any(keep & ~valid)
+    for i, m in enumerate((8, 5, 1, 0)):
+      if m == 0:
+        continue
+      p = min(1.0, expected / m)
+      freq = keep[:, i, :m].mean(0)  # each valid entry picked with probability p
+      assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / B) + 1e-12), (m, freq, p)
+      mean = keep[:, i].sum(1).mean()
+      assert abs(mean - min(expected, m)) <= 5 * np.sqrt(m * p * (1 - p) / B) + 1e-12
+  for bad in ({"q_search": -0.1}, {"q_recursive": 9.0, "log_queries": 8}):
+    with pytest.raises(ValueError, match="q_"):
+      config_lib.from_dict(bad)
+  assert config_lib.from_dict({"q_search": 2.0, "log_queries": 8}).q_search == 2.0
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, math.inf, "0.5", True])

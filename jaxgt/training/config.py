@@ -46,17 +46,20 @@ class TrainConfig:
   expansions_per_update: float = 1.0  # c of SoG(s, c)
   capacity: int = 0  # search-tree nodes (0: what the simulations can add)
   alpha: float = 0.5  # modified re-solving gadget's mixing
-  # normaliser of a node's averaged values (jaxgt.search.gtcfr.make_config): the presets were
-  # measured with "search", the search default before "node"
-  value_average: str = "search"
+  # normaliser of a node's averaged values (jaxgt.search.gtcfr.make_config), in self-play, the
+  # query solves and the trained agent: "node", the search's default ("search" before; a saved
+  # run without this entry is read with "search", from_saved)
+  value_average: str = "node"
   epsilon: float = 0.1  # exploration: (1 - epsilon) pi + epsilon uniform
   greedy_after: int = 1_000_000  # decisions of a game after which the move is pi's argmax
-  q_search: float = 0.1  # probability a self-play search's leaf query goes to the query buffer
-  log_queries: int = 8  # leaf queries logged per search (the candidates for q_search)
+  q_search: float = 0.1  # leaf queries per self-play search sent to the query buffer, on average
+  # size of each search's uniform sample of its leaf queries (the candidates for q_search and
+  # q_recursive, which cannot exceed it)
+  log_queries: int = 8
   # query solver (Algorithm 2, "Solver")
   solver_batch: int = 8  # queries solved per solver call
   solver_simulations: int = 10  # s of the query solves
-  q_recursive: float = 0.1  # probability a solve's own query is pushed back
+  q_recursive: float = 0.1  # a query solve's own leaf queries pushed back, on average
   p_td1: float = 0.0  # p_td1: probability a main-line example gets the game's outcome as its
   # value target (TD(1), held slots only) instead of its search's values (selfplay docstring)
   # buffers
@@ -104,8 +107,10 @@ class TrainConfig:
       raise ValueError("keep_checkpoint_every needs keep_checkpoints > 0 (with 0 every "
                        "checkpoint is kept)")
     check_real("expansions_per_update", self.expansions_per_update, 0, math.inf, lo_open=True)
-    for name in ("alpha", "epsilon", "q_search", "q_recursive", "p_td1"):
+    for name in ("alpha", "epsilon", "p_td1"):
       check_real(name, getattr(self, name), 0, 1)
+    for name in ("q_search", "q_recursive"):  # expected counts out of log_queries candidates
+      check_real(name, getattr(self, name), 0, self.log_queries)
     if self.solver_batch > self.query_capacity:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")
@@ -164,6 +169,20 @@ def from_dict(values: dict, base: TrainConfig | None = None) -> TrainConfig:
   if unknown:
     raise ValueError(f"unknown training config keys {unknown}; known: {sorted(names)}")
   return dataclasses.replace(base if base is not None else TrainConfig(), **values)
+
+
+SAVED_DEFAULTS = {"value_average": "search"}
+"""Entries a saved run's config may lack, at the values such a run was trained with (the
+defaults of its time)."""
+
+
+def from_saved(values: dict) -> TrainConfig:
+  """The :class:`TrainConfig` of a saved run's config dict (``config.json``, checkpoint
+  metadata): :func:`from_dict` with an entry the run's version did not write at the value it
+  then had (:data:`SAVED_DEFAULTS`), not today's default."""
+  if not isinstance(values, dict):
+    raise ValueError(f"a training config is a JSON object, got {type(values).__name__}")
+  return from_dict({**SAVED_DEFAULTS, **values})
 
 
 def load_config(path) -> TrainConfig:

@@ -8,7 +8,8 @@ GT-CFR search rooted at its public state with its ranges fixed (both players, no
 ``SoG(solver_simulations, c)`` with the current network at the leaves), writes (PBS, root
 counterfactual values, root policy) to the replay buffer (values where the public state's
 values are network leaf values, policies where a slot acts), and pushes each solve's own
-logged leaf queries back to the query buffer with probability ``q_recursive``.
+leaf queries back to the query buffer, on average ``q_recursive`` per solve (picked from the
+solve's uniform sample of all its queries: :func:`jaxgt.training.selfplay.pick_queries`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.encoding import PBS
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.training import buffers
-from jaxgt.training.selfplay import DTYPE, SelfPlay
+from jaxgt.training.selfplay import DTYPE, SelfPlay, pick_queries
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -60,7 +61,7 @@ class QuerySolver:
                               rng.split(k_search, B), evaluator_state=params)
     replay = buffers.add_replay(replay, jax.vmap(sp.examples)(res, ranges), valid)
     qpbs, qvalid = gtcfr_evaluator.query_pbs(sp.model.encoding, src, res.state.queries)
-    keep = qvalid & valid[:, None] & (rng.uniform(k_keep, qvalid.shape) < cfg.q_recursive)
+    keep = pick_queries(qvalid & valid[:, None], cfg.q_recursive, k_keep)
     flat = PBS(public=qpbs.public.reshape(-1),
                ranges=qpbs.ranges.reshape((-1,) + qpbs.ranges.shape[2:]).astype(DTYPE))
     queries = buffers.add_queries(queries, flat, keep.reshape(-1))

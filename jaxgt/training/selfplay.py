@@ -17,10 +17,10 @@ decision with the network parameters passed as data (no recompilation when they 
   :class:`jaxgt.agents.explore.Explore`), then chance is sampled up to the next decision: the
   referee's step :func:`jaxgt.evaluation.referee.advance`;
 * outputs: the search's root training example (``search_targets``: value targets where the
-  root's values are the network's leaf values, policy targets where a slot acts at the
   root) for the replay buffer (with probability ``p_td1`` held back for a TD(1) outcome
-  target, below), and the search's logged leaf queries, each kept with probability
-  ``q_search``, for the query buffer;
+  target, below), and on average ``q_search`` of the search's leaf queries for the query
+  buffer (:func:`pick_queries` from the search's uniform sample of all its queries, so every
+  query of the search is equally likely to be picked, whichever CFR iteration made it);
 * a game that ends restarts at the root (chance sampled with the step's keys).
 
 Each decision runs one search: the re-solving player and whether the gadget is on (off at a
@@ -115,6 +115,17 @@ def max_decisions(tree: GameTree) -> int:
   return int(np.max(np.where(acts, before + 1, 0), initial=0))
 
 
+def pick_queries(valid, expected, key):
+  """``[..., L]`` bool: on average ``min(expected, m)`` of the ``m`` valid entries of each row
+  of ``valid [..., L]``, each kept independently with probability ``min(1, expected / m)``
+  (Schmid et al. 2023, Algorithm 2: "pick on average q_search neural net queries"). With
+  the search's uniform query sample (:class:`jaxgt.search.gtcfr.QueryLog`) every one of a
+  search's ``n`` queries is picked with probability ``min(expected, L, n) / n``."""
+  m = jnp.sum(valid, axis=-1, keepdims=True)
+  prob = jnp.minimum(1.0, expected / jnp.maximum(m, 1))
+  return valid & (rng.uniform(key, valid.shape) < prob)
+
+
 @struct.dataclass
 class Actors:
   """The ``G`` self-play games."""
@@ -139,7 +150,7 @@ class Decision:
   td1: Any  # [] bool held back for a TD(1) outcome target
   terminal: Any  # [] int32 the terminal history the decision ended the game at (-1: goes on)
   queries: PBS  # [L] the search's logged leaf queries
-  query_valid: Any  # [L] bool logged and kept (probability q_search)
+  query_valid: Any  # [L] bool logged and picked (on average q_search of them)
   history_visits: Any  # [] int32 live tree histories summed over the search's CFR iterations
 
 
@@ -265,7 +276,7 @@ class SelfPlay:
     nxt = jnp.where(done, h0, nxt)
     summary = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, summary)
     moves = jnp.where(done, 0, moves + 1)
-    keep = qvalid & (rng.uniform(k_keep, qvalid.shape) < cfg.q_search)
+    keep = pick_queries(qvalid, cfg.q_search, k_keep)
     dec = Decision(example=ex, example_valid=~td1, td1=td1, terminal=terminal, queries=qpbs,
                    query_valid=keep, history_visits=visits)
     return nxt, summary, moves, done, dec, pending, pending_valid, flush, flush_valid
