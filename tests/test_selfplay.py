@@ -365,3 +365,54 @@ def test_checkpoint_retention_keeps_the_newest_and_the_milestones(tmp_path):
                        ({"keep_checkpoint_every": 5}, "needs keep_checkpoints")):
     with pytest.raises(ValueError, match=message):
       dataclasses.replace(TINY, **bad)
+
+
+@pytest.mark.slow
+def test_main_line_values_are_labelled_with_the_ranges_they_were_computed_under():
+  """A re-solve's root values are computed under the re-solving player's given range and the
+  gadget's opponent ranges, averaged with the values' weights: its example's PBS holds
+  exactly those ranges (rebuilt here from the gadget's state: its range sums normalised),
+  which differ from the ranges the re-solve started from; the played PBS (TD(1) rows) holds
+  the latter."""
+  from jaxgt.nets import gtcfr_evaluator
+  g = jaxgt.load("kuhn_poker")
+  tr = loop.trainer_for(g, dataclasses.replace(TINY, num_actors=8))
+  sp = tr.actors
+  assert sp.agent.alpha is not None  # the modified gadget: its average range is range_sum's
+  state = tr.init(0)
+  params = state.learner.params
+  enc = tr.model.encoding
+  smap = gtcfr_evaluator.slot_map(sp.source, enc)
+  rb = buffers.replay_buffer(enc, 256)
+  qb = buffers.query_buffer(enc, 256)
+
+  def search(summary, history, key):
+    public, player = sp.tree.history_public[history], sp.tree.player[history]
+    _, ranges, _, _, on = sp.agent.decision_args(summary, public, player)
+    _, _, ex, _, _, res, played = sp._search(params, summary, history, key)
+    back = lambda r: gtcfr_evaluator.to_device_order(smap, ex.pbs.public, r)
+    return (ranges, on, player, res.state.gadget.range_sum, back(ex.pbs.ranges),
+            back(played.ranges))
+
+  search = jax.jit(jax.vmap(search))
+  actors = state.actors
+  resolves = moved = 0
+  for i in range(4):
+    keys = jax.random.split(jax.random.PRNGKey(10 + i), sp.config.num_actors)
+    out = [np.asarray(x) for x in search(actors.summary, actors.history, keys)]
+    for given, on, player, range_sum, label, played in zip(*out):
+      mask = label > 0  # slots of the public state
+      want = given.astype(np.float64).copy()
+      if on:
+        o = 1 - int(player)
+        want[o] = range_sum / range_sum.sum()
+        resolves += 1
+        moved += np.abs(want[o] - given[o]).sum() > 1e-3
+      for p in (0, 1):
+        want[p] = np.where(mask[p], want[p], 0) / np.sum(np.where(mask[p], want[p], 0))
+        np.testing.assert_allclose(label[p], want[p], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(played[p], np.where(mask[p], given[p], 0)
+                                   / np.sum(np.where(mask[p], given[p], 0)), rtol=1e-5,
+                                   atol=1e-6)
+    actors, rb, qb, _ = sp.step(params, actors, rb, qb, jax.random.PRNGKey(10 + i))
+  assert resolves > 4 and moved > 0  # re-solves whose gadget moved the opponent's range

@@ -271,6 +271,10 @@ class SearchResult:
   # [2, N * K] each player's own reach of every node's information states under the average
   # policy (root ranges included; the opponent's average gadget range when re-solving)
   node_reach: Any = None
+  # [2, K] the root ranges the root values were computed under: the ranges given, the
+  # opponent's replaced by its average gadget range when re-solving (the iterations' gadget
+  # ranges averaged with root_values' weights)
+  root_ranges: Any = None
 
 
 # ------------------------------------------------------------------ the regret phase
@@ -481,7 +485,8 @@ class _Program:
     fw = history_cfr.forward(forest, pol, root_own(tree, ranges, self.source.num_infostates))
     reach = jnp.stack([jnp.maximum(self.entry_rows(tree, forest, fw.own[p], p,
                                                     jax.ops.segment_max), 0.0) for p in (0, 1)])
-    return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
+    return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach,
+                        root_ranges=ranges)
 
   def solve(self, tree, ranges, opp_values, iterations, evaluator_state, player,
             on, key=None) -> SearchResult:
