@@ -44,9 +44,9 @@ policy target stays the search's (the paper's "policy used in beta"); the PBS ho
 ranges the re-solve started from, the beliefs of the policy played (which the outcome
 samples), where a search example holds the gadget's average range. Where the
 paper's pseudocode writes main-line states *only* with TD(1) targets, jaxgt keeps its
-main-line search examples and swaps their value targets, so ``p_td1 = 0`` is the
-search-targets-only training of earlier versions (bit-for-bit: ``tests/test_selfplay.py``)
-and ``p_td1 = 1`` the outcome-targets-only one.
+main-line search examples and swaps their value targets, so ``p_td1 = 0`` is
+search-targets-only training (no coin drawn, no pending record: the program of a run without
+TD(1) targets) and ``p_td1 = 1`` the outcome-targets-only one.
 
 *Which slots.* An example's PBS is its search's root public state ``s`` (the re-solve
 root, the decision's public state or an ancestor of it); the realised history ``h*`` there
