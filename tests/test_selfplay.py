@@ -64,6 +64,20 @@ def test_value_average_of_a_run_is_its_configs():
       == "node"
 
 
+def test_query_solves_take_their_own_expansions_per_update():
+  """solver_expansions_per_update sets the query solves' c (more CFR iterations per
+  simulation below 1); 0 keeps the actors' c; negative values are refused."""
+  g = jaxgt.load("kuhn_poker")
+  tr = loop.trainer_for(g, dataclasses.replace(TINY, solver_expansions_per_update=0.25))
+  assert tr.solver.search_config.expansions_per_update == 0.25
+  assert tr.solver.search_config.updates_per_phase == 4
+  assert tr.actors.search_config.updates_per_phase == 1
+  assert loop.trainer_for(g, TINY).solver.search_config.expansions_per_update == \
+      TINY.expansions_per_update
+  with pytest.raises(ValueError, match="solver_expansions_per_update"):
+    config_lib.from_dict({"solver_expansions_per_update": -1.0})
+
+
 @pytest.mark.parametrize("stored", [None, "search", "node"])
 def test_a_saved_run_loads_with_the_normaliser_it_was_trained_with(tmp_path, stored):
   """A run saved before "node" was the default has no value_average entry (it trained with

@@ -227,7 +227,7 @@ class SearchState:
 class QueryLog:
   """A uniform sample of the public belief states the evaluator was queried at (``003``,
   Algorithm 1: inputs for training), ``L = config.log_queries`` entries, valid ones first
-  in query order.
+  (by priority; ``index`` gives the query order).
 
   Every leaf query of the search draws a uniform priority and the log keeps the ``L``
   queries of smallest priority seen so far (bottom-``k`` sampling, the reservoir sampling of
@@ -357,10 +357,7 @@ class _Program:
     prio = jnp.concatenate([log.priority, jnp.where(queried, u, jnp.inf)])  # [L + N]
     order = log.count + jnp.cumsum(queried, dtype=jnp.int32) - 1
     index = jnp.concatenate([log.index, jnp.where(queried, order, NO_INDEX).astype(jnp.int32)])
-    _, keep = lax.top_k(-prio, L)  # the L smallest priorities
-    # in query order, unused entries (index NO_INDEX, priority inf) last
-    keep = keep[jnp.argsort(jnp.where(jnp.isinf(prio[keep]), jnp.iinfo(jnp.int32).max,
-                                      index[keep]))]
+    _, keep = lax.top_k(-prio, L)  # the L smallest priorities, unused entries (inf) last
     public = jnp.concatenate([log.public, jnp.where(queried, tree.public, NO_INDEX)])
     new_ranges = jnp.concatenate([log.ranges, jnp.stack(ranges, 1).astype(log.ranges.dtype)])
     iteration = jnp.concatenate([log.iteration, jnp.full(N, t, jnp.int32)])

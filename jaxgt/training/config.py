@@ -12,11 +12,15 @@ Presets:
   never, T_prior 1). Not from the table (it gives none): the network widths (Table S1's
   6 x 512 MLP is for the full map; 4 x 512 here), SoG(400, 1) searches and the actor and
   solver batch widths (the paper's distributed run does not transfer to one host).
-* ``leduc``: small settings for a 2-core CPU budget: 16 actors with SoG(10, 1), 16 query
-  solves and 2 learner steps (batch 128) per iteration. On 2 otherwise idle CPU cores (stop
-  19): about 20 s of compilation, then 3 iterations per second (an hour: 21,468 learner
-  steps, 172k self-play searches and as many query solves; actors 51% of the time, solver
-  48%, learner 1%). Not tuned by a sweep; the README's SoG section has what limits it.
+* ``leduc``: small settings for a 2-core CPU budget: per iteration 16 actors with SoG(10, 1)
+  searches, 16 query solves of SoG(10, 0.1) (100 CFR iterations on a tree grown by 10
+  simulations: the CFR iterations of the paper's SoG(100, 1) training solves) and 2 learner
+  steps (batch 128); on average 1 query per search and 0.2 per solve go to the query buffer
+  (Table S2's chess column), a little more than is solved. Measured on the shared 2-core
+  machine (load 3 to 5; about 20 s of compilation, then 15 to 30 iterations): 0.56 to 0.89 s
+  per iteration (solver 85%; 8k to 13k learner steps an hour), against 0.23 s with SoG(10,
+  1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1), 4.4 s with SoG(100, 1) and
+  8.0 s with SoG(100, 1) searches and solves.
 * ``tiny``: the smallest useful run (tests, Kuhn).
 """
 
@@ -59,6 +63,9 @@ class TrainConfig:
   # query solver (Algorithm 2, "Solver")
   solver_batch: int = 8  # queries solved per solver call
   solver_simulations: int = 10  # s of the query solves
+  # c of the query solves' SoG(solver_simulations, c) (0: expansions_per_update); below 1 a
+  # solve runs ceil(1 / c) CFR iterations per simulation on a tree grown by fewer simulations
+  solver_expansions_per_update: float = 0.0
   q_recursive: float = 0.1  # a query solve's own leaf queries pushed back, on average
   p_td1: float = 0.0  # p_td1: probability a main-line example gets the game's outcome as its
   # value target (TD(1), held slots only) instead of its search's values (selfplay docstring)
@@ -107,6 +114,7 @@ class TrainConfig:
       raise ValueError("keep_checkpoint_every needs keep_checkpoints > 0 (with 0 every "
                        "checkpoint is kept)")
     check_real("expansions_per_update", self.expansions_per_update, 0, math.inf, lo_open=True)
+    check_real("solver_expansions_per_update", self.solver_expansions_per_update, 0, math.inf)
     for name in ("alpha", "epsilon", "p_td1"):
       check_real(name, getattr(self, name), 0, 1)
     for name in ("q_search", "q_recursive"):  # expected counts out of log_queries candidates
@@ -137,8 +145,9 @@ PRESETS = {
                         query_capacity=16, batch_size=8, checkpoint_every=2, eval_every=0,
                         eval_simulations=2),
     "leduc": TrainConfig(hidden=(128, 128), num_actors=16, simulations=10, log_queries=8,
-                         q_search=0.25, solver_batch=16, solver_simulations=10,
-                         q_recursive=0.1, replay_capacity=8192, query_capacity=2048,
+                         q_search=1.0, solver_batch=16, solver_simulations=10,
+                         solver_expansions_per_update=0.1, q_recursive=0.2,
+                         replay_capacity=8192, query_capacity=2048,
                          batch_size=128, alpha_init=1e-3, decay_steps=20_000, max_updates=5.0,
                          actor_steps=1, solver_steps=1, learner_steps=2,
                          checkpoint_every=100, eval_every=200, eval_simulations=10),

@@ -5,7 +5,8 @@
 data): it takes ``solver_batch`` public belief states from the query buffer (uniformly
 without replacement, :func:`jaxgt.training.buffers.sample_queries`), solves each by a
 GT-CFR search rooted at its public state with its ranges fixed (both players, no gadget;
-``SoG(solver_simulations, c)`` with the current network at the leaves), writes (PBS, root
+``SoG(solver_simulations, c)``, ``c`` the config's ``solver_expansions_per_update`` or else
+its ``expansions_per_update``, with the current network at the leaves), writes (PBS, root
 counterfactual values, root policy) to the replay buffer (values where the public state's
 values are network leaf values, policies where a slot acts), and pushes each solve's own
 leaf queries back to the query buffer, on average ``q_recursive`` per solve (picked from the
@@ -38,7 +39,8 @@ class QuerySolver:
     source = self.actors.source
     search_cfg = gtcfr_search.make_config(
         source, simulations=cfg.solver_simulations,
-        expansions_per_update=cfg.expansions_per_update, capacity=cfg.capacity or None,
+        expansions_per_update=cfg.solver_expansions_per_update or cfg.expansions_per_update,
+        capacity=cfg.capacity or None,
         log_queries=cfg.log_queries, value_average=cfg.value_average, dtype=DTYPE)
     object.__setattr__(self, "search_config", search_cfg)
     object.__setattr__(self, "smap", gtcfr_evaluator.slot_map(source, self.actors.model.encoding))
