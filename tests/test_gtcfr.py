@@ -600,3 +600,37 @@ def test_query_log_is_a_uniform_sample_of_all_queries():
   both = np.mean(np.any(log.index == 0, 1) & np.any(log.index == n - 1, 1))
   p2 = L * (L - 1) / (n * (n - 1))
   assert abs(both - p2) < 5 * np.sqrt(p2 * (1 - p2) / B)
+
+
+def test_growing_search_logs_a_uniform_sample_of_its_queries():
+  """In GT-CFR searches (growing trees, a different number of queries ``n`` per key) the log
+  of ``L`` holds queries of the full log (``L >= n``, the same search: the log's draws do not
+  steer it), each query ``i`` kept with probability ``L / n``: per index, the count over the
+  keys is within a binomial bound of the sum of those probabilities."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  B, L, s = 1500, 2, 4
+  keys = jax.random.split(jax.random.PRNGKey(7), B)
+  ranges = np.broadcast_to(gt.root_ranges(src, 0), (B, 2, src.num_infostates))
+  roots = np.zeros(B, np.int32)
+  ev = evaluators.exact(src)
+  full_cfg = gt.make_config(src, simulations=s, capacity=11, log_queries=32)
+  full = jax.tree_util.tree_map(np.asarray, gt.search(src, full_cfg, ev, roots, ranges,
+                                                      keys).state.queries)
+  n = full.count
+  assert np.all(n <= 32) and np.all(n > L) and len(set(n.tolist())) > 1
+  cfg = gt.make_config(src, simulations=s, capacity=11, log_queries=L)
+  log = jax.tree_util.tree_map(np.asarray, gt.search(src, cfg, ev, roots, ranges,
+                                                     keys).state.queries)
+  np.testing.assert_array_equal(log.count, n)
+  for b in range(B):
+    at = {int(i): j for j, i in enumerate(full.index[b]) if i >= 0}
+    rows = [at[int(i)] for i in log.index[b]]
+    np.testing.assert_array_equal(log.public[b], full.public[b, rows])
+    np.testing.assert_array_equal(log.iteration[b], full.iteration[b, rows])
+  p = np.where(np.arange(32)[None, :] < n[:, None], L / n[:, None], 0.0)  # [B, 32]
+  kept = np.zeros((B, 32))
+  np.put_along_axis(kept, log.index, 1.0, axis=1)
+  for i in range(int(n.max())):
+    mean, var = p[:, i].sum(), (p[:, i] * (1 - p[:, i])).sum()
+    assert abs(kept[:, i].sum() - mean) < 5 * np.sqrt(var) + 1e-9, (i, kept[:, i].sum(), mean)
