@@ -93,7 +93,7 @@ def test_normalised_entry_accepts_an_older_form_and_still_refuses_another(tmp_pa
   with pytest.raises(ck.CheckpointError, match="another architecture/configuration: config"):
     ck.restore(d, _state(0), meta)  # compared raw
   _assert_same(ck.restore(d, _state(0), meta, normalise=norm), _state(0))
-  other = dict(current, value_average="node")
+  other = dict(current, value_average="search")
   with pytest.raises(ck.CheckpointError, match="another architecture/configuration: config"):
     ck.restore(d, _state(0), ck.network_metadata(_model()) | {"config": other}, normalise=norm)
 

@@ -556,3 +556,81 @@ def test_node_weights_count_the_iterations_each_node_was_in_the_tree():
   whole = gt.search(src, cfg, evaluators.exact(src), 0, ranges, key)
   np.testing.assert_allclose(np.asarray(whole.node_values),
                              np.asarray(st.node_values) / float(st.value_weight), rtol=1e-12)
+
+
+def test_query_log_is_a_uniform_sample_of_all_queries():
+  """Over many keys, each of a solve's ``n`` leaf queries is in the log of ``L`` with
+  frequency ``L / n`` (binomial bound; logging the first ``L`` queries keeps queries 0 .. L -
+  1 always), and each logged entry is the query of its index (the full log, ``L >= n``)."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  cap = 11
+  tree = _grow(src, cap, 0, 1)
+  frontier = int(np.sum(~np.asarray(tree.expanded) & (np.asarray(tree.public) >= 0)))
+  iterations, L, B = 10, 4, 2000
+  n = iterations * frontier
+  assert n > 2 * L
+  ev = evaluators.exact(src)
+  ranges = gt.root_ranges(src, 0)
+  full_cfg = gt.make_config(src, simulations=1, capacity=cap, log_queries=n)
+  full = jax.tree_util.tree_map(np.asarray, gt.solve_tree(src, full_cfg, ev, tree, ranges,
+                                                          iterations).state.queries)
+  np.testing.assert_array_equal(np.sort(full.index), np.arange(n))
+  order = np.argsort(full.index)  # the full log in query order
+  full = full.replace(public=full.public[order], ranges=full.ranges[order],
+                      iteration=full.iteration[order], index=full.index[order])
+  np.testing.assert_array_equal(full.iteration, np.repeat(np.arange(1, iterations + 1),
+                                                          frontier))
+  cfg = gt.make_config(src, simulations=1, capacity=cap, log_queries=L)
+  keys = jax.random.split(jax.random.PRNGKey(3), B)
+  log = jax.tree_util.tree_map(np.asarray, gt.solve_tree(
+      src, cfg, ev, tree, np.broadcast_to(ranges, (B,) + ranges.shape), iterations,
+      key=keys).state.queries)
+  assert np.all(log.count == n)
+  # L distinct queries per solve, each entry the query of its index
+  assert np.all(np.diff(np.sort(log.index, axis=1), axis=1) > 0) and np.all(log.index >= 0)
+  np.testing.assert_array_equal(log.public, full.public[log.index])
+  np.testing.assert_array_equal(log.iteration, full.iteration[log.index])
+  np.testing.assert_allclose(log.ranges, full.ranges[log.index], atol=1e-12)
+  kept = np.bincount(log.index.reshape(-1), minlength=n) / B
+  p = L / n
+  sd = np.sqrt(p * (1 - p) / B)
+  assert np.all(np.abs(kept - p) < 5 * sd), (kept, p)
+  # pairs are kept together as often as in a uniform L-subset: L (L - 1) / (n (n - 1))
+  both = np.mean(np.any(log.index == 0, 1) & np.any(log.index == n - 1, 1))
+  p2 = L * (L - 1) / (n * (n - 1))
+  assert abs(both - p2) < 5 * np.sqrt(p2 * (1 - p2) / B)
+
+
+def test_growing_search_logs_a_uniform_sample_of_its_queries():
+  """In GT-CFR searches (growing trees, a different number of queries ``n`` per key) the log
+  of ``L`` holds queries of the full log (``L >= n``, the same search: the log's draws do not
+  steer it), each query ``i`` kept with probability ``L / n``: per index, the count over the
+  keys is within a binomial bound of the sum of those probabilities."""
+  g = jaxgt.load("kuhn_poker")
+  src = dt.source_from_game(g)
+  B, L, s = 1500, 2, 4
+  keys = jax.random.split(jax.random.PRNGKey(7), B)
+  ranges = np.broadcast_to(gt.root_ranges(src, 0), (B, 2, src.num_infostates))
+  roots = np.zeros(B, np.int32)
+  ev = evaluators.exact(src)
+  full_cfg = gt.make_config(src, simulations=s, capacity=11, log_queries=32)
+  full = jax.tree_util.tree_map(np.asarray, gt.search(src, full_cfg, ev, roots, ranges,
+                                                      keys).state.queries)
+  n = full.count
+  assert np.all(n <= 32) and np.all(n > L) and len(set(n.tolist())) > 1
+  cfg = gt.make_config(src, simulations=s, capacity=11, log_queries=L)
+  log = jax.tree_util.tree_map(np.asarray, gt.search(src, cfg, ev, roots, ranges,
+                                                     keys).state.queries)
+  np.testing.assert_array_equal(log.count, n)
+  for b in range(B):
+    at = {int(i): j for j, i in enumerate(full.index[b]) if i >= 0}
+    rows = [at[int(i)] for i in log.index[b]]
+    np.testing.assert_array_equal(log.public[b], full.public[b, rows])
+    np.testing.assert_array_equal(log.iteration[b], full.iteration[b, rows])
+  p = np.where(np.arange(32)[None, :] < n[:, None], L / n[:, None], 0.0)  # [B, 32]
+  kept = np.zeros((B, 32))
+  np.put_along_axis(kept, log.index, 1.0, axis=1)
+  for i in range(int(n.max())):
+    mean, var = p[:, i].sum(), (p[:, i] * (1 - p[:, i])).sum()
+    assert abs(kept[:, i].sum() - mean) < 5 * np.sqrt(var) + 1e-9, (i, kept[:, i].sum(), mean)

@@ -47,20 +47,86 @@ def test_presets_and_json_configs(tmp_path):
 
 
 def test_value_average_of_a_run_is_its_configs():
-  """Training keeps the normaliser its presets were measured with ("search"; the search
-  default is "node"), refuses others, and hands it to every search of the run."""
+  """Training averages node values as the search does by default ("node"), refuses other
+  normalisers, and hands its choice to every search of the run."""
   from jaxgt.search import gtcfr as gtcfr_search
-  assert config_lib.TrainConfig().value_average == "search"
+  assert config_lib.TrainConfig().value_average == "node"
   assert gtcfr_search.GTCFRConfig(capacity=1).value_average == "node"
+  assert all(p.value_average == "node" for p in config_lib.PRESETS.values())
   with pytest.raises(ValueError, match="value_average must be one of"):
     config_lib.from_dict({"value_average": "mean"})
-  cfg = dataclasses.replace(TINY, value_average="node")
+  cfg = dataclasses.replace(TINY, value_average="search")
   tr = loop.trainer_for(jaxgt.load("kuhn_poker"), cfg)
-  assert tr.actors.search_config.value_average == "node"
-  assert tr.actors.agent.config.value_average == "node"
-  assert tr.solver.search_config.value_average == "node"
+  assert tr.actors.search_config.value_average == "search"
+  assert tr.actors.agent.config.value_average == "search"
+  assert tr.solver.search_config.value_average == "search"
   assert loop.trainer_for(jaxgt.load("kuhn_poker"), TINY).actors.agent.config.value_average \
-      == "search"
+      == "node"
+
+
+def test_query_solves_take_their_own_expansions_per_update():
+  """solver_expansions_per_update sets the query solves' c (more CFR iterations per
+  simulation below 1); 0 keeps the actors' c; negative values are refused."""
+  g = jaxgt.load("kuhn_poker")
+  tr = loop.trainer_for(g, dataclasses.replace(TINY, solver_expansions_per_update=0.25))
+  assert tr.solver.search_config.expansions_per_update == 0.25
+  assert tr.solver.search_config.updates_per_phase == 4
+  assert tr.actors.search_config.updates_per_phase == 1
+  assert loop.trainer_for(g, TINY).solver.search_config.expansions_per_update == \
+      TINY.expansions_per_update
+  with pytest.raises(ValueError, match="solver_expansions_per_update"):
+    config_lib.from_dict({"solver_expansions_per_update": -1.0})
+
+
+@pytest.mark.parametrize("stored", [None, "search", "node"])
+def test_a_saved_run_loads_with_the_normaliser_it_was_trained_with(tmp_path, stored):
+  """A run saved before "node" was the default has no value_average entry (it trained with
+  "search"): its config.json and checkpoint load as "search", so does its agent; an entry
+  present is kept; the agent spec's value_average overrides it."""
+  from jaxgt.training import agent_kind, checkpoint
+  g = jaxgt.load("kuhn_poker")
+  saved = {k: v for k, v in TINY.to_json().items() if k != "value_average"}
+  if stored is not None:
+    saved["value_average"] = stored
+  want = stored or "search"
+  assert config_lib.from_saved(saved).value_average == want
+  assert config_lib.from_dict(saved).value_average == (stored or "node")
+  out = tmp_path / "run"
+  out.mkdir()
+  (out / loop.CONFIG_FILE).write_text(json.dumps({"game": g.name, "config": saved}))
+  tr = loop.trainer_for(g, config_lib.from_saved(saved))
+  checkpoint.save(out / loop.CHECKPOINTS, 1, tr.init(0), dict(tr.metadata(), config=saved))
+  run = loop.load_run(out, g)
+  assert run.config.value_average == want
+  assert agent_kind.sog(g, checkpoint=str(out), simulations=2).config.value_average == want
+  assert agent_kind.sog(g, checkpoint=str(out), simulations=2,
+                        value_average="node").config.value_average == "node"
+
+
+def test_queries_are_picked_as_expected_counts():
+  """pick_queries keeps on average min(expected, m) of a row's m valid entries, only valid
+  ones, each equally often."""
+  from jaxgt.training.selfplay import pick_queries
+  valid = np.zeros((4, 8), bool)
+  for i, m in enumerate((8, 5, 1, 0)):
+    valid[i, :m] = True
+  B = 4000
+  for expected in (0.3, 2.0):
+    keep = np.asarray(jax.vmap(lambda k: pick_queries(valid, expected, k))(
+        jax.random.split(jax.random.PRNGKey(1), B)))
+    assert not np.any(keep & ~valid)
+    for i, m in enumerate((8, 5, 1, 0)):
+      if m == 0:
+        continue
+      p = min(1.0, expected / m)
+      freq = keep[:, i, :m].mean(0)  # each valid entry picked with probability p
+      assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / B) + 1e-12), (m, freq, p)
+      mean = keep[:, i].sum(1).mean()
+      assert abs(mean - min(expected, m)) <= 5 * np.sqrt(m * p * (1 - p) / B) + 1e-12
+  for bad in ({"q_search": -0.1}, {"q_recursive": 9.0, "log_queries": 8}):
+    with pytest.raises(ValueError, match="q_"):
+      config_lib.from_dict(bad)
+  assert config_lib.from_dict({"q_search": 2.0, "log_queries": 8}).q_search == 2.0
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, math.inf, "0.5", True])
@@ -177,19 +243,17 @@ def _trajectory(trainer, iterations=4, seed=5):
 
 
 @pytest.mark.slow
-def test_p_td1_0_reproduces_the_trajectory_before_td1():
-  """p_td1 = 0 trains exactly as the code before TD(1) targets: :data:`REFERENCE` was written
-  by that code (commit 87632fb's parent, ``_trajectory`` of the tiny preset on Kuhn) and
-  holds the replay buffer, the games' positions and the network after 4 iterations (actors,
-  query solver, learner). Only the value mask's layout changed: per example then, per slot
-  now (the example's mask on the public state's valid slots)."""
+def test_p_td1_0_reproduces_the_reference_trajectory():
+  """p_td1 = 0 trains exactly as the reference: :data:`REFERENCE` holds the replay buffer,
+  the games' positions and the network after 4 iterations (actors, query solver, learner) of
+  ``_trajectory`` on Kuhn with the tiny preset, written by the code whose searches log a
+  uniform sample of all their queries and label main-line values with the gadget's ranges
+  (the first reference, written before TD(1) targets existed, matched the code until then)."""
   g = jaxgt.load("kuhn_poker")
   tr = loop.trainer_for(g, TINY)
   assert TINY.p_td1 == 0
   got, state = _trajectory(tr)
   want = dict(np.load(REFERENCE))
-  enc = tr.model.encoding
-  want["value_mask"] = want["value_mask"][:, None, None] & enc.mask[want["public"]]
   assert sorted(got) == sorted(want)
   for k in want:  # floats to rounding (another CPU's XLA code may round differently)
     if np.issubdtype(want[k].dtype, np.floating):
@@ -313,3 +377,54 @@ def test_checkpoint_retention_keeps_the_newest_and_the_milestones(tmp_path):
                        ({"keep_checkpoint_every": 5}, "needs keep_checkpoints")):
     with pytest.raises(ValueError, match=message):
       dataclasses.replace(TINY, **bad)
+
+
+@pytest.mark.slow
+def test_main_line_values_are_labelled_with_the_ranges_they_were_computed_under():
+  """A re-solve's root values are computed under the re-solving player's given range and the
+  gadget's opponent ranges, averaged with the values' weights: its example's PBS holds
+  exactly those ranges (rebuilt here from the gadget's state: its range sums normalised),
+  which differ from the ranges the re-solve started from; the played PBS (TD(1) rows) holds
+  the latter."""
+  from jaxgt.nets import gtcfr_evaluator
+  g = jaxgt.load("kuhn_poker")
+  tr = loop.trainer_for(g, dataclasses.replace(TINY, num_actors=8))
+  sp = tr.actors
+  assert sp.agent.alpha is not None  # the modified gadget: its average range is range_sum's
+  state = tr.init(0)
+  params = state.learner.params
+  enc = tr.model.encoding
+  smap = gtcfr_evaluator.slot_map(sp.source, enc)
+  rb = buffers.replay_buffer(enc, 256)
+  qb = buffers.query_buffer(enc, 256)
+
+  def search(summary, history, key):
+    public, player = sp.tree.history_public[history], sp.tree.player[history]
+    _, ranges, _, _, on = sp.agent.decision_args(summary, public, player)
+    _, _, ex, _, _, res, played = sp._search(params, summary, history, key)
+    back = lambda r: gtcfr_evaluator.to_device_order(smap, ex.pbs.public, r)
+    return (ranges, on, player, res.state.gadget.range_sum, back(ex.pbs.ranges),
+            back(played.ranges))
+
+  search = jax.jit(jax.vmap(search))
+  actors = state.actors
+  resolves = moved = 0
+  for i in range(4):
+    keys = jax.random.split(jax.random.PRNGKey(10 + i), sp.config.num_actors)
+    out = [np.asarray(x) for x in search(actors.summary, actors.history, keys)]
+    for given, on, player, range_sum, label, played in zip(*out):
+      mask = label > 0  # slots of the public state
+      want = given.astype(np.float64).copy()
+      if on:
+        o = 1 - int(player)
+        want[o] = range_sum / range_sum.sum()
+        resolves += 1
+        moved += np.abs(want[o] - given[o]).sum() > 1e-3
+      for p in (0, 1):
+        want[p] = np.where(mask[p], want[p], 0) / np.sum(np.where(mask[p], want[p], 0))
+        np.testing.assert_allclose(label[p], want[p], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(played[p], np.where(mask[p], given[p], 0)
+                                   / np.sum(np.where(mask[p], given[p], 0)), rtol=1e-5,
+                                   atol=1e-6)
+    actors, rb, qb, _ = sp.step(params, actors, rb, qb, jax.random.PRNGKey(10 + i))
+  assert resolves > 4 and moved > 0  # re-solves whose gadget moved the opponent's range

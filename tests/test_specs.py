@@ -206,4 +206,4 @@ def test_training_registers_the_sog_kind(tmp_path, capsys):
   agent_kind.register()
   s = specs.parse_spec(f"sog(checkpoint={tmp_path},simulations=3)")
   assert s.params == {"checkpoint": str(tmp_path), "simulations": 3,
-                      "expansions_per_update": 1.0, "dtype": "float32"}
+                      "expansions_per_update": 1.0, "value_average": None, "dtype": "float32"}

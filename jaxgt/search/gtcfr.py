@@ -105,7 +105,8 @@ class GTCFRConfig:
   # (default simultaneous CFR+, 003, plain sums, no tie rule; alternating: player 0's update,
   # then 1's)
   solver: Any = None
-  log_queries: int = 0  # leaf queries kept in SearchState.queries (0: none; later ones dropped)
+  # leaf queries kept in SearchState.queries, a uniform sample of all of them (0: none)
+  log_queries: int = 0
 
   @property
   def sims_per_phase(self) -> int:
@@ -219,18 +220,42 @@ class SearchState:
   num_queries: Any  # [] int32 leaf histories valued by the evaluator
   history_visits: Any  # [] int32 live tree histories summed over the CFR iterations
   focus: Any  # [] int32 node under which simulations start
-  queries: Any  # QueryLog of the leaf public belief states queried (capacity config.log_queries)
+  queries: Any  # QueryLog: a uniform sample of the leaf PBSs queried (config.log_queries)
 
 
 @struct.dataclass
 class QueryLog:
-  """The public belief states the evaluator was queried at (``003``, Algorithm 1: inputs for
-  training), in query order; ``L = config.log_queries``."""
+  """A uniform sample of the public belief states the evaluator was queried at (``003``,
+  Algorithm 1: inputs for training), ``L = config.log_queries`` entries, valid ones first
+  (by priority; ``index`` gives the query order).
+
+  Every leaf query of the search draws a uniform priority and the log keeps the ``L``
+  queries of smallest priority seen so far (bottom-``k`` sampling, the reservoir sampling of
+  the whole stream of queries): after ``n`` queries it holds ``min(L, n)`` of them, every
+  subset of that size equally likely, so each query is kept with probability ``min(L, n) /
+  n`` whichever CFR iteration made it."""
 
   public: Any  # [L] int32 public state of each query (NO_INDEX: unused)
   ranges: Any  # [L, 2, K] both players' normalised ranges over the public state's slots
   iteration: Any  # [L] int32 CFR iteration of the query
-  count: Any  # [] int32 queries made (may exceed L; those past L are not kept)
+  index: Any  # [L] int32 the query's place among all the search's queries (0, 1, ...)
+  priority: Any  # [L] the query's uniform priority (inf: unused)
+  key: Any  # the jax.random key the priorities are drawn from (fold_in of the iteration)
+  count: Any  # [] int32 queries made (may exceed L; the sample is uniform over all of them)
+
+
+QUERY_STREAM = 0x7FFFFFFF
+"""``fold_in`` data of a search's key that draws its query log's priorities (the expansion
+phases use ``fold_in`` data ``0 .. num_phases - 1``)."""
+
+
+def query_log(log_queries: int, num_infostates: int, dtype, key) -> QueryLog:
+  """An empty :class:`QueryLog` of ``log_queries`` entries drawing priorities from ``key``."""
+  L, K = log_queries, num_infostates
+  return QueryLog(public=jnp.full(L, NO_INDEX, jnp.int32), ranges=jnp.zeros((L, 2, K), dtype),
+                  iteration=jnp.zeros(L, jnp.int32), index=jnp.full(L, NO_INDEX, jnp.int32),
+                  priority=jnp.full(L, jnp.inf, dtype), key=key,
+                  count=jnp.zeros((), jnp.int32))
 
 
 @struct.dataclass
@@ -246,6 +271,10 @@ class SearchResult:
   # [2, N * K] each player's own reach of every node's information states under the average
   # policy (root ranges included; the opponent's average gadget range when re-solving)
   node_reach: Any = None
+  # [2, K] the root ranges the root values were computed under: the ranges given, the
+  # opponent's replaced by its average gadget range when re-solving (the iterations' gadget
+  # ranges averaged with root_values' weights)
+  root_ranges: Any = None
 
 
 # ------------------------------------------------------------------ the regret phase
@@ -306,7 +335,8 @@ class _Program:
     return reduce(jnp.where(ok, x, 0.0), jnp.where(ok, node * K + info, N * K), N * K + 1)[:-1]
 
   def record_queries(self, log, tree, forest, fw, t):
-    """``log`` with this iteration's leaf public belief states appended."""
+    """``log`` with this iteration's leaf public belief states offered to its sample
+    (:class:`QueryLog`: each draws a uniform priority, the ``L`` smallest stay)."""
     L = self.config.log_queries
     N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
     queried = jnp.any(forest.leaf.reshape(N, M), axis=1)
@@ -322,11 +352,17 @@ class _Program:
                               N * K + 1)[:-1].reshape(N, K)
       r = jnp.maximum(r, 0.0)
       ranges.append(sequence_form.safe_div(r, r.sum(-1, keepdims=True)))
-    pos = jnp.where(queried, log.count + jnp.cumsum(queried) - 1, L)
-    pos = jnp.where(pos < L, pos, L)
-    return QueryLog(public=log.public.at[pos].set(tree.public, mode="drop"),
-                    ranges=log.ranges.at[pos].set(jnp.stack(ranges, 1), mode="drop"),
-                    iteration=log.iteration.at[pos].set(t, mode="drop"), count=count)
+    dtype = log.priority.dtype
+    u = rng.uniform(rng.fold_in(log.key, jnp.asarray(t, jnp.int32)), (N,), dtype)
+    prio = jnp.concatenate([log.priority, jnp.where(queried, u, jnp.inf)])  # [L + N]
+    order = log.count + jnp.cumsum(queried, dtype=jnp.int32) - 1
+    index = jnp.concatenate([log.index, jnp.where(queried, order, NO_INDEX).astype(jnp.int32)])
+    _, keep = lax.top_k(-prio, L)  # the L smallest priorities, unused entries (inf) last
+    public = jnp.concatenate([log.public, jnp.where(queried, tree.public, NO_INDEX)])
+    new_ranges = jnp.concatenate([log.ranges, jnp.stack(ranges, 1).astype(log.ranges.dtype)])
+    iteration = jnp.concatenate([log.iteration, jnp.full(N, t, jnp.int32)])
+    return log.replace(public=public[keep], ranges=new_ranges[keep], iteration=iteration[keep],
+                       index=index[keep], priority=prio[keep], count=count)
 
   # ---------------------------------------------------------------- the expansion phase
   def simulate(self, st: SearchState, key) -> SearchState:
@@ -392,7 +428,8 @@ class _Program:
     return st.replace(tree=device_tree.expand(src, tree, node), visits=visits, virtual=virtual)
 
   # ---------------------------------------------------------------- the search
-  def init(self, root, ranges, player, path=None, evaluator_state=None) -> SearchState:
+  def init(self, root, ranges, player, path=None, evaluator_state=None,
+           key=None) -> SearchState:
     src, cfg = self.source, self.config
     if evaluator_state is None:
       evaluator_state = self.evaluator.init()
@@ -417,14 +454,13 @@ class _Program:
         value_weight=jnp.zeros((), dtype), node_weight=jnp.zeros(N, dtype), gadget=gs,
         evaluator=evaluator_state, num_queries=jnp.zeros((), jnp.int32),
         history_visits=jnp.zeros((), jnp.int32), focus=focus,
-        queries=QueryLog(public=jnp.full(cfg.log_queries, NO_INDEX, jnp.int32),
-                         ranges=jnp.zeros((cfg.log_queries, 2, K), dtype),
-                         iteration=jnp.zeros(cfg.log_queries, jnp.int32),
-                         count=jnp.zeros((), jnp.int32)))
+        queries=query_log(cfg.log_queries, K, dtype,
+                          rng.fold_in(jax.random.PRNGKey(0) if key is None else key,
+                                      QUERY_STREAM)))
 
-  def state_for(self, tree, ranges, player, evaluator_state=None) -> SearchState:
+  def state_for(self, tree, ranges, player, evaluator_state=None, key=None) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""
-    st = self.init(tree.public[0], ranges, player, evaluator_state=evaluator_state)
+    st = self.init(tree.public[0], ranges, player, evaluator_state=evaluator_state, key=key)
     return st.replace(tree=tree)
 
   def finish(self, st: SearchState, ranges, player, on) -> SearchResult:
@@ -446,20 +482,21 @@ class _Program:
     fw = history_cfr.forward(forest, pol, root_own(tree, ranges, self.source.num_infostates))
     reach = jnp.stack([jnp.maximum(self.entry_rows(tree, forest, fw.own[p], p,
                                                     jax.ops.segment_max), 0.0) for p in (0, 1)])
-    return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach)
+    return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach,
+                        root_ranges=ranges)
 
   def solve(self, tree, ranges, opp_values, iterations, evaluator_state, player,
-            on) -> SearchResult:
+            on, key=None) -> SearchResult:
     forest = tree_forest(self.source, tree)  # the tree does not grow: its form is built once
     st = lax.fori_loop(0, iterations,
                        lambda _, s: self.regret_update(s, ranges, opp_values, player, on, forest),
-                       self.state_for(tree, ranges, player, evaluator_state))
+                       self.state_for(tree, ranges, player, evaluator_state, key))
     return self.finish(st, ranges, player, on)
 
   def run(self, root, ranges, opp_values, key, path, evaluator_state, player,
           on) -> SearchResult:
     cfg = self.config
-    st = self.init(root, ranges, player, path, evaluator_state)
+    st = self.init(root, ranges, player, path, evaluator_state, key)
 
     def phase(i, st):
       st = lax.fori_loop(0, cfg.updates_per_phase,
@@ -595,21 +632,23 @@ def _compiled_solve(program: _Program, batched: bool = False, shared_tree: bool 
   if batched:  # a batch of ranges on a batch of trees or on one tree; iterations and the
     # evaluator's state shared
     return jax.jit(jax.vmap(program.solve, in_axes=(None if shared_tree else 0, 0, 0, None, None,
-                                                    0, 0)))
+                                                    0, 0, 0)))
   return jax.jit(program.solve)
 
 
 def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator,
                tree: device_tree.DeviceTree, ranges, iterations, *, player=None,
                opp_values=None, alpha: float | None = None, evaluator_state=None,
-               gadget=True) -> SearchResult:
+               gadget=True, key=None) -> SearchResult:
   """``iterations`` public-tree CFR iterations on a given (not growing) ``tree``: depth-limited
   solving and re-solving on the device tree (the regret phase of GT-CFR alone).
 
   ``iterations`` may be traced; arguments (``evaluator_state`` included) as in :func:`search`;
   ``ranges [B, 2, K]`` runs ``B`` solves in one vmapped call, on a batch of trees (leading
   ``B`` on every field) or on one tree shared by the batch (its indices then are the same
-  for every solve, which runs several times faster on CPU).
+  for every solve, which runs several times faster on CPU). ``key``: a ``jax.random`` key
+  (``[B]`` keys when batched) drawing the query log's sample (:class:`QueryLog`; default
+  ``PRNGKey(0)``, for every solve of a batch).
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
   batched = ranges.ndim == 3
@@ -623,5 +662,10 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
                      f"[B, 2, K], got ranges {ranges.shape}")
   program = _Program(source, config, evaluator, player is not None, alpha)
   es = evaluator.init() if evaluator_state is None else evaluator_state
+  if key is None:
+    key = jax.random.PRNGKey(0)
+    if batched:
+      key = jnp.broadcast_to(key, ranges.shape[:1] + key.shape)
+  key = check_key(key, ranges.shape[:1] if batched else ())
   return _compiled_solve(program, batched, batched and shared)(
-      tree, ranges, opp, jnp.asarray(iterations, jnp.int32), es, player, on)
+      tree, ranges, opp, jnp.asarray(iterations, jnp.int32), es, player, on, key)

@@ -17,19 +17,22 @@ from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.spec_grammar import Doc, params_from
 from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
 from jaxgt.core.game_tree import CompiledGame
+from jaxgt.search.gtcfr import VALUE_AVERAGES
 from jaxgt.training.agent import sog_agent
 
 
-def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100, **options) -> GTCFRAgent:
+def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100,
+        value_average: str | None = None, **options) -> GTCFRAgent:
   """The newest checkpoint of the training run in ``checkpoint`` (a ``jaxgt train --out``
-  directory) as ``SoG(simulations, c)``, its node values averaged as in the run
-  (``TrainConfig.value_average``); ``options`` are :func:`~jaxgt.training.agent.sog_agent`'s
-  (``expansions_per_update`` = ``c``, ``dtype``). ``ValueError`` for a missing run or a run of
-  another game."""
+  directory) as ``SoG(simulations, c)``, its node values averaged as ``value_average`` says
+  (default ``None``: as in the run, ``TrainConfig.value_average``: ``"node"``, or
+  ``"search"`` for a run saved before ``"node"`` became the default); ``options`` are
+  :func:`~jaxgt.training.agent.sog_agent`'s (``expansions_per_update`` = ``c``, ``dtype``).
+  ``ValueError`` for a missing run or a run of another game."""
   from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
   run = loop.load_run(pathlib.Path(checkpoint), game)
   return sog_agent(game, run.model, run.params, simulations=simulations,
-                   value_average=run.config.value_average, **options)
+                   value_average=value_average or run.config.value_average, **options)
 
 
 def check_run_dir(checkpoint: str, **params) -> None:
@@ -46,6 +49,9 @@ def register() -> AgentKind:
       params_from(sog, sog_agent, GTCFRAgent, checkpoint="a jaxgt train --out directory (its newest checkpoint)",
                   simulations=Doc("expansion simulations per search, s in SoG(s, c)", minimum=1),
                   expansions_per_update="c: simulations per regret update",
+                  value_average=Doc("node values averaged over the node's or the search's "
+                                    "iterations (default: the run's)",
+                                    choices=VALUE_AVERAGES),
                   dtype=DTYPE),
       "Student of Games (Schmid et al. 2023): GT-CFR with a trained CVPN as leaf evaluator, "
       "continual re-solving",

@@ -12,11 +12,15 @@ Presets:
   never, T_prior 1). Not from the table (it gives none): the network widths (Table S1's
   6 x 512 MLP is for the full map; 4 x 512 here), SoG(400, 1) searches and the actor and
   solver batch widths (the paper's distributed run does not transfer to one host).
-* ``leduc``: small settings for a 2-core CPU budget: 16 actors with SoG(10, 1), 16 query
-  solves and 2 learner steps (batch 128) per iteration. On 2 otherwise idle CPU cores (stop
-  19): about 20 s of compilation, then 3 iterations per second (an hour: 21,468 learner
-  steps, 172k self-play searches and as many query solves; actors 51% of the time, solver
-  48%, learner 1%). Not tuned by a sweep; the README's SoG section has what limits it.
+* ``leduc``: small settings for a 2-core CPU budget: per iteration 16 actors with SoG(10, 1)
+  searches, 16 query solves of SoG(10, 0.1) (100 CFR iterations on a tree grown by 10
+  simulations: the CFR iterations of the paper's SoG(100, 1) training solves) and 2 learner
+  steps (batch 128); on average 1 query per search and 0.2 per solve go to the query buffer
+  (Table S2's chess column), a little more than is solved. Measured on the shared 2-core
+  machine (load 3 to 5; about 20 s of compilation, then 15 to 30 iterations): 0.56 to 0.89 s
+  per iteration (solver 85%; 8k to 13k learner steps an hour), against 0.23 s with SoG(10,
+  1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1), 4.4 s with SoG(100, 1) and
+  8.0 s with SoG(100, 1) searches and solves.
 * ``tiny``: the smallest useful run (tests, Kuhn).
 """
 
@@ -46,17 +50,23 @@ class TrainConfig:
   expansions_per_update: float = 1.0  # c of SoG(s, c)
   capacity: int = 0  # search-tree nodes (0: what the simulations can add)
   alpha: float = 0.5  # modified re-solving gadget's mixing
-  # normaliser of a node's averaged values (jaxgt.search.gtcfr.make_config): the presets were
-  # measured with "search", the search default before "node"
-  value_average: str = "search"
+  # normaliser of a node's averaged values (jaxgt.search.gtcfr.make_config), in self-play, the
+  # query solves and the trained agent: "node", the search's default ("search" before; a saved
+  # run without this entry is read with "search", from_saved)
+  value_average: str = "node"
   epsilon: float = 0.1  # exploration: (1 - epsilon) pi + epsilon uniform
   greedy_after: int = 1_000_000  # decisions of a game after which the move is pi's argmax
-  q_search: float = 0.1  # probability a self-play search's leaf query goes to the query buffer
-  log_queries: int = 8  # leaf queries logged per search (the candidates for q_search)
+  q_search: float = 0.1  # leaf queries per self-play search sent to the query buffer, on average
+  # size of each search's uniform sample of its leaf queries (the candidates for q_search and
+  # q_recursive, which cannot exceed it)
+  log_queries: int = 8
   # query solver (Algorithm 2, "Solver")
   solver_batch: int = 8  # queries solved per solver call
   solver_simulations: int = 10  # s of the query solves
-  q_recursive: float = 0.1  # probability a solve's own query is pushed back
+  # c of the query solves' SoG(solver_simulations, c) (0: expansions_per_update); below 1 a
+  # solve runs ceil(1 / c) CFR iterations per simulation on a tree grown by fewer simulations
+  solver_expansions_per_update: float = 0.0
+  q_recursive: float = 0.1  # a query solve's own leaf queries pushed back, on average
   p_td1: float = 0.0  # p_td1: probability a main-line example gets the game's outcome as its
   # value target (TD(1), held slots only) instead of its search's values (selfplay docstring)
   # buffers
@@ -104,8 +114,11 @@ class TrainConfig:
       raise ValueError("keep_checkpoint_every needs keep_checkpoints > 0 (with 0 every "
                        "checkpoint is kept)")
     check_real("expansions_per_update", self.expansions_per_update, 0, math.inf, lo_open=True)
-    for name in ("alpha", "epsilon", "q_search", "q_recursive", "p_td1"):
+    check_real("solver_expansions_per_update", self.solver_expansions_per_update, 0, math.inf)
+    for name in ("alpha", "epsilon", "p_td1"):
       check_real(name, getattr(self, name), 0, 1)
+    for name in ("q_search", "q_recursive"):  # expected counts out of log_queries candidates
+      check_real(name, getattr(self, name), 0, self.log_queries)
     if self.solver_batch > self.query_capacity:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")
@@ -132,8 +145,9 @@ PRESETS = {
                         query_capacity=16, batch_size=8, checkpoint_every=2, eval_every=0,
                         eval_simulations=2),
     "leduc": TrainConfig(hidden=(128, 128), num_actors=16, simulations=10, log_queries=8,
-                         q_search=0.25, solver_batch=16, solver_simulations=10,
-                         q_recursive=0.1, replay_capacity=8192, query_capacity=2048,
+                         q_search=1.0, solver_batch=16, solver_simulations=10,
+                         solver_expansions_per_update=0.1, q_recursive=0.2,
+                         replay_capacity=8192, query_capacity=2048,
                          batch_size=128, alpha_init=1e-3, decay_steps=20_000, max_updates=5.0,
                          actor_steps=1, solver_steps=1, learner_steps=2,
                          checkpoint_every=100, eval_every=200, eval_simulations=10),
@@ -164,6 +178,20 @@ def from_dict(values: dict, base: TrainConfig | None = None) -> TrainConfig:
   if unknown:
     raise ValueError(f"unknown training config keys {unknown}; known: {sorted(names)}")
   return dataclasses.replace(base if base is not None else TrainConfig(), **values)
+
+
+SAVED_DEFAULTS = {"value_average": "search"}
+"""Entries a saved run's config may lack, at the values such a run was trained with (the
+defaults of its time)."""
+
+
+def from_saved(values: dict) -> TrainConfig:
+  """The :class:`TrainConfig` of a saved run's config dict (``config.json``, checkpoint
+  metadata): :func:`from_dict` with an entry the run's version did not write at the value it
+  then had (:data:`SAVED_DEFAULTS`), not today's default."""
+  if not isinstance(values, dict):
+    raise ValueError(f"a training config is a JSON object, got {type(values).__name__}")
+  return from_dict({**SAVED_DEFAULTS, **values})
 
 
 def load_config(path) -> TrainConfig:

@@ -43,7 +43,7 @@ from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import build_encoding
 from jaxgt.training import buffers, checkpoint, learner
 from jaxgt.training.agent import ParamsHolder, params_evaluator, sog_agent
-from jaxgt.training.config import TrainConfig, from_dict
+from jaxgt.training.config import TrainConfig, from_saved
 from jaxgt.training.queries import QuerySolver
 from jaxgt.training.selfplay import DTYPE, Actors, SelfPlay
 
@@ -204,7 +204,7 @@ def read_config(out: pathlib.Path) -> tuple[str, TrainConfig]:
   path = pathlib.Path(out) / CONFIG_FILE
   try:
     data = json.loads(path.read_text())
-    return str(data["game"]), from_dict(data["config"])
+    return str(data["game"]), from_saved(data["config"])
   except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
     raise ValueError(f"{out} is not a jaxgt train run directory ({path}: {e})") from e
 
@@ -224,9 +224,9 @@ def save(trainer: Trainer, out: pathlib.Path, state: TrainState) -> None:
 def restore(trainer: Trainer, out: pathlib.Path, seed: int) -> TrainState:
   """The newest checkpoint of ``out`` (``CheckpointError`` for another game/architecture)."""
   # a run's config is compared as a TrainConfig: a checkpoint written before a config field
-  # existed holds that field's default (the behaviour of its time)
+  # existed holds that field's value of its time (config.from_saved)
   return checkpoint.restore(out / CHECKPOINTS, trainer.init(seed), trainer.metadata(),
-                            normalise={"config": lambda c: from_dict(c).to_json()})
+                            normalise={"config": lambda c: from_saved(c).to_json()})
 
 
 @dataclasses.dataclass

@@ -5,10 +5,12 @@
 data): it takes ``solver_batch`` public belief states from the query buffer (uniformly
 without replacement, :func:`jaxgt.training.buffers.sample_queries`), solves each by a
 GT-CFR search rooted at its public state with its ranges fixed (both players, no gadget;
-``SoG(solver_simulations, c)`` with the current network at the leaves), writes (PBS, root
+``SoG(solver_simulations, c)``, ``c`` the config's ``solver_expansions_per_update`` or else
+its ``expansions_per_update``, with the current network at the leaves), writes (PBS, root
 counterfactual values, root policy) to the replay buffer (values where the public state's
 values are network leaf values, policies where a slot acts), and pushes each solve's own
-logged leaf queries back to the query buffer with probability ``q_recursive``.
+leaf queries back to the query buffer, on average ``q_recursive`` per solve (picked from the
+solve's uniform sample of all its queries: :func:`jaxgt.training.selfplay.pick_queries`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.encoding import PBS
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.training import buffers
-from jaxgt.training.selfplay import DTYPE, SelfPlay
+from jaxgt.training.selfplay import DTYPE, SelfPlay, pick_queries
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -37,7 +39,8 @@ class QuerySolver:
     source = self.actors.source
     search_cfg = gtcfr_search.make_config(
         source, simulations=cfg.solver_simulations,
-        expansions_per_update=cfg.expansions_per_update, capacity=cfg.capacity or None,
+        expansions_per_update=cfg.solver_expansions_per_update or cfg.expansions_per_update,
+        capacity=cfg.capacity or None,
         log_queries=cfg.log_queries, value_average=cfg.value_average, dtype=DTYPE)
     object.__setattr__(self, "search_config", search_cfg)
     object.__setattr__(self, "smap", gtcfr_evaluator.slot_map(source, self.actors.model.encoding))
@@ -60,7 +63,7 @@ class QuerySolver:
                               rng.split(k_search, B), evaluator_state=params)
     replay = buffers.add_replay(replay, jax.vmap(sp.examples)(res, ranges), valid)
     qpbs, qvalid = gtcfr_evaluator.query_pbs(sp.model.encoding, src, res.state.queries)
-    keep = qvalid & valid[:, None] & (rng.uniform(k_keep, qvalid.shape) < cfg.q_recursive)
+    keep = pick_queries(qvalid & valid[:, None], cfg.q_recursive, k_keep)
     flat = PBS(public=qpbs.public.reshape(-1),
                ranges=qpbs.ranges.reshape((-1,) + qpbs.ranges.shape[2:]).astype(DTYPE))
     queries = buffers.add_queries(queries, flat, keep.reshape(-1))

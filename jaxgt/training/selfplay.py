@@ -18,9 +18,12 @@ decision with the network parameters passed as data (no recompilation when they 
   referee's step :func:`jaxgt.evaluation.referee.advance`;
 * outputs: the search's root training example (``search_targets``: value targets where the
   root's values are the network's leaf values, policy targets where a slot acts at the
-  root) for the replay buffer (with probability ``p_td1`` held back for a TD(1) outcome
-  target, below), and the search's logged leaf queries, each kept with probability
-  ``q_search``, for the query buffer;
+  root; its PBS the ranges those values were computed under, the opponent's being the
+  average range of the re-solving gadget, :attr:`jaxgt.search.gtcfr.SearchResult.root_ranges`)
+  for the replay buffer (with probability ``p_td1`` held back for a TD(1) outcome
+  target, below), and on average ``q_search`` of the search's leaf queries for the query
+  buffer (:func:`pick_queries` from the search's uniform sample of all its queries, so every
+  query of the search is equally likely to be picked, whichever CFR iteration made it);
 * a game that ends restarts at the root (chance sampled with the step's keys).
 
 Each decision runs one search: the re-solving player and whether the gadget is on (off at a
@@ -37,11 +40,13 @@ row per decision of the game, ``T`` rows: :func:`max_decisions`, the most decisi
 of the tree can have; part of the actors' state, so checkpoints carry it) until the game
 ends, when every pending row is written to the replay buffer with the realised payoff (after
 the step's other examples, game by game in decision order) and the record is emptied. The
-policy target and the PBS stay the search's (the paper's "policy used in beta"). Where the
+policy target stays the search's (the paper's "policy used in beta"); the PBS holds the
+ranges the re-solve started from, the beliefs of the policy played (which the outcome
+samples), where a search example holds the gadget's average range. Where the
 paper's pseudocode writes main-line states *only* with TD(1) targets, jaxgt keeps its
-main-line search examples and swaps their value targets, so ``p_td1 = 0`` is the
-search-targets-only training of earlier versions (bit-for-bit: ``tests/test_selfplay.py``)
-and ``p_td1 = 1`` the outcome-targets-only one.
+main-line search examples and swaps their value targets, so ``p_td1 = 0`` is
+search-targets-only training (no coin drawn, no pending record: the program of a run without
+TD(1) targets) and ``p_td1 = 1`` the outcome-targets-only one.
 
 *Which slots.* An example's PBS is its search's root public state ``s`` (the re-solve
 root, the decision's public state or an ancestor of it); the realised history ``h*`` there
@@ -115,6 +120,17 @@ def max_decisions(tree: GameTree) -> int:
   return int(np.max(np.where(acts, before + 1, 0), initial=0))
 
 
+def pick_queries(valid, expected, key):
+  """``[..., L]`` bool: on average ``min(expected, m)`` of the ``m`` valid entries of each row
+  of ``valid [..., L]``, each kept independently with probability ``min(1, expected / m)``
+  (Schmid et al. 2023, Algorithm 2: "pick on average q_search neural net queries"). With
+  the search's uniform query sample (:class:`jaxgt.search.gtcfr.QueryLog`) every one of a
+  search's ``n`` queries is picked with probability ``min(expected, L, n) / n``."""
+  m = jnp.sum(valid, axis=-1, keepdims=True)
+  prob = jnp.minimum(1.0, expected / jnp.maximum(m, 1))
+  return valid & (rng.uniform(key, valid.shape) < prob)
+
+
 @struct.dataclass
 class Actors:
   """The ``G`` self-play games."""
@@ -139,7 +155,7 @@ class Decision:
   td1: Any  # [] bool held back for a TD(1) outcome target
   terminal: Any  # [] int32 the terminal history the decision ended the game at (-1: goes on)
   queries: PBS  # [L] the search's logged leaf queries
-  query_valid: Any  # [L] bool logged and kept (probability q_search)
+  query_valid: Any  # [L] bool logged and picked (on average q_search of them)
   history_visits: Any  # [] int32 live tree histories summed over the search's CFR iterations
 
 
@@ -197,7 +213,11 @@ class SelfPlay:
   def _search(self, params, summary, history, key):
     """The decision's search from ``summary`` (one search for both players, the first
     decision included, the gadget off there): ``(probs [A], new summary, example, queries
-    [L], logged [L], history visits)``."""
+    [L], logged [L], search result, played PBS)``. The example's PBS holds the ranges its
+    values were computed under (:attr:`jaxgt.search.gtcfr.SearchResult.root_ranges`: the
+    re-solving player's given range and the opponent's average gadget range), not the ranges
+    the re-solve started from; those, the beliefs of the policy played, are the played PBS's
+    (a TD(1) row's PBS: module docstring)."""
     tree, src, agent = self.tree, self.source, self.agent
     public, player = tree.history_public[history], tree.player[history]
     root, ranges, opp_values, path, on = agent.decision_args(summary, public, player)
@@ -207,7 +227,8 @@ class SelfPlay:
     qpbs, qvalid = gtcfr_evaluator.query_pbs(self.model.encoding, src, res.state.queries)
     qpbs = PBS(public=qpbs.public, ranges=qpbs.ranges.astype(DTYPE))
     return (agent.read_policy(res, history), agent.after_search(summary, res, public),
-            self.examples(res, ranges), qpbs, qvalid, res.state.history_visits)
+            self.examples(res, res.root_ranges), qpbs, qvalid, res,
+            self.examples(res, ranges).pbs)
 
   def _restart(self, key):
     """A fresh game: ``(first decision history, empty summary)``."""
@@ -216,12 +237,16 @@ class SelfPlay:
                                     jnp.dtype(DTYPE))
     return pos.state, self.agent.init(k_agent)
 
-  def td1_example(self, ex: buffers.ReplayExample, history) -> buffers.ReplayExample:
+  def td1_example(self, ex: buffers.ReplayExample, history, pbs=None) -> buffers.ReplayExample:
     """``ex`` (a main-line example of the decision at ``history``) as a TD(1) row waiting for
     the outcome (module docstring): ``values [2, K]`` hold ``c_p(I_p(h*))`` at player ``p``'s
     held slot and 0 elsewhere, ``value_mask [2, K]`` only the held slots (none where the
-    example has no value targets); the realised outcome ``u_p`` multiplies row ``p`` later."""
+    example has no value targets); the realised outcome ``u_p`` multiplies row ``p`` later.
+    ``pbs``: the example's public state with the beliefs of the policy played, which replace
+    its PBS (default: ``ex``'s kept)."""
     tree, enc = self.tree, self.model.encoding
+    if pbs is not None:
+      ex = ex.replace(pbs=pbs)
     s = ex.pbs.public
     # h*: the deepest ancestor of the decision history in the example's public state s.
     h = jax.lax.while_loop(lambda x: (x >= 0) & (tree.history_public[jnp.maximum(x, 0)] != s),
@@ -240,7 +265,9 @@ class SelfPlay:
     tree = self.tree
     A = tree.num_actions
     k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
-    probs, summary, ex, qpbs, qvalid, visits = self._search(params, summary, history, k_search)
+    probs, summary, ex, qpbs, qvalid, res, played = self._search(params, summary, history,
+                                                                  k_search)
+    visits = res.state.history_visits
     move = self.explore.mix(probs, tree.children[history, :A] >= 0, moves)
     pos = referee.at(self.rules, jnp.asarray(history, jnp.int32))
     pos, _ = referee.advance(self.rules, pos, move, k_move, k_chance, jnp.dtype(DTYPE))
@@ -251,7 +278,7 @@ class SelfPlay:
       td1 = rng.uniform(rng.fold_in(key, TD1_STREAM), (), jnp.dtype(DTYPE)) < cfg.p_td1
       row = jnp.where(td1, moves, self.td1_rows)  # T: dropped
       pending = jax.tree_util.tree_map(lambda x, r: x.at[row].set(r, mode="drop"), pending,
-                                       self.td1_example(ex, history))
+                                       self.td1_example(ex, history, played))
       pending_valid = pending_valid.at[row].set(True, mode="drop")
       u0 = referee.terminal_payoff(self.rules, pos, 0).astype(DTYPE)  # player 0's payoff if done
       outcome = jnp.stack([u0, -u0])[:, None]  # [2, 1]
@@ -265,7 +292,7 @@ class SelfPlay:
     nxt = jnp.where(done, h0, nxt)
     summary = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, summary)
     moves = jnp.where(done, 0, moves + 1)
-    keep = qvalid & (rng.uniform(k_keep, qvalid.shape) < cfg.q_search)
+    keep = pick_queries(qvalid, cfg.q_search, k_keep)
     dec = Decision(example=ex, example_valid=~td1, td1=td1, terminal=terminal, queries=qpbs,
                    query_valid=keep, history_visits=visits)
     return nxt, summary, moves, done, dec, pending, pending_valid, flush, flush_valid
