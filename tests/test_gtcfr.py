@@ -573,8 +573,8 @@ def test_query_log_is_a_uniform_sample_of_all_queries():
   ev = evaluators.exact(src)
   ranges = gt.root_ranges(src, 0)
   full_cfg = gt.make_config(src, simulations=1, capacity=cap, log_queries=n)
-  full = jax.tree_util.tree_map(np.asarray, gt.solve_tree(src, full_cfg, ev, tree, ranges,
-                                                          iterations).state.queries)
+  full = jax.tree_util.tree_map(np.asarray, gt.solve_tree(
+      src, full_cfg, ev, tree, ranges, iterations, key=jax.random.PRNGKey(7)).state.queries)
   np.testing.assert_array_equal(np.sort(full.index), np.arange(n))
   order = np.argsort(full.index)  # the full log in query order
   full = full.replace(public=full.public[order], ranges=full.ranges[order],

@@ -139,7 +139,8 @@ def test_query_pbs_are_the_leaf_beliefs():
   tree = _grow(src, cap, 0, 5)
   cfg = gt.make_config(src, simulations=1, capacity=cap, log_queries=64)
   pol = sf.uniform_policy(g.device_tree("float64"), jnp.float64)
-  res = gt.solve_tree(src, cfg, _oracle(enc, src, pol), tree, gt.root_ranges(src, 0), 1)
+  res = gt.solve_tree(src, cfg, _oracle(enc, src, pol), tree, gt.root_ranges(src, 0), 1,
+                      key=jax.random.PRNGKey(0))
   pbs, valid = ge.query_pbs(enc, src, res.state.queries)
   v = np.asarray(valid)
   frontier = (~np.asarray(tree.expanded) & (np.asarray(tree.public) >= 0)

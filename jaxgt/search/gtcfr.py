@@ -249,6 +249,17 @@ QUERY_STREAM = 0x7FFFFFFF
 phases use ``fold_in`` data ``0 .. num_phases - 1``)."""
 
 
+def _query_key(config: GTCFRConfig, key):
+  """``key``, required where the search logs queries (it draws their sample); without a log
+  nothing is drawn from it, so a fixed key stands in."""
+  if key is not None:
+    return key
+  if config.log_queries:
+    raise ValueError("the search logs queries (config.log_queries > 0) and samples them with "
+                     "a jax.random key: pass key=")
+  return jax.random.PRNGKey(0)
+
+
 def query_log(log_queries: int, num_infostates: int, dtype, key) -> QueryLog:
   """An empty :class:`QueryLog` of ``log_queries`` entries drawing priorities from ``key``."""
   L, K = log_queries, num_infostates
@@ -455,8 +466,7 @@ class _Program:
         evaluator=evaluator_state, num_queries=jnp.zeros((), jnp.int32),
         history_visits=jnp.zeros((), jnp.int32), focus=focus,
         queries=query_log(cfg.log_queries, K, dtype,
-                          rng.fold_in(jax.random.PRNGKey(0) if key is None else key,
-                                      QUERY_STREAM)))
+                          rng.fold_in(_query_key(cfg, key), QUERY_STREAM)))
 
   def state_for(self, tree, ranges, player, evaluator_state=None, key=None) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""
@@ -647,8 +657,8 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   ``ranges [B, 2, K]`` runs ``B`` solves in one vmapped call, on a batch of trees (leading
   ``B`` on every field) or on one tree shared by the batch (its indices then are the same
   for every solve, which runs several times faster on CPU). ``key``: a ``jax.random`` key
-  (``[B]`` keys when batched) drawing the query log's sample (:class:`QueryLog`; default
-  ``PRNGKey(0)``, for every solve of a batch).
+  (``[B]`` keys when batched) drawing the query log's sample (:class:`QueryLog`), required
+  where ``config.log_queries > 0``.
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
   batched = ranges.ndim == 3
@@ -663,7 +673,7 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   program = _Program(source, config, evaluator, player is not None, alpha)
   es = evaluator.init() if evaluator_state is None else evaluator_state
   if key is None:
-    key = jax.random.PRNGKey(0)
+    key = _query_key(config, None)
     if batched:
       key = jnp.broadcast_to(key, ranges.shape[:1] + key.shape)
   key = check_key(key, ranges.shape[:1] if batched else ())
