@@ -40,6 +40,9 @@ function                    returns                  meaning
 ``with_private(s, p, k)``   state                    ``s`` with ``p``'s private state set to
                                                      ``k`` (the same public history under
                                                      another deal; games with ``num_private``)
+``sample_chance(s, u)``     int32 ``[]``             optional: a chance outcome drawn from
+                                                     ``chance_probs(s)`` by one uniform ``u``
+                                                     in ``[0, 1)``; anything elsewhere
 ==========================  =======================  =====================================
 
 ``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``, ``Wp =
@@ -49,6 +52,13 @@ steps included), so fixed-length loops cover every trajectory. ``max_utility``
 (optional) is the largest ``|returns(s)[p]|`` over terminals ``s``, exactly,
 where the game knows it in closed form. Float outputs take JAX's default float
 dtype (float64 under ``jax_enable_x64``; enumeration runs in float64).
+
+``sample_chance`` is optional (:func:`has_chance_sampler`): a game whose chance nodes are wide
+but simple (hold'em deals one of the cards left) draws an outcome without building ``[C]``
+weights; the outcomes then split ``[0, 1)`` into sets of ``u`` of measure their
+probabilities, at ``u``'s resolution of ``2^-24`` (a grid of ``2^24`` equally spaced ``u``
+gives each outcome ``2^24 p`` of them, rounded up or down). Random playouts use it where the
+game has it; :func:`jaxgt.games.check` compares it with ``chance_probs``.
 
 Host side (one state whose leaves are NumPy arrays, or a key):
 ``info_string(key, p)`` turns an information-state key into its string
@@ -148,6 +158,12 @@ class DeviceGame(GameInfo, abc.ABC):
     has zero :meth:`private_chance`)."""
     raise NotImplementedError(f"{self.name} has no public/private factorisation")
 
+  def sample_chance(self, state: State, u):
+    """int32 ``[]``: a chance outcome drawn from :meth:`chance_probs` by one uniform ``u``
+    (float ``[]`` in ``[0, 1)``) at a chance node; any value elsewhere. Optional (see
+    :func:`has_chance_sampler`): games without it are sampled from their ``chance_probs``."""
+    raise NotImplementedError(f"{self.name} defines no chance sampler")
+
   # --- host functions ---------------------------------------------------------------------
   @abc.abstractmethod
   def info_string(self, key, player: int) -> str:
@@ -170,6 +186,22 @@ def children_mask(game: DeviceGame, state: State):
   probs = jnp.zeros(n).at[:game.num_outcomes].set(game.chance_probs(state)) if game.num_outcomes \
       else jnp.zeros(n)
   return jnp.where(game.current_player(state) == CHANCE, probs > 0, legal)
+
+
+def has_chance_sampler(game) -> bool:
+  """Whether ``game`` (a :class:`DeviceGame`) defines :meth:`DeviceGame.sample_chance`."""
+  base = getattr(DeviceGame, "sample_chance")
+  return isinstance(game, DeviceGame) and getattr(type(game), "sample_chance", base) is not base
+
+
+def uniform_grid_index(u, n):
+  """int32 ``[]``: ``floor(floor(u 2^24) n / 2^24)`` in ``[0, n)`` for ``u`` in ``[0, 1)``
+  and ``1 <= n < 2^7``: the index of ``u`` among ``n`` equal parts of ``[0, 1)`` on ``u``'s
+  grid of ``2^24`` points, in integers (a float ``u * n`` can round up to the next part),
+  so each part gets ``2^24 / n`` grid points rounded up or down. For samplers of uniform
+  chance nodes."""
+  m = jnp.floor(jnp.asarray(u, jnp.float32) * jnp.float32(1 << 24)).astype(jnp.int32)
+  return jnp.minimum((m * jnp.asarray(n, jnp.int32)) >> 24, jnp.asarray(n, jnp.int32) - 1)
 
 
 def is_terminal(game: DeviceGame, state: State):
