@@ -142,12 +142,8 @@ def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry)
   sample = jax.vmap(game.sample_chance, in_axes=(-1, 0)) if sampled else None
   step = jax.vmap(game.step, in_axes=(-1, 0), out_axes=-1)
 
-  def cond(c):
-    t, _, going, _ = c
-    return going & (t < length)
-
-  def body(c):
-    t, s, _, extra = c
+  def draw(s, t):
+    """The step-``t`` action of each state, its branching and its player (``[B]`` each)."""
     legal, probs, player = weigh(s)
     chance = player == CHANCE
     a = _draw(legal, seeds, t, 0)
@@ -158,11 +154,35 @@ def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry)
       a = jnp.where(chance, _draw(probs, seeds, t, 1), a)
     if not sampled:
       branching = jnp.where(chance, jnp.sum(probs > 0, axis=0), jnp.sum(legal > 0, axis=0))
+    return a, branching, player
+
+  def cond(c):
+    t, _, _, going, _ = c
+    return going & (t < length)
+
+  # with a game's sampler, each step's action is drawn at the end of the step before and
+  # carried, so the loop holds it as one array: drawn in the step that uses it, XLA fuses the
+  # hashing and the sampler into every state field's update and computes them once per field
+  # (8 times for hold'em; carried: 2.5x its playouts per second). Without one, drawing in
+  # place measured faster (Leduc 0.84x-0.93x carried).
+  ahead = sampled
+
+  def body(c):
+    t, s, drawn, _, extra = c
+    a, branching, player = drawn if ahead else draw(s, t)
     live = player != TERMINAL
     nxt = jax.tree_util.tree_map(lambda old, new: jnp.where(live, new, old), s, step(s, a))
-    return t + 1, nxt, jnp.any(live), visit(extra, t, branching, a, live)
+    if ahead:
+      drawn = draw(nxt, t + 1)
+      going = jnp.any(drawn[2] != TERMINAL)
+    else:
+      going = jnp.any(live)
+    return t + 1, nxt, drawn, going, visit(extra, t, branching, a, live)
 
-  _, s, _, carry = jax.lax.while_loop(cond, body, (jnp.int32(0), states, jnp.bool_(True), carry))
+  zero = jnp.zeros(batch, jnp.int32)
+  first = draw(states, jnp.int32(0)) if ahead else (zero, zero, zero)
+  _, s, _, _, carry = jax.lax.while_loop(
+      cond, body, (jnp.int32(0), states, first, jnp.bool_(True), carry))
   return s, carry
 
 
