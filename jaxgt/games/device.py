@@ -196,12 +196,13 @@ def has_chance_sampler(game) -> bool:
 
 def uniform_grid_index(u, n):
   """int32 ``[]``: ``floor(floor(u 2^24) n / 2^24)`` in ``[0, n)`` for ``u`` in ``[0, 1)``
-  and ``1 <= n < 2^7``: the index of ``u`` among ``n`` equal parts of ``[0, 1)`` on ``u``'s
+  and ``1 <= n < 2^8``: the index of ``u`` among ``n`` equal parts of ``[0, 1)`` on ``u``'s
   grid of ``2^24`` points, in integers (a float ``u * n`` can round up to the next part),
   so each part gets ``2^24 / n`` grid points rounded up or down. For samplers of uniform
   chance nodes."""
-  m = jnp.floor(jnp.asarray(u, jnp.float32) * jnp.float32(1 << 24)).astype(jnp.int32)
-  return jnp.minimum((m * jnp.asarray(n, jnp.int32)) >> 24, jnp.asarray(n, jnp.int32) - 1)
+  m = jnp.floor(jnp.asarray(u, jnp.float32) * jnp.float32(1 << 24)).astype(jnp.uint32)
+  n = jnp.asarray(n, jnp.int32)
+  return jnp.minimum(((m * n.astype(jnp.uint32)) >> 24).astype(jnp.int32), n - 1)
 
 
 def is_terminal(game: DeviceGame, state: State):
