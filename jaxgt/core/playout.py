@@ -179,8 +179,7 @@ def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry)
       going = jnp.any(live)
     return t + 1, nxt, drawn, going, visit(extra, t, branching, a, live)
 
-  zero = jnp.zeros(batch, jnp.int32)
-  first = draw(states, jnp.int32(0)) if ahead else (zero, zero, zero)
+  first = draw(states, jnp.int32(0)) if ahead else ()  # nothing carried without a sampler
   _, s, _, _, carry = jax.lax.while_loop(
       cond, body, (jnp.int32(0), states, first, jnp.bool_(True), carry))
   return s, carry
