@@ -128,10 +128,11 @@ def _uniform(seeds, t, stream: int = 0):
 
 def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry):
   """Plays ``batch`` games from the root to their terminals; ``visit(carry, t, branching [B]
-  (children of each state), actions [B], live [B]) -> carry`` sees each step. Returns ``(final states, carry)``, the
-  states' leaves with the batch as their LAST axis: the rules are vmapped over that axis, so
-  XLA's loops run along the batch (contiguous, vectorised) rather than along a state's few
-  entries (2.8x the playouts per second of batch-first states on Leduc at batch 4096)."""
+  (children of each state), actions [B], live [B]) -> carry`` sees each step. Returns
+  ``(final states, carry)``, the states' leaves with the batch as their LAST axis: the rules
+  are vmapped over that axis, so XLA's loops run along the batch (contiguous, vectorised)
+  rather than along a state's few entries (2.8x the playouts per second of batch-first
+  states on Leduc at batch 4096)."""
   length = int(game.max_length)
   over_batch = functools.partial(jax.vmap, in_axes=-1, out_axes=-1)
   states = over_batch(lambda _: game.init())(jnp.arange(batch))
@@ -147,24 +148,22 @@ def _walk(game: DeviceGame, key, batch: int, uniform_chance: bool, visit, carry)
     legal, probs, player = weigh(s)
     chance = player == CHANCE
     a = _draw(legal, seeds, t, 0)
-    if sampled:
-      a = jnp.where(chance, sample(s, _uniform(seeds, t, 1)), a)
-      branching = jnp.sum(legal > 0, axis=0)  # unused: only Knuth's estimate reads it
-    elif game.num_outcomes:
+    if sampled:  # branching is not read: Knuth's estimate counts outcomes, so never samples
+      return jnp.where(chance, sample(s, _uniform(seeds, t, 1)), a), jnp.zeros_like(a), player
+    if game.num_outcomes:
       a = jnp.where(chance, _draw(probs, seeds, t, 1), a)
-    if not sampled:
-      branching = jnp.where(chance, jnp.sum(probs > 0, axis=0), jnp.sum(legal > 0, axis=0))
+    branching = jnp.where(chance, jnp.sum(probs > 0, axis=0), jnp.sum(legal > 0, axis=0))
     return a, branching, player
 
   def cond(c):
     t, _, _, going, _ = c
     return going & (t < length)
 
-  # with a game's sampler, each step's action is drawn at the end of the step before and
-  # carried, so the loop holds it as one array: drawn in the step that uses it, XLA fuses the
-  # hashing and the sampler into every state field's update and computes them once per field
-  # (8 times for hold'em; carried: 2.5x its playouts per second). Without one, drawing in
-  # place measured faster (Leduc 0.84x-0.93x carried).
+  # With a game's sampler, each step's action is drawn at the end of the step before and
+  # carried, so the loop holds it as one array. Drawn in the step that uses it, XLA fuses the
+  # hashing and the sampler into the update of every state field and computes them once per
+  # field (8 times for hold'em); carried, hold'em plays 2.5x the playouts per second. Without
+  # a sampler the draw stays in place (carried measured 0.84x-0.93x on Leduc).
   ahead = sampled
 
   def body(c):
