@@ -190,8 +190,7 @@ def children_mask(game: DeviceGame, state: State):
 
 def has_chance_sampler(game) -> bool:
   """Whether ``game`` (a :class:`DeviceGame`) defines :meth:`DeviceGame.sample_chance`."""
-  base = getattr(DeviceGame, "sample_chance")
-  return isinstance(game, DeviceGame) and getattr(type(game), "sample_chance", base) is not base
+  return isinstance(game, DeviceGame) and type(game).sample_chance is not DeviceGame.sample_chance
 
 
 def uniform_grid_index(u, n):
