@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxgt.games import TERMINAL, check, make_from_string
+from jaxgt.games.device import uniform_grid_index
 from jaxgt.games.kuhn import KuhnPoker
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.games.rules_check import CHECKS, MAX_REPORTED, check_rules
@@ -96,6 +97,29 @@ class LeakyWithPrivate(KuhnPoker):
     return out.replace(bets=out.bets.at[0].set(1 - out.bets[0]))
 
 
+class SampledKuhn(KuhnPoker):
+  """Kuhn with a chance sampler: the k-th card not yet dealt, k uniform over those left."""
+
+  def sample_chance(self, s, u):
+    free = jnp.all(jnp.arange(3)[:, None] != s.cards[None, :], axis=1)
+    k = uniform_grid_index(u, jnp.sum(free))
+    return jnp.argmax(jnp.cumsum(free) > k).astype(jnp.int32)
+
+
+class SamplerIgnoresDeal(KuhnPoker):
+  """Deals any of the three cards, the one already dealt included."""
+
+  def sample_chance(self, s, u):
+    return uniform_grid_index(u, 3)
+
+
+class BiasedSampler(SampledKuhn):
+  """The first card left with probability 3/4 (its support is right, its weights are not)."""
+
+  def sample_chance(self, s, u):
+    return super().sample_chance(s, jnp.minimum(1.5 * u, 0.99))
+
+
 class WideKey(KuhnPoker):
   def info_key(self, s, player):
     return jnp.concatenate([super().info_key(s, player), jnp.zeros(1, jnp.int32)])
@@ -113,8 +137,16 @@ def test_device_games_pass(name):
   game = make_from_string(name)
   report = check_rules(game, trajectories=300, seed=1)
   assert report["game"] == game.game_string() and report["trajectories"] == 300
-  assert report["checks"] == [c for c in CHECKS if c != "private_states" or game.num_private]
+  assert report["checks"] == [c for c in CHECKS if (c != "private_states" or game.num_private)
+                              and c != "chance_sampler"]
   assert report["failures"] == [] and not any(report["counts"].values())
+
+
+def test_a_chance_sampler_that_agrees_with_chance_probs_passes():
+  report = check_rules(SampledKuhn(), trajectories=100)
+  assert "chance_sampler" in report["checks"] and report["failures"] == []
+  report = check_rules(make_from_string("limit_holdem"), trajectories=100, seed=2)
+  assert "chance_sampler" in report["checks"] and report["failures"] == []
 
 
 _SLOW = {ChanceOutsideChance, LegalAtChance, PrivateIndexOutOfRange}  # over the run's budget
@@ -129,7 +161,8 @@ _SLOW = {ChanceOutsideChance, LegalAtChance, PrivateIndexOutOfRange}  # over the
         (MergesLegalSets, "perfect_recall"), (PrivatePublicState, "public_states"),
         (ShortMaxLength, "max_length"), (BadPlayer, "players"), (TerminalMoves, "terminal_step"),
         (BadPrivateChance, "private_states"), (PrivateIndexOutOfRange, "private_states"),
-        (LeakyWithPrivate, "private_states"), (WideKey, "shapes"), (FloatPlayer, "shapes")]])
+        (LeakyWithPrivate, "private_states"), (SamplerIgnoresDeal, "chance_sampler"),
+        (BiasedSampler, "chance_sampler"), (WideKey, "shapes"), (FloatPlayer, "shapes")]])
 def test_each_check_fails_on_a_broken_game(cls, name):
   game = cls()
   report = check_rules(game, trajectories=200)

@@ -40,11 +40,14 @@ function                    returns                  meaning
 ``with_private(s, p, k)``   state                    ``s`` with ``p``'s private state set to
                                                      ``k`` (the same public history under
                                                      another deal; games with ``num_private``)
-``terminal_values(s, p, r)``  float ``[K_p]``        optional: at a terminal, ``sum_k'
+``terminal_values(s,p,r)``  float ``[K_p]``          optional: at a terminal, ``sum_k'
                                                      private_chance(s)[k, k'] u_p(k, k')
                                                      r[k']`` for an opponent reach ``r
                                                      [K_o]``, faster than the ``[K0, K1]``
                                                      matrix (poker: sorting by strength)
+``sample_chance(s, u)``     int32 ``[]``             optional: a chance outcome drawn from
+                                                     ``chance_probs(s)`` by one uniform ``u``
+                                                     in ``[0, 1)``; anything elsewhere
 ==========================  =======================  =====================================
 
 ``A = num_actions``, ``C = num_outcomes``, ``W = info_key_width``, ``Wp =
@@ -54,6 +57,13 @@ steps included), so fixed-length loops cover every trajectory. ``max_utility``
 (optional) is the largest ``|returns(s)[p]|`` over terminals ``s``, exactly,
 where the game knows it in closed form. Float outputs take JAX's default float
 dtype (float64 under ``jax_enable_x64``; enumeration runs in float64).
+
+``sample_chance`` is optional (:func:`has_chance_sampler`): a game whose chance nodes are wide
+but simple (hold'em deals one of the cards left) draws an outcome without building ``[C]``
+weights; the outcomes then split ``[0, 1)`` into sets of ``u`` of measure their
+probabilities, at ``u``'s resolution of ``2^-24`` (a grid of ``2^24`` equally spaced ``u``
+gives each outcome ``2^24 p`` of them, rounded up or down). Random playouts use it where the
+game has it; :func:`jaxgt.games.check` compares it with ``chance_probs``.
 
 Host side (one state whose leaves are NumPy arrays, or a key):
 ``info_string(key, p)`` turns an information-state key into its string
@@ -160,6 +170,12 @@ class DeviceGame(GameInfo, abc.ABC):
     (:mod:`jaxgt.core.factored`) calls it instead of building ``[K0, K1]`` payoff matrices."""
     raise NotImplementedError(f"{self.name} defines no terminal_values")
 
+  def sample_chance(self, state: State, u):
+    """int32 ``[]``: a chance outcome drawn from :meth:`chance_probs` by one uniform ``u``
+    (float ``[]`` in ``[0, 1)``) at a chance node; any value elsewhere. Optional (see
+    :func:`has_chance_sampler`): games without it are sampled from their ``chance_probs``."""
+    raise NotImplementedError(f"{self.name} defines no chance sampler")
+
   # --- host functions ---------------------------------------------------------------------
   @abc.abstractmethod
   def info_string(self, key, player: int) -> str:
@@ -182,6 +198,22 @@ def children_mask(game: DeviceGame, state: State):
   probs = jnp.zeros(n).at[:game.num_outcomes].set(game.chance_probs(state)) if game.num_outcomes \
       else jnp.zeros(n)
   return jnp.where(game.current_player(state) == CHANCE, probs > 0, legal)
+
+
+def has_chance_sampler(game) -> bool:
+  """Whether ``game`` (a :class:`DeviceGame`) defines :meth:`DeviceGame.sample_chance`."""
+  return isinstance(game, DeviceGame) and type(game).sample_chance is not DeviceGame.sample_chance
+
+
+def uniform_grid_index(u, n):
+  """int32 ``[]``: ``floor(floor(u 2^24) n / 2^24)`` in ``[0, n)`` for ``u`` in ``[0, 1)``
+  and ``1 <= n < 2^8``: the index of ``u`` among ``n`` equal parts of ``[0, 1)`` on ``u``'s
+  grid of ``2^24`` points, in integers (a float ``u * n`` can round up to the next part),
+  so each part gets ``2^24 / n`` grid points rounded up or down. For samplers of uniform
+  chance nodes."""
+  m = jnp.floor(jnp.asarray(u, jnp.float32) * jnp.float32(1 << 24)).astype(jnp.uint32)
+  n = jnp.asarray(n, jnp.int32)
+  return jnp.minimum(((m * n.astype(jnp.uint32)) >> 24).astype(jnp.int32), n - 1)
 
 
 def is_terminal(game: DeviceGame, state: State):

@@ -48,7 +48,7 @@ import numpy as np
 from flax import struct
 
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.games.device import DeviceGame
+from jaxgt.games.device import DeviceGame, uniform_grid_index
 from jaxgt.games.hand_eval import card_string, hand_rank
 
 PARAMS = {"players": 2}
@@ -156,6 +156,12 @@ class LimitHoldem(DeviceGame):
     bits = jnp.concatenate([s.deck[0] >> jnp.arange(32, dtype=jnp.int32),
                             s.deck[1] >> jnp.arange(DECK - 32, dtype=jnp.int32)]) & 1
     return jnp.where((s.player == CHANCE) & (bits == 0), 1.0 / (DECK - s.dealt), 0.0)
+
+  def sample_chance(self, s, u):
+    """int32 ``[]``: the ``k``-th card not yet dealt (in id order), ``k = floor(u (52 -
+    dealt))`` on ``u``'s grid (:func:`~jaxgt.games.device.uniform_grid_index`): uniform over
+    the cards left, as :meth:`chance_probs`, without the 52-wide weights."""
+    return kth_free_card(s.deck, uniform_grid_index(u, DECK - s.dealt))
 
   def step(self, s, action):
     action = jnp.asarray(action, jnp.int32)
@@ -350,6 +356,31 @@ class LimitHoldem(DeviceGame):
 
   def openspiel_game_string(self):
     return OPENSPIEL
+
+
+def _select_bit(x, k):
+  """int32 ``[]``: the position of the ``k``-th (from 0) set bit of ``x`` (uint32 ``[]``
+  with more than ``k`` set bits), by halving: five population counts."""
+  pos = jnp.int32(0)
+  for width in (16, 8, 4, 2, 1):
+    low = x & jnp.uint32((1 << width) - 1)
+    c = jax.lax.population_count(low).astype(jnp.int32)
+    up = k >= c
+    k = jnp.where(up, k - c, k)
+    x = jnp.where(up, x >> width, low)
+    pos = pos + jnp.where(up, width, 0)
+  return pos
+
+
+def kth_free_card(deck, k):
+  """int32 ``[]``: the ``k``-th (from 0) card id whose bit is clear in ``deck`` (int32 ``[2]``,
+  cards 0-31 and 32-51 as bits; ``0 <= k <`` the number of clear bits)."""
+  free0 = ~jax.lax.bitcast_convert_type(deck[0], jnp.uint32)
+  free1 = ~jax.lax.bitcast_convert_type(deck[1], jnp.uint32) & jnp.uint32((1 << (DECK - 32)) - 1)
+  n0 = jax.lax.population_count(free0).astype(jnp.int32)
+  high = k >= n0
+  return jnp.where(high, 32, 0) + _select_bit(jnp.where(high, free1, free0),
+                                              jnp.where(high, k - n0, k))
 
 
 def _deck_bits(cards):

@@ -10,6 +10,12 @@ probabilities, returns, keys and private states, and checks on the host:
 - ``players``: ``current_player`` is 0, 1, :data:`CHANCE` or :data:`TERMINAL`;
 - ``chance_probabilities``: non-negative, summing to one (``PROB_ATOL``) at
   chance nodes, zero elsewhere;
+- ``chance_sampler`` (games that define ``sample_chance``): at chance nodes, the
+  outcomes ``sample_chance`` gives at :data:`SAMPLER_GRID` evenly spaced ``u`` in
+  ``[0, 1)`` (the midpoints of equal parts) are in ``[0, C)``, have positive
+  probability, and each outcome's share of the grid is within ``2 / SAMPLER_GRID``
+  of its ``chance_probs`` (exact for a sampler whose outcomes take intervals of
+  ``u``, as an inverse CDF in any outcome order does);
 - ``legal_actions``: non-empty at decisions, empty at chance nodes and terminals;
 - ``zero_sum``: finite returns with ``u0 + u1 == 0`` at terminals, zeros elsewhere;
 - ``max_length``: every trajectory is over after ``max_length`` steps;
@@ -42,12 +48,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxgt.games.base import CHANCE, PROB_ATOL, TERMINAL
-from jaxgt.games.device import DeviceGame, key_codes
+from jaxgt.games.device import DeviceGame, has_chance_sampler, key_codes
 
-CHECKS = ("shapes", "players", "chance_probabilities", "legal_actions", "zero_sum",
-          "max_length", "perfect_recall", "public_states", "private_states", "terminal_step")
+CHECKS = ("shapes", "players", "chance_probabilities", "chance_sampler", "legal_actions",
+          "zero_sum", "max_length", "perfect_recall", "public_states", "private_states",
+          "terminal_step")
 MAX_REPORTED = 20
 """Failures listed per check (all are counted)."""
+SAMPLER_GRID = 1024
+"""Values of ``u`` at which ``sample_chance`` is read at each visited chance node."""
 _CHUNK = 1024  # trajectories per jitted call (the last chunk padded)
 _PRIVATE_CELLS = 1 << 12
 """Above this many private pairs (``K0 * K1``), ``private_chance`` is checked on a sample of the
@@ -57,8 +66,11 @@ _PRIVATE_BUDGET = 1 << 28
 
 def checks_of(game: DeviceGame) -> list[str]:
   """The checks :func:`check_rules` runs on ``game`` (``private_states`` only where it declares
-  ``num_private``)."""
-  return [c for c in CHECKS if c != "private_states" or game.num_private is not None]
+  ``num_private``, ``chance_sampler`` only where it defines ``sample_chance``)."""
+  skip = {"private_states"} if game.num_private is None else set()
+  if not has_chance_sampler(game):
+    skip.add("chance_sampler")
+  return [c for c in CHECKS if c not in skip]
 
 
 def _expected_shapes(game: DeviceGame) -> dict:
@@ -75,6 +87,8 @@ def _expected_shapes(game: DeviceGame) -> dict:
     k0, k1 = game.num_private
     out.update({"private_index(0)": ((), "i"), "private_index(1)": ((), "i"),
                 "private_chance": ((k0, k1), "f")})
+  if has_chance_sampler(game):
+    out["sample_chance"] = ((), "i")
   return out
 
 
@@ -88,7 +102,8 @@ def _functions(game: DeviceGame) -> dict:
           "public_features": game.public_features,
           "private_index(0)": lambda s: game.private_index(s, 0),
           "private_index(1)": lambda s: game.private_index(s, 1),
-          "private_chance": game.private_chance}
+          "private_chance": game.private_chance,
+          "sample_chance": lambda s: game.sample_chance(s, jnp.float32(0.5))}
 
 
 def _shape_failures(game: DeviceGame) -> list[str]:
@@ -125,12 +140,20 @@ def _sampler(game: DeviceGame):
   n = game.num_distinct
   private = game.num_private is not None
   every_step = private and _every_step(game)
+  grid = (np.arange(SAMPLER_GRID, dtype=np.float32) + 0.5) / SAMPLER_GRID
+  sampler = has_chance_sampler(game) and game.num_outcomes > 0
 
   def read(s):
     p = game.current_player(s)
     probs = game.chance_probs(s)
     rec = dict(player=p, legal=game.legal_mask(s), probs=probs, returns=game.returns(s),
                key0=game.info_key(s, 0), key1=game.info_key(s, 1), public=game.public_key(s))
+    if sampler:  # outcomes drawn over the grid of u: their counts [C], and any out of range
+      drawn = jax.vmap(lambda u: game.sample_chance(s, u))(jnp.asarray(grid))
+      inside = (drawn >= 0) & (drawn < game.num_outcomes)
+      rec["sampled"] = jnp.zeros(game.num_outcomes, jnp.int32).at[
+          jnp.where(inside, drawn, 0)].add(inside.astype(jnp.int32))
+      rec["sampled_outside"] = ~jnp.all(inside)
     if private:
       rec["private"] = jnp.stack([game.private_index(s, 0), game.private_index(s, 1)])
     if every_step:
@@ -338,6 +361,19 @@ def _host_checks(game, rec, actions, unchanged, report):
   flag("chance_probabilities", visited & ~chance & np.any(probs != 0, -1),
        lambda i, t: f"chance probabilities {probs[i, t].tolist()} are not zero where player "
                     f"{player[i, t]} is to act")
+  if "sampled" in rec:
+    share = rec["sampled"] / SAMPLER_GRID
+    wrong = (np.abs(share - probs) > 2.0 / SAMPLER_GRID + PROB_ATOL) | (share > 0) & (probs <= 0)
+    outside = rec["sampled_outside"]
+
+    def sampler_message(i, t):
+      bad = np.flatnonzero(wrong[i, t])
+      return (f"sample_chance over a grid of u disagrees with chance_probs: outcomes "
+              f"{bad.tolist()} drawn with shares {share[i, t, bad].tolist()} against "
+              f"probabilities {probs[i, t, bad].tolist()}"
+              f"{'; outcomes outside [0, C) drawn' if outside[i, t] else ''}")
+
+    flag("chance_sampler", chance & (outside | np.any(wrong, -1)), sampler_message)
   legal = rec["legal"]
   flag("legal_actions", decision & ~legal.any(-1), lambda i, t: "empty legal mask at a decision")
   flag("legal_actions", (terminal | chance) & legal.any(-1),
