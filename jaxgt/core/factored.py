@@ -91,7 +91,7 @@ def _pow2(n: int) -> int:
   return 1 << max(0, (n - 1).bit_length())
 
 
-def _dealt_root(game: DeviceGame):
+def dealt_root(game: DeviceGame):
   """The first public state after the private deals (each chance step takes its first
   outcome of positive probability)."""
   state = game.init()
@@ -200,7 +200,7 @@ def build_factored_tree(game: DeviceGame, *, root=None, max_states: int = 1_000_
   K0, K1 = game.num_private
   with_chance = K0 * K1 * game.num_outcomes <= PAIR_OUTCOME_LIMIT
   describe = _describers(game, with_chance)
-  root = _dealt_root(game) if root is None else _check_root(game, root)
+  root = dealt_root(game) if root is None else _check_root(game, root)
   frontier = jax.tree.map(lambda x: np.asarray(x)[None], root)
   frontier_parent = np.full(1, -1, np.int32)
   frontier_action = np.full(1, -1, np.int32)

@@ -18,7 +18,7 @@ import optax
 from flax import struct
 
 from jaxgt.core.checks import check_key, check_shape
-from jaxgt.nets.encoding import PBS, PBSEncoding, exact_cfvs, features, history_utilities, masks
+from jaxgt.nets.encoding import PBS, PBSEncoding, exact_cfvs, history_utilities
 from jaxgt.core.public_tree import history_values
 from jaxgt.core import sequence_form
 
@@ -46,11 +46,14 @@ class CVPN(nn.Module):
   """MLP counterfactual value-and-policy network over one game's PBSs (Schmid et al. 2023, Fig. 6).
 
   Input: public features, both padded ranges and slot masks (and a learned
-  public-state embedding when ``embed_dim > 0``); a ReLU trunk ``hidden``;
-  masked value ``[2, K]`` and policy ``[2, K, A]`` heads.
+  public-state embedding when ``embed_dim > 0``, compiled games only); a ReLU
+  trunk ``hidden``; masked value ``[2, K]`` and policy ``[2, K, A]`` heads. The
+  encoding is a compiled game's :class:`PBSEncoding` (PBSs by public-state id) or
+  a device game's :class:`~jaxgt.nets.factored_encoding.FactoredEncoding` (PBSs
+  by state, ranges over the private states).
   """
 
-  encoding: PBSEncoding
+  encoding: Any  # PBSEncoding or FactoredEncoding
   hidden: Sequence[int] = (128, 128)
   embed_dim: int = 0
 
@@ -58,15 +61,19 @@ class CVPN(nn.Module):
   def __call__(self, pbs: PBS) -> CVPNOutput:
     enc = self.encoding
     K, A = enc.k_max, enc.num_actions
-    public = jnp.asarray(pbs.public)
+    public = pbs.public
     ranges = jnp.asarray(pbs.ranges)
-    check_shape("PBS ranges", ranges, public.shape + (2, K))  # K slots per player
-    batch = public.shape
-    mask, legal = masks(enc, public)
-    x = [features(enc, public), ranges.astype(jnp.float32).reshape(batch + (2 * K,)),
+    batch = enc.batch_shape(public)
+    check_shape("PBS ranges", ranges, batch + (2, K))  # K slots per player
+    mask, legal = enc.masks(public)
+    x = [enc.features(public), ranges.astype(jnp.float32).reshape(batch + (2 * K,)),
          mask.astype(jnp.float32).reshape(batch + (2 * K,))]
     if self.embed_dim:
-      x.append(nn.Embed(enc.num_public_states, self.embed_dim, name="public_embed")(public))
+      if not enc.num_public_states:
+        raise ValueError("a public-state embedding (embed_dim > 0) needs a compiled game's "
+                         "encoding (numbered public states)")
+      x.append(nn.Embed(enc.num_public_states, self.embed_dim, name="public_embed")(
+          jnp.asarray(public)))
     x = jnp.concatenate(x, axis=-1)
     for i, width in enumerate(self.hidden):
       x = nn.relu(nn.Dense(width, name=f"trunk_{i}")(x))
@@ -80,7 +87,7 @@ class CVPN(nn.Module):
 def init(model: CVPN, key, batch_size: int = 1):
   """Parameters of ``model`` (a dummy batch of root PBSs)."""
   enc = model.encoding
-  pbs = PBS(public=jnp.zeros((batch_size,), jnp.int32),
+  pbs = PBS(public=enc.example(batch_size),
             ranges=jnp.zeros((batch_size, 2, enc.k_max), jnp.float32))
   return model.init(key, pbs)
 
@@ -91,7 +98,7 @@ def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: 
   out = model.apply(params, pbs)
   tv = jnp.asarray(targets.values, out.values.dtype)
   check_shape("value targets", tv, out.values.shape)
-  mask, legal = masks(model.encoding, pbs.public)
+  mask, legal = model.encoding.masks(pbs.public)
   per = optax.huber_loss(out.values, tv, delta=huber_delta)
   value_loss = masked_mean(per, mask)
   if targets.policy is None:
@@ -120,9 +127,10 @@ def fit(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, key, steps: int 
   Loss ``value_weight * Huber + policy_weight * cross entropy``; Adam unless
   ``optimizer`` is given; minibatches of ``batch_size`` drawn with ``key``.
   """
-  public = jnp.asarray(pbs.public)
-  check_shape("fit: a flat batch of PBSs' public ids", public, (None,))
-  B = public.shape[0]
+  batch = model.encoding.batch_shape(pbs.public)
+  if len(batch) != 1:
+    raise ValueError(f"fit needs a flat batch of PBSs, got batch shape {batch}")
+  B = batch[0]
   if jnp.shape(targets.values)[:1] != (B,):
     raise ValueError(f"targets must have a leading batch of {B}, got {jnp.shape(targets.values)}")
   opt = optimizer if optimizer is not None else optax.adam(learning_rate)

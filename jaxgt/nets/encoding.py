@@ -28,6 +28,7 @@ total own reach of ``s`` (:func:`to_game_scale`).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +45,10 @@ from jaxgt.core.public_tree import PublicTree, build_public_tree
 class PBS:
   """A batch of public belief states in the padded layout."""
 
-  public: jax.Array  # [...] int32 public state ids
+  # [...] int32 public state ids (a compiled game's :class:`PBSEncoding`), or a batch of
+  # states of a device game whose ranges factor (:class:`~jaxgt.nets.factored_encoding.
+  # FactoredEncoding`: the state pytree with leading axes [...])
+  public: Any
   ranges: jax.Array  # [..., 2, K] normalised ranges (zero on padding slots)
 
 
@@ -82,6 +86,23 @@ class PBSEncoding:
   @property
   def feature_size(self) -> int:
     return (self.max_depth + 1) + 4 + self.max_depth * self.max_children
+
+  # the interface networks read (shared with jaxgt.nets.factored_encoding.FactoredEncoding)
+  def features(self, public) -> jax.Array:
+    """Public-state features ``[..., F]`` of ids ``[...]`` (:func:`features`)."""
+    return features(self, public)
+
+  def masks(self, public):
+    """``(mask [..., 2, K], legal [..., 2, K, A])`` of ids ``[...]`` (:func:`masks`)."""
+    return masks(self, public)
+
+  def batch_shape(self, public) -> tuple:
+    """The batch shape of PBS ids ``public``."""
+    return tuple(jnp.shape(public))
+
+  def example(self, batch_size: int):
+    """``batch_size`` public states (the root's id) to initialise a network with."""
+    return jnp.zeros((batch_size,), jnp.int32)
 
   def check_for(self, game) -> None:
     """``ValueError`` unless ``game`` (compiled game or public tree) is this encoding's game."""
