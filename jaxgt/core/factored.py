@@ -88,7 +88,30 @@ def _pow2(n: int) -> int:
   return 1 << max(0, (n - 1).bit_length())
 
 
-def _dealt_root(game: DeviceGame):
+def check_factored(game, what: str = "the factored public tree") -> None:
+  """Raises unless ``game`` is a device game whose public states factor (``num_private`` and
+  ``with_private``): ``TypeError`` for another kind of game, ``ValueError`` otherwise."""
+  if not isinstance(game, DeviceGame):
+    raise TypeError(f"{what} needs a device game, got {type(game).__name__}")
+  if game.num_private is None:
+    raise ValueError(f"{game.game_string()} has no public/private factorisation "
+                     "(num_private is None)")
+  if type(game).with_private is DeviceGame.with_private:
+    raise ValueError(f"{game.game_string()} does not define with_private, which {what} needs")
+
+
+def private_pairs(game: DeviceGame, state):
+  """``state`` under every deal: the same public history with private states ``(k0, k1)``
+  (a pytree with ``[K0, K1]`` in front of every leaf; ``with_private``)."""
+  K0, K1 = game.num_private
+
+  def pair(k0, k1):
+    return game.with_private(game.with_private(state, 0, k0), 1, k1)
+
+  return jax.vmap(lambda a: jax.vmap(lambda b: pair(a, b))(jnp.arange(K1)))(jnp.arange(K0))
+
+
+def dealt_root(game: DeviceGame):
   """The first public state after the private deals (each chance step takes its first
   outcome of positive probability)."""
   state = game.init()
@@ -109,12 +132,9 @@ def _describers(game: DeviceGame):
   B, A, C = game.num_distinct, game.num_actions, game.num_outcomes
   k0s, k1s = jnp.arange(K0), jnp.arange(K1)
 
-  def pair(s, k0, k1):
-    return game.with_private(game.with_private(s, 0, k0), 1, k1)
-
   def describe(s):
     pc = game.private_chance(s)
-    pairs = jax.vmap(lambda a: jax.vmap(lambda b: pair(s, a, b))(k1s))(k0s)
+    pairs = private_pairs(game, s)
     ret = jax.vmap(jax.vmap(game.returns))(pairs)[..., 0]
     util = jnp.where(pc > 0, ret, 0.0)
     if C:
@@ -132,7 +152,7 @@ def _describers(game: DeviceGame):
 
     def child(a):
       b = best[jnp.minimum(a, max(C - 1, 0))] if C else 0
-      chance_child = game.step(pair(s, b // K1, b % K1), a) if C else s
+      chance_child = game.step(jax.tree.map(lambda x: x[b // K1, b % K1], pairs), a) if C else s
       own = game.step(s, a)
       return jax.tree.map(lambda x, y: jnp.where(player == CHANCE, x, y), chance_child, own)
 
@@ -148,19 +168,12 @@ def build_factored_tree(game: DeviceGame, *, max_states: int = 1_000_000) -> Fac
   rules breadth first; ``ValueError`` if the game has no public/private factorisation, deals
   private information after the first public state, or has over ``max_states`` public
   states (grow such a tree from the rules instead: :mod:`jaxgt.search.gtcfr`)."""
-  if not isinstance(game, DeviceGame):
-    raise TypeError(f"build_factored_tree needs a device game, got {type(game).__name__}")
-  if game.num_private is None:
-    raise ValueError(f"{game.game_string()} has no public/private factorisation "
-                     "(num_private is None)")
-  if type(game).with_private is DeviceGame.with_private:
-    raise ValueError(f"{game.game_string()} does not define with_private, which the factored "
-                     "public tree needs")
+  check_factored(game, "build_factored_tree")
   if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
     raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
   K0, K1 = game.num_private
   describe = _describers(game)
-  root = _dealt_root(game)
+  root = dealt_root(game)
   frontier = jax.tree.map(lambda x: np.asarray(x)[None], root)
   frontier_parent = np.full(1, -1, np.int32)
   frontier_action = np.full(1, -1, np.int32)

@@ -1,0 +1,83 @@
+"""GT-CFR on a device tree grown from a device game's rules against the same search on the
+enumerated game's tables, and searches on Liar's Dice with two dice each (not enumerable)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.games import make_from_string
+from jaxgt.search import device_tree as dt
+from jaxgt.search import evaluator as evaluators
+from jaxgt.search import gtcfr
+from jaxgt.search import rules_source as rs
+
+
+def _reach_evaluator():
+  """Leaf values from the leaf's own reaches (the same numbers on both sources' slots)."""
+  return evaluators.from_callable(
+      lambda leaves: jnp.where(leaves.leaf, leaves.reach[0] - 0.5 * leaves.reach[1], 0.0),
+      name="reach")
+
+
+def _pair(name):
+  """``(compiled, enumerated source, post-deal public state, device game, rules source, root
+  state, slot maps)``; ``maps[p][j]`` is the rules slot of the enumerated root's slot ``j``."""
+  comp = jaxgt.load(name)
+  esrc = dt.source_from_game(comp)
+  players = np.asarray(esrc.tables.player)
+  public = int(np.flatnonzero(np.any((players == 0) | (players == 1), axis=1))[0])
+  game = make_from_string(name)
+  rsrc = rs.rules_source(game, value_scale=esrc.value_scale)
+  root = rs.post_deal_root(game)
+  info_id = np.asarray(esrc.tables.info_id)[public]
+  maps = []
+  for p in (0, 1):
+    slot = {game.info_string(np.asarray(game.info_key(game.with_private(root, p, k), p)), p): k
+            for k in range(game.num_private[p])}
+    maps.append(np.array([slot[comp.aug_keys[p][i]] for i in info_id[p] if i >= 0]))
+  return comp, esrc, public, game, rsrc, root, maps
+
+
+def _ranges(K, maps, seed):
+  """Random root ranges on both sources' slots."""
+  rng = np.random.default_rng(seed)
+  enum, rules = np.zeros((2, K)), np.zeros((2, K))
+  for p in (0, 1):
+    r = rng.dirichlet(np.ones(len(maps[p])))
+    enum[p, :len(r)] = r
+    rules[p, maps[p]] = r
+  return enum, rules
+
+
+def _close(a, b, tol=1e-6):
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  assert np.max(np.abs(a - b), initial=0.0) <= tol * max(1.0, float(np.max(np.abs(b))))
+
+
+def _same_root(res_e, res_r, maps, K):
+  for p in (0, 1):
+    n = len(maps[p])
+    _close(np.asarray(res_r.root_values)[p, maps[p]], np.asarray(res_e.root_values)[p, :n])
+    _close(np.asarray(res_r.policy[p])[maps[p]], np.asarray(res_e.policy[p])[:n])
+    _close(np.asarray(res_r.node_reach)[p, maps[p]], np.asarray(res_e.node_reach)[p, :n])
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
+def test_full_tree_solve_equals_the_enumerated_source(name):
+  comp, esrc, public, game, rsrc, root, maps = _pair(name)
+  # the whole game below the deals: every public state a node
+  cap = 64 if name == "kuhn_poker" else esrc.num_public_states
+  trees = []
+  for src, r in ((esrc, public), (rsrc, root)):
+    tree = jax.jit(lambda x, s=src: dt.expand_all(s, dt.init_tree(s, cap, x)))(r)
+    trees.append(tree)
+  assert int(trees[0].num_nodes) == int(trees[1].num_nodes)
+  assert not np.any(np.asarray(trees[1].expanded) & ~np.asarray(trees[0].expanded)[:cap])
+  enum_r, rules_r = _ranges(esrc.num_infostates, maps, 0)
+  out = []
+  for src, tree, ranges in ((esrc, trees[0], enum_r), (rsrc, trees[1], rules_r)):
+    cfg = gtcfr.make_config(src, simulations=1, capacity=cap)
+    out.append(gtcfr.solve_tree(src, cfg, _reach_evaluator(), tree, ranges, 50))
+  _same_root(out[0], out[1], maps, esrc.num_infostates)
