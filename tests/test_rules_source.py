@@ -64,6 +64,7 @@ def _same_root(res_e, res_r, maps, K):
     _close(np.asarray(res_r.node_reach)[p, maps[p]], np.asarray(res_e.node_reach)[p, :n])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
 def test_full_tree_solve_equals_the_enumerated_source(name):
   comp, esrc, public, game, rsrc, root, maps = _pair(name)
@@ -83,9 +84,10 @@ def test_full_tree_solve_equals_the_enumerated_source(name):
   _same_root(out[0], out[1], maps, esrc.num_infostates)
 
 
-@pytest.mark.parametrize("name,sims,resolve", [("kuhn_poker", 30, False), ("kuhn_poker", 30, True),
-                                               ("leduc_poker", 40, False),
-                                               ("leduc_poker", 40, True)])
+@pytest.mark.parametrize("name,sims,resolve", [
+    ("kuhn_poker", 30, False), ("kuhn_poker", 30, True),
+    pytest.param("leduc_poker", 40, False, marks=pytest.mark.slow),
+    pytest.param("leduc_poker", 40, True, marks=pytest.mark.slow)])
 def test_growing_search_equals_the_enumerated_source(name, sims, resolve):
   comp, esrc, public, game, rsrc, root, maps = _pair(name)
   K = esrc.num_infostates
@@ -110,3 +112,60 @@ def test_growing_search_equals_the_enumerated_source(name, sims, resolve):
   assert int(res_e.state.num_queries) == int(res_r.state.num_queries)
   assert int(res_e.state.history_visits) == int(res_r.state.history_visits)
   _same_root(res_e, res_r, maps, K)
+
+
+def test_search_on_liars_dice_two_dice_each():
+  """LD(2,2) (about 10^9.6 histories): a GT-CFR search from the first public state after the
+  rolls, its root grown from the rules; the rolls' chance reach is the closed form."""
+  game = make_from_string("liars_dice(numdice=2)")
+  src = rs.rules_source(game)
+  assert (src.num_histories, src.num_infostates, src.num_children) == (21 * 21, 21, 25)
+  root = rs.post_deal_root(game)
+  rows = src.rows(src.root_key(root))
+  # an unordered roll of two dice: 1/36 a pair, 2/36 two faces; the two players' independent
+  # (the slots' order is the game's, so compared as sorted)
+  rolls = np.array([(1.0 if a == b else 2.0) / 36 for a in range(6) for b in range(a, 6)])
+  reach = np.asarray(rows.chance_reach).reshape(21, 21)
+  np.testing.assert_allclose(np.sort(reach.sum(1)), np.sort(rolls), atol=1e-12)
+  np.testing.assert_allclose(reach, np.outer(reach.sum(1), reach.sum(0)), atol=1e-12)
+  ranges = gtcfr.root_ranges(src, root)
+  cfg = gtcfr.make_config(src, simulations=20)
+  res = gtcfr.search(src, cfg, _reach_evaluator(), root, ranges, jax.random.key(0))
+  tree = res.state.tree
+  assert int(tree.num_nodes) > 1 + 25  # the simulations grew the tree past the root's children
+  assert int(res.state.num_queries) > 0
+  legal = np.asarray(tree.legal[0, 0])  # [K, A] player 0 acts at the root
+  policy = np.asarray(res.policy[0])[:src.num_infostates]
+  assert np.all(legal[:, :24]) and not np.any(legal[:, 24])  # every bid; no "liar" first
+  np.testing.assert_allclose(policy.sum(1), 1.0, atol=1e-9)
+  assert np.all(policy >= 0) and np.all(policy[~legal] == 0)
+  assert np.all(np.isfinite(np.asarray(res.root_values)))
+  # children of the root: one per bid, the labels of their nodes
+  kids = np.asarray(tree.children[0])
+  np.testing.assert_array_equal(np.asarray(tree.public)[kids[:24]], np.arange(24))
+
+
+def test_bad_input_is_refused():
+  with pytest.raises(TypeError, match="device game"):
+    rs.rules_source(jaxgt.load("kuhn_poker"))  # an enumerated game: source_from_game
+  with pytest.raises(ValueError, match="factorisation"):
+    rs.rules_source(make_from_string("goofspiel(num_cards=3)"))
+  game = make_from_string("kuhn_poker")
+  src = rs.rules_source(game)
+  cfg = gtcfr.make_config(src, simulations=2)
+  ev = _reach_evaluator()
+  ranges = np.full((2, 3), 1 / 3)
+  with pytest.raises(ValueError, match="private deals"):
+    gtcfr.search(src, cfg, ev, game.init(), ranges, jax.random.key(0))
+  with pytest.raises(ValueError, match="state of kuhn"):
+    gtcfr.search(src, cfg, ev, 0, ranges, jax.random.key(0))
+  root = rs.post_deal_root(game)
+  over = game.step(game.step(root, 0), 0)  # pass, pass: the showdown
+  with pytest.raises(ValueError, match="terminal"):
+    gtcfr.search(src, cfg, ev, over, ranges, jax.random.key(0))
+  with pytest.raises(ValueError, match=r"shape \(4,\)"):  # a batch of ranges, one root state
+    gtcfr.search(src, cfg, ev, root, np.stack([ranges] * 4), jax.random.key(0))
+  with pytest.raises(ValueError, match="compiled game"):
+    evaluators.exact(src)
+  with pytest.raises(ValueError, match="enumerated source"):
+    dt.public_path(src, 0)

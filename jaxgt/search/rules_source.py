@@ -33,6 +33,7 @@ search's memory is its tree's capacity times the node size ``O(K0 K1 Q)``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -130,8 +131,13 @@ class RulesSource:
 
   # ---------------------------------------------------------------- rows
   def rows(self, key: RulesKey) -> PublicStateRows:
-    """The arrays of the public state of ``key`` (one key)."""
-    return self.expansion(key)[0]
+    """The arrays of the public state of ``key`` (one key; compiled once per source, also
+    when called on the host)."""
+    return self._rows(key)
+
+  @functools.cached_property
+  def _rows(self):
+    return jax.jit(lambda key: self.expansion(key)[0])
 
   def expansion(self, key: RulesKey) -> tuple:
     """``(rows, child keys [Q])`` of the public state of one ``key`` (module docstring)."""
