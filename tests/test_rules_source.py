@@ -21,6 +21,9 @@ def _reach_evaluator():
       name="reach")
 
 
+REACH = _reach_evaluator()
+
+
 def _pair(name):
   """``(compiled, enumerated source, post-deal public state, device game, rules source, root
   state, slot maps)``; ``maps[p][j]`` is the rules slot of the enumerated root's slot ``j``."""
@@ -80,7 +83,7 @@ def test_full_tree_solve_equals_the_enumerated_source(name):
   out = []
   for src, tree, ranges in ((esrc, trees[0], enum_r), (rsrc, trees[1], rules_r)):
     cfg = gtcfr.make_config(src, simulations=1, capacity=cap)
-    out.append(gtcfr.solve_tree(src, cfg, _reach_evaluator(), tree, ranges, 50))
+    out.append(gtcfr.solve_tree(src, cfg, REACH, tree, ranges, 50))
   _same_root(out[0], out[1], maps, esrc.num_infostates)
 
 
@@ -105,7 +108,7 @@ def test_growing_search_equals_the_enumerated_source(name, sims, resolve):
   out = []
   for src, r, ranges, kw in ((esrc, public, enum_r, kw_e), (rsrc, root, rules_r, kw_r)):
     cfg = gtcfr.make_config(src, simulations=sims, capacity=1 + 6 * (sims + 2))
-    out.append(gtcfr.search(src, cfg, _reach_evaluator(), r, ranges, key, **kw))
+    out.append(gtcfr.search(src, cfg, REACH, r, ranges, key, **kw))
   res_e, res_r = out
   # the same trees grew (node order may differ): as many nodes, histories and leaf queries
   assert int(res_e.state.tree.num_nodes) == int(res_r.state.tree.num_nodes) > 1 + 2
@@ -130,7 +133,7 @@ def test_search_on_liars_dice_two_dice_each():
   np.testing.assert_allclose(reach, np.outer(reach.sum(1), reach.sum(0)), atol=1e-12)
   ranges = gtcfr.root_ranges(src, root)
   cfg = gtcfr.make_config(src, simulations=20)
-  res = gtcfr.search(src, cfg, _reach_evaluator(), root, ranges, jax.random.key(0))
+  res = gtcfr.search(src, cfg, REACH, root, ranges, jax.random.key(0))
   tree = res.state.tree
   assert int(tree.num_nodes) > 1 + 25  # the simulations grew the tree past the root's children
   assert int(res.state.num_queries) > 0
@@ -169,3 +172,37 @@ def test_bad_input_is_refused():
     evaluators.exact(src)
   with pytest.raises(ValueError, match="enumerated source"):
     dt.public_path(src, 0)
+
+
+def test_branch_and_batch_match_the_enumerated_source():
+  """A search growing the single branch to a later decision first (re-solving's tree: the path
+  is the actions from the root with a rules source) and a batch of two searches."""
+  comp, esrc, public, game, rsrc, root, maps = _pair("kuhn_poker")
+  K = esrc.num_infostates
+  tables = esrc.tables
+  kids = [int(c) for c in np.asarray(tables.children[public]) if c >= 0]
+  bet = next(c for c in kids if int(np.asarray(tables.action[c])[0]) == 1)
+  D = esrc.max_public_depth + 1
+  path_e = np.full(D, -1, np.int32)
+  path_e[:2] = public, bet
+  path_r = np.full(rsrc.max_public_depth + 1, -1, np.int32)
+  path_r[:2] = 0, 1
+  enum_r, rules_r = _ranges(K, maps, 4)
+  cfg_e = gtcfr.make_config(esrc, simulations=20, capacity=64)
+  cfg_r = gtcfr.make_config(rsrc, simulations=20, capacity=64)
+  key = jax.random.key(5)
+  res_e = gtcfr.search(esrc, cfg_e, REACH, public, enum_r, key, path=path_e)
+  res_r = gtcfr.search(rsrc, cfg_r, REACH, root, rules_r, key, path=path_r)
+  focus = int(res_r.state.focus)
+  assert int(res_r.state.tree.public[focus]) == 1 and int(res_r.state.tree.parent[focus]) == 0
+  assert int(res_e.state.tree.public[int(res_e.state.focus)]) == bet
+  _same_root(res_e, res_r, maps, K)
+  # a batch: both roots the same state, two keys
+  keys = jax.random.split(jax.random.key(6), 2)
+  batch_root = jax.tree_util.tree_map(lambda x: jnp.stack([x, x]), root)
+  ranges = np.stack([rules_r, np.roll(rules_r, 1, axis=1)])
+  batch = gtcfr.search(rsrc, cfg_r, REACH, batch_root, ranges, keys)
+  for b in range(2):
+    one = gtcfr.search(rsrc, cfg_r, REACH, root, ranges[b], keys[b])
+    _close(np.asarray(batch.root_values)[b], np.asarray(one.root_values), 1e-9)
+    _close(np.asarray(batch.policy[0])[b], np.asarray(one.policy[0]), 1e-9)
