@@ -167,7 +167,7 @@ def build_factored_tree(game: DeviceGame, *, max_states: int = 1_000_000) -> Fac
   """The public tree of ``game`` on factored ranges (module docstring), expanded from its
   rules breadth first; ``ValueError`` if the game has no public/private factorisation, deals
   private information after the first public state, or has over ``max_states`` public
-  states (grow such a tree from the rules instead: :mod:`jaxgt.search.gtcfr`)."""
+  states (grow such a tree from the rules instead: :mod:`jaxgt.search.rules_source`)."""
   check_factored(game, "build_factored_tree")
   if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
     raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
