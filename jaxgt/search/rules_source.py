@@ -28,6 +28,12 @@ they are public in every game that factors this way. Chance after the root
 state must be public (each outcome its own public state), as in
 :func:`jaxgt.core.factored.build_factored_tree`; nothing is tabulated, so a
 search's memory is its tree's capacity times the node size ``O(K0 K1 Q)``.
+
+Each node's key stays in the tree (:attr:`~jaxgt.search.device_tree.DeviceTree.keys`), so a
+leaf evaluator reads a frontier node's public state from its representative state (e.g. the
+game's ``public_features``); :attr:`~jaxgt.search.device_tree.DeviceTree.public` holds the
+action or chance outcome into each node, so a branch from the root is grown by giving those
+(:func:`~jaxgt.search.device_tree.grow_branch`, ``search(path=...)``).
 """
 
 from __future__ import annotations
