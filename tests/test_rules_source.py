@@ -207,3 +207,25 @@ def test_branch_and_batch_match_the_enumerated_source():
     one = gtcfr.search(rsrc, cfg_r, REACH, root, ranges[b], keys[b])
     _close(np.asarray(batch.root_values)[b], np.asarray(one.root_values), 1e-9)
     _close(np.asarray(batch.policy[0])[b], np.asarray(one.policy[0]), 1e-9)
+
+
+@pytest.mark.slow
+def test_resolving_on_liars_dice_two_dice_each():
+  """Re-solving for player 1 at LD(2,2)'s first bid with the gadget: the opponent's average
+  gadget range is a follow probability per private state and the policy is valid."""
+  game = make_from_string("liars_dice(numdice=2)")
+  src = rs.rules_source(game)
+  root = game.step(rs.post_deal_root(game), 3)  # player 0's first bid; player 1 to act
+  rng = np.random.default_rng(0)
+  ranges = gtcfr.root_ranges(src, root, [rng.dirichlet(np.ones(21)) for _ in (0, 1)])
+  cfg = gtcfr.make_config(src, simulations=10)
+  opp = rng.normal(size=21) * 0.01
+  res = gtcfr.search(src, cfg, REACH, root, ranges, jax.random.key(1), player=1, opp_values=opp)
+  gadget_range = np.asarray(res.node_reach)[0, :21]
+  assert np.all(gadget_range >= -1e-12) and np.all(gadget_range <= 1 + 1e-9)
+  assert np.all(np.isfinite(np.asarray(res.root_values)))
+  policy = np.asarray(res.policy[1])[:21]
+  legal = np.asarray(res.state.tree.legal[1, 0])[:21]
+  assert legal[:, 24].all() and not legal[:, :4].any()  # "liar", or a bid above the first
+  np.testing.assert_allclose(policy.sum(1), 1.0, atol=1e-9)
+  assert np.all(policy[~legal] == 0)
