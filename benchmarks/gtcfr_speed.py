@@ -10,8 +10,14 @@ reported separately. Peer, timed in the same run: OpenSpiel's C++
 second, against ours (live tree histories x CFR iterations per second, the
 evaluator's continuation not counted).
 
+With ``--rules`` the tree grows from a device game's rules instead
+(:func:`jaxgt.search.rules_source.rules_source`: games too large to enumerate, e.g. Liar's
+Dice with two dice each), every search at the first public state after the deals with its own
+random ranges and key, leaves valued zero (the tree's and the expansions' cost alone).
+
   python benchmarks/gtcfr_speed.py --quick            # small, for a loaded machine
   python benchmarks/gtcfr_speed.py --batches 1,4,16,64,256,1024 --openspiel
+  python benchmarks/gtcfr_speed.py --rules --game 'liars_dice(numdice=2)' --batches 1,4,16
 """
 
 import argparse
@@ -28,6 +34,7 @@ from jaxgt.core.public_tree import build_public_tree
 from jaxgt.search import device_tree as dt
 from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
+from jaxgt.search import rules_source
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from subgame_speed import report_openspiel  # noqa: E402  (OpenSpiel C++ CFR+ history visits/s)
@@ -51,11 +58,15 @@ def main(argv=None):
   ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
   ap.add_argument("--openspiel", action="store_true", help="also time OpenSpiel CFR+")
   ap.add_argument("--quick", action="store_true", help="B = 1, 8 and s = 20 (loaded machines)")
+  ap.add_argument("--rules", action="store_true",
+                  help="grow the tree from the device game's rules (zero leaf values)")
   args = ap.parse_args(argv)
   if args.quick:
     args.batches, args.simulations = "1,8", 20
   if args.dtype == "float64":
     jax.config.update("jax_enable_x64", True)
+  if args.rules:
+    return _rules(args)
   g = jaxgt.load(args.game)
   pt = build_public_tree(g)
   src = dt.source_from_game(g, args.dtype)
@@ -89,6 +100,38 @@ def main(argv=None):
   print(f"ours: up to {best:,.0f} tree history visits/s")
   if args.openspiel:
     report_openspiel(g, best, game=args.game)
+
+
+def _rules(args):
+  """The ``--rules`` run: the tree grown from the device game's rules."""
+  game = jaxgt.games.make_from_string(args.game)
+  src = rules_source.rules_source(game, dtype=args.dtype)
+  cfg = gt.make_config(src, simulations=args.simulations,
+                       expansions_per_update=args.expansions_per_update, dtype=args.dtype)
+  ev = evaluators.from_callable(lambda leaves: 0.0 * leaves.chance, name="zero")
+  root = rules_source.post_deal_root(game)
+  valid = np.asarray(src.rows(src.root_key(root)).info_id) >= 0  # [2, K]
+  rng = np.random.default_rng(0)
+  print(f"{args.game}: SoG({cfg.simulations}, {cfg.expansions_per_update:g}) grown from the "
+        f"rules, capacity {cfg.capacity} nodes of {src.num_histories} history slots, zero "
+        f"leaves, {args.dtype}, device {jax.devices()[0].platform}")
+  for B in [int(b) for b in args.batches.split(",")]:
+    ranges = np.zeros((B, 2, src.num_infostates))
+    for p in (0, 1):
+      ranges[:, p, valid[p]] = rng.dirichlet(np.ones(int(valid[p].sum())), size=B)
+    roots = jax.tree_util.tree_map(lambda x: np.repeat(np.asarray(x)[None], B, 0), root)
+    keys = jax.random.split(jax.random.PRNGKey(B), B)
+    fn = lambda: gt.search(src, cfg, ev, roots, ranges, keys)  # noqa: E731
+    first, _ = _timed(fn)
+    sec, out = _timed(fn)
+    q = float(np.sum(np.asarray(out.state.num_queries)))
+    nodes = float(np.mean(np.asarray(out.state.tree.num_nodes)))
+    figure("searches (rules)", B / sec, "searches/s", game=args.game,
+           simulations=cfg.simulations, batch=B)
+    figure("leaf queries (rules)", q / sec, "queries/s", game=args.game,
+           simulations=cfg.simulations, batch=B)
+    print(f"  B={B:5d}: {B / sec:9.2f} searches/s, {q / sec:12,.0f} leaf history queries/s, "
+          f"{nodes:.0f} nodes per tree (compile+first {first:.1f}s, steady {sec:.2f}s)")
 
 
 if __name__ == "__main__":

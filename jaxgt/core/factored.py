@@ -91,6 +91,29 @@ def _pow2(n: int) -> int:
   return 1 << max(0, (n - 1).bit_length())
 
 
+def check_factored(game, what: str = "the factored public tree") -> None:
+  """Raises unless ``game`` is a device game whose public states factor (``num_private`` and
+  ``with_private``): ``TypeError`` for another kind of game, ``ValueError`` otherwise."""
+  if not isinstance(game, DeviceGame):
+    raise TypeError(f"{what} needs a device game, got {type(game).__name__}")
+  if game.num_private is None:
+    raise ValueError(f"{game.game_string()} has no public/private factorisation "
+                     "(num_private is None)")
+  if type(game).with_private is DeviceGame.with_private:
+    raise ValueError(f"{game.game_string()} does not define with_private, which {what} needs")
+
+
+def private_pairs(game: DeviceGame, state):
+  """``state`` under every deal: the same public history with private states ``(k0, k1)``
+  (a pytree with ``[K0, K1]`` in front of every leaf; ``with_private``)."""
+  K0, K1 = game.num_private
+
+  def pair(k0, k1):
+    return game.with_private(game.with_private(state, 0, k0), 1, k1)
+
+  return jax.vmap(lambda a: jax.vmap(lambda b: pair(a, b))(jnp.arange(K1)))(jnp.arange(K0))
+
+
 def dealt_root(game: DeviceGame):
   """The first public state after the private deals (each chance step takes its first
   outcome of positive probability)."""
@@ -123,18 +146,14 @@ def _describers(game: DeviceGame, with_chance: bool):
   k0s, k1s = jnp.arange(K0), jnp.arange(K1)
   hook = uses_terminal_values(game)
 
-  def pair(s, k0, k1):
-    return game.with_private(game.with_private(s, 0, k0), 1, k1)
-
   def describe(s):
     pc = game.private_chance(s)
     out = dict(mass0=jnp.sum(pc, axis=1), mass1=jnp.sum(pc, axis=0))
     if not hook:  # the generic [K0, K1] payoff matrix
-      pairs = jax.vmap(lambda a: jax.vmap(lambda b: pair(s, a, b))(k1s))(k0s)
-      ret = jax.vmap(jax.vmap(game.returns))(pairs)[..., 0]
+      ret = jax.vmap(jax.vmap(game.returns))(private_pairs(game, s))[..., 0]
       out["joint_util"] = jnp.where(pc > 0, pc * ret, 0.0)
     if C and with_chance:
-      cp = jax.vmap(lambda a: jax.vmap(lambda b: game.chance_probs(pair(s, a, b)))(k1s))(k0s)
+      cp = jax.vmap(jax.vmap(game.chance_probs))(private_pairs(game, s))  # [K0, K1, C]
       joint = (pc[..., None] * cp).reshape(K0 * K1, C)
       marg, best = jnp.sum(joint, axis=0), jnp.argmax(joint, axis=0)
     else:
@@ -148,7 +167,8 @@ def _describers(game: DeviceGame, with_chance: bool):
 
     def child(a):
       b = best[jnp.minimum(a, max(C - 1, 0))] if C else 0
-      chance_child = game.step(pair(s, b // K1, b % K1), a) if C else s
+      dealt = game.with_private(game.with_private(s, 0, b // K1), 1, b % K1)
+      chance_child = game.step(dealt, a) if C else s
       own = game.step(s, a)
       return jax.tree.map(lambda x, y: jnp.where(player == CHANCE, x, y), chance_child, own)
 
@@ -178,23 +198,17 @@ def _check_root(game: DeviceGame, root):
   return jax.tree.map(np.asarray, root)
 
 
-def build_factored_tree(game: DeviceGame, *, root=None, max_states: int = 1_000_000) -> FactoredTree:
+def build_factored_tree(game: DeviceGame, *, root=None,
+                        max_states: int = 1_000_000) -> FactoredTree:
   """The public tree of ``game`` on factored ranges (module docstring), expanded from its
   rules breadth first from ``root`` (a state after the private deals, any deal: its public
   state is what counts; default the game's first such state); ``ValueError`` if the game has
   no public/private factorisation, deals private information after the root, has over
   ``max_states`` public states below it (grow such a tree from the rules instead:
-  :mod:`jaxgt.search.gtcfr`) or public chance whose pairs' probabilities are too many to read
-  (``K0 K1 C`` over :data:`PAIR_OUTCOME_LIMIT`: root such a game past its last chance node).
-  Chance reach in the tree is relative to the root's public state."""
-  if not isinstance(game, DeviceGame):
-    raise TypeError(f"build_factored_tree needs a device game, got {type(game).__name__}")
-  if game.num_private is None:
-    raise ValueError(f"{game.game_string()} has no public/private factorisation "
-                     "(num_private is None)")
-  if type(game).with_private is DeviceGame.with_private:
-    raise ValueError(f"{game.game_string()} does not define with_private, which the factored "
-                     "public tree needs")
+  :mod:`jaxgt.search.rules_source`) or public chance whose pairs' probabilities are too many
+  to read (``K0 K1 C`` over :data:`PAIR_OUTCOME_LIMIT`: root such a game past its last chance
+  node). Chance reach in the tree is relative to the root's public state."""
+  check_factored(game, "build_factored_tree")
   if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
     raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
   K0, K1 = game.num_private

@@ -1,7 +1,11 @@
 """Search on the device public tree: depth-limited solving, re-solving and Growing-Tree CFR.
 
 * :mod:`jaxgt.search.device_tree`: a fixed-capacity public tree on the
-  device, grown by expansions (nodes are public states).
+  device, grown by expansions (nodes are public states), read from an enumerated
+  game's tables (``source_from_game``).
+* :mod:`jaxgt.search.rules_source`: the same nodes computed from a device game's
+  rules at expansion (games whose public states factor; ``rules_source``), so
+  GT-CFR searches games too large to enumerate.
 * :mod:`jaxgt.search.history_cfr`: the history form of a (partial) tree:
   reaches and values over history slots, the tree view on which GT-CFR runs
   the package's one CFR iteration (:mod:`jaxgt.solvers.cfr_iteration`).

@@ -19,10 +19,14 @@ A node is a public state. It holds, padded to the game's static maxima:
   the range of a public belief state is indexed by them), with their legal
   actions; each history slot names its information-state slot per player.
 
-Everything a node holds comes from one function, :func:`public_state_rows`
-(the arrays of one public state and its child public states), which reads
-the compiled game's public view today (:func:`source_from_game`); a game too
-large to enumerate can supply the same rows from its rules.
+Everything a node holds comes from its *source*, which names each node by a
+*key* (stored in :attr:`DeviceTree.keys`) and gives, for a key, the node's
+arrays and the keys of its child public states (:meth:`Source.expansion`).
+:func:`source_from_game` reads them from the compiled game's public view (the
+key is a public-state id, :func:`public_state_rows`);
+:func:`jaxgt.search.rules_source.rules_source` computes them from a device
+game's rules when a node is created (the key is a representative state), so a
+game too large to enumerate grows the same tree.
 
 Shape letters: ``N`` nodes (capacity), ``M`` history slots per node, ``K``
 information-state slots per node and player, ``A`` actions, ``C`` history
@@ -54,7 +58,9 @@ UNEXPANDED = NO_INDEX
 class PublicStateRows:
   """The arrays of one public state (add ``Q`` in front for its children)."""
 
-  public: Any  # [] int32 public state id (NO_INDEX: none)
+  # [] int32 public state id (NO_INDEX: none); from a rules source the action or chance outcome
+  # into the public state (0 at the root)
+  public: Any
   history: Any  # [M] int32 source history ids (NO_INDEX padding)
   player: Any  # [M] int32 0, 1, CHANCE, TERMINAL (NO_PLAYER padding)
   action: Any  # [M] int32 action/outcome into the history
@@ -81,7 +87,12 @@ class Source:
 
   ``tables`` is a :class:`PublicStateRows` with a leading ``P`` on every
   field (device arrays); ``public_parent [P]`` and ``public_depth [P]`` give
-  a public state's path to the root (for trees rooted at a branch).
+  a public state's path to the root (for trees rooted at a branch). A node's
+  key is its public state's id (``int32 []``).
+
+  Every source (this one and :class:`jaxgt.search.rules_source.RulesSource`) has
+  the sizes below, ``dtype``, and the methods :meth:`root_key`, :meth:`padding_key`,
+  :meth:`rows` and :meth:`expansion` the tree reads.
   """
 
   game: Any  # the :class:`CompiledGame` it was read from (None for a rules-based source)
@@ -100,6 +111,28 @@ class Source:
   max_public_depth: int  # D
   num_public_states: int  # P
   value_scale: float  # largest |payoff| (PUCT's virtual-loss scale)
+
+  @property
+  def dtype(self):
+    return self.tables.chance.dtype
+
+  def root_key(self, root, shape=()):
+    """The key of root public state ``root`` (``int32``, of the batch ``shape``)."""
+    del shape
+    return jnp.asarray(root, jnp.int32)
+
+  def padding_key(self):
+    """The key of an empty node."""
+    return jnp.asarray(NO_INDEX, jnp.int32)
+
+  def rows(self, key) -> PublicStateRows:
+    """The arrays of the public state of ``key`` (:func:`public_state_rows`)."""
+    return public_state_rows(self, key)
+
+  def expansion(self, key) -> tuple:
+    """``(rows, child keys [Q])`` of the public state of ``key``."""
+    rows = public_state_rows(self, key)
+    return rows, rows.children
 
 
 def source_from_game(game: CompiledGame, dtype="float64") -> Source:
@@ -236,6 +269,8 @@ class DeviceTree:
   acting_info: Any  # [2, N, K] int32 source information state where the player acts there
   legal: Any  # [2, N, K, A] bool
   slot_children: Any  # [N, M, C] int32 global slot of each child history (filled on expansion)
+  history_depth: Any  # [N, M] int32 depth of each history (steps from the source's root)
+  keys: Any  # the source's key of each node (a pytree, [N] in front of every leaf)
 
   @property
   def capacity(self) -> int:
@@ -255,8 +290,10 @@ def empty_tree(source: Source, capacity: int) -> DeviceTree:
   """A tree of ``capacity`` nodes with none created (host shapes only)."""
   N, M, K, A, Q, C = (capacity, source.num_histories, source.num_infostates, source.num_actions,
                       source.num_children, source.branching)
-  f = source.tables.chance.dtype
+  f = source.dtype
   i32 = jnp.int32
+  keys = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (N,) + jnp.shape(x)),
+                                source.padding_key())
   return DeviceTree(
       public=jnp.full(N, NO_INDEX, i32), parent=jnp.full(N, NO_INDEX, i32),
       depth=jnp.zeros(N, i32), expanded=jnp.zeros(N, bool),
@@ -267,11 +304,20 @@ def empty_tree(source: Source, capacity: int) -> DeviceTree:
       parent_slot=jnp.full((N, M), NO_INDEX, i32), entry=jnp.zeros((N, M), bool),
       info=jnp.full((2, N, M), NO_INDEX, i32), info_id=jnp.full((2, N, K), NO_INDEX, i32),
       acting_info=jnp.full((2, N, K), NO_INDEX, i32), legal=jnp.zeros((2, N, K, A), bool),
-      slot_children=jnp.full((N, M, C), NO_INDEX, i32))
+      slot_children=jnp.full((N, M, C), NO_INDEX, i32), history_depth=jnp.zeros((N, M), i32),
+      keys=keys)
 
 
-def _write(tree: DeviceTree, nodes, rows: PublicStateRows, parent_nodes, depth) -> DeviceTree:
-  """``tree`` with ``rows [B]`` written at ``nodes [B]`` (out-of-range nodes are dropped)."""
+def node_key(tree: DeviceTree, node):
+  """The source's key of ``node`` (traced ``int32``)."""
+  n = jnp.clip(jnp.asarray(node, jnp.int32), 0, tree.capacity - 1)
+  return jax.tree_util.tree_map(lambda x: x[n], tree.keys)
+
+
+def _write(tree: DeviceTree, nodes, rows: PublicStateRows, parent_nodes, depth,
+           keys) -> DeviceTree:
+  """``tree`` with ``rows [B]`` and ``keys [B]`` written at ``nodes [B]`` (out-of-range nodes
+  are dropped)."""
   M = tree.history.shape[1]
   same = rows.parent_same
   par_node = jnp.where(same, nodes[:, None], parent_nodes[:, None])
@@ -295,15 +341,20 @@ def _write(tree: DeviceTree, nodes, rows: PublicStateRows, parent_nodes, depth) 
       info=put(tree.info, jnp.moveaxis(rows.info, 0, 1), 1),
       info_id=put(tree.info_id, jnp.moveaxis(rows.info_id, 0, 1), 1),
       acting_info=put(tree.acting_info, jnp.moveaxis(rows.acting_info, 0, 1), 1),
-      legal=put(tree.legal, jnp.moveaxis(rows.legal, 0, 1), 1))
+      legal=put(tree.legal, jnp.moveaxis(rows.legal, 0, 1), 1),
+      history_depth=put(tree.history_depth, rows.depth),
+      keys=jax.tree_util.tree_map(put, tree.keys, keys))
 
 
 def init_tree(source: Source, capacity: int, root) -> DeviceTree:
-  """The tree holding only root public state ``root`` (traced ``int32``) as node 0."""
+  """The tree holding only the root as node 0: public state ``root`` (traced ``int32``), or
+  the root key of another source (:meth:`Source.root_key`)."""
   tree = empty_tree(source, capacity)
-  rows = jax.tree_util.tree_map(lambda x: x[None], public_state_rows(source, root))
+  key = source.root_key(root)
+  one = lambda x: jnp.asarray(x)[None]
+  rows = jax.tree_util.tree_map(one, source.rows(key))
   tree = _write(tree, jnp.zeros(1, jnp.int32), rows, jnp.full(1, NO_INDEX, jnp.int32),
-                jnp.zeros(1, jnp.int32))
+                jnp.zeros(1, jnp.int32), jax.tree_util.tree_map(one, key))
   return tree.replace(num_nodes=jnp.ones((), jnp.int32))
 
 
@@ -320,22 +371,23 @@ def expand(source: Source, tree: DeviceTree, node) -> DeviceTree:
 
   Traceable in ``node``; a no-op when the node cannot be expanded
   (:func:`can_expand`) or the children do not fit in the capacity. The
-  children come from :func:`public_state_rows`; the node's history slots get
-  their child slots (``slot_children``).
+  children come from the source (:meth:`Source.expansion`, then :meth:`Source.rows` of
+  each child's key); the node's history slots get their child slots (``slot_children``).
   """
   node = jnp.asarray(node, jnp.int32)
   N, M = tree.capacity, tree.history.shape[1]
   n = jnp.clip(node, 0, N - 1)
-  kids = public_state_rows(source, tree.public[n]).children  # [Q]
+  own, kid_keys = source.expansion(node_key(tree, n))
+  kids = own.children  # [Q]
   valid = kids >= 0
   count = jnp.sum(valid, dtype=jnp.int32)
   ok = can_expand(tree, node) & (tree.num_nodes + count <= N)
   ids = tree.num_nodes + jnp.cumsum(valid, dtype=jnp.int32) - 1
   ids = jnp.where(valid & ok, ids, N)  # N: dropped
-  rows = public_state_rows(source, jnp.where(valid, kids, NO_INDEX))
-  out = _write(tree, ids, rows, jnp.full(kids.shape, node), jnp.full(kids.shape, tree.depth[n] + 1))
+  rows = jax.vmap(source.rows)(kid_keys)
+  out = _write(tree, ids, rows, jnp.full(kids.shape, node), jnp.full(kids.shape, tree.depth[n] + 1),
+               kid_keys)
   # Child slots of the node's histories: in the node itself or in a new child node.
-  own = public_state_rows(source, tree.public[n])
   child_node = jnp.where(own.child_of >= 0, ids[jnp.maximum(own.child_of, 0)], n)
   slots = jnp.where(own.child_local >= 0, child_node * M + own.child_local, NO_INDEX)
   slots = jnp.where(slots < N * M, slots, NO_INDEX)
@@ -348,7 +400,8 @@ def expand(source: Source, tree: DeviceTree, node) -> DeviceTree:
 
 
 def child_node(tree: DeviceTree, node, public) -> jax.Array:
-  """Node of child public state ``public`` of ``node`` (NO_INDEX if not in the tree)."""
+  """Node of child public state ``public`` of ``node`` (NO_INDEX if not in the tree); with a
+  rules source ``public`` is the action or chance outcome into the child."""
   n = jnp.clip(jnp.asarray(node, jnp.int32), 0, tree.capacity - 1)
   kids = tree.children[n]
   pubs = tree.public[jnp.maximum(kids, 0)]
@@ -357,7 +410,12 @@ def child_node(tree: DeviceTree, node, public) -> jax.Array:
 
 
 def public_path(source: Source, public) -> jax.Array:
-  """``[D + 1]`` int32 public states from the root to ``public`` (traced), NO_INDEX padded."""
+  """``[D + 1]`` int32 public states from the root to ``public`` (traced), NO_INDEX padded
+  (an enumerated source's; from a rules source's root, the path is the root's entry, any
+  non-negative, then the actions and chance outcomes, see :func:`grow_branch`)."""
+  if getattr(source, "public_parent", None) is None:
+    raise ValueError("public_path needs an enumerated source (source_from_game); from a rules "
+                     "source's root give the path as [0, actions and chance outcomes...]")
   D = source.max_public_depth
 
   def up(i, path):
@@ -376,7 +434,9 @@ def grow_branch(source: Source, tree: DeviceTree, path) -> tuple[DeviceTree, jax
   """Expands the node of every public state of ``path [D + 1]`` (root first, NO_INDEX
   padded; ``path[0]`` is the root node's) in turn: the single branch to the last
   one with all off-branch children as leaves (Schmid et al. 2023, "Modified Continual
-  Re-solving"), and that state's children. Returns ``(tree, node of the last state)``."""
+  Re-solving"), and that state's children. Returns ``(tree, node of the last state)``. With a
+  rules source, ``path[1:]`` are the actions and chance outcomes from the root (``path[0]``
+  any non-negative number)."""
 
   def body(i, carry):
     tree, node, last = carry

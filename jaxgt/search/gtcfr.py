@@ -470,7 +470,8 @@ class _Program:
 
   def state_for(self, tree, ranges, player, evaluator_state=None, key=None) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""
-    st = self.init(tree.public[0], ranges, player, evaluator_state=evaluator_state, key=key)
+    st = self.init(device_tree.node_key(tree, 0), ranges, player,
+                   evaluator_state=evaluator_state, key=key)
     return st.replace(tree=tree)
 
   def finish(self, st: SearchState, ranges, player, on) -> SearchResult:
@@ -537,10 +538,11 @@ def _check_ranges(source: device_tree.Source, ranges):
 
 
 def root_ranges(source: device_tree.Source, public: int, ranges=None) -> np.ndarray:
-  """``[2, K]`` padded ranges at root public state ``public`` (``ranges``: per player the
-  unpadded ``[K_p]`` range; default the chance-only beliefs of the game's root)."""
+  """``[2, K]`` padded ranges at root public state ``public`` (a rules source's root state;
+  ``ranges``: per player the unpadded ``[K_p]`` range; default the chance-only beliefs of the
+  game's root)."""
   K = source.num_infostates
-  info = np.asarray(source.tables.info_id)[public]  # [2, K]
+  info = np.asarray(source.rows(source.root_key(public)).info_id)  # [2, K]
   out = np.zeros((2, K))
   for p in (0, 1):
     k = int(np.sum(info[p] >= 0))
@@ -572,7 +574,9 @@ def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator
 
   Args:
     source, config, evaluator: static (one compilation per combination).
-    root: root public state (``int32``; ``[B]`` with batched arguments).
+    root: root public state (``int32``; ``[B]`` with batched arguments); with a rules source
+      (:func:`jaxgt.search.rules_source.rules_source`) a state of its game after the private
+      deals (``[B]`` in front of every leaf when batched).
     ranges: ``[2, K]`` (or ``[B, 2, K]``) root ranges (:func:`root_ranges`).
     key: a ``jax.random`` key (``[B]`` keys when batched).
     player: re-solve for this player with the gadget: ``opp_values [K]`` are the
@@ -592,7 +596,7 @@ def search(source: device_tree.Source, config: GTCFRConfig, evaluator: Evaluator
   opp, alpha, player, on = _check_resolving(source, ranges, player, opp_values, alpha, gadget)
   shape = ranges.shape[:-2]
   key = check_key(key) if not batched else jnp.asarray(key)
-  root = jnp.asarray(root, jnp.int32)
+  root = source.root_key(root, shape)
   if path is None:
     path_arr = jnp.full(shape + (source.max_public_depth + 1,), NO_INDEX, jnp.int32)
   else:

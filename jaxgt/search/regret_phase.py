@@ -43,7 +43,7 @@ def tree_forest(source: device_tree.Source, tree: device_tree.DeviceTree) -> his
                     for p in (0, 1)])
   chance = jnp.where(parent >= 0, tree.chance.reshape(-1), tree.chance_reach.reshape(-1))
   # Every live slot lies at most (its depth - the shallowest live root's) below its root.
-  depth = device_tree.public_state_rows(source, tree.public).depth.reshape(-1)
+  depth = tree.history_depth.reshape(-1)
   root = live & (parent < 0)
   lo = jnp.min(jnp.where(root, depth, jnp.iinfo(jnp.int32).max))
   passes = jnp.clip(jnp.max(jnp.where(live, depth, 0)) - lo, 0, source.max_depth + 1)
