@@ -39,7 +39,7 @@ def _uniform(tree):
 
 @pytest.mark.parametrize("name,actions", [
     ("kuhn_poker", [0]),
-    ("leduc_poker", [2, 1, None, 1]),  # raise, call, the table card, check
+    pytest.param("leduc_poker", [2, 1, None, 1], marks=pytest.mark.slow),  # raise, call, card, check
 ])
 def test_factored_pbs_values_equal_the_compiled_encodings(name, actions):
   """At public states along a line of play, with random ranges and uniform play below, the
@@ -86,20 +86,24 @@ def test_factored_pbs_values_equal_the_compiled_encodings(name, actions):
   assert checked >= 2 * len(actions)
 
 
-def test_a_cvpn_fits_exact_values_on_factored_pbss():
+@pytest.mark.parametrize("name,actions,steps", [
+    ("kuhn_poker", [0], 600),
+    # the dealt root, a bid of 1-3, a bid of 2-1 (the 1-6 rule)
+    pytest.param("liars_dice(numdice=1)", [2, 6], 1500, marks=pytest.mark.slow)])
+def test_a_cvpn_fits_exact_values_on_factored_pbss(name, actions, steps):
   """The CVPN reads device-game PBSs (states and ranges over private states): fitted to exact
-  values of Liar's Dice LD(1,1) public states under uniform play, its value error falls far
-  below the untrained network's."""
-  game = make_from_string("liars_dice(numdice=1)")
+  values of public states under uniform play, its value error falls far below the untrained
+  network's."""
+  game = make_from_string(name)
   fenc = FactoredEncoding(game)
+  K = fenc.k_max
   rng = np.random.default_rng(1)
   states, ranges, targets = [], [], []
-  roots = _states(game, [2, 6])  # the dealt root, a bid of 1-3, a bid of 2-1 (the 1-6 rule)
-  for s in roots:
+  for s in _states(game, actions):
     ft = build_factored_tree(game, root=s)
     pol = _uniform(ft)
     for _ in range(40):
-      r = np.stack([rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))])
+      r = np.stack([rng.dirichlet(np.ones(K)), rng.dirichlet(np.ones(K))])
       states.append(s)
       ranges.append(r)
       targets.append(np.asarray(factored_encoding.exact_cfvs(ft, pol, r)))
@@ -109,13 +113,13 @@ def test_a_cvpn_fits_exact_values_on_factored_pbss():
   model = cvpn.CVPN(fenc, hidden=(64, 64))
   params = cvpn.init(model, jax.random.PRNGKey(0))
   before = float(jnp.mean(jnp.abs(model.apply(params, pbs).values - tv.values)))
-  params, loss = cvpn.fit(model, params, pbs, tv, key=jax.random.PRNGKey(1), steps=1500,
+  params, loss = cvpn.fit(model, params, pbs, tv, key=jax.random.PRNGKey(1), steps=steps,
                           learning_rate=3e-3)
   after = float(jnp.mean(jnp.abs(model.apply(params, pbs).values - tv.values)))
   assert after < 0.2 * before and float(loss[-1]) < float(loss[0])
   out = model.apply(params, pbs)
   mask, legal = fenc.masks(public)
-  assert out.policy.shape == (len(states), 2, 6, game.num_actions)
+  assert out.policy.shape == (len(states), 2, K, game.num_actions)
   np.testing.assert_allclose(np.asarray(jnp.sum(out.policy, -1))[np.asarray(legal.any(-1))],
                              1.0, rtol=1e-5)
 
