@@ -52,7 +52,8 @@ from jaxgt.core.sampling import sample_index
 from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree
 from jaxgt.search.evaluator import Evaluator
-from jaxgt.search import history_cfr
+from jaxgt.search import history_cfr, query_log
+from jaxgt.search.query_log import QUERY_STREAM, QueryLog  # noqa: F401  (the search's log)
 from jaxgt.search.regret_phase import RegretPhase, legal_rows, root_own, tree_forest
 from jaxgt.search.gadget import Gadget, check_alpha
 from jaxgt.solvers import cfr as cfr_lib
@@ -224,52 +225,6 @@ class SearchState:
 
 
 @struct.dataclass
-class QueryLog:
-  """A uniform sample of the public belief states the evaluator was queried at (``003``,
-  Algorithm 1: inputs for training), ``L = config.log_queries`` entries, valid ones first
-  (by priority; ``index`` gives the query order).
-
-  Every leaf query of the search draws a uniform priority and the log keeps the ``L``
-  queries of smallest priority seen so far (bottom-``k`` sampling, the reservoir sampling of
-  the whole stream of queries): after ``n`` queries it holds ``min(L, n)`` of them, every
-  subset of that size equally likely, so each query is kept with probability ``min(L, n) /
-  n`` whichever CFR iteration made it."""
-
-  public: Any  # [L] int32 public state of each query (NO_INDEX: unused)
-  ranges: Any  # [L, 2, K] both players' normalised ranges over the public state's slots
-  iteration: Any  # [L] int32 CFR iteration of the query
-  index: Any  # [L] int32 the query's place among all the search's queries (0, 1, ...)
-  priority: Any  # [L] the query's uniform priority (inf: unused)
-  key: Any  # the jax.random key the priorities are drawn from (fold_in of the iteration)
-  count: Any  # [] int32 queries made (may exceed L; the sample is uniform over all of them)
-
-
-QUERY_STREAM = 0x7FFFFFFF
-"""``fold_in`` data of a search's key that draws its query log's priorities (the expansion
-phases use ``fold_in`` data ``0 .. num_phases - 1``)."""
-
-
-def _query_key(config: GTCFRConfig, key):
-  """``key``, required where the search logs queries (it draws their sample); without a log
-  nothing is drawn from it, so a fixed key stands in."""
-  if key is not None:
-    return key
-  if config.log_queries:
-    raise ValueError("the search logs queries (config.log_queries > 0) and samples them with "
-                     "a jax.random key: pass key=")
-  return jax.random.PRNGKey(0)
-
-
-def query_log(log_queries: int, num_infostates: int, dtype, key) -> QueryLog:
-  """An empty :class:`QueryLog` of ``log_queries`` entries drawing priorities from ``key``."""
-  L, K = log_queries, num_infostates
-  return QueryLog(public=jnp.full(L, NO_INDEX, jnp.int32), ranges=jnp.zeros((L, 2, K), dtype),
-                  iteration=jnp.zeros(L, jnp.int32), index=jnp.full(L, NO_INDEX, jnp.int32),
-                  priority=jnp.full(L, jnp.inf, dtype), key=key,
-                  count=jnp.zeros((), jnp.int32))
-
-
-@struct.dataclass
 class SearchResult:
   """What a search returns (``003``, Algorithm 1: values, policy, queries)."""
 
@@ -347,13 +302,11 @@ class _Program:
 
   def record_queries(self, log, tree, forest, fw, t):
     """``log`` with this iteration's leaf public belief states offered to its sample
-    (:class:`QueryLog`: each draws a uniform priority, the ``L`` smallest stay)."""
-    L = self.config.log_queries
+    (:func:`jaxgt.search.query_log.offer`)."""
     N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
     queried = jnp.any(forest.leaf.reshape(N, M), axis=1)
-    count = log.count + jnp.sum(queried, dtype=jnp.int32)
-    if not L:
-      return log.replace(count=count)
+    if not self.config.log_queries:
+      return log.replace(count=log.count + jnp.sum(queried, dtype=jnp.int32))
     node = jnp.arange(N * M) // M
     ranges = []
     for p in (0, 1):
@@ -363,17 +316,7 @@ class _Program:
                               N * K + 1)[:-1].reshape(N, K)
       r = jnp.maximum(r, 0.0)
       ranges.append(sequence_form.safe_div(r, r.sum(-1, keepdims=True)))
-    dtype = log.priority.dtype
-    u = rng.uniform(rng.fold_in(log.key, jnp.asarray(t, jnp.int32)), (N,), dtype)
-    prio = jnp.concatenate([log.priority, jnp.where(queried, u, jnp.inf)])  # [L + N]
-    order = log.count + jnp.cumsum(queried, dtype=jnp.int32) - 1
-    index = jnp.concatenate([log.index, jnp.where(queried, order, NO_INDEX).astype(jnp.int32)])
-    _, keep = lax.top_k(-prio, L)  # the L smallest priorities, unused entries (inf) last
-    public = jnp.concatenate([log.public, jnp.where(queried, tree.public, NO_INDEX)])
-    new_ranges = jnp.concatenate([log.ranges, jnp.stack(ranges, 1).astype(log.ranges.dtype)])
-    iteration = jnp.concatenate([log.iteration, jnp.full(N, t, jnp.int32)])
-    return log.replace(public=public[keep], ranges=new_ranges[keep], iteration=iteration[keep],
-                       index=index[keep], priority=prio[keep], count=count)
+    return query_log.offer(log, queried, tree.public, jnp.stack(ranges, 1), t)
 
   # ---------------------------------------------------------------- the expansion phase
   def simulate(self, st: SearchState, key) -> SearchState:
@@ -465,8 +408,8 @@ class _Program:
         value_weight=jnp.zeros((), dtype), node_weight=jnp.zeros(N, dtype), gadget=gs,
         evaluator=evaluator_state, num_queries=jnp.zeros((), jnp.int32),
         history_visits=jnp.zeros((), jnp.int32), focus=focus,
-        queries=query_log(cfg.log_queries, K, dtype,
-                          rng.fold_in(_query_key(cfg, key), QUERY_STREAM)))
+        queries=query_log.empty(cfg.log_queries, K, dtype,
+                                query_log.search_key(cfg.log_queries, key)))
 
   def state_for(self, tree, ranges, player, evaluator_state=None, key=None) -> SearchState:
     """A fresh search state over a given ``tree`` (no expansion)."""
@@ -677,7 +620,7 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   program = _Program(source, config, evaluator, player is not None, alpha)
   es = evaluator.init() if evaluator_state is None else evaluator_state
   if key is None:
-    key = _query_key(config, None)
+    key = query_log.required_key(config.log_queries, None)
     if batched:
       key = jnp.broadcast_to(key, ranges.shape[:1] + key.shape)
   key = check_key(key, ranges.shape[:1] if batched else ())
