@@ -354,8 +354,8 @@ def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
   matches each traced agent phase serves (default: the block). The fields an agent names in
   ``array_fields`` (:func:`array_fields`) are arguments of the traced program, not constants.
   Raises ``ValueError`` for a match where an agent returned probabilities with no finite
-  positive mass on the legal actions. The final :class:`Position` s (NumPy leaves, ``actions [M, L]`` the episodes)
-  are ``(final states, carries, positions)``'s third item.
+  positive mass on the legal actions. The final :class:`Position` s (NumPy leaves,
+  ``actions [M, L]`` the episodes) are ``(final states, carries, positions)``'s third item.
   """
   referee = Referee(rules_of(game, dtype), tuple(agents), dtype, hook)
   seats = jnp.asarray(seats, jnp.int32)
