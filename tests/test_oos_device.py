@@ -342,3 +342,29 @@ def test_device_search_agent_plays_oos_matches():
   assert np.isfinite(result.scores).all()
   memory = result.memory[0]
   assert min(memory["rows"]) > 0 and memory["refused"] == [0, 0]
+
+
+@pytest.mark.parametrize("name", ["ii_goofspiel", "rps_plus"])
+def test_public_subgame_targeting_refused_on_device_games_without_public_actions(name):
+  """Every action of II-Goofspiel (the bids) and of RPS+ is private, so these device games
+  have no public subgame (Lisy, Lanctot, Bowling 2015, Sec. 4.2): OOS-PST is refused by the
+  solver, the device search agent and an agent spec, before any compilation; OOS-IST is not,
+  nor is OOS-PST on Kuhn, whose bets are public."""
+  from jaxgt.agents.device_search import DeviceSearchAgent
+  from jaxgt.agents.specs import make_agent
+
+  game = jaxgt.games.make(name)
+  assert not game.public_actions
+  rules, pst, ist = Rules(game), OOS(targeting="pst"), OOS(targeting="ist")
+  before = compilations(pst)
+  with pytest.raises(ValueError, match="no public subgame"):
+    pst.init(rules, capacity=8)
+  with pytest.raises(ValueError, match="no public subgame"):  # a state made by OOS-IST
+    pst.run(rules, ist.init(rules, capacity=8), 1, jax.random.key(0))
+  with pytest.raises(ValueError, match="no public subgame"):
+    DeviceSearchAgent(game, pst, iterations=1, capacity=8)
+  with pytest.raises(ValueError, match="no public subgame"):
+    make_agent(game, "oos(iterations=1,targeting=pst,capacity=8)")
+  assert compilations(pst) == before
+  DeviceSearchAgent(game, ist, iterations=1, capacity=8)
+  DeviceSearchAgent(jaxgt.games.make("kuhn_poker"), pst, iterations=1, capacity=8)

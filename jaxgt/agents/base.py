@@ -22,7 +22,11 @@ traceable JAX functions: ``history`` arrives as a traced ``int32`` scalar (no
 ``int(history)``, no Python branching on it), the key is a traced key, and
 the state is a pytree of arrays whose shapes and dtypes do not depend on the
 history (the same structure before and after every ``act``; ``None`` is
-fine). Agents that cannot meet this still play, through a slower Python loop.
+fine). Agents that cannot meet this still play, through a slower Python loop. A dataclass
+agent may name fields in a class attribute ``array_fields`` (:class:`PolicyAgent`'s and
+:class:`DevicePolicyAgent`'s ``policy``): when such a field is a pytree of arrays, the jitted
+program takes it as an argument (rebuilding the agent with :func:`dataclasses.replace`)
+instead of compiling it in as a constant.
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ class PolicyAgent(Agent):
   game: CompiledGame
   policy: tuple
 
+  array_fields = ("policy",)  # the traced match program takes the tables as an argument
+
   def act(self, key, state, history):
     del key
     check_decision_history(self.game.tree, history)
@@ -112,6 +118,8 @@ class DevicePolicyAgent(Agent):
 
   game: Any  # a DeviceGame
   policy: Any  # policy(states, player) -> [B, A]
+
+  array_fields = ("policy",)  # a pytree of arrays (a table) is an argument of the match program
 
   def act(self, key, state, position):
     del key

@@ -116,7 +116,8 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   ``"jit"`` (raise if an agent does not trace) or ``"python"``. Raises
   ``ValueError`` for mismatched games, bad arguments, or an agent that puts
   no (finite) probability on any legal action. Each call compiles its own
-  program (agents are closed over). ``chunk``: how many waiting matches an
+  program (agents are closed over, save the tables they name in ``array_fields``: see
+  :func:`jaxgt.evaluation.referee.array_fields`). ``chunk``: how many waiting matches an
   agent serves per batched decision (default all; see
   :mod:`jaxgt.evaluation.referee`). ``block`` and ``progress(done, total)``:
   run the matches in blocks of ``block`` (one compiled program) and report after each

@@ -310,6 +310,35 @@ class Referee:
     return h, carry
 
 
+def array_fields(agent: Agent) -> dict:
+  """The fields ``agent`` names in its ``array_fields`` (a dataclass agent's opt-in, e.g. a
+  policy table) whose values are pytrees with only JAX or NumPy array leaves: ``{name:
+  value}``. The traced match program takes them as an argument instead of compiling them in
+  as constants, so a large table costs no compile time and tables of one shape share a
+  compilation; any other value stays closed over."""
+  if not dataclasses.is_dataclass(agent):
+    return {}
+  out = {}
+  for name in getattr(agent, "array_fields", ()):
+    leaves = jax.tree_util.tree_leaves(getattr(agent, name))
+    if leaves and all(isinstance(x, (jax.Array, np.ndarray)) for x in leaves):
+      out[name] = getattr(agent, name)
+  return out
+
+
+def match_program(referee: Referee, chunk: int):
+  """The jitted :meth:`Referee.run` and its last argument: ``(program, fields)``, ``program(keys
+  [M], seats [M], carry, fields) -> (final positions [M], carries [M, ...])``. ``fields``
+  holds each agent's :func:`array_fields`; the program rebuilds the agents with them."""
+  fields = tuple(array_fields(a) for a in referee.agents)
+
+  def run(keys, seats, carry, fields):
+    agents = tuple(dataclasses.replace(a, **f) if f else a for a, f in zip(referee.agents, fields))
+    return dataclasses.replace(referee, agents=agents).run(keys, seats, carry, chunk)
+
+  return jax.jit(run), fields
+
+
 def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
                  hook: Hook | None = None, carry=None, chunk: int | None = None,
                  block: int | None = None, progress: Callable[[int, int], None] | None = None):
@@ -322,24 +351,24 @@ def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
   matches per program run (default all ``M``); the traced program is compiled once and reused
   for every block (the last one padded), and ``progress(done, M)`` is called after each block.
   Blocks do not change the matches: match ``m`` always draws from ``keys[m]``. ``chunk``:
-  matches each traced agent phase serves (default: the block). Raises ``ValueError`` for a
-  match where an agent returned probabilities with no finite positive mass on the legal
-  actions. The final :class:`Position` s (NumPy leaves, ``actions [M, L]`` the episodes)
-  are ``(final states, carries, positions)``'s third item.
+  matches each traced agent phase serves (default: the block). The fields an agent names in
+  ``array_fields`` (:func:`array_fields`) are arguments of the traced program, not constants.
+  Raises ``ValueError`` for a match where an agent returned probabilities with no finite
+  positive mass on the legal actions. The final :class:`Position` s (NumPy leaves,
+  ``actions [M, L]`` the episodes) are ``(final states, carries, positions)``'s third item.
   """
   referee = Referee(rules_of(game, dtype), tuple(agents), dtype, hook)
   seats = jnp.asarray(seats, jnp.int32)
   M = len(keys)
   block = M if block is None else min(check_positive_int("block", block), M)
   if traced:
-    lanes = block if chunk is None else min(chunk, block)
-    program = jax.jit(lambda k, s, c: referee.run(k, s, c, lanes))
+    program, fields = match_program(referee, block if chunk is None else min(chunk, block))
   ends, carries = [], []
   for lo in range(0, M, block):
     n = min(block, M - lo)
     if traced:
       take = jnp.arange(lo, lo + block) % M if n < block else jnp.arange(lo, lo + block)
-      pos, c = program(keys[take], seats[take], carry)
+      pos, c = program(keys[take], seats[take], carry, fields)
       pos, c = jax.tree_util.tree_map(lambda x: x[:n], (pos, c))
     else:
       pos, c = zip(*[referee.walk(keys[m], seats[m], carry) for m in range(lo, lo + n)])

@@ -5,7 +5,8 @@ state off the tree (:mod:`jaxgt.core.targets`). A game given by its rules has
 no such list; what the searcher knows is the sequence of its own
 information-state keys along the match (and the public keys), one per step
 from the root. :func:`search_path` replays a match's actions once to record
-them; from it:
+them (:func:`check_targeting` refuses public-subgame targeting of a game without public
+actions); from it:
 
 * :func:`consistent_children` marks, at any state of a walk at depth ``t``,
   the children whose searcher key (IST) or public key (PST) equals the match's
@@ -88,6 +89,17 @@ def search_path(game: DeviceGame, actions, length) -> SearchPath:
   player = jnp.where(length >= 0, jnp.asarray(game.current_player(s), jnp.int32), -1)
   mine = jnp.where(player == 1, keys[:, 1], keys[:, 0])
   return SearchPath(keys=mine, public=pub, length=length, player=player)
+
+
+def check_targeting(game: DeviceGame, targeting: str) -> None:
+  """Raises ``ValueError`` for public-subgame targeting (``"pst"``) of a game without public
+  actions (``game.public_actions`` false): every history then has the same public actions, so
+  the game has no public subgame to target (Lisy, Lanctot, Bowling, "Online Monte Carlo
+  Counterfactual Regret Minimization for Search in Imperfect Information Games", 2015,
+  Sec. 4.2)."""
+  if targeting == "pst" and not getattr(game, "public_actions", None):
+    raise ValueError(f"{game.game_string()} has no public actions, so no public subgame to "
+                     "target (Lisy, Lanctot, Bowling 2015, Sec. 4.2): use targeting='ist'")
 
 
 def no_path(game: DeviceGame) -> SearchPath:

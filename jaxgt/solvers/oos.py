@@ -116,7 +116,7 @@ from jaxgt.core.targets import (ancestor_chains, ancestor_mask, chain_reach, mem
 from jaxgt.games.base import CHANCE
 from jaxgt.games.device import children_mask
 from jaxgt.solvers.base import check_num_steps, require_key, step_key
-from jaxgt.solvers.consistent import SearchPath, consistent_children
+from jaxgt.solvers.consistent import SearchPath, check_targeting, consistent_children
 from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
 from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of
 from jaxgt.solvers.walk import Draw, walk
@@ -188,7 +188,9 @@ class OOS(SampledSolver):
     ``capacity`` (required) is the rows of each player's information-state
     table; any positive capacity holds a trajectory's update, since an
     iteration adds at most one state per trajectory (:meth:`memory_bytes`
-    gives the tables' size). Root beliefs (``weights``) are not supported.
+    gives the tables' size). Root beliefs (``weights``) are not supported. Public-subgame
+    targeting of a device game without public actions is refused
+    (:func:`~jaxgt.solvers.consistent.check_targeting`).
     """
     if isinstance(tree, Rules):
       return self._init_rules(tree, prefill, weights, capacity)
@@ -219,6 +221,7 @@ class OOS(SampledSolver):
       raise ValueError("a device game needs init(rules, capacity=N): the rows of each "
                        "player's information-state table")
     capacity = check_positive_int("capacity", capacity)
+    check_targeting(rules.game, self.targeting)
     dtype = jnp.dtype(self.dtype)
     zeros = tuple(jnp.zeros((capacity, rules.num_actions), dtype) for _ in (0, 1))
     return OOSState(regrets=zeros, cum_policy=zeros, in_tree=None,
@@ -258,6 +261,7 @@ class OOS(SampledSolver):
       if history is not None or members is not None:
         raise ValueError("on a device game the search position is path=SearchPath "
                          "(solvers.consistent.search_path), not history=/members=")
+      check_targeting(tree.game, self.targeting)
       return (check_search_path(tree.game, path),)
     if path is not None:
       raise ValueError("path= is a device game's search position; on a compiled tree pass "
