@@ -602,6 +602,7 @@ def test_query_log_is_a_uniform_sample_of_all_queries():
   assert abs(both - p2) < 5 * np.sqrt(p2 * (1 - p2) / B)
 
 
+@pytest.mark.slow
 def test_growing_search_logs_a_uniform_sample_of_its_queries():
   """In GT-CFR searches (growing trees, a different number of queries ``n`` per key) the log
   of ``L`` holds queries of the full log (``L >= n``, the same search: the log's draws do not

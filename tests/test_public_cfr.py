@@ -30,7 +30,7 @@ def factored():
 # summation grow with the iterations where regret matching+ clips near zero; GP(3,3,2,2)
 # agrees to 1e-12 at 20 iterations and drifts past 1e-6 by 50
 CASES = [("kuhn_poker", jaxgt.cfr_plus, 100), ("kuhn_poker", jaxgt.discounted_cfr, 100),
-         ("leduc_poker", jaxgt.cfr_plus, 60),
+         pytest.param("leduc_poker", jaxgt.cfr_plus, 60, marks=pytest.mark.slow),
          pytest.param("leduc_poker", jaxgt.linear_cfr, 60, marks=pytest.mark.slow),
          pytest.param("liars_dice(numdice=1)", jaxgt.cfr_plus, 40, marks=pytest.mark.slow),
          pytest.param("generic_poker(T=3,C=3,R=2,B=2)", jaxgt.cfr_plus, 20,

@@ -175,6 +175,7 @@ def test_bad_input_is_refused():
     dt.public_path(src, 0)
 
 
+@pytest.mark.slow
 def test_branch_and_batch_match_the_enumerated_source():
   """A search growing the single branch to a later decision first (re-solving's tree: the path
   is the actions from the root with a rules source) and a batch of two searches."""
