@@ -182,20 +182,35 @@ def _describers(game: DeviceGame, with_chance: bool):
   return jax.jit(jax.vmap(describe))
 
 
-def _check_root(game: DeviceGame, root):
-  """``root`` (a state of ``game``) as host arrays, checked: the same pytree as the game's
-  states, both private states dealt."""
-  ref = jax.tree.structure(game.init())
-  if jax.tree.structure(root) != ref:
-    raise ValueError(f"root is not a state of {game.game_string()} (its pytree differs)")
-  for x, y in zip(jax.tree.leaves(root), jax.tree.leaves(game.init())):
-    if np.shape(x) != np.shape(y):
-      raise ValueError(f"root is not a single state of {game.game_string()}: a leaf has shape "
-                       f"{np.shape(x)}, the game's states have {np.shape(y)}")
-  if any(int(game.private_index(root, p)) < 0 for p in (0, 1)):
-    raise ValueError("root must be a public state after both players' private deals "
-                     "(private_index is -1)")
-  return jax.tree.map(np.asarray, root)
+def check_dealt_state(game: DeviceGame, state, shape=(), *, what: str = "root",
+                      terminal: bool = True) -> None:
+  """Raises ``ValueError`` unless ``state`` is a state of ``game`` (its ``init()``'s pytree,
+  ``shape`` in front of every leaf) after both private deals, and (``terminal=False``) not
+  terminal; a traced state is checked for structure and shape only."""
+  name = game.game_string()
+  template = jax.eval_shape(game.init)
+  if jax.tree.structure(state) != jax.tree.structure(template):
+    raise ValueError(f"{what} is not a state of {name} (the structure of its init()), got "
+                     f"{type(state).__name__}")
+  for got, want in zip(jax.tree.leaves(state), jax.tree.leaves(template)):
+    if tuple(jnp.shape(got)) != tuple(shape) + tuple(want.shape):
+      raise ValueError(f"{what}'s arrays must have shape {tuple(shape)} + the game's "
+                       f"({tuple(want.shape)}), got {tuple(jnp.shape(got))}")
+  if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(state)):
+    return
+  flat = jax.tree.map(lambda x: jnp.reshape(x, (-1,) + jnp.shape(x)[len(shape):]), state)
+
+  def facts(s):
+    dealt = (game.private_index(s, 0) >= 0) & (game.private_index(s, 1) >= 0)
+    return dealt, game.current_player(s)
+
+  dealt, player = (np.asarray(x) for x in jax.jit(jax.vmap(facts))(flat))
+  if not np.all(dealt):
+    raise ValueError(f"{what} of {name} must be a public state after both players' private "
+                     "deals (private_index >= 0 for both; e.g. dealt_root(game)): its ranges "
+                     "are over the private states")
+  if not terminal and np.any(player == TERMINAL):
+    raise ValueError(f"{what} of {name} is terminal: nothing to search")
 
 
 def build_factored_tree(game: DeviceGame, *, root=None,
@@ -214,7 +229,11 @@ def build_factored_tree(game: DeviceGame, *, root=None,
   K0, K1 = game.num_private
   with_chance = K0 * K1 * game.num_outcomes <= PAIR_OUTCOME_LIMIT
   describe = _describers(game, with_chance)
-  root = dealt_root(game) if root is None else _check_root(game, root)
+  if root is None:
+    root = dealt_root(game)
+  else:
+    check_dealt_state(game, root)
+    root = jax.tree.map(np.asarray, root)
   frontier = jax.tree.map(lambda x: np.asarray(x)[None], root)
   frontier_parent = np.full(1, -1, np.int32)
   frontier_action = np.full(1, -1, np.int32)

@@ -47,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxgt.core.factored import check_factored, dealt_root, private_pairs
+from jaxgt.core.factored import check_dealt_state, check_factored, dealt_root, private_pairs
 from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame
@@ -110,30 +110,10 @@ class RulesSource:
 
   def check_state(self, state, shape=()) -> None:
     """Raises ``ValueError`` unless ``state`` is a state of the game (``shape`` in front of
-    every leaf) after both private deals and not terminal (traced states: structure only)."""
-    game = self.rules
-    template = jax.eval_shape(game.init)
-    name = game.game_string()
-    if jax.tree_util.tree_structure(state) != jax.tree_util.tree_structure(template):
-      raise ValueError(f"the root of a rules search must be a state of {name} (the structure "
-                       f"of its init()), got {type(state).__name__}")
-    for got, want in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(template)):
-      if tuple(jnp.shape(got)) != tuple(shape) + tuple(want.shape):
-        raise ValueError(f"the root state's arrays must have shape {tuple(shape)} + the game's "
-                         f"({tuple(want.shape)}), got {tuple(jnp.shape(got))}")
-    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(state)):
-      return
-    flat = jax.tree_util.tree_map(lambda x: jnp.reshape(x, (-1,) + jnp.shape(x)[len(shape):]),
-                                  state)
-    dealt, player = _root_facts(game, flat)
-    if not np.all(dealt):
-      raise ValueError(f"the root state of a rules search on {name} must follow both private "
-                       "deals (private_index >= 0 for both players; e.g. "
-                       "jaxgt.search.rules_source.post_deal_root(game)): its ranges are over "
-                       "the private states")
-    if np.any(player == TERMINAL):
-      raise ValueError(f"the root state of a rules search on {name} is terminal: nothing to "
-                       "search")
+    every leaf) after both private deals and not terminal (traced states: structure only;
+    :func:`jaxgt.core.factored.check_dealt_state`)."""
+    check_dealt_state(self.rules, state, shape, what="the root of a rules search",
+                      terminal=False)
 
   # ---------------------------------------------------------------- rows
   def rows(self, key: RulesKey) -> PublicStateRows:
@@ -217,15 +197,6 @@ class RulesSource:
                     edge=jnp.where(chance, cpQ.T, jnp.ones((Q, M), f)),
                     depth=jnp.full(Q, key.depth + 1, jnp.int32), label=q)
     return rows, kids
-
-
-def _root_facts(game: DeviceGame, states):
-  """``(dealt [B] bool, player [B] int32)`` of a batch of states (host)."""
-  def facts(s):
-    dealt = (game.private_index(s, 0) >= 0) & (game.private_index(s, 1) >= 0)
-    return dealt, game.current_player(s)
-  dealt, player = jax.jit(jax.vmap(facts))(states)
-  return np.asarray(dealt), np.asarray(player)
 
 
 def rules_source(game: DeviceGame, *, dtype="float64", value_scale: float | None = None

@@ -6,17 +6,18 @@ over its private states (:class:`~jaxgt.core.factored.FactoredTree`); a
 player's information state ``(d, k)`` (decision state ``d``, private state
 ``k``) is row ``d K_p + k`` of its ``[D_p K_p, A]`` tables. One iteration is
 the CFR engine's (:func:`jaxgt.solvers.cfr_iteration.iteration`: update order,
-tie rule, regret and averaging rules) on :class:`FactoredView`: reaches go down
-the tree one depth at a time (``[n, K_p]`` per depth), terminal values are
-``payoff @ reach_opp`` (``[K0, K1]`` per terminal public state) and values come
-back up one depth at a time, the acting player's weighted by its strategy. So
+tie rule, regret and averaging rules) on :class:`FactoredView`: each player's
+realization plan (``[K_p]`` per sequence) is built one own depth at a time,
+terminal values are ``payoff @ reach_opp`` (``[K0, K1]`` per terminal public
+state, or the game's ``terminal_values``) and values come back up one own depth
+at a time, the acting player's weighted by its strategy. So
 the iterates are the sequence form's (:mod:`jaxgt.solvers.cfr`) on the same
 game, to rounding, and cost ``O(public states x K)`` per iteration.
 
 :class:`PublicTreeCFR` wraps a CFR-family solver: ``init`` / ``run`` (one jitted
 ``lax.fori_loop``) / ``policy``; :func:`best_response_values` and
-:func:`exploitability` are exact on the factored tree; :func:`to_policy` maps a
-policy onto the enumerated game's information states.
+:func:`exploitability` are exact on the factored tree (from given root ranges);
+:func:`to_policy` maps a policy onto the enumerated game's information states.
 """
 
 from __future__ import annotations
@@ -72,9 +73,11 @@ def _plan(tree: FactoredTree, player: int, sigma, root):
   return jnp.concatenate([x.reshape(A * D, K), root[None, :]])
 
 
-def _terminal_values(tree: FactoredTree, payoff, player: int, opp_plan, order=None):
+def _terminal_values(tree: FactoredTree, payoff, player: int, opp_plan, order):
+  """``[T, K_p]`` ``player``'s counterfactual values at the terminal public states in
+  ``order`` (``payoff``: :func:`grouped_payoff`, in that order) against ``opp_plan``."""
   o = 1 - player
-  terminals = tree.terminals if order is None else tree.terminals[order]
+  terminals = tree.terminals[order]
   r = opp_plan[_rows(tree, o, tree.last_seq[o][terminals])]  # [T, K_o]
   if tree.payoff is None:  # the game's own terminal values: payoff is (z [T], states [T])
     z, states = payoff
@@ -115,25 +118,6 @@ def realization(tree: FactoredTree, player: int, sigma, root):
   own reach of each sequence when it plays ``sigma [D_p K_p, A]`` from root reach ``root
   [K_p]``; one step per own depth, each reading only the one above."""
   return _plan(tree, player, sigma.T, root)
-
-
-def reach(tree: FactoredTree, player: int, sigma, root):
-  """``[N, K_p]`` ``player``'s own reach of every (public state, private state) when it
-  plays ``sigma [D_p K_p, A]`` from root reach ``root [K_p]``."""
-  return realization(tree, player, sigma, root)[_rows(tree, player, tree.last_seq[player])]
-
-
-def terminal_values(tree: FactoredTree, player: int, opp_plan, dtype=None):
-  """``[T, K_p]`` ``player``'s counterfactual values at the terminal public states (tree
-  order) given the opponent's realization plan ``opp_plan`` (:func:`realization`): the
-  payoff matrices times its reach (player 1: the negated transpose), or the game's
-  ``terminal_values`` times the public chance probability."""
-  if tree.payoff is None:
-    payoff = (jnp.asarray(tree.terminal_z, dtype),
-              jax.tree.map(lambda x: jnp.asarray(x[tree.terminals]), tree.states))
-  else:
-    payoff = jnp.asarray(tree.payoff, dtype)
-  return _terminal_values(tree, payoff, player, opp_plan)
 
 
 def grouped_payoff(tree: FactoredTree, player: int, dtype=None):
@@ -209,19 +193,7 @@ class PublicTreeCFR:
     """Zero tables; ``root_reach = (r0 [K0], r1 [K1])`` each player's own reach of its
     private states at the root (default ones)."""
     _check_tree(tree)
-    dtype = resolve_dtype(self.solver.dtype)
-    K0, K1 = tree.num_private
-    if root_reach is None:
-      w = jnp.ones(K0 + K1, dtype)
-    else:
-      r = [np.asarray(x, np.float64) for x in root_reach]
-      for p, (x, k) in enumerate(zip(r, (K0, K1))):
-        if x.shape != (k,):
-          raise ValueError(f"root_reach[{p}] must have shape ({k},) (one per private state of "
-                           f"player {p}), got {x.shape}")
-        if not np.all(np.isfinite(x)) or np.any(x < 0):
-          raise ValueError(f"root_reach[{p}] must be finite and non-negative")
-      w = jnp.asarray(np.concatenate(r), dtype)
+    w = jnp.concatenate(_root_reach(tree, root_reach, resolve_dtype(self.solver.dtype)))
     return self.solver.init_tables(tree.num_infostates, tree.num_actions, w)
 
   def _view(self, tree: FactoredTree, state: CFRState) -> FactoredView:
@@ -295,14 +267,17 @@ def check_policy(tree: FactoredTree, policy) -> tuple:
 
 
 def _root_reach(tree: FactoredTree, root_reach, dtype) -> tuple:
+  """``(r0 [K0], r1 [K1])`` in ``dtype``: ``root_reach`` checked (ones for ``None``)."""
   if root_reach is None:
     return tuple(jnp.ones(k, dtype) for k in tree.num_private)
   out = []
   for p, k in enumerate(tree.num_private):
     r = np.asarray(root_reach[p], np.float64)
-    if r.shape != (k,) or not np.all(np.isfinite(r)) or np.any(r < 0):
-      raise ValueError(f"root_reach[{p}] must be {k} finite, non-negative reaches, got shape "
-                       f"{r.shape}")
+    if r.shape != (k,):
+      raise ValueError(f"root_reach[{p}] must have shape ({k},) (one per private state of "
+                       f"player {p}), got {r.shape}")
+    if not np.all(np.isfinite(r)) or np.any(r < 0):
+      raise ValueError(f"root_reach[{p}] must be finite and non-negative")
     out.append(jnp.asarray(r, dtype))
   return tuple(out)
 
