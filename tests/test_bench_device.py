@@ -1,9 +1,7 @@
 """The device-game rows of benchmarks/sampling_speed.py and search_speed.py: the OpenSpiel peer
 plays the same game from the same position, and the rows record their figures."""
 
-import importlib.util
 import inspect
-import pathlib
 
 import jax
 import numpy as np
@@ -14,16 +12,13 @@ from jaxgt.core.lockstep import replay
 from jaxgt.core import playout
 from jaxgt.games import make_from_string
 from jaxgt.solvers import mccfr
+from script_modules import load_script
 
 pyspiel = pytest.importorskip("pyspiel")
-BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name):
-  spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)  # search_speed puts benchmarks/ on sys.path itself
-  return module
+  return load_script(f"benchmarks/{name}.py", f"_bench_{name}")
 
 
 search_speed = _load("search_speed")

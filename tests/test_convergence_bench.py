@@ -1,20 +1,14 @@
 """benchmarks/convergence.py: how peers stop, so that no cap hides the fastest peer."""
 
-import importlib.util
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from script_modules import load_script
 
 
 @pytest.fixture(scope="module")
 def conv():
-  spec = importlib.util.spec_from_file_location("convergence_bench",
-                                                ROOT / "benchmarks" / "convergence.py")
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod
+  return load_script("benchmarks/convergence.py", "convergence_bench")
 
 
 class FakePeer:

@@ -1,20 +1,15 @@
 """benchmarks/game_speed.py at tiny sizes: the printed table, the JSON file and its checks."""
 
-import importlib.util
 import json
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from script_modules import load_script
 
 
 @pytest.fixture(scope="module")
 def game_speed():
-  spec = importlib.util.spec_from_file_location("game_speed", ROOT / "benchmarks" / "game_speed.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return load_script("benchmarks/game_speed.py", "game_speed")
 
 
 def test_tiny_run_writes_rates_ratios_and_bytes_per_state(game_speed, tmp_path, capsys):

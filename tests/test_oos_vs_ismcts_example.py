@@ -1,20 +1,14 @@
 """The head-to-head example on a game played through its rules: budgets, pairs and its JSON."""
 
-import importlib.util
 import json
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from script_modules import load_script
 
 
 def _example():
-  spec = importlib.util.spec_from_file_location("oos_vs_ismcts",
-                                                ROOT / "examples" / "oos_vs_ismcts.py")
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod
+  return load_script("examples/oos_vs_ismcts.py", "oos_vs_ismcts")
 
 
 def test_trajectories_per_move_are_iterations_times_batch_and_two_update_players_for_oos():

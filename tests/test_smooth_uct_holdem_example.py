@@ -1,10 +1,7 @@
 """examples/smooth_uct_holdem.py: a tiny budget runs end to end; bad options are refused before
 any work."""
 
-import importlib.util
 import json
-import pathlib
-import sys
 
 import jax
 import numpy as np
@@ -12,16 +9,11 @@ import pytest
 
 from jaxgt.evaluation.device_policy import fixed_action_policy
 from jaxgt.games import make
-
-PATH = pathlib.Path(__file__).resolve().parent.parent / "examples" / "smooth_uct_holdem.py"
+from script_modules import load_script
 
 
 def _module():
-  spec = importlib.util.spec_from_file_location("smooth_uct_holdem", PATH)
-  mod = importlib.util.module_from_spec(spec)
-  sys.modules[spec.name] = mod  # dataclasses resolve annotations through the module
-  spec.loader.exec_module(mod)
-  return mod
+  return load_script("examples/smooth_uct_holdem.py", "smooth_uct_holdem")
 
 
 EX = _module()

@@ -13,6 +13,7 @@ from jaxgt.solvers import base
 from jaxgt.solvers.base import compilations
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers import walk as walk_lib
+from script_modules import load_script
 
 
 def _curves(solver, tree, checkpoints, seeds):
@@ -232,13 +233,7 @@ def test_chunked_run_equals_one_long_run_and_curve_ends_there():
 
 
 def _example(name):
-  import importlib.util
-  import pathlib
-  path = pathlib.Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
-  spec = importlib.util.spec_from_file_location(name, path)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  return load_script(f"examples/{name}.py", name)
 
 
 def test_kuhn_mse_to_the_closest_equilibrium():
