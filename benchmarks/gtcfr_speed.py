@@ -13,11 +13,15 @@ evaluator's continuation not counted).
 With ``--rules`` the tree grows from a device game's rules instead
 (:func:`jaxgt.search.rules_source.rules_source`: games too large to enumerate, e.g. Liar's
 Dice with two dice each), every search at the first public state after the deals with its own
-random ranges and key, leaves valued zero (the tree's and the expansions' cost alone).
+random ranges and key, leaves valued zero (the tree's and the expansions' cost alone); the
+regret phase on factored ranges (``tree_form="factored"``, the default there) and on the
+history form are timed in the same run (``--tree-forms``), with their ratio.
 
   python benchmarks/gtcfr_speed.py --quick            # small, for a loaded machine
   python benchmarks/gtcfr_speed.py --batches 1,4,16,64,256,1024 --openspiel
   python benchmarks/gtcfr_speed.py --rules --game 'liars_dice(numdice=2)' --batches 1,4,16
+  python benchmarks/gtcfr_speed.py --rules --game 'liars_dice(numdice=2)' --simulations 30 \
+      --batches 1,4 --tree-forms factored,history
 """
 
 import argparse
@@ -60,7 +64,13 @@ def main(argv=None):
   ap.add_argument("--quick", action="store_true", help="B = 1, 8 and s = 20 (loaded machines)")
   ap.add_argument("--rules", action="store_true",
                   help="grow the tree from the device game's rules (zero leaf values)")
+  ap.add_argument("--tree-forms", default="factored,history",
+                  help="with --rules: the regret phase's forms timed (factored, history)")
   args = ap.parse_args(argv)
+  forms = args.tree_forms.split(",")
+  bad = [f for f in forms if f not in ("factored", "history")]
+  if bad:
+    ap.error(f"--tree-forms takes factored and/or history, got {bad}")
   if args.quick:
     args.batches, args.simulations = "1,8", 20
   if args.dtype == "float64":
@@ -103,11 +113,15 @@ def main(argv=None):
 
 
 def _rules(args):
-  """The ``--rules`` run: the tree grown from the device game's rules."""
+  """The ``--rules`` run: the tree grown from the device game's rules, each regret-phase form
+  on the same batches."""
   game = jaxgt.games.make_from_string(args.game)
   src = rules_source.rules_source(game, dtype=args.dtype)
-  cfg = gt.make_config(src, simulations=args.simulations,
-                       expansions_per_update=args.expansions_per_update, dtype=args.dtype)
+  forms = args.tree_forms.split(",")
+  cfgs = {f: gt.make_config(src, simulations=args.simulations,
+                            expansions_per_update=args.expansions_per_update, dtype=args.dtype,
+                            tree_form=f) for f in forms}
+  cfg = cfgs[forms[0]]
   ev = evaluators.from_callable(lambda leaves: 0.0 * leaves.chance, name="zero")
   root = rules_source.post_deal_root(game)
   valid = np.asarray(src.rows(src.root_key(root)).info_id) >= 0  # [2, K]
@@ -121,17 +135,23 @@ def _rules(args):
       ranges[:, p, valid[p]] = rng.dirichlet(np.ones(int(valid[p].sum())), size=B)
     roots = jax.tree_util.tree_map(lambda x: np.repeat(np.asarray(x)[None], B, 0), root)
     keys = jax.random.split(jax.random.PRNGKey(B), B)
-    fn = lambda: gt.search(src, cfg, ev, roots, ranges, keys)  # noqa: E731
-    first, _ = _timed(fn)
-    sec, out = _timed(fn)
-    q = float(np.sum(np.asarray(out.state.num_queries)))
-    nodes = float(np.mean(np.asarray(out.state.tree.num_nodes)))
-    figure("searches (rules)", B / sec, "searches/s", game=args.game,
-           simulations=cfg.simulations, batch=B)
-    figure("leaf queries (rules)", q / sec, "queries/s", game=args.game,
-           simulations=cfg.simulations, batch=B)
-    print(f"  B={B:5d}: {B / sec:9.2f} searches/s, {q / sec:12,.0f} leaf history queries/s, "
-          f"{nodes:.0f} nodes per tree (compile+first {first:.1f}s, steady {sec:.2f}s)")
+    rate = {}
+    for form in forms:
+      fn = lambda c=cfgs[form]: gt.search(src, c, ev, roots, ranges, keys)  # noqa: E731
+      first, _ = _timed(fn)
+      sec, out = _timed(fn)
+      rate[form] = B / sec
+      q = float(np.sum(np.asarray(out.state.num_queries)))
+      nodes = float(np.mean(np.asarray(out.state.tree.num_nodes)))
+      figure(f"searches (rules, {form})", B / sec, "searches/s", game=args.game,
+             simulations=cfg.simulations, batch=B)
+      figure(f"leaf queries (rules, {form})", q / sec, "queries/s", game=args.game,
+             simulations=cfg.simulations, batch=B)
+      print(f"  B={B:5d} {form:9s}: {B / sec:9.3f} searches/s, {q / sec:12,.0f} leaf history "
+            f"queries/s, {nodes:.0f} nodes per tree (compile+first {first:.1f}s, steady "
+            f"{sec:.2f}s)")
+    if len(rate) == 2:
+      print(f"  B={B:5d} factored / history: {rate['factored'] / rate['history']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ transpose), so player 0's counterfactual values there are ``payoff @ reach_1``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -182,13 +183,26 @@ def _describers(game: DeviceGame, with_chance: bool):
   return jax.jit(jax.vmap(describe))
 
 
+@functools.lru_cache(maxsize=32)
+def _state_facts(game: DeviceGame):
+  """``(template, facts)``: the shapes of ``game.init()`` and a jitted function of a batch of
+  states: whether both private states are dealt and the player to act (compiled once per
+  game, not once per check)."""
+
+  def facts(s):
+    dealt = (game.private_index(s, 0) >= 0) & (game.private_index(s, 1) >= 0)
+    return dealt, game.current_player(s)
+
+  return jax.eval_shape(game.init), jax.jit(jax.vmap(facts))
+
+
 def check_dealt_state(game: DeviceGame, state, shape=(), *, what: str = "root",
                       terminal: bool = True) -> None:
   """Raises ``ValueError`` unless ``state`` is a state of ``game`` (its ``init()``'s pytree,
   ``shape`` in front of every leaf) after both private deals, and (``terminal=False``) not
   terminal; a traced state is checked for structure and shape only."""
   name = game.game_string()
-  template = jax.eval_shape(game.init)
+  template, facts = _state_facts(game)
   if jax.tree.structure(state) != jax.tree.structure(template):
     raise ValueError(f"{what} is not a state of {name} (the structure of its init()), got "
                      f"{type(state).__name__}")
@@ -199,12 +213,7 @@ def check_dealt_state(game: DeviceGame, state, shape=(), *, what: str = "root",
   if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(state)):
     return
   flat = jax.tree.map(lambda x: jnp.reshape(x, (-1,) + jnp.shape(x)[len(shape):]), state)
-
-  def facts(s):
-    dealt = (game.private_index(s, 0) >= 0) & (game.private_index(s, 1) >= 0)
-    return dealt, game.current_player(s)
-
-  dealt, player = (np.asarray(x) for x in jax.jit(jax.vmap(facts))(flat))
+  dealt, player = (np.asarray(x) for x in facts(flat))
   if not np.all(dealt):
     raise ValueError(f"{what} of {name} must be a public state after both players' private "
                      "deals (private_index >= 0 for both; e.g. dealt_root(game)): its ranges "

@@ -111,6 +111,9 @@ class Source:
   max_public_depth: int  # D
   num_public_states: int  # P
   value_scale: float  # largest |payoff| (PUCT's virtual-loss scale)
+  # class constant: a node's history slots are not the private pairs of a factored game, so
+  # the regret phase runs on the history form (jaxgt.search.regret_phase.tree_form)
+  factored = False
 
   @property
   def dtype(self):

@@ -54,7 +54,7 @@ from jaxgt.search import device_tree
 from jaxgt.search.evaluator import Evaluator
 from jaxgt.search import history_cfr, query_log
 from jaxgt.search.query_log import QUERY_STREAM, QueryLog  # noqa: F401  (the search's log)
-from jaxgt.search.regret_phase import RegretPhase, legal_rows, root_own, tree_forest
+from jaxgt.search.regret_phase import TREE_FORMS, RegretPhase, legal_rows, tree_form
 from jaxgt.search.gadget import Gadget, check_alpha
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.solvers import cfr_iteration
@@ -108,6 +108,9 @@ class GTCFRConfig:
   solver: Any = None
   # leaf queries kept in SearchState.queries, a uniform sample of all of them (0: none)
   log_queries: int = 0
+  # the regret phase's form (regret_phase.TREE_FORMS): "auto" the factored form on a rules
+  # source's tree, the history form elsewhere
+  tree_form: str = "auto"
 
   @property
   def sims_per_phase(self) -> int:
@@ -133,7 +136,8 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
                 prior_temperature: float = 1.0, virtual_loss: float = 1.0,
                 puct_visit_offset: float = 0.0, chance: str = "sample",
                 select_policy: str = "average", value_average: str = "node", solver=None,
-                log_queries: int = 0, dtype="float64") -> GTCFRConfig:
+                log_queries: int = 0, tree_form: str = "auto",
+                dtype="float64") -> GTCFRConfig:
   """A checked :class:`GTCFRConfig`; ``capacity`` defaults to what ``simulations`` can add
   (capped at the source's public states).
 
@@ -169,6 +173,10 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
       (:func:`jaxgt.solvers.cfr.make_solver`) with the search's defaults: simultaneous
       updates, plain sums and no tie rule, in ``dtype`` (the searches were measured so;
       the tie rule changes which trees grow); default ``"cfr+"``.
+    tree_form: the regret phase's form of the tree: ``"auto"`` (default) the factored form
+      (per node ``[K]`` ranges and values, :mod:`jaxgt.search.factored_form`) where the
+      source's nodes are private pairs (a rules source), else the history form;
+      ``"history"`` or ``"factored"`` to choose (the same iterates, to rounding).
   """
   simulations = check_positive_int("simulations", simulations)
   c = check_real("expansions_per_update", expansions_per_update, 0, math.inf, lo_open=True)
@@ -179,6 +187,10 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
   check_choice("chance", chance, CHANCE_MODES)
   check_choice("select_policy", select_policy, SELECT_POLICIES)
   check_choice("value_average", value_average, VALUE_AVERAGES)
+  check_choice("tree_form", tree_form, TREE_FORMS)
+  if tree_form == "factored" and not getattr(source, "factored", False):
+    raise ValueError("tree_form='factored' needs a source whose nodes are private pairs (a "
+                     "rules source, jaxgt.search.rules_source)")
   if solver is None or isinstance(solver, str):
     solver = cfr_lib.make_solver(solver or "cfr+", alternating=False, dtype=dtype,
                                  compensated=False, exact_ties=False)
@@ -192,7 +204,8 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
                      puct_visit_offset=check_real("puct_visit_offset", puct_visit_offset, 0),
                      chance=chance, select_policy=select_policy,
                      value_average=value_average, solver=solver,
-                     log_queries=check_nonnegative_int("log_queries", log_queries))
+                     log_queries=check_nonnegative_int("log_queries", log_queries),
+                     tree_form=tree_form)
 
 
 @struct.dataclass
@@ -268,21 +281,25 @@ class _Program:
   alpha: float | None
 
   def regret_update(self, st: SearchState, ranges, opp_values, player, on,
-                    forest=None) -> SearchState:
+                    form=None) -> SearchState:
     """One public-tree CFR iteration over the current tree: the package's CFR iteration
-    (:func:`jaxgt.solvers.cfr_iteration.iteration`) on the tree's history form
+    (:func:`jaxgt.solvers.cfr_iteration.iteration`) on the tree's history or factored form
     (:class:`RegretPhase`), simultaneous (``003``) or, with an alternating solver, player 0's
     update then player 1's, each with its own forward pass. The evaluator is queried once
     per iteration, with the iteration's first strategies; both alternating half-updates read
     those leaf values (as the CFR engine's depth-limited solve does:
     :func:`jaxgt.search.leaf.solve` sets the leaf values once per iteration). ``player`` ([]
     int32) is the re-solving player and ``on`` ([] bool) turns its gadget on (off: both
-    ranges fixed); ``forest``: the tree's history form when already built."""
-    forest = tree_forest(self.source, st.tree) if forest is None else forest
-    view = RegretPhase(self, st.tree, forest, legal_rows(st.tree), ranges, opp_values, player, on)
+    ranges fixed); ``form``: the tree's form when already built."""
+    form = self.form(st.tree) if form is None else form
+    view = RegretPhase(self, st.tree, form, legal_rows(st.tree), ranges, opp_values, player, on)
     carry = cfr_iteration.iteration(self.config.solver, view,
                                     cfr_iteration.start(view, st.cfr, (st, None)))
     return carry.root_state[0].replace(cfr=carry.state)
+
+  def form(self, tree):
+    """The regret phase's form of ``tree`` (:func:`jaxgt.search.regret_phase.tree_form`)."""
+    return tree_form(self.source, tree, self.config.tree_form)
 
   def root_gadget(self, tree, ranges, opp_values, player):
     K = self.source.num_infostates
@@ -291,32 +308,13 @@ class _Program:
                   None if self.alpha is None else jnp.asarray(self.alpha, ranges.dtype),
                   tree.info_id[o, 0] >= 0)
 
-  def entry_rows(self, tree, forest, x, player, reduce=jax.ops.segment_sum):
-    """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
-    ``player``'s information-state slot."""
-    N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
-    node = jnp.arange(N * M) // M
-    info = tree.info[player].reshape(-1)
-    ok = forest.live & tree.entry.reshape(-1) & (info >= 0)
-    return reduce(jnp.where(ok, x, 0.0), jnp.where(ok, node * K + info, N * K), N * K + 1)[:-1]
-
-  def record_queries(self, log, tree, forest, fw, t):
+  def record_queries(self, log, tree, form, fw, t):
     """``log`` with this iteration's leaf public belief states offered to its sample
     (:func:`jaxgt.search.query_log.offer`)."""
-    N, M, K = tree.capacity, self.source.num_histories, self.source.num_infostates
-    queried = jnp.any(forest.leaf.reshape(N, M), axis=1)
+    queried, ranges = form.query(fw)
     if not self.config.log_queries:
       return log.replace(count=log.count + jnp.sum(queried, dtype=jnp.int32))
-    node = jnp.arange(N * M) // M
-    ranges = []
-    for p in (0, 1):
-      info = tree.info[p].reshape(-1)
-      ok = forest.leaf & (info >= 0)
-      r = jax.ops.segment_max(jnp.where(ok, fw.own[p], 0.0), jnp.where(ok, node * K + info, N * K),
-                              N * K + 1)[:-1].reshape(N, K)
-      r = jnp.maximum(r, 0.0)
-      ranges.append(sequence_form.safe_div(r, r.sum(-1, keepdims=True)))
-    return query_log.offer(log, queried, tree.public, jnp.stack(ranges, 1), t)
+    return query_log.offer(log, queried, tree.public, ranges, t)
 
   # ---------------------------------------------------------------- the expansion phase
   def simulate(self, st: SearchState, key) -> SearchState:
@@ -432,18 +430,16 @@ class _Program:
       o = 1 - player
       gadget = self.root_gadget(tree, ranges, jnp.zeros(K, ranges.dtype), player)
       ranges = ranges.at[o].set(jnp.where(on, gadget.average_range(st.gadget), ranges[o]))
-    forest = tree_forest(self.source, tree)
-    fw = history_cfr.forward(forest, pol, root_own(tree, ranges, self.source.num_infostates))
-    reach = jnp.stack([jnp.maximum(self.entry_rows(tree, forest, fw.own[p], p,
-                                                    jax.ops.segment_max), 0.0) for p in (0, 1)])
+    form = self.form(tree)
+    reach = form.node_reach(form.forward(pol, ranges))
     return SearchResult(state=st, policy=pol, root_values=rv, node_values=nv, node_reach=reach,
                         root_ranges=ranges)
 
   def solve(self, tree, ranges, opp_values, iterations, evaluator_state, player,
             on, key=None) -> SearchResult:
-    forest = tree_forest(self.source, tree)  # the tree does not grow: its form is built once
+    form = self.form(tree)  # the tree does not grow: its form is built once
     st = lax.fori_loop(0, iterations,
-                       lambda _, s: self.regret_update(s, ranges, opp_values, player, on, forest),
+                       lambda _, s: self.regret_update(s, ranges, opp_values, player, on, form),
                        self.state_for(tree, ranges, player, evaluator_state, key))
     return self.finish(st, ranges, player, on)
 

@@ -87,6 +87,9 @@ class RulesSource:
   value_scale: float  # largest |payoff| (the game's max_utility unless given)
   game: Any = None  # no compiled game (evaluators that need one refuse this source)
   history_info: Any = None  # no table of the game's histories
+  # class constant: a node's history slots are its private pairs (slot k0 K1 + k1), so the
+  # regret phase may run on factored ranges (jaxgt.search.factored_form)
+  factored = True
 
   # ---------------------------------------------------------------- keys
   def padding_key(self) -> RulesKey:
