@@ -129,12 +129,11 @@ class FactoredForm:
       base.append(sign * self._against(self.weight * u, fw, p))
     base = jnp.stack(base, 1)
     e = self.edges(sigma)
-    kids = self.children
-    has = (kids >= 0)[:, :, None, None]
-    k = jnp.maximum(kids, 0)
+    send = self.live & (self.parent >= 0)
+    ids = jnp.where(send, self.parent, N)
 
-    def step(c):
-      return base + jnp.sum(jnp.where(has, (e * c)[k], 0.0), axis=1)
+    def step(c):  # each node's weighted values scattered to its parent as one [2, K] row
+      return base + jax.ops.segment_sum(e * c, ids, N + 1)[:N]
 
     return lax.fori_loop(0, self.passes, lambda _, c: step(c), base)
 

@@ -332,8 +332,8 @@ class _Program:
     legal = legal_rows(tree)
     if cfg.select_policy == "current":
       pol_cfr = history_cfr.strategy(cfg.solver, legal, st.cfr)
-    else:
-      pol_cfr = history_cfr.average_policy(legal, st.cfr)
+    else:  # the average policy of the rows a step visits, not of the whole table
+      pol_cfr = None
     player_flat = tree.player.reshape(-1)
     info_flat = tree.info.reshape(2, -1)
     chance_flat = tree.chance.reshape(-1)
@@ -362,7 +362,11 @@ class _Program:
       vv = virtual[p, row]
       score = puct_scores(cfg, scale, st.q[p, row], nv, vv, st.prior[p, row], lg)
       puct = jax.nn.one_hot(jnp.argmax(score), A, dtype=dtype)
-      pcfr = jnp.where(p == 0, pol_cfr[0][row], pol_cfr[1][row])
+      if pol_cfr is None:
+        cum = jnp.where(p == 0, st.cfr.cum_policy[0][row], st.cfr.cum_policy[1][row])
+        pcfr = sequence_form.normalize(cum, lg)
+      else:
+        pcfr = jnp.where(p == 0, pol_cfr[0][row], pol_cfr[1][row])
       a_dec = sample_index(jnp.where(lg, 0.5 * puct + 0.5 * pcfr, 0.0),
                            rng.uniform(rng.fold_in(keys[i + 1], 1), dtype=dtype))
       is_dec = ~done & ((pl == 0) | (pl == 1))
