@@ -81,7 +81,8 @@ class RegretPhase:
   mixing, the forward pass and the leaf query, :meth:`end` records the search's values,
   action values, priors and counts."""
 
-  program: Any  # the search program (gtcfr._Program): source, config, evaluator, re-solving
+  # the search program (gtcfr_program.SearchProgram): source, config, evaluator, re-solving
+  program: Any
   tree: device_tree.DeviceTree  # the current tree
   forest: history_cfr.Forest  # its history form (tree_forest)
   legal_masks: tuple  # ([N * K, A], [N * K, A]) legal actions of every node's rows
