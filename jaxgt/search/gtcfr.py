@@ -199,8 +199,8 @@ def solve_tree(source: device_tree.Source, config: GTCFRConfig, evaluator: Evalu
   ``ranges [B, 2, K]`` runs ``B`` solves in one vmapped call, on a batch of trees (leading
   ``B`` on every field) or on one tree shared by the batch (its indices then are the same
   for every solve, which runs several times faster on CPU). ``key``: a ``jax.random`` key
-  (``[B]`` keys when batched) drawing the query log's sample (:class:`QueryLog`), required
-  where ``config.log_queries > 0``.
+  (``[B]`` keys when batched) drawing the query log's sample
+  (:class:`~jaxgt.search.query_log.QueryLog`), required where ``config.log_queries > 0``.
   """
   ranges = jnp.asarray(ranges, config.solver.dtype)
   batched = ranges.ndim == 3
