@@ -9,7 +9,7 @@ solvers search heads-up limit hold'em through its rules with the E[HS^2] card-bu
 abstraction of their Table 1 (169 / 1000 / 500 / 200 buckets, imperfect recall,
 :class:`~jaxgt.games.abstraction.EHS2Buckets`) and the exploration schedule of their Eq. 3,
 ``c = min(C, pot + k * remaining betting potential)`` with ``C = 24`` big blinds and
-``k = 0.5`` (:func:`~jaxgt.games.abstraction.exploration_constant`, in chips); Smooth UCT
+``k = 0.5`` (:func:`~jaxgt.games.holdem_exploration.exploration_constant`, in chips); Smooth UCT
 mixes with ``gamma = 0.1, eta = 0.9, d = 1/20000``.
 
 The two runs share the budget ``--minutes`` of training wall time: they train in alternating
@@ -49,7 +49,8 @@ from jaxgt.evaluation.device_policy import fixed_action_policy, uniform_device_p
 from jaxgt.evaluation.local_br import local_best_response
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games import make
-from jaxgt.games.abstraction import EHS2Buckets, exploration_constant
+from jaxgt.games.abstraction import EHS2Buckets
+from jaxgt.games.holdem_exploration import exploration_constant
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers.sources import Rules, table_stats
 

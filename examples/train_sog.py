@@ -20,7 +20,7 @@ import numpy as np
 
 import jaxgt
 from jaxgt.evaluation import construct
-from jaxgt.search.gtcfr import VALUE_AVERAGES
+from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training import checkpoint
 from jaxgt.training import config as config_lib
 from jaxgt.training import loop

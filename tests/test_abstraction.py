@@ -12,10 +12,10 @@ import pytest
 
 from jaxgt.core.playout import trajectories
 from jaxgt.games import CHANCE, TERMINAL, make
-from jaxgt.games.abstraction import (MAX_POT, PAPER_GRID, EHS2Buckets, Identity,
-                                     canonical_suits, ehs2, exploration_constant,
-                                     make_abstraction, pot, preflop_class, preflop_class_name,
-                                     remaining_potential, round_start)
+from jaxgt.games.abstraction import (PAPER_GRID, EHS2Buckets, Identity, canonical_suits, ehs2,
+                                     make_abstraction, preflop_class, preflop_class_name)
+from jaxgt.games.holdem_exploration import (MAX_POT, exploration_constant, pot,
+                                            remaining_potential, round_start)
 from jaxgt.games.hand_eval import hand_rank
 from jaxgt.games.holdem import HAND_CARDS, LimitHoldem
 

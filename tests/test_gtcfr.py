@@ -16,6 +16,7 @@ from jaxgt.evaluation import construct as cs
 from jaxgt.search import device_tree as dt
 from jaxgt.search import evaluator as evaluators
 from jaxgt.search import gtcfr as gt
+from jaxgt.search import gtcfr_program
 from jaxgt.search import regret_phase
 from jaxgt.search import history_cfr
 import reference_leaf as lf
@@ -446,13 +447,13 @@ def test_puct_scores_are_the_documented_formula():
     q, n, v = rng.normal(size=3), rng.integers(0, 5, 3).astype(float), rng.integers(0, 2, 3)
     prior = np.array([0.3, 0.7, 0.0])
     want = q - vl * 2.0 * v / (n + 1) + c * 2.0 * prior * np.sqrt(n.sum() + off) / (1 + n)
-    got = np.asarray(gt.puct_scores(cfg, 2.0, q, n, v, prior, legal))
+    got = np.asarray(gtcfr_program.puct_scores(cfg, 2.0, q, n, v, prior, legal))
     np.testing.assert_allclose(got[:2], want[:2], rtol=1e-12)
     assert got[2] == -np.inf
   q, zero, prior = np.array([0.1, 0.0, 0.0]), np.zeros(3), np.array([0.0, 1.0, 0.0])
   for off, best in [(0.0, 0), (1.0, 1)]:
     cfg = gt.make_config(src, simulations=5, puct_visit_offset=off)
-    assert int(np.argmax(gt.puct_scores(cfg, 1.0, q, zero, zero, prior, legal))) == best
+    assert int(np.argmax(gtcfr_program.puct_scores(cfg, 1.0, q, zero, zero, prior, legal))) == best
 
 
 def test_virtual_loss_is_inert_with_one_simulation_per_phase():

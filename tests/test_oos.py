@@ -12,6 +12,7 @@ from jaxgt.core.compiler import compile_game
 from jaxgt.solvers import mccfr
 from jaxgt.solvers.base import compilations
 from jaxgt.solvers import oos
+from jaxgt.solvers import oos_targeting
 from jaxgt.core import sequence_form as sf
 from jaxgt.core import xla_flags
 from jaxgt.agents.oos_agent import OOSAgent
@@ -270,12 +271,12 @@ def test_playout_below_the_tree_is_uniform_and_untargeted():
   h = int(np.flatnonzero((player == 1) & (info == i))[0])
   solver = OOS(delta=0.9, targeting="ist", dtype="float64")
   state = solver.init(tree)
-  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(targets.target_members(tree, "ist")),
-                                 jnp.asarray(h))
+  members, anc, _ = oos_targeting.tree_targets(
+      solver, tree, state, jnp.asarray(targets.target_members(tree, "ist")), jnp.asarray(h))
   B = 4000
   uni = jax.random.uniform(jax.random.key(0), (tree.max_depth, B), jnp.float64)
-  traj, _ = walk(tree, oos.oos_node_policy(solver, tree, state, 0,
-                                              (members, oos.ancestor_children(tree, anc), True)), uni,
+  target = (members, oos_targeting.ancestor_children(tree, anc), True)
+  traj, _ = walk(tree, oos.oos_node_policy(solver, tree, state, 0, target), uni,
                  carry=(jnp.ones(B, bool), jnp.zeros(B, bool)), targeted=jnp.ones(B, bool))
   pl, hist = np.asarray(traj.player), np.asarray(traj.history)
   dec = (pl == 0) | (pl == 1)
@@ -316,10 +317,10 @@ def test_walk_replay_loop_gives_the_vectorised_replays_trajectory(monkeypatch, b
   solver = OOS(delta=0.9, targeting="ist", dtype="float64")
   state = solver.run(tree, solver.init(tree), 20, jax.random.key(1), history=None)
   h = int(np.flatnonzero(np.asarray(tree.player) == 1)[3])
-  members, anc, _ = oos._targets(solver, tree, state, jnp.asarray(targets.target_members(tree, "ist")),
-                                 jnp.asarray(h))
-  policy = oos.oos_node_policy(solver, tree, state, 1, (members, oos.ancestor_children(tree, anc),
-                                                         True))
+  members, anc, _ = oos_targeting.tree_targets(
+      solver, tree, state, jnp.asarray(targets.target_members(tree, "ist")), jnp.asarray(h))
+  policy = oos.oos_node_policy(solver, tree, state, 1,
+                               (members, oos_targeting.ancestor_children(tree, anc), True))
   uni = jax.random.uniform(jax.random.key(2), (tree.max_depth, batch), jnp.float64)
   args = dict(carry=(jnp.ones(batch, bool), jnp.zeros(batch, bool)),
               targeted=jnp.arange(batch) % 2 == 0)

@@ -11,6 +11,7 @@ from jaxgt.core import info_table
 from jaxgt.core.compiler import compile_game
 from jaxgt.games.base import CHANCE
 from jaxgt.solvers import oos
+from jaxgt.solvers import oos_targeting
 from jaxgt.solvers.base import compilations
 from jaxgt.solvers.consistent import consistent_children, search_path
 from jaxgt.solvers.oos import OOS
@@ -136,16 +137,16 @@ def test_reach_estimate_is_unbiased_for_the_targeted_set(leduc, targeting):
   _, w = solver.targets(tree, ts, jnp.asarray(leduc["history"]))
   exact = 1.0 / float(w)
   K = 8000
-  x = np.asarray(jax.jit(lambda s, k: oos.target_reach_samples(
+  x = np.asarray(jax.jit(lambda s, k: oos_targeting.target_reach_samples(
       solver, rules, s, leduc["path"], k, K))(state, jax.random.key(7)))
   assert (x == 0).any() and (x > 0).mean() > 0.5  # card removal: some prefixes dead-end
   err = x.std() / np.sqrt(K)
   assert abs(x.mean() - exact) < 4 * err, (x.mean(), exact, err)
   assert err < 0.05 * exact  # a meaningful comparison
   # And w_T as the run estimates it (reach_samples prefixes): a ratio estimate of the exact one.
-  est = float(oos.estimate_weighting_factor(OOS(delta=1.0, targeting=targeting, dtype="float64",
-                                                reach_samples=4096), rules, state, leduc["path"],
-                                            jax.random.key(8)))
+  wide = OOS(delta=1.0, targeting=targeting, dtype="float64", reach_samples=4096)
+  est = float(oos_targeting.estimate_weighting_factor(wide, rules, state, leduc["path"],
+                                                      jax.random.key(8)))
   assert est == pytest.approx(float(w), rel=0.1)
 
 
@@ -207,8 +208,8 @@ def test_targeted_run_is_the_tree_run_scaled_by_w_t(targeting):
   dev = solver.run(rules, solver.init(rules, capacity=CAPACITY), 200, key, path=path)
   ref = solver.run(tree, solver.init(tree), 200, key, history=h)
   start = solver.init(rules, capacity=CAPACITY)
-  w_dev = float(oos.estimate_weighting_factor(
-      solver, rules, start, path, oos.reach_key(key, 0)))
+  w_dev = float(oos_targeting.estimate_weighting_factor(
+      solver, rules, start, path, oos_targeting.reach_key(key, 0)))
   w_tree = float(solver.targets(tree, solver.init(tree), jnp.asarray(h))[1])
   assert w_tree > 1.5 and w_dev == pytest.approx(w_tree, rel=1e-9)
   scaled = jax.tree_util.tree_map(lambda x: x * (w_tree / w_dev), (dev.regrets, dev.cum_policy))

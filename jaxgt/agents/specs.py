@@ -30,7 +30,7 @@ from jaxgt.agents.resolving import ContinualResolvingAgent
 from jaxgt.agents.spec_grammar import TYPES, Doc, Param, bind, params_from, show, split_spec, usage
 from jaxgt.agents.uct_agent import UCTAgent
 from jaxgt.core.sequence_form import uniform
-from jaxgt.search import gtcfr as gtcfr_search
+from jaxgt.search import gtcfr_config
 from jaxgt.search.gadget import check_alpha
 from jaxgt.solvers import ismcts as ismcts_lib
 from jaxgt.solvers import oos as oos_lib
@@ -338,11 +338,11 @@ register_agent(
         puct_constant=Doc("PUCT exploration constant", **_NONNEGATIVE),
         puct_visit_offset=Doc("added to the visit count under PUCT's square root",
                               **_NONNEGATIVE),
-        chance=Doc("how simulations cross chance", choices=gtcfr_search.CHANCE_MODES),
+        chance=Doc("how simulations cross chance", choices=gtcfr_config.CHANCE_MODES),
         select_policy=Doc("CFR policy mixed into pi_select",
-                          choices=gtcfr_search.SELECT_POLICIES),
+                          choices=gtcfr_config.SELECT_POLICIES),
         value_average=Doc("node values averaged over the node's or the search's iterations",
-                          choices=gtcfr_search.VALUE_AVERAGES),
+                          choices=gtcfr_config.VALUE_AVERAGES),
         resolve="continual re-solving from the previous search (false: root-anchored)",
         dtype=DTYPE),
     "Growing-Tree CFR (Schmid et al., Student of Games, 2023, Algorithm 1) on the "

@@ -55,6 +55,7 @@ from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import PBS, PBSEncoding, slot_sums
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr
+from jaxgt.search import query_log
 from jaxgt.search.evaluator import Evaluator, LeafInput
 
 
@@ -266,7 +267,7 @@ def cvpn_evaluator(source: device_tree.Source, model: CVPN, params=None,
   return pbs_evaluator(source, model.encoding, fn, init=init, name="cvpn", chunk=chunk)
 
 
-def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: gtcfr.QueryLog):
+def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: query_log.QueryLog):
   """``(PBS [..., L], valid [..., L] bool)``: the logged leaf queries of a search in the
   network's layout (ranges as :func:`node_pbs` builds them; unused entries invalid)."""
   smap = slot_map(source, encoding)

@@ -17,7 +17,9 @@
   iteration (GT-CFR's regret phase).
 * :mod:`jaxgt.search.gtcfr`: Growing-Tree CFR (Schmid et al., "Student of
   Games", 2023, Algorithm 1): regret and expansion phases, batched searches,
-  and the regret phase alone on a given tree (``solve_tree``).
+  and the regret phase alone on a given tree (``solve_tree``); its configuration is
+  :mod:`jaxgt.search.gtcfr_config`, its state, result and phases
+  :mod:`jaxgt.search.gtcfr_program`.
 * :mod:`jaxgt.search.subgame`: depth-limited solving and safe re-solving of
   a subgame (its device tree, re-solving summaries, policies in the full
   game's arrays).

@@ -198,7 +198,8 @@ class RegretPhase:
   the leaf query, :meth:`end` records the search's values, action values, priors and
   counts."""
 
-  program: Any  # the search program (gtcfr._Program): source, config, evaluator, re-solving
+  # the search program (gtcfr_program.SearchProgram): source, config, evaluator, re-solving
+  program: Any
   tree: device_tree.DeviceTree  # the current tree
   form: Any  # its HistoryForm or FactoredForm (tree_form)
   legal_masks: tuple  # ([N * K, A], [N * K, A]) legal actions of every node's rows

@@ -102,6 +102,31 @@ def check_targeting(game: DeviceGame, targeting: str) -> None:
                      "target (Lisy, Lanctot, Bowling 2015, Sec. 4.2): use targeting='ist'")
 
 
+def check_search_path(game: DeviceGame, path) -> SearchPath:
+  """``path`` checked against ``game``: a :class:`SearchPath` with keys ``[L + 1, W]`` and
+  public keys ``[L + 1, Wp]`` (``L = game.max_length``), and, where its values are concrete, a
+  length in ``[-1, L]`` and a searcher 0 or 1 at a position (``TypeError``, ``ValueError``)."""
+  if not isinstance(path, SearchPath):
+    raise TypeError(f"path must be a SearchPath (jaxgt.solvers.consistent.search_path), got "
+                    f"{type(path).__name__}")
+  L = int(game.max_length)
+  want = {"keys": (L + 1, int(game.info_key_width)),
+          "public": (L + 1, int(game.public_key_width))}
+  for name, shape in want.items():
+    got = tuple(jnp.shape(getattr(path, name)))
+    if got != shape:
+      raise ValueError(f"path.{name} has shape {got}; {game.game_string()} needs {shape} "
+                       f"(a path of another game?)")
+  if not any(isinstance(x, jax.core.Tracer) for x in (path.length, path.player)):
+    length, player = int(path.length), int(path.player)
+    if not -1 <= length <= L:
+      raise ValueError(f"path.length must be in [-1, {L}], got {length}")
+    if length >= 0 and player not in (0, 1):
+      raise ValueError(f"no player acts at the path's position (player {player}): it is not a "
+                       f"decision, and a search position is a decision of player 0 or 1")
+  return path
+
+
 def no_path(game: DeviceGame) -> SearchPath:
   """The :class:`SearchPath` of no position (a search from the root, nothing targeted)."""
   return search_path(game, jnp.full(game.max_length, -1, jnp.int32), -1)

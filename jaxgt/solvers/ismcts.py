@@ -70,7 +70,7 @@ from jaxgt.core.game_tree import GameTree
 from jaxgt.core.sampling import mix_uniform, sample_index
 from jaxgt.core.tables import infostate_rows
 from jaxgt.core.targets import ancestor_chains, chain_reach, member_row, search_position
-from jaxgt.solvers.consistent import (SearchPath, information_state_bound,
+from jaxgt.solvers.consistent import (check_search_path, information_state_bound,
                                       sample_information_state)
 from jaxgt.solvers.sampled import (SampledSolver, check_memory_config, check_state_fits, grow_tree,
                                    memory_step)
@@ -231,7 +231,7 @@ class ISMCTS(SampledSolver):
         raise ValueError("a device game's search position is path=search_path(game, actions, "
                          "length) (jaxgt.solvers.consistent), not history/members")
       if path is not None:
-        _check_path(tree.game, path)
+        check_search_path(tree.game, path)
       return (path,)
     if path is not None:
       raise ValueError("path= is a device game's search position; a compiled tree takes "
@@ -302,25 +302,6 @@ class ISMCTS(SampledSolver):
     best = jnp.argmax(jnp.where(legal, n, -1.0), axis=-1)
     return jnp.where(jnp.any(n > 0, axis=-1, keepdims=True),
                      jax.nn.one_hot(best, n.shape[-1], dtype=n.dtype), sequence_form.normalize(n, legal))
-
-
-def _check_path(game, path) -> None:
-  """Refuses a search path of another game, or (where concrete) one whose position is not a
-  decision."""
-  if not isinstance(path, SearchPath):
-    raise TypeError(f"path must be a SearchPath (jaxgt.solvers.consistent.search_path), got "
-                    f"{type(path).__name__}")
-  want = (int(game.max_length) + 1, int(game.info_key_width))
-  if tuple(path.keys.shape) != want:
-    raise ValueError(f"the search path has keys of shape {tuple(path.keys.shape)}, "
-                     f"{game.name} needs {want} (a path of another game?)")
-  try:
-    length, player = int(path.length), int(path.player)
-  except (TypeError, jax.errors.ConcretizationTypeError):
-    return  # traced: checked by the caller
-  if length >= 0 and player not in (0, 1):
-    raise ValueError(f"the search path's position is not a decision (player {player} acts "
-                     f"there); ISMCTS searches where player 0 or 1 acts")
 
 
 def ismcts_node_policy(cfg: ISMCTS, c_uct, state: ISMCTSState):

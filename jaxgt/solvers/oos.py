@@ -62,7 +62,9 @@ Memory is a fixed-capacity table over the compiled information states
 (``in_tree`` mask, ``size`` counter, at most ``capacity`` entries,
 :func:`~jaxgt.solvers.sampled.grow_tree`); the targeted sets and their
 ancestor chains come from :mod:`jaxgt.core.targets` (``O(K depth)`` work and
-one ``[H]`` mask per search, no sweeps over the tree).
+one ``[H]`` mask per search, no sweeps over the tree). The targeted set's masks
+and ``w_T``, exact on a tree and estimated on a device game, are
+:mod:`jaxgt.solvers.oos_targeting`'s.
 
 **Device games** (games given by their rules, too large to compile):
 ``state = solver.init(Rules(game), capacity=N)`` keeps the statistics in rows
@@ -82,7 +84,7 @@ child the walk goes on unrestricted and records that probability as the
 targeted one, so the mixture probability ``l`` stays exact. ``pi_bar(sub)``
 cannot be enumerated there: each run estimates it once from
 ``reach_samples`` prefixes drawn through consistent children,
-``mean(pi_bar(h) / q(h))`` (:func:`target_reach_samples`, unbiased for
+``mean(pi_bar(h) / q(h))`` (:func:`~jaxgt.solvers.oos_targeting.target_reach_samples`, unbiased for
 ``pi_bar(sub)``), so ``w_T`` is a ratio estimate; its error scales every
 update of a search alike. Without a position, and from any position whose
 consistent children never dead-end, a device run draws the tree run's
@@ -98,7 +100,6 @@ regrets and averages.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -109,14 +110,15 @@ from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import cast_tree
-from jaxgt.core.sampling import mix_uniform, sample_cdf
+from jaxgt.core.sampling import mix_uniform
 from jaxgt.core.tables import infostate_rows
-from jaxgt.core.targets import (ancestor_chains, ancestor_mask, chain_reach, member_row,
-                                search_position, target_members)
-from jaxgt.games.base import CHANCE
+from jaxgt.core.targets import search_position, target_members
 from jaxgt.games.device import children_mask
-from jaxgt.solvers.base import check_num_steps, require_key, step_key
-from jaxgt.solvers.consistent import SearchPath, check_targeting, consistent_children
+from jaxgt.solvers.base import check_num_steps, require_key
+from jaxgt.solvers.consistent import (SearchPath, check_search_path, check_targeting,
+                                      consistent_children)
+from jaxgt.solvers.oos_targeting import (ancestor_children, estimate_weighting_factor, reach_key,
+                                         tree_targets)
 from jaxgt.solvers.sampled import SampledSolver, check_memory_config, grow_tree, memory_step
 from jaxgt.solvers.sources import Rules, insert_rows, memory_estimate, source_of
 from jaxgt.solvers.walk import Draw, walk
@@ -137,12 +139,6 @@ class OOSState:
   size: jax.Array  # [] int32 number of information states in memory
   iteration: jax.Array  # [] int32 iterations (steps) run so far (all searches)
   tables: tuple = None  # (InfoTable, InfoTable) on a device game; None on a compiled tree
-
-
-def table_prob(tables, legal, pl, info, a):
-  """Probability of action ``a`` under the normalised rows of ``tables`` (uniform where zero)."""
-  row = sequence_form.normalize(infostate_rows(tables, pl, info), infostate_rows(legal, pl, info))
-  return jnp.take_along_axis(row, a[..., None], axis=-1)[..., 0]
 
 
 def explorative_regret_matching(regrets, legal, gamma):
@@ -240,7 +236,7 @@ class OOS(SampledSolver):
     on a device game it is ``path=``, a :class:`~jaxgt.solvers.consistent.SearchPath`
     (:func:`~jaxgt.solvers.consistent.search_path` of the match so far) or
     ``None`` (no targeting), and ``w_T`` is estimated once per run from
-    ``reach_samples`` prefixes (:func:`target_reach_samples`).
+    ``reach_samples`` prefixes (:func:`~jaxgt.solvers.oos_targeting.target_reach_samples`).
     """
     if not isinstance(tree, Rules):
       _check_tree_state(state)
@@ -262,21 +258,22 @@ class OOS(SampledSolver):
         raise ValueError("on a device game the search position is path=SearchPath "
                          "(solvers.consistent.search_path), not history=/members=")
       check_targeting(tree.game, self.targeting)
-      return (check_search_path(tree.game, path),)
+      return (_search_path(tree.game, path),)
     if path is not None:
       raise ValueError("path= is a device game's search position; on a compiled tree pass "
                        "history=")
     return search_position(tree, self.targeting, history, members)
 
   def prepare(self, tree, state: OOSState, *position):
-    """The targeted set, its ancestors' children and ``w_T`` of a search (:func:`_targets`);
-    on a device game ``(path, w_T)`` with ``w_T`` estimated (:func:`estimate_weighting_factor`)."""
+    """The targeted set, its ancestors' children and ``w_T`` of a search
+    (:func:`~jaxgt.solvers.oos_targeting.tree_targets`); on a device game ``(path, w_T)``
+    with ``w_T`` estimated (:func:`~jaxgt.solvers.oos_targeting.estimate_weighting_factor`)."""
     if isinstance(tree, Rules):
       path, key = position
       return path, estimate_weighting_factor(self, tree, state, path,
                                              reach_key(key, state.iteration))
     history, members = position
-    member_set, anc, w_t = _targets(self, tree, state, members, history)
+    member_set, anc, w_t = tree_targets(self, tree, state, members, history)
     return (member_set, ancestor_children(tree, anc), history >= 0), w_t
 
   def sample_step(self, tree, state: OOSState, context, key) -> OOSState:
@@ -298,30 +295,12 @@ class OOS(SampledSolver):
     """
     tree = cast_tree(tree, state.regrets[0].dtype)
     history = jnp.asarray(history, jnp.int32)
-    members, anc, w_t = _targets(self, tree, state, jnp.asarray(
+    members, anc, w_t = tree_targets(self, tree, state, jnp.asarray(
         target_members(tree, self.targeting)), history)
     par = jnp.maximum(tree.parent, 0)
     below = lax.fori_loop(0, tree.max_depth, lambda _, m: m | (m[par] & (tree.parent >= 0)),
                           members)
     return anc | below | (history < 0), w_t
-
-
-def _targets(cfg: OOS, tree: GameTree, state: OOSState, members, history):
-  """Masks ``[H]`` of the targeted set and of it with its ancestors, and ``w_T >= 1`` (Sec. 4.3)."""
-  row = member_row(tree, cfg.targeting, members, history)
-  chain = ancestor_chains(tree, tree.max_depth, row)
-  legal = tuple(pt.legal for pt in tree.players)
-  reach = chain_reach(tree, chain, functools.partial(table_prob, state.cum_policy, legal))
-  mass = jnp.sum(jnp.where(row >= 0, reach, 0.0))
-  w_t = (1.0 - cfg.delta) + cfg.delta / jnp.maximum(mass, jnp.finfo(reach.dtype).tiny)
-  w_t = jnp.where(history >= 0, w_t, 1.0).astype(reach.dtype)
-  return ancestor_mask(tree, row), ancestor_mask(tree, chain), w_t
-
-
-def ancestor_children(tree: GameTree, anc):
-  """``[H, C] bool``: the children of each history that are in ``anc [H]`` (computed once per
-  search, so that a walk step reads one row instead of gathering ``anc`` at its children)."""
-  return (tree.children >= 0) & anc[jnp.maximum(tree.children, 0)]
 
 
 def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
@@ -332,10 +311,10 @@ def oos_node_policy(cfg: OOS, tree: GameTree, state: OOSState, i: int, target):
   explorative regret matching ``sigma`` and the sampling policy ``Phi`` its
   ``epsilon``-mix at ``i``'s states; at the first state outside memory and
   in the playout both are uniform. ``target = (members [H], anc_child [H, C],
-  has [])`` (:func:`ancestor_children`): inside memory a child is in ``Z_sub``
-  when it is an ancestor of (or in) the targeted set or the trajectory has
-  passed it; from the first state outside memory on, every child is (the
-  playout is not targeted, Sec. 4).
+  has [])`` (:func:`~jaxgt.solvers.oos_targeting.ancestor_children`): inside
+  memory a child is in ``Z_sub`` when it is an ancestor of (or in) the
+  targeted set or the trajectory has passed it; from the first state
+  outside memory on, every child is (the playout is not targeted, Sec. 4).
   Records ``(sigma [B, A], legal [B, A], tree_node [B], new_node [B])``.
   """
   members, anc_child, has = target
@@ -419,15 +398,6 @@ def _update(cfg: OOS, state: OOSState, i, traj, info, upd, w_t) -> OOSState:
 # ---------------------------------------------------------------------------------------------
 # Device games: memory is the players' information-state tables, targeting reads a SearchPath.
 
-_REACH_KEY = 0x7EAC4
-
-
-def reach_key(key, iteration):
-  """The key of the reach estimate (:func:`estimate_weighting_factor`) of a run driven by
-  ``key`` from a state at ``iteration``: its first step's key with a constant folded in."""
-  return rng.fold_in(step_key(key, iteration), _REACH_KEY)
-
-
 def _check_tree_state(state: OOSState) -> None:
   if state.tables is not None:
     raise ValueError("this OOS state holds a device game's tables; run it on the Rules it was "
@@ -446,96 +416,15 @@ def _check_rules_state(rules: Rules, state: OOSState) -> None:
                      f"{rules.key_width}-word keys and {rules.num_actions} actions")
 
 
-def check_search_path(game, path) -> SearchPath:
-  """``path`` checked against ``game`` (``None``: no position, nothing targeted):
-  a :class:`SearchPath` with keys ``[L + 1, W]`` and public keys ``[L + 1, Wp]``
-  (``L = game.max_length``), and, where its values are concrete, a length in ``[-1, L]``
-  and a searcher 0 or 1 at a position."""
-  L = int(game.max_length)
-  if path is None:  # no position (what consistent.no_path gives, without replaying a match)
+def _search_path(game, path) -> SearchPath:
+  """``path`` checked (:func:`~jaxgt.solvers.consistent.check_search_path`); ``None``: no
+  position, nothing targeted (what ``consistent.no_path`` gives, without replaying a match)."""
+  if path is None:
+    L = int(game.max_length)
     return SearchPath(keys=jnp.zeros((L + 1, int(game.info_key_width)), jnp.int32),
                       public=jnp.zeros((L + 1, int(game.public_key_width)), jnp.int32),
                       length=jnp.asarray(-1, jnp.int32), player=jnp.asarray(-1, jnp.int32))
-  if not isinstance(path, SearchPath):
-    raise TypeError(f"path must be a SearchPath (solvers.consistent.search_path), got "
-                    f"{type(path).__name__}")
-  want = {"keys": (L + 1, int(game.info_key_width)),
-          "public": (L + 1, int(game.public_key_width))}
-  for name, shape in want.items():
-    got = tuple(jnp.shape(getattr(path, name)))
-    if got != shape:
-      raise ValueError(f"path.{name} has shape {got}; {game.game_string()} needs {shape} "
-                       f"(a path of another game?)")
-  if not any(isinstance(x, jax.core.Tracer) for x in (path.length, path.player)):
-    length, player = int(path.length), int(path.player)
-    if not -1 <= length <= L:
-      raise ValueError(f"path.length must be in [-1, {L}], got {length}")
-    if length >= 0 and player not in (0, 1):
-      raise ValueError(f"no player acts at the path's position (player {player}): a search "
-                       f"position is a decision of player 0 or 1")
-  return path
-
-
-def _mean_profile_rows(state: OOSState, node):
-  """``[B, A]``: the mean profile ``pi_bar`` at ``node`` (normalised sums, uniform over the
-  legal actions where a state has no row or a zero row)."""
-  row = infostate_rows(state.cum_policy, node.player, node.infostate)
-  row = jnp.where((node.infostate >= 0)[:, None], row, 0.0)
-  return sequence_form.normalize(row, node.legal)
-
-
-def target_reach_samples(cfg: OOS, rules: Rules, state: OOSState, path: SearchPath, key,
-                         num: int):
-  """``[num]`` importance weights ``pi_bar(h) / q(h)`` of prefixes ``h`` drawn to the position.
-
-  Each lane walks ``path.length`` steps from the root through the children
-  consistent with ``path`` (:func:`~jaxgt.solvers.consistent.consistent_children`,
-  IST or PST as ``cfg.targeting``): chance by its probabilities and players
-  uniformly, restricted to those children; ``q(h)`` is the probability of
-  the prefix so drawn, ``pi_bar(h)`` its chance reach times both players'
-  mean profile (:func:`_mean_profile_rows`). A lane that meets a state
-  with no consistent child (card removal) weighs 0. Every history of the
-  targeted set is drawn with ``q > 0``, and lanes land only there or at a
-  dead end, so the mean weight is an unbiased estimate of ``pi_bar(sub)``,
-  the mean-profile reach of the targeted set. ``1`` everywhere without a
-  position.
-  """
-  game = rules.game
-  src = source_of(rules, state.tables, state.regrets[0].dtype)
-  C, A = src.num_children, src.num_actions
-  uni = rng.uniform(key, (src.max_depth, num), src.dtype)
-
-  def body(t, c):
-    s, w = c
-    node = src.node(s)
-    chance = (node.player == CHANCE)[:, None]
-    mean = jnp.pad(_mean_profile_rows(state, node), ((0, 0), (0, C - A)))
-    pi = jnp.where(chance, src.chance(s), mean)
-    q = jnp.where(chance, src.chance(s), 1.0) * consistent_children(game, s, t, path,
-                                                                      cfg.targeting)
-    total = jnp.sum(q, axis=-1)
-    a = sample_cdf(jnp.cumsum(q, axis=-1), uni[t])
-    take = lambda x: jnp.take_along_axis(x, a[:, None], axis=-1)[:, 0]
-    alive = total > 0  # else a dead end: the lane stays put with weight 0
-    w = jnp.where(alive, w * take(pi) * total / jnp.where(alive, take(q), 1.0), 0.0)
-    nxt = src.child(s, a)
-    s = jax.tree_util.tree_map(
-        lambda n, o: jnp.where(alive.reshape(alive.shape + (1,) * (n.ndim - 1)), n, o), nxt, s)
-    return s, w
-
-  _, w = lax.fori_loop(0, jnp.maximum(path.length, 0), body,
-                       (src.root(num), jnp.ones(num, src.dtype)))
-  return w
-
-
-def estimate_weighting_factor(cfg: OOS, rules: Rules, state: OOSState, path: SearchPath, key):
-  """``w_T = (1 - delta) + delta / pi_bar(sub)`` (Sec. 4.3, as :func:`_targets` on a tree) with
-  ``pi_bar(sub)`` the mean of ``cfg.reach_samples`` importance weights
-  (:func:`target_reach_samples`): a ratio estimate (its denominator unbiased); ``1`` without
-  a position."""
-  mass = jnp.mean(target_reach_samples(cfg, rules, state, path, key, cfg.reach_samples))
-  w_t = (1.0 - cfg.delta) + cfg.delta / jnp.maximum(mass, jnp.finfo(mass.dtype).tiny)
-  return jnp.where(path.length >= 0, w_t, 1.0).astype(mass.dtype)
+  return check_search_path(game, path)
 
 
 def rules_node_policy(cfg: OOS, rules: Rules, state: OOSState, i: int, path: SearchPath):

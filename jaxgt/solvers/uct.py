@@ -73,7 +73,7 @@ returning UCB1's ``c`` there (float ``[]``), replaces the constant ``c`` on
 device games; it is evaluated at each node where a player selects. The paper
 sets ``c`` once per betting round, so a schedule reads the pot and potential at
 the start of the state's round (e.g. hold'em's
-``functools.partial(jaxgt.games.abstraction.exploration_constant, C=24, k=0.5)``).
+``functools.partial(jaxgt.games.holdem_exploration.exploration_constant, C=24, k=0.5)``).
 
 :func:`table_policy` exports the average or greedy strategy of a device-game
 run as ``{information-state string: probabilities [A]}`` on the host, and

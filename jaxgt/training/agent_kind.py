@@ -17,7 +17,7 @@ from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.spec_grammar import Doc, params_from
 from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
 from jaxgt.core.game_tree import CompiledGame
-from jaxgt.search.gtcfr import VALUE_AVERAGES
+from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training.agent import sog_agent
 
 

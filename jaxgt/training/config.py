@@ -33,7 +33,7 @@ import pathlib
 
 from jaxgt.core.checks import (check_choice, check_nonnegative_int, check_positive_int,
                                check_real)
-from jaxgt.search.gtcfr import VALUE_AVERAGES
+from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training.learner import OPTIMIZERS, LearnerConfig
 
 

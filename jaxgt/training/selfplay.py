@@ -124,7 +124,7 @@ def pick_queries(valid, expected, key):
   """``[..., L]`` bool: on average ``min(expected, m)`` of the ``m`` valid entries of each row
   of ``valid [..., L]``, each kept independently with probability ``min(1, expected / m)``
   (Schmid et al. 2023, Algorithm 2: "pick on average q_search neural net queries"). With
-  the search's uniform query sample (:class:`jaxgt.search.gtcfr.QueryLog`) every one of a
+  the search's uniform query sample (:class:`jaxgt.search.query_log.QueryLog`) every one of a
   search's ``n`` queries is picked with probability ``min(expected, L, n) / n``."""
   m = jnp.sum(valid, axis=-1, keepdims=True)
   prob = jnp.minimum(1.0, expected / jnp.maximum(m, 1))
