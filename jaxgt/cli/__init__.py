@@ -1,4 +1,4 @@
-"""The ``jaxgt`` command line (also ``python -m jaxgt``).
+"""The jaxgt command line (also python -m jaxgt).
 
   jaxgt games                          list registered games and parameters
   jaxgt info GAME [--json]             enumerable here? exact sizes, else a size estimate;
@@ -25,6 +25,8 @@ in the order ``--help`` shows.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 
 from jaxgt.cli import agents, bench, construct, evaluate, export, games, match, solve, train
@@ -39,20 +41,39 @@ _MODULES = (games, solve, export, agents, match, construct, evaluate, bench, tra
 
 
 def _parser() -> argparse.ArgumentParser:
+  from jaxgt import __version__
   ap = argparse.ArgumentParser(prog="jaxgt", description=__doc__.split("\n\n")[0])
+  ap.add_argument("--version", action="version", version=f"jaxgt {__version__}")
   sub = ap.add_subparsers(dest="command", required=True)
   for module in _MODULES:
     module.add_parser(sub)
   return ap
 
 
+def cli_message(text: str) -> str:
+  """An error message as the command line says it: the size-limit advice names the flag
+  ``--max-histories`` (the library's ``max_histories=...`` argument is not a flag)."""
+  text = re.sub(r"[Pp]ass max_histories=\.\.\. to (raise the limit|check a larger game)",
+                "pass --max-histories N to raise the limit", text)
+  return re.sub(r"\bmax_histories=(\d)", r"--max-histories \1", text)
+
+
 def main(argv=None) -> int:
+  """Runs one command; the exit status: 0 done, 1 a failed check, 2 bad input (one line
+  ``jaxgt: error: ...`` on stderr), 130 interrupted (Ctrl-C), 141 output pipe closed."""
   args = _parser().parse_args(argv)
   try:
     return COMMANDS[args.command](args)
   except (ValueError, ImportError) as e:
-    print(f"jaxgt: error: {e}", file=sys.stderr)
+    print(f"jaxgt: error: {cli_message(str(e))}", file=sys.stderr)
     return 2
+  except KeyboardInterrupt:
+    print("jaxgt: interrupted", file=sys.stderr)
+    return 130
+  except BrokenPipeError:  # the reader left (``jaxgt agents | head -3``): nothing more to say
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush writes nowhere
+    return 141
 
 
 if __name__ == "__main__":
