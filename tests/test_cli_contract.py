@@ -20,9 +20,12 @@ pyspiel = pytest.importorskip("pyspiel")
 
 
 def _one_error_line(capsys_or_capfd) -> str:
-  err = capsys_or_capfd.readouterr().err.strip()
-  assert len(err.splitlines()) == 1 and err.startswith("jaxgt: error: "), err
-  return err
+  """The one error line on stderr (after any enumeration progress of a game that was loaded,
+  which a slow machine shows)."""
+  lines = [line for line in capsys_or_capfd.readouterr().err.strip().splitlines()
+           if not line.startswith("enumerating: ")]
+  assert len(lines) == 1 and lines[0].startswith("jaxgt: error: "), lines
+  return lines[0]
 
 
 @pytest.fixture

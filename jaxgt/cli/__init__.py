@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 
 from jaxgt.cli import agents, bench, construct, evaluate, export, games, match, solve, train
+from jaxgt.cli.common import cli_message
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
@@ -48,14 +48,6 @@ def _parser() -> argparse.ArgumentParser:
   for module in _MODULES:
     module.add_parser(sub)
   return ap
-
-
-def cli_message(text: str) -> str:
-  """An error message as the command line says it: the size-limit advice names the flag
-  ``--max-histories`` (the library's ``max_histories=...`` argument is not a flag)."""
-  text = re.sub(r"[Pp]ass max_histories=\.\.\. to (raise the limit|check a larger game)",
-                "pass --max-histories N to raise the limit", text)
-  return re.sub(r"\bmax_histories=(\d)", r"--max-histories \1", text)
 
 
 def main(argv=None) -> int:

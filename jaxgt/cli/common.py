@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import sys
 
 MAX_HISTORIES = 5_000_000
@@ -20,6 +21,14 @@ def add_max_histories(parser) -> None:
   parser.add_argument("--max-histories", type=int, default=MAX_HISTORIES, metavar="N",
                       help="the enumeration limit: a game with more histories is refused "
                            f"(default {MAX_HISTORIES:,})")
+
+
+def cli_message(text: str) -> str:
+  """A message of the library as the command line says it: the size-limit advice names the flag
+  ``--max-histories`` (the library's ``max_histories=...`` argument is not a flag)."""
+  text = re.sub(r"[Pp]ass max_histories=\.\.\. to (raise the limit|check a larger game)",
+                "pass --max-histories N to raise the limit", text)
+  return re.sub(r"\bmax_histories=(\d)", r"--max-histories \1", text)
 
 
 def check_positive(args, *names: str) -> None:

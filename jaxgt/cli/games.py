@@ -16,7 +16,8 @@ import math
 import sys
 import time
 
-from jaxgt.cli.common import MAX_HISTORIES, add_max_histories, check_positive, print_json
+from jaxgt.cli.common import (MAX_HISTORIES, add_max_histories, check_positive, cli_message,
+                              print_json)
 from jaxgt.games.size import format_count
 
 EXAMPLES_SHOWN = 10
@@ -148,6 +149,9 @@ def _openspiel_string(text: str) -> str:
 def cmd_info(args) -> int:
   check_positive(args, "max_histories")
   doc = info(args.game, args.max_histories, progress=not args.json)
+  if doc["reason"] is not None:
+    doc["reason"] = cli_message(doc["reason"])
+  doc["units"] = {"seconds": "seconds", "enumeration_seconds": "seconds", "memory_bytes": "bytes"}
   if args.json:
     print_json(doc)
     return 0
