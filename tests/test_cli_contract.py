@@ -119,7 +119,8 @@ def test_games_and_agents_json(capsys):
 
 def test_solve_and_export_json(tmp_path, capsys):
   """``solve --json``: one object whose exploitability OpenSpiel confirms on the exported
-  policy; the progress lines go to stderr. ``export --json`` counts Kuhn's 6 + 6 information states."""
+  policy; the progress lines go to stderr. ``export --json`` counts Kuhn's 6 + 6 information
+  states."""
   pol = tmp_path / "k.npz"
   assert main(["solve", "kuhn_poker", "--iterations", "40", "--eval-every", "20", "--save",
                str(pol), "--json"]) == 0

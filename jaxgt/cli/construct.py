@@ -71,8 +71,8 @@ def run(args) -> int:
                 "units": {"exploitability": PAYOFF, "mbb_per_hand": "milli-big-blinds per hand"}})
   else:
     shown = "" if ci95 is None else f"  95% CI of avg [{ci95[0]:.6g}, {ci95[1]:.6g}]"
-    print(f"exploitability over {plural(len(res.seeds), 'seed')}: min {res.min:.6g}  avg {res.avg:.6g}  "
-          f"max {res.max:.6g}{shown}")
+    print(f"exploitability over {plural(len(res.seeds), 'seed')}: min {res.min:.6g}  "
+          f"avg {res.avg:.6g}  max {res.max:.6g}{shown}")
   if args.export_openspiel:
     pol = policy_lib.Policy.from_arrays(g, res.policies[0])
     policy_lib.export_openspiel(pol, g, args.export_openspiel)
