@@ -166,6 +166,21 @@ def test_result_objects_share_key_names(tmp_path, capsys):
   assert e["estimate"] == pytest.approx(m["mean"], abs=1e-9)  # on-policy basic = match mean
 
 
+def test_construct_json_names_the_game_and_its_interval(capsys):
+  """The uniform policy of Kuhn poker is exploitable by 11/24 (OpenSpiel's exploitability of
+  its uniform random policy), whatever the seed: an interval of zero width."""
+  doc = _json(capsys, "construct", "kuhn_poker", "random", "--seeds", "2", "--seed", "5", "--json")
+  assert doc["game"] == "kuhn_poker" and doc["agent"] == "random" and doc["seeds"] == 2
+  assert [r["seed"] for r in doc["per_seed"]] == [5, 6]
+  for r in doc["per_seed"]:
+    assert r["exploitability"] == pytest.approx(11 / 24, abs=1e-6)
+  assert doc["ci95"] == pytest.approx([11 / 24, 11 / 24], abs=1e-6)
+  assert doc["units"]["exploitability"] == "game payoff per episode"
+  assert main(["construct", "kuhn_poker", "random"]) == 0
+  out = capsys.readouterr().out
+  assert "for 1 seed\n" in out and "exploitability over 1 seed:" in out
+
+
 def test_train_json_is_one_final_object_and_log_every(tmp_path, monkeypatch, capsys):
   """``train --json``: the progress lines on stderr (one every ``--log-every`` learner steps and
   at every evaluation), one object on stdout at the end."""
