@@ -54,6 +54,7 @@ def no_work(monkeypatch):
     (["solve", "kuhn_poker", "--save", "{bad}/p.npz"], "--save"),
     (["solve", "kuhn_poker", "--plot", "{bad}/p.png"], "--plot"),
     (["train", "kuhn_poker", "--steps", "1", "--out", "{file}/run"], "--out"),
+    (["train", "kuhn_poker", "--steps", "1", "--out", "{bad}/run"], "--out"),
     (["train", "kuhn_poker", "--steps", "1", "--out", "{tmp}/run", "--plot", "{bad}/p.png"],
      "--plot"),
     (["bench", "--out", "{file}/results"], "--out"),

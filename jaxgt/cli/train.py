@@ -42,6 +42,8 @@ def add_parser(sub) -> None:
 def _check_out(out: pathlib.Path, resume: bool) -> None:
   from jaxgt.training import loop
   check_writable_dir("--out", out)
+  if not out.parent.is_dir():  # a run folder is made, not the folders above it (a typo)
+    raise ValueError(f"--out {out}: the directory {out.parent} does not exist")
   holds_run = any((out / name).exists() for name in (loop.CONFIG_FILE, loop.CHECKPOINTS))
   if not resume and holds_run:
     raise ValueError(f"--out {out} already holds a run; pass --resume to continue it or choose "
