@@ -6,7 +6,6 @@ import json
 import os
 import pathlib
 import re
-import sys
 
 MAX_HISTORIES = 5_000_000
 """The default enumeration limit of the commands (``--max-histories``)."""
@@ -53,12 +52,6 @@ def _plain(x):
   if isinstance(x, np.generic):
     return x.item()
   raise TypeError(f"not JSON serializable: {type(x).__name__}")
-
-
-def info_stream(args):
-  """Where a command's progress and notes go: stderr under ``--json`` (stdout holds the one
-  object), else stdout."""
-  return sys.stderr if getattr(args, "json", False) else sys.stdout
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
