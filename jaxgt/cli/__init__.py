@@ -41,9 +41,9 @@ _MODULES = (games, solve, export, agents, match, construct, evaluate, bench, tra
 
 
 def _parser() -> argparse.ArgumentParser:
-  from jaxgt import __version__
+  import jaxgt
   ap = argparse.ArgumentParser(prog="jaxgt", description=__doc__.split("\n\n")[0])
-  ap.add_argument("--version", action="version", version=f"jaxgt {__version__}")
+  ap.add_argument("--version", action="version", version=f"jaxgt {jaxgt.__version__}")
   sub = ap.add_subparsers(dest="command", required=True)
   for module in _MODULES:
     module.add_parser(sub)
