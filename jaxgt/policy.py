@@ -105,7 +105,9 @@ def load_policy(path: str | os.PathLike, game: CompiledGame | None = None) -> tu
       header = json.loads(bytes(z["header"]).decode())
       probs = (np.asarray(z["p0"]), np.asarray(z["p1"]))
   except (zipfile.BadZipFile, EOFError, KeyError, ValueError, OSError, UnicodeDecodeError) as e:
-    raise PolicyError(f"{path} is not a jaxgt policy file (truncated or corrupt: {e})") from e
+    # NumPy reads any non-archive as pickled data and advises loading it unsafely: not repeated
+    why = "not an .npz archive" if "pickle" in str(e) else str(e)
+    raise PolicyError(f"{path} is not a jaxgt policy file (truncated or corrupt: {why})") from e
   if not isinstance(header, dict) or header.get("format") != FORMAT:
     raise PolicyError(f"{path} is not a jaxgt policy file (bad header)")
   if header.get("version") != VERSION:

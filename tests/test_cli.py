@@ -230,7 +230,8 @@ def test_info_json_refuses_a_large_game_from_its_estimate_in_seconds(text, opens
   doc = _info_json(capsys, text)
   assert time.perf_counter() - t0 < 10
   assert doc["enumerable"] is False and doc["sizes"] is None and doc["openspiel"] == openspiel
-  assert doc["estimate"]["log10_histories"] > 7 and "max_histories" in doc["reason"]
+  assert doc["estimate"]["log10_histories"] > 7 and "--max-histories" in doc["reason"]
+  assert "max_histories" not in doc["reason"]  # the advice names the flag, not the argument
 
 
 def test_info_json_of_openspiel_imports(capsys):

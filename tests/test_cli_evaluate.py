@@ -38,8 +38,11 @@ def test_json_is_exactly_the_contract(files, capsys):
   assert main(["evaluate", str(d / "log.jsonl"), "--policy", str(d / "played.npz"),
                "--player", "1", "--json"]) == 0
   out = json.loads(capsys.readouterr().out)
-  assert set(out) == {"estimate", "stderr", "ci95", "episodes", "estimator"}
-  assert out["episodes"] == 400 and out["estimator"] == "basic"
+  assert set(out) == {"game", "estimate", "stderr", "ci95", "episodes", "estimator", "baseline",
+                      "setting", "evaluated", "units"}
+  assert out["episodes"] == 400 and out["estimator"] == "basic" and out["game"] == "kuhn_poker"
+  assert out["setting"] == "on-policy" and out["evaluated"] == "player 1"
+  assert set(out["units"]) == {"estimate"}
   assert out["estimate"] == pytest.approx(returns[:, 1].mean(), abs=1e-12)  # on-policy Monte Carlo
   lo, hi = out["ci95"]
   assert lo < out["estimate"] < hi and hi - lo == pytest.approx(2 * 1.959963984540054 * out["stderr"])

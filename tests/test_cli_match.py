@@ -68,7 +68,12 @@ def test_match_json_log_and_seats(kuhn, tmp_path, capsys):
   out = capsys.readouterr().out
   assert len(out.strip().splitlines()) == 1
   doc = json.loads(out)
-  assert set(doc) == {"mean", "ci95", "win_rate", "matches"} and doc["matches"] == n
+  assert set(doc) == {"game", "agents", "episodes", "seed", "mean", "ci95", "win_rate",
+                      "win_ci95", "wins", "draws", "losses", "units"} and doc["episodes"] == n
+  assert doc["game"] == "kuhn_poker" and doc["agents"] == [f"policy(path={pa})",
+                                                            f"policy(path={pb})"]
+  assert doc["wins"] + doc["draws"] + doc["losses"] == n
+  assert doc["win_rate"] == pytest.approx((doc["wins"] + 0.5 * doc["draws"]) / n)
   lo, hi = doc["ci95"]
   v_as_p0, v_as_p1 = _value(g, a, b), -_value(g, b, a)  # agent0's exact value in each seat
   want = 0.5 * (v_as_p0 + v_as_p1)

@@ -79,7 +79,7 @@ def test_jaxgt_match_reports_memory_in_json(capsys):
                "random", "--matches", "4", "--json"])
   assert code == 0
   out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-  assert out["matches"] == 4 and out["memory"][1] is None
+  assert out["episodes"] == 4 and out["memory"][1] is None
   assert max(out["memory"][0]["rows"]) > 0
 
 

@@ -137,7 +137,7 @@ def test_spec_errors_come_before_the_game(capsys):
   assert main(["match", "no_such_game", "oos(iters=1)", "random"]) == 2
   assert "unknown parameter 'iters' for agent 'oos'" in capsys.readouterr().err
   assert main(["construct", "no_such_game", "mcts"]) == 2
-  assert "unknown agent 'mcts'; valid agents:" in capsys.readouterr().err
+  assert "unknown agent 'mcts' (did you mean 'ismcts'?); valid agents:" in capsys.readouterr().err
 
 
 def test_match_help_lists_the_agents(capsys):

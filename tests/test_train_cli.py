@@ -77,8 +77,10 @@ def test_train_then_play_and_construct(tmp_path, capsys):
   out = tmp_path / "run"
   assert main(["train", "kuhn_poker", "--preset", "tiny", "--steps", "2", "--out", str(out),
                "--json"]) == 0
-  lines = [json.loads(s) for s in capsys.readouterr().out.splitlines()]
-  assert [r["step"] for r in lines] == [1, 2]
+  doc = json.loads(capsys.readouterr().out)  # one object; the progress lines went to stderr
+  assert doc["steps"] == 2 and doc["metrics"]["step"] == 2 and doc["game"] == "kuhn_poker"
+  assert [r["step"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())] == [
+      1, 2]
   spec = f"sog(checkpoint={out},simulations=2)"
   assert main(["construct", "kuhn_poker", spec, "--json"]) == 0
   res = json.loads(capsys.readouterr().out)

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from jaxgt.core.checks import check_choice
+from jaxgt.games.base import did_you_mean
 
 TYPES = (int, float, bool, str)  # the types a spec value may have
 _SPEC_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
@@ -160,7 +161,8 @@ def bind(kind: str, params: tuple, inner: str | None, text: str) -> dict:
       k, v = (x.strip() for x in part.split("=", 1))
       if k not in declared:
         valid = ", ".join(declared) if declared else "none (it takes no parameters)"
-        raise ValueError(f"unknown parameter {k!r} for agent {kind!r}; valid parameters: {valid}")
+        raise ValueError(f"unknown parameter {k!r}{did_you_mean(k, declared)} for agent "
+                         f"{kind!r}; valid parameters: {valid}")
       if k in given:
         raise ValueError(f"parameter {k!r} given twice in agent spec {text!r}")
       given[k] = v

@@ -36,6 +36,7 @@ from jaxgt.solvers import ismcts as ismcts_lib
 from jaxgt.solvers import oos as oos_lib
 from jaxgt.solvers import uct as uct_lib
 from jaxgt.solvers.cfr import cfr_plus
+from jaxgt.games.base import did_you_mean
 from jaxgt.games.device import DeviceGame
 
 __all__ = ["DTYPE", "AgentKind", "AgentSpec", "Doc", "Param", "agent_kinds", "describe_agents",
@@ -130,7 +131,8 @@ def parse_spec(text: str) -> AgentSpec:
   name, inner = split_spec(text, "oos(iterations=1000,targeting=ist)")
   kind = _REGISTRY.get(name)
   if kind is None:
-    raise ValueError(f"unknown agent {name!r}; valid agents: {', '.join(sorted(_REGISTRY))}")
+    raise ValueError(f"unknown agent {name!r}{did_you_mean(name, _REGISTRY)}; valid agents: "
+                     f"{', '.join(sorted(_REGISTRY))}")
   params = bind(name, kind.params, inner, text)
   if kind.check is not None:
     try:

@@ -1,4 +1,4 @@
-"""The ``jaxgt`` command line (also ``python -m jaxgt``).
+"""The jaxgt command line (also python -m jaxgt).
 
   jaxgt games                          list registered games and parameters
   jaxgt info GAME [--json]             enumerable here? exact sizes, else a size estimate;
@@ -25,9 +25,11 @@ in the order ``--help`` shows.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from jaxgt.cli import agents, bench, construct, evaluate, export, games, match, solve, train
+from jaxgt.cli.common import cli_message
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
@@ -39,7 +41,9 @@ _MODULES = (games, solve, export, agents, match, construct, evaluate, bench, tra
 
 
 def _parser() -> argparse.ArgumentParser:
+  import jaxgt
   ap = argparse.ArgumentParser(prog="jaxgt", description=__doc__.split("\n\n")[0])
+  ap.add_argument("--version", action="version", version=f"jaxgt {jaxgt.__version__}")
   sub = ap.add_subparsers(dest="command", required=True)
   for module in _MODULES:
     module.add_parser(sub)
@@ -47,12 +51,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+  """Runs one command; the exit status: 0 done, 1 a failed check, 2 bad input (one line
+  ``jaxgt: error: ...`` on stderr), 130 interrupted (Ctrl-C), 141 output pipe closed."""
   args = _parser().parse_args(argv)
   try:
     return COMMANDS[args.command](args)
   except (ValueError, ImportError) as e:
-    print(f"jaxgt: error: {e}", file=sys.stderr)
+    print(f"jaxgt: error: {cli_message(str(e))}", file=sys.stderr)
     return 2
+  except KeyboardInterrupt:
+    print("jaxgt: interrupted", file=sys.stderr)
+    return 130
+  except BrokenPipeError:  # the reader left (``jaxgt agents | head -3``): nothing more to say
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush writes nowhere
+    return 141
 
 
 if __name__ == "__main__":

@@ -13,13 +13,23 @@ SPEC_HELP = ("AGENT is a spec: name or name(key=value,...) with OpenSpiel-style 
 
 
 def add_parser(sub) -> None:
-  sub.add_parser("agents", help="list agent kinds and their parameters",
-                 description=SPEC_HELP)
+  p = sub.add_parser("agents", help="list agent kinds and their parameters",
+                     description=SPEC_HELP)
+  p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def run(args) -> int:
-  del args
-  print(catalogue().describe_agents())
+  from jaxgt.cli.common import print_json
+  specs = catalogue()
+  if not args.json:
+    print(specs.describe_agents())
+    return 0
+  print_json({"agents": [
+      {"name": name, "usage": kind.usage(), "description": kind.description,
+       "parameters": [{"name": p.name, "type": p.type.__name__, "default": p.default,
+                       "required": p.required, "choices": list(p.choices) if p.choices else None,
+                       "help": p.help} for p in kind.params]}
+      for name, kind in sorted(specs.agent_kinds().items())]})
   return 0
 
 

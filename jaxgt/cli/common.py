@@ -2,21 +2,83 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
+import re
+
+MAX_HISTORIES = 5_000_000
+"""The default enumeration limit of the commands (``--max-histories``)."""
+PAYOFF = "game payoff per episode"
+"""The unit of payoffs, values and exploitabilities in every ``--json`` object (its ``units``)."""
+PROBABILITY = "fraction of episodes"
+"""The unit of win rates (a draw counts half)."""
 
 
-def load_game(text: str):
+def add_max_histories(parser) -> None:
+  """The ``--max-histories N`` flag of a command that enumerates its game."""
+  parser.add_argument("--max-histories", type=int, default=MAX_HISTORIES, metavar="N",
+                      help="the enumeration limit: a game with more histories is refused "
+                           f"(default {MAX_HISTORIES:,})")
+
+
+def cli_message(text: str) -> str:
+  """A message of the library as the command line says it: the size-limit advice names the flag
+  ``--max-histories`` (the library's ``max_histories=...`` argument is not a flag)."""
+  text = re.sub(r"[Pp]ass max_histories=\.\.\. to (raise the limit|check a larger game)",
+                "pass --max-histories N to raise the limit", text)
+  return re.sub(r"\bmax_histories=(\d)", r"--max-histories \1", text)
+
+
+def check_positive(args, *names: str) -> None:
+  """Raises ``ValueError`` naming the flag unless each option of ``args`` named in ``names``
+  (given; ``None`` passes) is a positive number (called before any game is loaded)."""
+  for name in names:
+    value = getattr(args, name, None)
+    if value is not None and not value > 0:
+      raise ValueError(f"--{name.replace('_', '-')} must be positive, got {value}")
+
+
+def print_json(doc: dict) -> None:
+  """Prints ``doc`` as the one JSON object of a ``--json`` command (NumPy values as plain
+  numbers), on stdout."""
+  print(json.dumps(doc, default=_plain), flush=True)
+
+
+def _plain(x):
+  import numpy as np
+  if isinstance(x, np.ndarray):
+    return x.tolist()
+  if isinstance(x, np.generic):
+    return x.item()
+  raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+  """``"1 loss"``, ``"2 losses"``: ``n`` and the noun in its number."""
+  if n == 1:
+    return f"{n} {word}"
+  return f"{n} {many or (word + 'es' if word.endswith(('s', 'x', 'ch', 'sh')) else word + 's')}"
+
+
+def clipped_interval(center: float, half_width: float, lo: float = 0.0,
+                     hi: float = 1.0) -> list:
+  """``[center - half_width, center + half_width]`` clipped to ``[lo, hi]``, the range of the
+  quantity (a probability's ``[0, 1]`` by default)."""
+  return [max(lo, center - half_width), min(hi, center + half_width)]
+
+
+def load_game(text: str, max_histories: int = MAX_HISTORIES):
   """The compiled game named by ``text`` (a registered name or ``openspiel:...``).
 
   Enumeration prints progress to stderr when it takes more than a few
-  seconds; a game clearly over the history limit is refused before it.
+  seconds; a game clearly over ``max_histories`` is refused before it.
   """
   from jaxgt.core.compiler import load
-  return load(text, progress=True)
+  return load(text, max_histories, progress=True)
 
 
-def load_playable(text: str):
+def load_playable(text: str, max_histories: int = MAX_HISTORIES):
   """The game named by ``text`` as matches play it: compiled when it can be enumerated, else
   (a device game over the history limit) its rules, through which agents built for device
   games (random, OOS, ISMCTS) play it."""
@@ -24,9 +86,9 @@ def load_playable(text: str):
   from jaxgt.games.device import DeviceGame
   from jaxgt.games.size import GameTooLargeError
   try:
-    return load_game(text)
+    return load_game(text, max_histories)
   except GameTooLargeError:
-    game = make_from_string(text)
+    game = make_from_string(text, max_histories)
     if not isinstance(game, DeviceGame):
       raise
     return game

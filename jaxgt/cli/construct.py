@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import json
+import math
 import sys
 
 from jaxgt.cli import agents as agents_cli
-from jaxgt.cli.common import check_writable, load_game
+from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
+                              load_game, plural, print_json)
 
 
 def add_parser(sub) -> None:
@@ -24,7 +25,9 @@ def add_parser(sub) -> None:
   p.add_argument("--export-openspiel", metavar="OUT.json",
                  help="write the composed policy of the first seed in jaxgt export's JSON format")
   p.add_argument("--json", action="store_true",
-                 help='print only {"exploitability": {"min", "avg", "max"}, "seeds": K}')
+                 help="print one JSON object: the exploitability of each seed, their min, avg, "
+                      "max and the 95%% interval of the mean (docs/CLI.md)")
+  add_max_histories(p)
 
 
 def run(args) -> int:
@@ -33,15 +36,16 @@ def run(args) -> int:
     raise ValueError(f"--seeds must be positive, got {args.seeds}")
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  check_positive(args, "max_histories")
   check_writable({"--export-openspiel": args.export_openspiel})
   info = sys.stderr if args.json else sys.stdout
-  g = load_game(args.game)
+  g = load_game(args.game, args.max_histories)
   from jaxgt import policy as policy_lib
   if args.export_openspiel:
     policy_lib.openspiel_game_string(g)  # a game without an OpenSpiel equivalent fails here
   spec.build(g)  # bad agent arguments (e.g. a policy of another game) fail before any search
-  print(f"{g.name}: constructing the policy of {spec} for {args.seeds} seed(s)", file=info,
-        flush=True)
+  print(f"{g.name}: constructing the policy of {spec} for {plural(args.seeds, 'seed')}",
+        file=info, flush=True)
 
   from jaxgt.evaluation import construct
   from jaxgt.solving import mbb
@@ -57,14 +61,31 @@ def run(args) -> int:
 
   res = construct.evaluate(lambda: spec.build(g), seeds=range(args.seed, args.seed + args.seeds),
                            progress=progress, on_state=on_state)
+  ci95 = mean_interval(res.exploitability)
   if args.json:
-    print(json.dumps({"exploitability": {"min": res.min, "avg": res.avg, "max": res.max},
-                      "seeds": len(res.seeds)}))
+    print_json({"game": g.name, "agent": str(spec), "seeds": len(res.seeds),
+                "exploitability": {"min": res.min, "avg": res.avg, "max": res.max},
+                "ci95": ci95, "mbb_per_hand": mbb(g, res.avg),
+                "per_seed": [{"seed": s, "exploitability": float(x)}
+                             for s, x in zip(res.seeds, res.exploitability)],
+                "units": {"exploitability": PAYOFF, "mbb_per_hand": "milli-big-blinds per hand"}})
   else:
-    print(f"exploitability over {len(res.seeds)} seed(s): min {res.min:.6g}  avg {res.avg:.6g}  "
-          f"max {res.max:.6g}")
+    shown = "" if ci95 is None else f"  95% CI of avg [{ci95[0]:.6g}, {ci95[1]:.6g}]"
+    print(f"exploitability over {plural(len(res.seeds), 'seed')}: min {res.min:.6g}  "
+          f"avg {res.avg:.6g}  max {res.max:.6g}{shown}")
   if args.export_openspiel:
     pol = policy_lib.Policy.from_arrays(g, res.policies[0])
     policy_lib.export_openspiel(pol, g, args.export_openspiel)
     print(f"wrote {args.export_openspiel} (the policy of seed {res.seeds[0]})", file=info)
   return 0
+
+
+def mean_interval(values) -> list | None:
+  """The normal 95% interval ``[lo, hi]`` of the mean of ``values [K]`` (exploitabilities),
+  clipped below at 0; ``None`` for one value."""
+  import numpy as np
+  x = np.asarray(values, np.float64)
+  if x.size < 2:
+    return None
+  half = 1.96 * float(np.std(x, ddof=1)) / math.sqrt(x.size)
+  return [max(0.0, float(x.mean()) - half), float(x.mean()) + half]

@@ -17,8 +17,9 @@ warning).
 
 from __future__ import annotations
 
-import json
 import sys
+
+from jaxgt.cli.common import PAYOFF, print_json
 
 TABULAR_KINDS = ("policy", "random")
 """Agent kinds that play a fixed tabular policy (:class:`jaxgt.agents.base.PolicyAgent`)."""
@@ -44,7 +45,8 @@ def add_parser(sub) -> None:
   p.add_argument("--baseline-policy", metavar="B.npz",
                  help="profile whose exact values the 'exact' baseline uses (default: --policy)")
   p.add_argument("--json", action="store_true",
-                 help='print {"estimate", "stderr", "ci95", "episodes", "estimator"}')
+                 help="print one JSON object: the estimate, its standard error and 95%% "
+                      "interval, the number of episodes (docs/CLI.md)")
 
 
 def select_seats(episodes, agent, player):
@@ -140,11 +142,12 @@ def run(args) -> int:
           f"partial information (jaxgt's own completion recipe: jaxgt.evaluation.importance); "
           f"unbiased: basic, or on-policy all-cards, without a baseline, and aivat",
           file=sys.stderr)
+  setting = "off-policy" if logged is not None else "on-policy"
   if args.json:
-    print(json.dumps(out.as_dict()))
+    print_json({"game": game.name, **out.as_dict(), "baseline": baseline, "setting": setting,
+                "evaluated": who, "units": {"estimate": PAYOFF + " (the evaluated seat)"}})
     return 0
   lo, hi = out.ci95
-  setting = "off-policy" if logged is not None else "on-policy"
   print(f"{game.name}, {who}, {out.estimator} estimator, baseline {baseline}, {setting}")
   print(f"estimate {out.estimate:.6f}  stderr {out.stderr:.6f}  95% interval "
         f"[{lo:.6f}, {hi:.6f}]  episodes {out.episodes}")

@@ -12,19 +12,20 @@ trajectories in OpenSpiel in lockstep (:func:`jaxgt.core.lockstep.lockstep`).
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
 
+from jaxgt.cli.common import (MAX_HISTORIES, add_max_histories, check_positive, cli_message,
+                              print_json)
 from jaxgt.games.size import format_count
 
-MAX_HISTORIES = 5_000_000
 EXAMPLES_SHOWN = 10
 
 
 def add_parser(sub) -> None:
-  sub.add_parser("games", help="list registered games")
+  p = sub.add_parser("games", help="list registered games")
+  p.add_argument("--json", action="store_true", help="print one JSON object")
   p = sub.add_parser("info", help="sizes of a game, or an estimate where it is too large")
   p.add_argument("game", help="a registered game string or openspiel:<pyspiel game string>")
   p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -40,14 +41,30 @@ def add_parser(sub) -> None:
                  help="replay the trajectories in this pyspiel game ('auto': the game's own "
                       "OpenSpiel string)")
   p.add_argument("--json", action="store_true", help="print one JSON object")
+  add_max_histories(p)
+
+
+OPENSPIEL_PREFIX = ("openspiel:GAME", "any two-player game of OpenSpiel in pyspiel's game-string "
+                    "syntax, e.g. openspiel:goofspiel(num_cards=3) (needs the open_spiel package)")
 
 
 def cmd_games(args) -> int:
   from jaxgt.games import registry
-  for name, spec in sorted(registry().items()):
-    params = ", ".join(f"{k}={v}" for k, v in spec.params.items())
-    print(f"{name:<16} {spec.description}" + (f"  [{params}]" if params else ""))
+  games = [{"name": name, "description": spec.description, "parameters": dict(spec.params)}
+           for name, spec in sorted(registry().items())]
+  if args.json:
+    print_json({"games": games, "openspiel": OPENSPIEL_PREFIX[1]})
+    return 0
+  for g in games:
+    params = ", ".join(f"{k}={_show(v)}" for k, v in g["parameters"].items())
+    print(f"{g['name']:<16} {g['description']}" + (f"  [{params}]" if params else ""))
+  print(f"{OPENSPIEL_PREFIX[0]:<16} {OPENSPIEL_PREFIX[1]}")
   return 0
+
+
+def _show(value) -> str:
+  """A parameter default as a game string writes it (``true``/``false`` for booleans)."""
+  return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _estimate(game, max_histories: int):
@@ -121,20 +138,22 @@ def info(text: str, max_histories: int = MAX_HISTORIES, *, progress: bool = Fals
 
 def _openspiel_string(text: str) -> str:
   """The pyspiel string of an ``openspiel:`` game (its turn-based form if simultaneous)."""
-  from jaxgt.games.openspiel_import import pyspiel_module
+  from jaxgt.games.openspiel_import import load_pyspiel_game, pyspiel_module
   pyspiel = pyspiel_module()
-  os_game = pyspiel.load_game(text.strip()[len("openspiel:"):])
+  os_game = load_pyspiel_game(text.strip()[len("openspiel:"):])
   if os_game.get_type().dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
     return f"turn_based_simultaneous_game(game={os_game})"
   return str(os_game)
 
 
 def cmd_info(args) -> int:
-  if args.max_histories < 1:
-    raise ValueError(f"--max-histories must be positive, got {args.max_histories}")
+  check_positive(args, "max_histories")
   doc = info(args.game, args.max_histories, progress=not args.json)
+  if doc["reason"] is not None:
+    doc["reason"] = cli_message(doc["reason"])
+  doc["units"] = {"seconds": "seconds", "enumeration_seconds": "seconds", "memory_bytes": "bytes"}
   if args.json:
-    print(json.dumps(doc))
+    print_json(doc)
     return 0
   print(f"game            {doc['game']}")
   if doc["enumerable"]:
@@ -159,14 +178,14 @@ def cmd_info(args) -> int:
   return 0
 
 
-def rules_of(game):
+def rules_of(game, max_histories: int = MAX_HISTORIES):
   """The device rules of game definition ``game``: a device game itself, any other game
   compiled (with progress on stderr) and read through ``compiled.rules()``."""
   from jaxgt.core.compiler import compile_game
   from jaxgt.games.device import DeviceGame
   if isinstance(game, DeviceGame):
     return game
-  return compile_game(game, max_histories=MAX_HISTORIES, progress=True).rules()
+  return compile_game(game, max_histories=max_histories, progress=True).rules()
 
 
 def cmd_check(args) -> int:
@@ -174,7 +193,8 @@ def cmd_check(args) -> int:
   from jaxgt.games import make_from_string
   if args.trajectories < 1:
     raise ValueError(f"--trajectories must be positive, got {args.trajectories}")
-  game = make_from_string(args.game)
+  check_positive(args, "max_histories")
+  game = make_from_string(args.game, args.max_histories)
   os_string = args.openspiel
   if os_string == "auto":
     os_string = game.openspiel_game_string()
@@ -183,7 +203,7 @@ def cmd_check(args) -> int:
                        "--openspiel OPENSPIEL_GAME")
   if os_string is not None:
     load_openspiel(os_string)  # a bad name is refused before any work
-  rules = rules_of(game)
+  rules = rules_of(game, args.max_histories)
   from jaxgt.games.rules_check import check_rules
   report = check_rules(rules, trajectories=args.trajectories, seed=args.seed)
   failures = list(report["failures"])
@@ -192,24 +212,13 @@ def cmd_check(args) -> int:
     steps = lockstep(rules, os_string, trajectories=args.trajectories, seed=args.seed)
   mismatches = None if steps is None else steps["mismatches"]
   if args.json:
-    print(json.dumps({"game": rules.game_string(), "trajectories": args.trajectories,
-                      "failures": failures, "openspiel_mismatches": mismatches},
-                     default=_plain))
+    print_json({"game": rules.game_string(), "trajectories": args.trajectories,
+                "failures": failures, "openspiel_mismatches": mismatches})
     if steps is not None and mismatches:
       _print_mismatches(steps, sys.stderr)
   else:
     _print_check(rules, args.trajectories, report, failures, steps)
   return 1 if failures or mismatches else 0
-
-
-def _plain(x):
-  """NumPy scalars and arrays as JSON values."""
-  import numpy as np
-  if isinstance(x, np.ndarray):
-    return x.tolist()
-  if isinstance(x, np.generic):
-    return x.item()
-  raise TypeError(f"not JSON serializable: {type(x).__name__}")
 
 
 def _print_check(rules, n: int, report: dict, failures: list, steps) -> None:

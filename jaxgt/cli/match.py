@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import warnings
 
 from jaxgt.cli import agents as agents_cli
-from jaxgt.cli.common import check_writable, load_playable
+from jaxgt.cli.common import (PAYOFF, PROBABILITY, add_max_histories, check_positive,
+                              check_writable, clipped_interval, load_playable, plural, print_json)
 
 
 def add_parser(sub) -> None:
@@ -29,12 +29,13 @@ def add_parser(sub) -> None:
                       "after each; the matches do not depend on it (default: a tenth of --matches)")
   p.add_argument("--plot", metavar="PNG", help="plot AGENT0's running mean payoff with its 95%% interval")
   p.add_argument("--json", action="store_true",
-                 help='print only {"mean", "ci95": [lo, hi], "win_rate", "matches"} (AGENT0), '
-                      'plus "memory" when an agent searches over tables')
+                 help="print one JSON object: AGENT0's mean payoff and win rate with their 95%% "
+                      "intervals, the number of episodes (docs/CLI.md)")
   p.add_argument("--log", metavar="FILE.jsonl",
                  help="write every episode (actions from the root, chance included, OpenSpiel ids; "
                       "returns of player 0 and 1; seats: the player AGENT0 and AGENT1 played; agents: their "
                       "specs) as JSON Lines")
+  add_max_histories(p)
 
 
 def run(args) -> int:
@@ -46,9 +47,10 @@ def run(args) -> int:
     raise ValueError(f"--block must be positive, got {args.block}")
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  check_positive(args, "max_histories")
   check_writable({"--log": args.log, "--plot": args.plot})
   info = sys.stderr if args.json else sys.stdout
-  g = load_playable(args.game)
+  g = load_playable(args.game, args.max_histories)
   agents = [s.build(g) for s in specs]
 
   import jax
@@ -69,18 +71,22 @@ def run(args) -> int:
   res = match_lib.play(g, agents[0], agents[1], n, jax.random.key(args.seed),
                        mode="auto" if traced else "python", block=block, progress=progress)
   lo, hi = res.mean - res.ci95, res.mean + res.ci95
+  win_lo, win_hi = clipped_interval(res.win_rate, res.win_ci95)
+  wins, draws = int((res.payoffs > 0).sum()), int((res.payoffs == 0).sum())
   if args.json:
-    out = {"mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
-           "matches": res.num_matches}
+    out = {"game": g.name, "agents": [str(s) for s in specs], "episodes": res.num_matches,
+           "seed": args.seed, "mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
+           "win_ci95": [win_lo, win_hi], "wins": wins, "draws": draws,
+           "losses": n - wins - draws,
+           "units": {"mean": PAYOFF + " (agent 0)", "win_rate": PROBABILITY + " (agent 0)"}}
     if res.memory is not None:
       out["memory"] = list(res.memory)
-    print(json.dumps(out))
+    print_json(out)
   else:
-    wins, draws = int((res.payoffs > 0).sum()), int((res.payoffs == 0).sum())
     print(f"mean payoff of {specs[0]}: {res.mean:+.4f}  95% CI [{lo:+.4f}, {hi:+.4f}]")
-    print(f"win rate of {specs[0]}: {res.win_rate:.4f}  95% CI [{res.win_rate - res.win_ci95:.4f}, "
-          f"{res.win_rate + res.win_ci95:.4f}]  ({wins} wins, {draws} draws, "
-          f"{n - wins - draws} losses; a draw counts half)")
+    print(f"win rate of {specs[0]}: {res.win_rate:.4f}  95% CI [{win_lo:.4f}, {win_hi:.4f}]  "
+          f"({plural(wins, 'win')}, {plural(draws, 'draw')}, {plural(n - wins - draws, 'loss')}; "
+          "a draw counts half)")
     for seat in (0, 1):
       sat = res.seats == seat
       r = match_lib.MatchResult.from_payoffs(res.payoffs[sat], res.seats[sat])

@@ -9,9 +9,11 @@ solver's default as the factory states it; an unset flag keeps that default.
 from __future__ import annotations
 
 import inspect
+import sys
 
 from jaxgt.agents.spec_grammar import params_from, show
-from jaxgt.cli.common import check_writable, load_game
+from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
+                              load_game, print_json)
 from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, hyperparameters,
                            solve)
 from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
@@ -80,13 +82,16 @@ def add_parser(sub) -> None:
                       "units); evaluations then come at --eval-every and every x1.25 iterations")
   p.add_argument("--last-iterate", action="store_true",
                  help="also print the exploitability of the current strategy")
-  p.add_argument("--seed", type=int, default=_SOLVE["seed"].default,
-                 help="random seed (sampling solvers)")
-  p.add_argument("--batch", type=int, default=SAMPLING_BATCH,
-                 help="trajectories per step, even, half for each player (sampling solvers; "
-                      "trajectories = iterations x batch)")
+  p.add_argument("--seed", type=int, default=None,
+                 help=f"random seed (sampling solvers only; default {_SOLVE['seed'].default})")
+  p.add_argument("--batch", type=int, default=None,
+                 help="trajectories per step, even, half for each player (sampling solvers "
+                      f"only; trajectories = iterations x batch; default {SAMPLING_BATCH})")
   p.add_argument("--save", metavar="POLICY", help="save the solver's policy (.npz)")
   p.add_argument("--plot", metavar="PNG", help="plot exploitability versus iteration")
+  p.add_argument("--json", action="store_true",
+                 help="print one JSON object (the progress lines go to stderr)")
+  add_max_histories(p)
 
 
 def solver_kwargs(args) -> dict:
@@ -117,33 +122,70 @@ def run(args) -> int:
   if args.eval_every < 0:
     raise ValueError(f"--eval-every must be >= 0, got {args.eval_every}")
   sampling = args.solver in SAMPLING_SOLVERS
-  if sampling and (args.batch < 2 or args.batch % 2):
+  if not sampling:
+    given = [flag for flag in ("seed", "batch") if getattr(args, flag) is not None]
+    if given:
+      raise ValueError(f"{' and '.join('--' + f for f in given)} applies to the sampling solvers "
+                       f"only ({', '.join(SAMPLING_SOLVERS)}); --solver {args.solver} is "
+                       "deterministic")
+  seed = _SOLVE["seed"].default if args.seed is None else args.seed
+  batch = SAMPLING_BATCH if args.batch is None else args.batch
+  if sampling and (batch < 2 or batch % 2):
     raise ValueError(f"--batch must be an even integer >= 2 (half the trajectories of a step "
-                     f"update each player), got {args.batch}")
+                     f"update each player), got {batch}")
+  if seed < 0:
+    raise ValueError(f"--seed must be >= 0, got {seed}")
+  if args.target is not None:
+    check_positive(args, "target")
+    if args.target == float("inf") or args.eval_every == 0:
+      raise ValueError(f"--target {args.target} needs a finite target and --eval-every > 0")
+  check_positive(args, "max_histories")
   if args.simultaneous and args.alternating:
     raise ValueError("--simultaneous and --alternating exclude each other")
   kw = solver_kwargs(args)
   check_writable({"--save": args.save, "--plot": args.plot})
-  g = load_game(args.game)
+  g = load_game(args.game, args.max_histories)
+  info = sys.stderr if args.json else sys.stdout
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
-        f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", flush=True)
+        f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", file=info,
+        flush=True)
   if sampling:
-    kw.update(seed=args.seed, batch=args.batch)
+    kw.update(seed=seed, batch=batch)
   else:
     kw["alternating"] = False if args.simultaneous else (True if args.alternating else None)
+  from jaxgt.solving import format_evaluation, format_mbb, mbb
   res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
-              dtype=args.dtype, progress=True, last_iterate=args.last_iterate, target=args.target,
-              **kw)
-  from jaxgt.solving import format_mbb, mbb
+              dtype=args.dtype, last_iterate=args.last_iterate, target=args.target,
+              progress=lambda e: print(format_evaluation(g, e), file=info, flush=True), **kw)
   m = mbb(g, res.exploitability)
+  if args.save:
+    res.policy.save(args.save)
+  if args.plot:
+    from jaxgt.solving import plot_curve
+    plot_curve(res.evaluations, args.plot, title=f"{g.name} {args.solver}")
+  if args.json:
+    print_json(solve_document(g, args.solver, res, m, args.save, args.plot))
+    return 0
   mtxt = f" ({format_mbb(m)} mbb/h)" if m is not None else ""
   print(f"final: iterations {res.iterations}  exploitability {res.exploitability:.6e}{mtxt}  "
         f"value(p0) {res.value:.6f}  compile {res.compile_seconds:.2f}s  solve {res.solve_seconds:.2f}s")
   if args.save:
-    res.policy.save(args.save)
     print(f"saved policy to {args.save}")
   if args.plot:
-    from jaxgt.solving import plot_curve
-    plot_curve(res.evaluations, args.plot, title=f"{g.name} {args.solver}")
     print(f"saved plot to {args.plot}")
   return 0
+
+
+def solve_document(g, solver: str, res, mbb_per_hand, save, plot) -> dict:
+  """The ``jaxgt solve --json`` object of result ``res`` (docs/CLI.md)."""
+  return {
+      "game": g.name, "solver": solver, "iterations": res.iterations,
+      "exploitability": res.exploitability, "mbb_per_hand": mbb_per_hand, "value": res.value,
+      "evaluations": [{"iteration": e.iteration, "exploitability": e.exploitability,
+                       "mbb_per_hand": e.mbb_per_hand, "seconds": e.elapsed,
+                       "trajectories": e.trajectories, "last_iterate": e.last_iterate}
+                      for e in res.evaluations],
+      "compile_seconds": res.compile_seconds, "solve_seconds": res.solve_seconds,
+      "policy": save, "plot": plot,
+      "units": {"exploitability": PAYOFF, "value": PAYOFF + " (player 0)",
+                "mbb_per_hand": "milli-big-blinds per hand", "seconds": "seconds"}}

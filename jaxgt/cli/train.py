@@ -3,11 +3,11 @@ Algorithm 2)."""
 
 from __future__ import annotations
 
-import json
 import pathlib
 import sys
 
-from jaxgt.cli.common import check_writable, check_writable_dir, load_game
+from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
+                              check_writable_dir, load_game, print_json)
 
 
 def add_parser(sub) -> None:
@@ -31,15 +31,26 @@ def add_parser(sub) -> None:
   p.add_argument("--devices", type=int, help="devices the actors' games and the learner's batch "
                  "are split over (default: all; 1: no sharding)")
   p.add_argument("--plot", metavar="FILE", help="write exploitability vs learner steps (PNG)")
-  p.add_argument("--json", action="store_true", help="print the metrics lines as JSON")
+  p.add_argument("--log-every", type=int, default=1, metavar="N",
+                 help="a progress line every N learner steps, and at every evaluation "
+                      "(default 1: every iteration)")
+  p.add_argument("--json", action="store_true",
+                 help="print one JSON object at the end (the progress lines go to stderr)")
+  add_max_histories(p)
 
 
 def _check_out(out: pathlib.Path, resume: bool) -> None:
+  from jaxgt.training import loop
   check_writable_dir("--out", out)
-  if out.exists() and not resume and any((out / name).exists()
-                                         for name in ("config.json", "checkpoints")):
+  if not out.parent.is_dir():  # a run folder is made, not the folders above it (a typo)
+    raise ValueError(f"--out {out}: the directory {out.parent} does not exist")
+  holds_run = any((out / name).exists() for name in (loop.CONFIG_FILE, loop.CHECKPOINTS))
+  if not resume and holds_run:
     raise ValueError(f"--out {out} already holds a run; pass --resume to continue it or choose "
                      "another directory")
+  if resume and not holds_run:
+    raise ValueError(f"--resume: {out} holds no run (no {loop.CONFIG_FILE}, no "
+                     f"{loop.CHECKPOINTS}/); check the path, or drop --resume to start one")
 
 
 def run(args) -> int:
@@ -53,6 +64,7 @@ def run(args) -> int:
     raise ValueError(f"--minutes must be positive, got {args.minutes}")
   if args.seed < 0:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
+  check_positive(args, "log_every", "max_histories")
   if args.devices is not None:
     import jax
     if not 1 <= args.devices <= jax.device_count():
@@ -65,7 +77,7 @@ def run(args) -> int:
   out = pathlib.Path(args.out)
   _check_out(out, args.resume)
   check_writable({"--plot": args.plot})
-  g = load_game(args.game)
+  g = load_game(args.game, args.max_histories)
   if args.resume and (out / loop.CONFIG_FILE).exists():
     name, stored = loop.read_config(out)
     if name != g.name:
@@ -73,14 +85,23 @@ def run(args) -> int:
     if stored != cfg:
       raise ValueError(f"--resume: {out} was trained with another config; pass the same "
                        "--preset/--config")
+  if args.resume:
+    from jaxgt.training import checkpoint
+    if checkpoint.latest_step(out / loop.CHECKPOINTS) is None:
+      raise ValueError(f"--resume: {out} holds no checkpoint to resume from (in "
+                       f"{out / loop.CHECKPOINTS}); drop --resume and choose a new --out")
   info = sys.stderr if args.json else sys.stdout
   print(f"{g.name}: training into {out} ({'resuming' if args.resume else 'new run'}, "
         f"seed {args.seed})", file=info, flush=True)
+  last = {"line": None, "shown": None}
 
   def show(line):
-    if args.json:
-      print(json.dumps(line), flush=True)
+    last["line"] = line
+    shown = last["shown"]
+    if ("exploitability" not in line and shown is not None
+        and line["step"] // args.log_every == shown // args.log_every):
       return
+    last["shown"] = line["step"]
     ex = f"  exploitability {line['exploitability']:.4g}" if "exploitability" in line else ""
     print(f"step {line['step']}  loss {line['loss']:.4g} (value {line['value_loss']:.4g}, "
           f"policy {line['policy_loss']:.4g})  replay {line['replay_size']}  queries "
@@ -94,4 +115,14 @@ def run(args) -> int:
   if args.plot:
     loop.plot(out, args.plot)
     print(f"wrote {args.plot}", file=info)
+  if args.json:
+    evaluated = [m for m in loop.read_metrics(out) if "exploitability" in m]
+    print_json({"game": g.name, "out": str(out), "resumed": bool(args.resume), "seed": args.seed,
+                "steps": int(state.learner_steps),
+                "checkpoint": str(out / loop.CHECKPOINTS),
+                "exploitability": evaluated[-1]["exploitability"] if evaluated else None,
+                "exploitability_step": evaluated[-1]["step"] if evaluated else None,
+                "metrics": last["line"], "plot": args.plot,
+                "units": {"exploitability": PAYOFF, "steps": "learner steps",
+                          "metrics": "as in DIR/metrics.jsonl"}})
   return 0

@@ -29,7 +29,7 @@ from jaxgt.core import playout
 from jaxgt.core.tree_rules import rules_of
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame
-from jaxgt.games.openspiel_import import pyspiel_module
+from jaxgt.games.openspiel_import import load_pyspiel_game, pyspiel_module
 
 CHUNK = 4096
 """Trajectories recorded per jitted call (the last chunk padded, so it compiles once)."""
@@ -88,11 +88,7 @@ def load_openspiel(openspiel_game: str):
   """The ``pyspiel`` game named by ``openspiel_game`` (``ValueError`` when OpenSpiel cannot
   load it or it is not a two-player game)."""
   pyspiel = pyspiel_module()
-  try:
-    os_game = pyspiel.load_game(openspiel_game)
-  except pyspiel.SpielError as e:
-    raise ValueError(f"OpenSpiel cannot load {openspiel_game!r}: "
-                     f"{str(e).splitlines()[0]}") from e
+  os_game = load_pyspiel_game(openspiel_game)
   if os_game.num_players() != 2:
     raise ValueError(f"{openspiel_game}: {os_game.num_players()} players; jaxgt games have 2")
   gtype = os_game.get_type()

@@ -13,7 +13,7 @@ import dataclasses
 import re
 from typing import Any, Callable
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params
+from jaxgt.games.base import CHANCE, TERMINAL, Game, check_params, did_you_mean
 from jaxgt.games.conformance import check
 from jaxgt.games.generic_poker import GenericPoker
 from jaxgt.games.goofspiel import Goofspiel, IIGoofspiel
@@ -59,7 +59,8 @@ def make(name: str, **params: Any) -> Game:
   or parameters for an unknown name or parameter)."""
   spec = _REGISTRY.get(name)
   if spec is None:
-    raise ValueError(f"unknown game {name!r}; registered games: {', '.join(sorted(_REGISTRY))}")
+    raise ValueError(f"unknown game {name!r}{did_you_mean(name, _REGISTRY)}; registered games: "
+                     f"{', '.join(sorted(_REGISTRY))}")
   return spec.factory(**params)
 
 

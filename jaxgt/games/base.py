@@ -12,6 +12,7 @@ Games are pure descriptions; compile one with :func:`jaxgt.compile_game`.
 from __future__ import annotations
 
 import abc
+import difflib
 from typing import Any, Hashable, Mapping, Sequence
 
 CHANCE = -1
@@ -21,6 +22,13 @@ TERMINAL = -4
 PROB_ATOL = 1e-6
 """The one tolerance on ``sum == 1`` of probability vectors (chance outcomes, ranges,
 policies) and on ``u0 + u1 == 0`` of a game's returns; :mod:`jaxgt.core.checks` uses it."""
+
+
+def did_you_mean(name: str, choices) -> str:
+  """``" (did you mean 'x'?)"`` naming the choice closest to a misspelt ``name`` (``difflib``),
+  or ``""`` when none is close."""
+  close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.75)
+  return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class GameInfo:
@@ -125,8 +133,9 @@ def check_params(name: str, given: Mapping[str, Any], spec: Mapping[str, Any]) -
   unknown = sorted(set(given) - set(spec))
   if unknown:
     valid = ", ".join(f"{k}={_fmt(v)}" for k, v in spec.items()) or "none"
+    hint = did_you_mean(unknown[0], spec) if len(unknown) == 1 else ""
     raise ValueError(
-        f"game '{name}' has no parameter(s) {unknown}; valid parameters: {valid}")
+        f"game '{name}' has no parameter(s) {unknown}{hint}; valid parameters: {valid}")
   out = dict(spec)
   for k, v in given.items():
     want = type(spec[k])

@@ -23,9 +23,11 @@ players, general-sum utilities, no information-state strings, more than
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
-from jaxgt.games.base import CHANCE, TERMINAL, Game
+from jaxgt.games.base import CHANCE, TERMINAL, Game, did_you_mean
 from jaxgt.games.size import openspiel_bounds, refuse_if_too_large
 
 _PREFIX = "openspiel:"
@@ -43,6 +45,31 @@ def pyspiel_module():
   return pyspiel
 
 
+def load_pyspiel_game(text: str):
+  """``pyspiel.load_game(text)``; ``ValueError`` in one line (the closest registered name for an
+  unknown one) where pyspiel cannot load it. pyspiel's own report on the C++ stderr (for an
+  unknown name, the list of every game) is kept off the terminal."""
+  pyspiel = pyspiel_module()
+  short = text.split("(", 1)[0].strip()
+  names = pyspiel.registered_names()
+  if short not in names:
+    raise ValueError(f"OpenSpiel cannot load {text!r}: no game named {short!r}"
+                     f"{did_you_mean(short, names)}")
+  sys.stderr.flush()
+  saved = os.dup(2)
+  try:
+    with open(os.devnull, "w") as null:
+      os.dup2(null.fileno(), 2)
+      try:
+        return pyspiel.load_game(text)
+      finally:
+        os.dup2(saved, 2)
+  except pyspiel.SpielError as e:
+    raise ValueError(f"OpenSpiel cannot load {text!r}: {str(e).splitlines()[0]}") from None
+  finally:
+    os.close(saved)
+
+
 # State: (jaxgt player, pyspiel state, pending simultaneous actions, action path from the root,
 #         tuple of public observations)
 
@@ -56,10 +83,7 @@ class OpenSpielGame(Game):
     pyspiel = pyspiel_module()
     if isinstance(game, str):
       text = game[len(_PREFIX):] if game.startswith(_PREFIX) else game
-      try:
-        game = pyspiel.load_game(text)
-      except pyspiel.SpielError as e:
-        raise ValueError(f"OpenSpiel cannot load {text!r}: {str(e).splitlines()[0]}") from e
+      game = load_pyspiel_game(text)
     gtype = game.get_type()
     label = str(game)
     if game.num_players() != 2:
