@@ -53,6 +53,7 @@ from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.games.base import TERMINAL
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import PBS, PBSEncoding, slot_sums
+from jaxgt.nets.factored_encoding import FactoredEncoding
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr
 from jaxgt.search import query_log
@@ -194,7 +195,7 @@ def _chunked_call(fn, state, pbs: PBS, need, chunk: int):
   """``fn(state, ·)`` on the nodes with ``need [N]`` only, ``chunk`` at a time: needed nodes
   are moved to the front and a ``while_loop`` runs ``ceil(#needed / chunk)`` calls (under
   ``vmap``, the most any batch member needs). Other nodes get zeros."""
-  N = pbs.public.shape[0]
+  N = pbs.ranges.shape[0]
   padded = -(-N // chunk) * chunk
   order = jnp.argsort(~need, stable=True)
   count = jnp.sum(need, dtype=jnp.int32)
@@ -217,31 +218,95 @@ def _chunked_call(fn, state, pbs: PBS, need, chunk: int):
       o[:N]), out)
 
 
+def factored_node_pbs(leaves: LeafInput) -> PBS:
+  """The PBS ``[N]`` of every node of a tree grown from a game's rules
+  (:mod:`jaxgt.search.rules_source`): the node's representative state and each player's own
+  reach of its private states at its leaf pairs, normalised (uniform over the private states
+  present where there is none)."""
+  tree = leaves.tree
+  N, M = leaves.leaf.shape
+  K = tree.info_id.shape[-1]
+  rows = []
+  for p in (0, 1):
+    info = tree.info[p]  # [N, M] the pair's private state of player p
+    ok = leaves.leaf & (info >= 0)
+    seg = jnp.where(ok, jnp.arange(N)[:, None] * K + info, N * K).reshape(-1)
+    r = jax.ops.segment_max(jnp.where(ok, leaves.reach[p], 0.0).reshape(-1), seg, N * K + 1)
+    rows.append(jnp.maximum(r[:-1], 0.0).reshape(N, K))
+  held = jnp.moveaxis(tree.info_id >= 0, 0, 1)  # [N, 2, K]
+  return PBS(public=tree.keys.state, ranges=normalize(jnp.stack(rows, axis=1), held))
+
+
+def factored_leaf_values(leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
+  """``[2, N, M]`` player 0's value of each leaf pair (row ``p`` for ``p``'s update) from
+  network-scale ``cfvs [N, 2, K]`` (:mod:`jaxgt.nets.factored_encoding`): ``v_p(k) / c_p(k)``
+  at the pairs holding ``k``, ``c_p(k) = sum_k' q(k, k') r_o(k')`` with ``q`` the pairs' chance
+  probability given the node's public chance events (``private_chance``), so that the
+  counterfactual value CFR sees at ``k`` is ``Z`` (those events' probability) times the
+  opponent's reach mass times ``v_p(k)``."""
+  tree = leaves.tree
+  N, M = leaves.leaf.shape
+  K = tree.info_id.shape[-1]
+  dtype = leaves.chance.dtype
+  cfvs = jnp.asarray(cfvs, dtype)
+  check_shape("network values", cfvs, (N, 2, K))
+  r = jnp.asarray(pbs.ranges, dtype)
+  k0, k1 = tree.info[0], tree.info[1]  # [N, M]
+  ok = k0 >= 0
+  # the pairs' chance given the node's public chance events (the chance reach over Z)
+  z = jnp.asarray(tree.keys.reach, dtype)[:, None]
+  q = jnp.where(ok & (z > 0), leaves.chance / jnp.where(z > 0, z, 1.0), 0.0)
+  r1 = jnp.take_along_axis(r[:, 1], jnp.maximum(k1, 0), axis=1)
+  r0 = jnp.take_along_axis(r[:, 0], jnp.maximum(k0, 0), axis=1)
+  rows = jnp.arange(N)[:, None]
+  c0 = jnp.zeros((N, K), dtype).at[rows, jnp.maximum(k0, 0)].add(q * r1)
+  c1 = jnp.zeros((N, K), dtype).at[rows, jnp.maximum(k1, 0)].add(q * r0)
+  ratio = jnp.stack([safe_div(cfvs[:, 0], c0), safe_div(cfvs[:, 1], c1)])  # [2, N, K]
+  out = []
+  for p, k in ((0, k0), (1, k1)):
+    v = jnp.take_along_axis(ratio[p], jnp.maximum(k, 0), axis=1)
+    out.append(jnp.where(leaves.leaf & (k >= 0), v, 0.0) * (1.0 if p == 0 else -1.0))
+  return jnp.stack(out)
+
+
 def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
                   fn: Callable[[Any, PBS], tuple], init: Callable[[], Any] = lambda: (),
                   name: str = "pbs", chunk: int | None = None) -> Evaluator:
   """A GT-CFR evaluator from ``fn(state, PBS [N]) -> (cfvs [N, 2, K], policy [N, 2, K, A] or
-  None)`` in the encoding's layout (:func:`node_pbs`, :func:`leaf_values`); ``state`` is the
-  evaluator state (unchanged).
+  None)`` in the encoding's layout (:func:`node_pbs`, :func:`leaf_values`; on a tree grown
+  from a device game's rules, ``encoding`` that game's
+  :class:`~jaxgt.nets.factored_encoding.FactoredEncoding`, PBSs of representative states:
+  :func:`factored_node_pbs`, :func:`factored_leaf_values`); ``state`` is the evaluator state
+  (unchanged).
 
   ``chunk=None``: one call per CFR iteration on all ``N`` nodes. ``chunk=c``: only the nodes
   with leaf slots are valued, ``c`` per call, as many calls as they need (a tree that is
   still small costs little; Schmid et al.'s leaf queries are exactly these nodes).
   """
-  smap = slot_map(source, encoding)
+  factored = getattr(source, "factored", False)
+  if factored:  # a tree grown from a device game's rules: private states are the slots
+    if not isinstance(encoding, FactoredEncoding) or encoding.game is not source.rules:
+      raise ValueError("a tree grown from a game's rules needs that game's FactoredEncoding")
+    smap = None
+  else:
+    smap = slot_map(source, encoding)
   if chunk is not None:
     chunk = check_positive_int("chunk", chunk)
 
   def apply(state, leaves: LeafInput):
-    pbs = node_pbs(smap, leaves)
+    pbs = factored_node_pbs(leaves) if factored else node_pbs(smap, leaves)
     if chunk is None:
       cfvs, policy = fn(state, pbs)
     else:
       cfvs, policy = _chunked_call(fn, state, pbs, jnp.any(leaves.leaf, axis=1), chunk)
-    values = leaf_values(smap, leaves, pbs, cfvs)
+    if factored:
+      values = factored_leaf_values(leaves, pbs, cfvs)
+    else:
+      values = leaf_values(smap, leaves, pbs, cfvs)
     prior = None
     if policy is not None:
-      dev = to_device_order(smap, pbs.public, jnp.asarray(policy, leaves.chance.dtype))
+      policy = jnp.asarray(policy, leaves.chance.dtype)
+      dev = policy if factored else to_device_order(smap, pbs.public, policy)
       prior = jnp.moveaxis(dev, 1, 0)  # [2, N, K, A]
     return (values, prior), state
 
