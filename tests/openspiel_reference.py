@@ -85,6 +85,13 @@ def exported_exploitability(g, probs):
   return pyspiel.exploitability(pyspiel.load_game(g.game.openspiel_game_string()), tab)
 
 
+def exported_file_exploitability(doc):
+  """OpenSpiel's (C++) exploitability of a policy file written by ``jaxgt export --openspiel``
+  (``{"game": ..., "policy": {information-state string: [[action, probability], ...]}}``)."""
+  tab = pyspiel.TabularPolicy({k: [tuple(x) for x in v] for k, v in doc["policy"].items()})
+  return pyspiel.exploitability(pyspiel.load_game(doc["game"]), tab)
+
+
 def cfr_plus_policy(g, iters):
   tree = g.device_tree("float64")
   s = cfr.cfr_plus(dtype="float64")

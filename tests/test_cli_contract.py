@@ -134,17 +134,8 @@ def test_solve_and_export_json(tmp_path, capsys):
   assert doc["policy"] == str(pol) and set(doc["units"]) >= {"exploitability", "value"}
   out = _json(capsys, "export", str(pol), "--openspiel", str(tmp_path / "k.json"), "--json")
   exported = json.loads((tmp_path / "k.json").read_text())
-  from open_spiel.python import policy as os_policy
-  from open_spiel.python.algorithms import exploitability
-  game = pyspiel.load_game(exported["game"])
-  tab = os_policy.TabularPolicy(game)
-  for key, pairs in exported["policy"].items():
-    row = tab.policy_for_key(key)
-    row[:] = 0
-    for a, q in pairs:
-      row[a] = q
-  assert exploitability.exploitability(game, tab) == pytest.approx(doc["exploitability"],
-                                                                    rel=1e-4)
+  from openspiel_reference import exported_file_exploitability
+  assert exported_file_exploitability(exported) == pytest.approx(doc["exploitability"], rel=1e-4)
   assert set(out) == {"game", "openspiel", "path", "infostates"}
   assert out["game"] == "kuhn_poker" and out["path"] == str(tmp_path / "k.json")
   assert out["infostates"] == 12
