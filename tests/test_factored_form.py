@@ -53,7 +53,7 @@ def _search(name, form, sims, key, solver=None, **kw):
   return gtcfr.search(src, cfg, REACH, root, ranges, key, **kw)
 
 
-@pytest.mark.parametrize("resolve", [False, True])
+@pytest.mark.parametrize("resolve", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_growing_search_equals_the_history_form(resolve):
   """Leduc (card removal at the board card: chance between public states), SoG(30, 1)."""
   kw = {}
@@ -80,18 +80,21 @@ def test_other_rules_equal_the_history_form(solver):
         _search("kuhn_poker", "factored", 20, key, solver=s))
 
 
-def test_fixed_tree_solve_equals_the_history_form():
-  """solve_tree on Leduc's whole tree below the deals (a batch of two ranges, one tree)."""
-  game = make_from_string("leduc_poker")
+@pytest.mark.parametrize("name", ["kuhn_poker", pytest.param("leduc_poker",
+                                                             marks=pytest.mark.slow)])
+def test_fixed_tree_solve_equals_the_history_form(name):
+  """solve_tree on the game's whole tree below the deals (a batch of two ranges, one tree)."""
+  game = make_from_string(name)
   src = rs.rules_source(game)
   root = rs.post_deal_root(game)
-  cap = 600
+  cap = 64 if name == "kuhn_poker" else 600
   tree = jax.jit(lambda r: dt.expand_all(src, dt.init_tree(src, cap, r)))(root)
   assert not bool(jnp.any(~tree.expanded[:int(tree.num_nodes)]
                           & dt.jax.vmap(lambda n: dt.can_expand(tree, n))(
                               jnp.arange(int(tree.num_nodes)))))
   rng = np.random.default_rng(5)
-  ranges = np.stack([gtcfr.root_ranges(src, root, [rng.dirichlet(np.ones(6)) for _ in (0, 1)])
+  ranges = np.stack([gtcfr.root_ranges(src, root, [rng.dirichlet(np.ones(k))
+                                                    for k in game.num_private])
                      for _ in range(2)])
   out = []
   for form in ("history", "factored"):

@@ -88,7 +88,7 @@ def test_full_tree_solve_equals_the_enumerated_source(name):
 
 
 @pytest.mark.parametrize("name,sims,resolve", [
-    ("kuhn_poker", 30, False), ("kuhn_poker", 30, True),
+    pytest.param("kuhn_poker", 30, False, marks=pytest.mark.slow), ("kuhn_poker", 30, True),
     pytest.param("leduc_poker", 40, False, marks=pytest.mark.slow),
     pytest.param("leduc_poker", 40, True, marks=pytest.mark.slow),
     pytest.param("liars_dice(numdice=1)", 30, False, marks=pytest.mark.slow)])

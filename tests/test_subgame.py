@@ -66,7 +66,8 @@ def test_kuhn_depth_limited_with_one_player_in_trunk():
   assert _root_value(res) == pytest.approx(-1 / 18, abs=1e-3)
 
 
-@pytest.mark.parametrize("solver_name", ["cfr", "cfr+", "lcfr", "dcfr"])
+@pytest.mark.parametrize("solver_name", ["cfr", pytest.param("cfr+", marks=pytest.mark.slow),
+                                         pytest.param("lcfr", marks=pytest.mark.slow), "dcfr"])
 def test_core_solvers_run_unchanged_on_subgame(solver_name):
   """Continuation leaf values of a full equilibrium: the solved subgame keeps the value."""
   g, tree, pol = _full_equilibrium("kuhn_poker", 3000)
