@@ -361,7 +361,7 @@ def test_evaluator_state_is_data_not_a_recompilation():
 
 
 @pytest.mark.parametrize("s, c", [pytest.param(5, 2.0, marks=pytest.mark.slow),
-                                  pytest.param(4, 1.0, marks=pytest.mark.slow),
+                                  (4, 1.0),
                                   pytest.param(2, 0.5, marks=pytest.mark.slow)])
 def test_search_grows_the_tree_and_counts_queries(s, c):
   """SoG(s, c): s simulations grow the tree (k = infinity: all children at once, never more
