@@ -144,14 +144,11 @@ def _normalise(smap: SlotMap, public, ranges):
   return normalize(jnp.maximum(ranges, 0.0), mask)
 
 
-def node_pbs(smap: SlotMap, leaves: LeafInput) -> PBS:
-  """The PBS ``[N]`` of every node of ``leaves.tree`` in the encoding's layout: each
-  player's own reach (root ranges included) of the node's information states at its
-  leaf slots, normalised (uniform where there is none; nodes without leaf slots get
-  uniform ranges and are ignored by :func:`leaf_values`)."""
+def leaf_reach(leaves: LeafInput, K: int) -> jax.Array:
+  """``[N, 2, K]`` each player's own reach of every node's information-state slots at its
+  leaf slots (zero where the node has none; the device tree's slot order)."""
   tree = leaves.tree
   N, M = leaves.leaf.shape
-  K = smap.encoding.k_max
   node = jnp.arange(N * M) // M
   leaf = leaves.leaf.reshape(-1)
   rows = []
@@ -161,8 +158,16 @@ def node_pbs(smap: SlotMap, leaves: LeafInput) -> PBS:
     seg = jnp.where(ok, node * K + info, N * K)
     r = jax.ops.segment_max(jnp.where(ok, leaves.reach[p].reshape(-1), 0.0), seg, N * K + 1)
     rows.append(jnp.maximum(r[:-1], 0.0).reshape(N, K))
-  dev = jnp.stack(rows, axis=1)  # [N, 2, K] device order
-  public = jnp.maximum(tree.public, 0)
+  return jnp.stack(rows, axis=1)
+
+
+def node_pbs(smap: SlotMap, leaves: LeafInput) -> PBS:
+  """The PBS ``[N]`` of every node of ``leaves.tree`` in the encoding's layout: each
+  player's own reach (root ranges included) of the node's information states at its
+  leaf slots, normalised (uniform where there is none; nodes without leaf slots get
+  uniform ranges and are ignored by :func:`leaf_values`)."""
+  dev = leaf_reach(leaves, smap.encoding.k_max)  # [N, 2, K] device order
+  public = jnp.maximum(leaves.tree.public, 0)
   return PBS(public=public, ranges=_normalise(smap, public, to_encoding_order(smap, public, dev)))
 
 
@@ -224,17 +229,9 @@ def factored_node_pbs(leaves: LeafInput) -> PBS:
   reach of its private states at its leaf pairs, normalised (uniform over the private states
   present where there is none)."""
   tree = leaves.tree
-  N, M = leaves.leaf.shape
-  K = tree.info_id.shape[-1]
-  rows = []
-  for p in (0, 1):
-    info = tree.info[p]  # [N, M] the pair's private state of player p
-    ok = leaves.leaf & (info >= 0)
-    seg = jnp.where(ok, jnp.arange(N)[:, None] * K + info, N * K).reshape(-1)
-    r = jax.ops.segment_max(jnp.where(ok, leaves.reach[p], 0.0).reshape(-1), seg, N * K + 1)
-    rows.append(jnp.maximum(r[:-1], 0.0).reshape(N, K))
   held = jnp.moveaxis(tree.info_id >= 0, 0, 1)  # [N, 2, K]
-  return PBS(public=tree.keys.state, ranges=normalize(jnp.stack(rows, axis=1), held))
+  return PBS(public=tree.keys.state,
+             ranges=normalize(leaf_reach(leaves, tree.info_id.shape[-1]), held))
 
 
 def factored_leaf_values(leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:

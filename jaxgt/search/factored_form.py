@@ -36,6 +36,7 @@ from flax import struct
 from jax import lax
 
 from jaxgt.core import sequence_form
+from jaxgt.core.game_tree import NO_PLAYER
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.search import device_tree
 from jaxgt.search.evaluator import LeafInput
@@ -227,7 +228,7 @@ def factored_form(source, tree: device_tree.DeviceTree) -> FactoredForm:
   leaf = live & ~tree.expanded & nonterminal
   held = tree.info_id >= 0  # [2, N, K]
   passes = jnp.max(jnp.where(live, tree.depth, 0))
-  return FactoredForm(parent=tree.parent, player=jnp.where(live, player, -9), action=action,
+  return FactoredForm(parent=tree.parent, player=jnp.where(live, player, NO_PLAYER), action=action,
                       children=tree.children, live=live, leaf=leaf,
                       weight=jnp.where(valid, tree.chance_reach, 0.0),
                       payoff=jnp.where(valid, tree.payoff, 0.0), held=held,

@@ -13,7 +13,7 @@ from typing import Any
 
 from jaxgt.core.checks import check_choice, check_nonnegative_int, check_positive_int, check_real
 from jaxgt.search import device_tree
-from jaxgt.search.regret_phase import TREE_FORMS
+from jaxgt.search.regret_phase import check_tree_form
 from jaxgt.solvers import cfr as cfr_lib
 
 
@@ -143,10 +143,7 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
   check_choice("chance", chance, CHANCE_MODES)
   check_choice("select_policy", select_policy, SELECT_POLICIES)
   check_choice("value_average", value_average, VALUE_AVERAGES)
-  check_choice("tree_form", tree_form, TREE_FORMS)
-  if tree_form == "factored" and not getattr(source, "factored", False):
-    raise ValueError("tree_form='factored' needs a source whose nodes are private pairs (a "
-                     "rules source, jaxgt.search.rules_source)")
+  check_tree_form(source, tree_form)
   if solver is None or isinstance(solver, str):
     solver = cfr_lib.make_solver(solver or "cfr+", alternating=False, dtype=dtype,
                                  compensated=False, exact_ties=False)

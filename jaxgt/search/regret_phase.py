@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_choice
 from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.games.base import CHANCE
 from jaxgt.search import device_tree
@@ -89,14 +90,16 @@ class HistoryForm:
   def own_reach(self, fw, player: int, num_rows: int):
     return history_cfr.own_reach(self.forest, fw, player, num_rows)
 
-  def _rows(self, x, player, reduce=jax.ops.segment_sum):
-    """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories by
-    ``player``'s information-state slot."""
+  def _rows(self, x, player, reduce=jax.ops.segment_sum, slots=None):
+    """``[N * K]``: ``x [N * M]`` summed (or ``reduce``d) over each node's entry histories (or
+    the ``slots [N * M]`` given) by ``player``'s information-state slot."""
     tree, K = self.tree, self.num_infostates
     N, M = tree.history.shape
     node = jnp.arange(N * M) // M
     info = tree.info[player].reshape(-1)
-    ok = self.forest.live & tree.entry.reshape(-1) & (info >= 0)
+    if slots is None:
+      slots = self.forest.live & tree.entry.reshape(-1)
+    ok = slots & (info >= 0)
     return reduce(jnp.where(ok, x, 0.0), jnp.where(ok, node * K + info, N * K), N * K + 1)[:-1]
 
   def root_values(self, fw, v):
@@ -132,17 +135,11 @@ class HistoryForm:
 
   def query(self, fw):
     """``(queried [N], ranges [N, 2, K])``: the frontier nodes and their normalised ranges."""
-    tree, K = self.tree, self.num_infostates
-    N, M = tree.history.shape
+    N, M = self.tree.history.shape
     leaf = self.forest.leaf
-    node = jnp.arange(N * M) // M
     ranges = []
     for p in (0, 1):
-      info = tree.info[p].reshape(-1)
-      ok = leaf & (info >= 0)
-      r = jax.ops.segment_max(jnp.where(ok, fw.own[p], 0.0), jnp.where(ok, node * K + info, N * K),
-                              N * K + 1)[:-1].reshape(N, K)
-      r = jnp.maximum(r, 0.0)
+      r = jnp.maximum(self._rows(fw.own[p], p, jax.ops.segment_max, leaf), 0.0).reshape(N, -1)
       ranges.append(sequence_form.safe_div(r, r.sum(-1, keepdims=True)))
     return jnp.any(leaf.reshape(N, M), axis=1), jnp.stack(ranges, 1)
 
@@ -166,14 +163,20 @@ TREE_FORMS = ("auto", "history", "factored")
 rules source), ``"history"`` on any source; ``"auto"`` the factored form where it applies."""
 
 
+def check_tree_form(source, form: str) -> str:
+  """``form`` (one of :data:`TREE_FORMS`), checked against ``source``: ``ValueError`` for an
+  unknown form, or for ``"factored"`` on a source whose nodes are not private pairs."""
+  check_choice("tree_form", form, TREE_FORMS)
+  if form == "factored" and not source.factored:
+    raise ValueError("tree_form='factored' needs a source whose nodes are private pairs (a "
+                     "rules source, jaxgt.search.rules_source)")
+  return form
+
+
 def tree_form(source, tree, form: str = "auto"):
   """The regret phase's form of ``tree``: :class:`HistoryForm` or
   :class:`~jaxgt.search.factored_form.FactoredForm` (:data:`TREE_FORMS`)."""
-  factored = getattr(source, "factored", False)
-  if form == "factored" and not factored:
-    raise ValueError("the factored form needs a source whose nodes are private pairs (a rules "
-                     "source, jaxgt.search.rules_source)")
-  if factored and form != "history":
+  if check_tree_form(source, form) != "history" and source.factored:
     return factored_form.factored_form(source, tree)
   return HistoryForm(tree, tree_forest(source, tree), source.num_infostates)
 
