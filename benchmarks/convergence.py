@@ -210,7 +210,7 @@ def liteefg_solvers():
 
   LiteEFG 1.0.0 also offers vanilla CFR and the last-iterate methods (MMD, QFR, DOMD, CMD,
   Reg-CFR, Reg-DOMD); with their defaults none comes near 1e-4 in Leduc in 25 s (CFR 1.3e-2,
-  Reg-CFR 2.3e-2, the others 3.6e-2 or worse; README), so they are not run here.
+  Reg-CFR 2.3e-2, the others 3.6e-2 or worse; docs/PERFORMANCE.md), so they are not run here.
   """
   from LiteEFG.baselines import CFRplus, DCFR, PCFR
   return [("LiteEFG CFR+", CFRplus.graph, "linear-avg-iterate", ()),

@@ -14,7 +14,7 @@ then x :data:`TARGET_GROWTH`), so checks cost a few percent of the run.
 
 The default solver is :data:`DEFAULT_SOLVER` (DCFR), the one that reaches 1e-4
 and 1e-5 in Leduc in the fewest iterations in ``benchmarks/convergence.py`` (the
-README's table; DCFR+'s count there moves with float rounding).
+table of docs/benchmarks.md; DCFR+'s count there moves with float rounding).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ SHARED_OPTIONS = ("alternating", "dtype", "compensated", "exact_ties", "batch")
 # the hyperparameter of the scheduled solvers (HS-PCFR+, HS-DCFR) that solve() sets to iterations
 PLANNED = "planned_iterations"
 SAMPLING_BATCH = 256  # trajectories per step of a sampling solver given by name (half per player)
-# measured best to 1e-4 in Leduc (benchmarks/convergence.py, README)
+# measured best to 1e-4 in Leduc (benchmarks/convergence.py, docs/PERFORMANCE.md)
 DEFAULT_SOLVER = "dcfr"
 # with a target, each evaluation comes this factor of iterations after the previous one: an
 # exact evaluation costs ~15 CFR iterations in Leduc, so ~x1.25 balances checks and overshoot

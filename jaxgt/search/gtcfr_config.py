@@ -33,8 +33,8 @@ class GTCFRConfig:
   The defaults (``c = 1``, offset 0, ``T_prior = 1``, virtual loss 1, ``"sample"``,
   ``"average"``) were kept by measurement (``value_average`` then ``"search"``): Leduc,
   ``SoG(100, 1)``, exact leaves, continual re-solving, policy construction, seeds 0-4 paired
-  (README, "Growing-Tree CFR on a fixed-capacity device tree"): today's defaults 60.5 / 81.6 / 126
-  mbb/h (min / avg / max);
+  (docs/reproductions.md, "The search's open choices, measured"): today's defaults 60.5 / 81.6
+  / 126 mbb/h (min / avg / max);
   ``puct_constant`` 0.25: 55.5 / 79.3 / 100, 4: 54.6 / 76.7 / 128; ``puct_visit_offset`` 1:
   58.5 / 72.0 / 87.7 (seeds 0-9: 58.5 / 87.5 / 116, defaults 60.5 / 90.4 / 131);
   ``prior_temperature`` 2: 52.5 / 73.3 / 89.4; ``select_policy="current"``: 56.2 / 82.9 / 131.
