@@ -404,8 +404,8 @@ def test_arguments_checked():
   alternating = gt.make_config(src, simulations=5, solver=jaxgt.cfr_plus(dtype="float64"))
   assert alternating.solver.alternating
   cfg_default = gt.make_config(src, simulations=5)
-  # a rule by name: the search's defaults (simultaneous updates, 003's order; plain sums; no
-  # tie rule) in the config's dtype
+  # a rule by name: the search's defaults (simultaneous updates, Student of Games' order; plain
+  # sums; no tie rule) in the config's dtype
   named = gt.make_config(src, simulations=5, solver="dcfr", dtype="float32")
   assert named.solver == jaxgt.discounted_cfr(alternating=False, dtype="float32",
                                               compensated=False, exact_ties=False)

@@ -1,4 +1,8 @@
-"""ISMCTS as an agent (``001``, Sec. 5.1): fresh statistics every move."""
+"""ISMCTS as an agent: fresh statistics every move.
+
+The information-set MCTS baseline of Lisy, Lanctot and Bowling 2015, "Online Monte Carlo
+Counterfactual Regret Minimization for Search in Imperfect Information Games", Sec. 5.1.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ class ISMCTSAgent(TableSearchAgent):
   Statistics are rebuilt at every move, determinized from the current
   information state as in Sec. 5.1; the agent state
   (:class:`ISMCTSAgentState`) keeps the move count and the last search's
-  statistics, which :meth:`statistics` exposes to 001's aggregate method
+  statistics, which :meth:`statistics` exposes to the paper's aggregate method
   (visit counts at ``I`` and at every successor, Sec. 5.2). ``act`` is
   traceable (``history`` may be a traced ``int32`` scalar).
   """

@@ -1,4 +1,5 @@
-"""(Smooth) UCT self-play search as an agent (``002``)."""
+"""(Smooth) UCT self-play search as an agent (Heinrich and Silver 2015, "Smooth UCT Search in
+Computer Poker")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
 """The safe re-solving gadget as a root transform of the CFR engine.
 
-In the auxiliary game of re-solving (``003``; Burch et al. 2014), the
+In the auxiliary game of re-solving (Burch, Johanson and Bowling 2014, "Solving Imperfect
+Information Games Using Decomposition"; Schmid et al. 2023, "Student of Games: A unified
+learning algorithm for both perfect and imperfect information games"), the
 opponent at each of its root information states ``J`` either terminates
 (receives ``v_term(J)``) or follows into the subgame. :class:`Gadget` plays
 that choice inside :func:`jaxgt.solvers.cfr.iteration` (as DeepStack does):
 before our update the opponent's root range enters our terminal weights:
 the follow probabilities ``f [K_o]`` (the solver's regret rule on the
 (follow, terminate) regrets), or ``alpha f / sum(f) + (1 - alpha) r_prev``
-for ``003``'s modified gadget, or the fixed ``r_prev`` without terminate
+for Student of Games' modified gadget, or the fixed ``r_prev`` without terminate
 values; after the opponent's update its counterfactual values of following
 ``v_follow [K_o]`` update the gadget's regrets.
 """

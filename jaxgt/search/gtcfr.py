@@ -1,6 +1,7 @@
-"""Growing-Tree CFR on the fixed-capacity device public tree (``003``, Algorithm 1).
+"""Growing-Tree CFR on the fixed-capacity device public tree.
 
-GT-CFR (``003``, "Search via Growing-Tree CFR" and supplement Algorithm 1)
+GT-CFR (Schmid et al. 2023, "Student of Games: A unified learning algorithm for both perfect
+and imperfect information games": "Search via Growing-Tree CFR" and supplement Algorithm 1)
 alternates two phases on a public tree that starts as the root public state
 and its children (:mod:`jaxgt.search.device_tree`):
 
@@ -24,7 +25,7 @@ iterations. One compiled program per (source, capacity, evaluator,
 :class:`GTCFRConfig`) serves every root public state, root range and tree
 shape; ``jax.vmap`` runs a batch of searches.
 
-Re-solving (``003``, "Modified Continual Re-solving"): with opponent
+Re-solving (Student of Games, "Modified Continual Re-solving"): with opponent
 counterfactual values the root carries the safe re-solving gadget
 (:class:`jaxgt.search.gadget.Gadget`), optionally the ``alpha``-modified one.
 

@@ -1,8 +1,9 @@
 """The static configuration of a Growing-Tree CFR search: :class:`GTCFRConfig` and its checked
-constructor :func:`make_config` (``SoG(simulations, expansions_per_update)`` of Schmid et al.,
-"Student of Games", 2023, ``003`` below, Algorithm 1): the expansion phase's choices that the
-paper leaves open (PUCT's constants, the prior's temperature, virtual losses, chance,
-``pi_CFR``) and the regret phase's CFR rule.
+constructor :func:`make_config` (``SoG(simulations, expansions_per_update)`` of Schmid et al.
+2023, "Student of Games: A unified learning algorithm for both perfect and imperfect
+information games", Algorithm 1): the expansion phase's choices that the paper leaves open
+(PUCT's constants, the prior's temperature, virtual losses, chance, ``pi_CFR``) and the regret
+phase's CFR rule.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from jaxgt.solvers import cfr as cfr_lib
 class GTCFRConfig:
   """Static configuration of a GT-CFR search (``SoG(simulations, expansions_per_update)``).
 
-  The choices ``003`` leaves open (see :func:`make_config`): ``puct_constant``
+  The choices Student of Games leaves open (see :func:`make_config`): ``puct_constant``
   (``c`` of PUCT, in units of the game's largest payoff), ``puct_visit_offset``
   (added to an information state's visit count under PUCT's square root),
-  ``prior_temperature`` (``T_prior`` of ``003`` Table S2), ``virtual_loss``
+  ``prior_temperature`` (``T_prior`` of Student of Games' Table S2), ``virtual_loss``
   (each visit of the current phase counts as a loss of ``virtual_loss *
   value_scale``), ``chance`` (how a simulation crosses chance), ``select_policy``
   (which CFR policy ``pi_CFR`` of ``pi_select`` is) and ``value_average`` (the normaliser
@@ -59,8 +60,8 @@ class GTCFRConfig:
   select_policy: str = "average"  # pi_CFR of pi_select: CFR's "average" or "current" policy
   value_average: str = "node"  # node_values: over the "node"'s or the "search"'s iterations
   # the CFRSolver of the regret phase: its rules, update order, tie rule and averaging sums
-  # (default simultaneous CFR+, 003, plain sums, no tie rule; alternating: player 0's update,
-  # then 1's)
+  # (default simultaneous CFR+ as in Student of Games, plain sums, no tie rule; alternating:
+  # player 0's update, then 1's)
   solver: Any = None
   # leaf queries kept in SearchState.queries, a uniform sample of all of them (0: none)
   log_queries: int = 0
@@ -97,7 +98,7 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
   """A checked :class:`GTCFRConfig`; ``capacity`` defaults to what ``simulations`` can add
   (capped at the source's public states).
 
-  The expansion phase's choices that ``003`` leaves open. At a decision the simulation
+  The expansion phase's choices that Student of Games leaves open. At a decision the simulation
   takes ``pi_select = 1/2 one_hot(argmax_a PUCT(a)) + 1/2 pi_CFR`` with ``PUCT(a) = q(a) -
   virtual_loss * value_scale * v(a) / (n(a) + 1) + puct_constant * value_scale * prior(a) *
   sqrt(sum_b n(b) + puct_visit_offset) / (1 + n(a))``: ``q`` the last iterate's
@@ -111,12 +112,12 @@ def make_config(source: device_tree.Source, *, simulations: int, expansions_per_
     puct_visit_offset: ``>= 0`` added to the visit count under the square root (0:
       AlphaZero's form, whose exploration term is zero at an information state's first
       visit, so that visit takes the largest ``q``).
-    prior_temperature: ``T_prior > 0`` (``003`` Table S2): the prior is ``p ** (1 / T)``
+    prior_temperature: ``T_prior > 0`` (Student of Games' Table S2): the prior is ``p ** (1 / T)``
       renormalised (a softmax of the logits at temperature ``T``).
     virtual_loss: ``>= 0``, in units of ``value_scale`` per visit of the current phase.
     chance: ``"sample"`` (a chance node's outcome by its probabilities given the sampled
       history) or ``"uniform"`` (uniformly among its outcomes).
-    select_policy: ``pi_CFR`` of ``pi_select``: CFR's ``"average"`` policy (``003``,
+    select_policy: ``pi_CFR`` of ``pi_select``: CFR's ``"average"`` policy (Student of Games,
       "Search via Growing-Tree CFR") or its ``"current"`` one (regret matching's iterate).
     value_average: the normaliser of the averaged self-play values of a node
       (:attr:`SearchResult.node_values`, the next re-solve's constraints): ``"node"``

@@ -4,10 +4,10 @@
 evaluator, re-solving mode): the regret update (the package's one CFR iteration on the tree's
 history or factored form, :mod:`jaxgt.search.regret_phase`), the expansion simulation (``pi_select = 1/2
 pi_PUCT + 1/2 pi_CFR``, :func:`puct_scores`), and the search and fixed-tree solve built from
-them (Schmid et al., "Student of Games", 2023, ``003`` below: "Search via Growing-Tree CFR"
-and supplement Algorithm 1). :class:`SearchState` is the state they carry,
-:class:`SearchResult` what they return; the entry points are :func:`jaxgt.search.gtcfr.search`
-and :func:`jaxgt.search.gtcfr.solve_tree`.
+them (Schmid et al. 2023, "Student of Games: A unified learning algorithm for both perfect and
+imperfect information games": "Search via Growing-Tree CFR" and supplement Algorithm 1).
+:class:`SearchState` is the state they carry, :class:`SearchResult` what they return; the entry
+points are :func:`jaxgt.search.gtcfr.search` and :func:`jaxgt.search.gtcfr.solve_tree`.
 
 Shape letters: those of :mod:`jaxgt.search.device_tree` (``N``, ``M``, ``K``, ``A``).
 """
@@ -50,7 +50,8 @@ class SearchState:
   joint_reach: Any  # [N, M] chance times both reaches of each slot under the last iterate
   root_values: Any  # [2, K] averaging-weighted sum of root counterfactual values
   # [2, N * K] averaging-weighted sum of every node's counterfactual values (entry histories;
-  # player p's utility, chance and the other player's reach included): 003's self-play values
+  # player p's utility, chance and the other player's reach included): the self-play values of
+  # Student of Games
   node_values: Any
   value_weight: Any  # [] sum of the averaging weights of root_values (and of node_values with
   # config.value_average "search")
@@ -67,13 +68,13 @@ class SearchState:
 
 @struct.dataclass
 class SearchResult:
-  """What a search returns (``003``, Algorithm 1: values, policy, queries)."""
+  """What a search returns (Student of Games, Algorithm 1: values, policy, queries)."""
 
   state: SearchState
   policy: tuple  # ([N * K, A], [N * K, A]) average policy at every node's information states
   root_values: Any  # [2, K] average counterfactual values at the root (player p's utility)
   # [2, N * K] average self-play counterfactual values of every node's information states
-  # (entry histories; re-solving constraints of a later search, 003)
+  # (entry histories; re-solving constraints of a later search)
   node_values: Any = None
   # [2, N * K] each player's own reach of every node's information states under the average
   # policy (root ranges included; the opponent's average gadget range when re-solving)
@@ -112,10 +113,10 @@ class SearchProgram:
                     form=None) -> SearchState:
     """One public-tree CFR iteration over the current tree: the package's CFR iteration
     (:func:`jaxgt.solvers.cfr_iteration.iteration`) on the tree's history or factored form
-    (:class:`RegretPhase`), simultaneous (``003``) or, with an alternating solver, player 0's
-    update then player 1's, each with its own forward pass. The evaluator is queried once
-    per iteration, with the iteration's first strategies; both alternating half-updates read
-    those leaf values (as the CFR engine's depth-limited solve does:
+    (:class:`RegretPhase`), simultaneous (as in Student of Games) or, with an alternating
+    solver, player 0's update then player 1's, each with its own forward pass. The evaluator is
+    queried once per iteration, with the iteration's first strategies; both alternating
+    half-updates read those leaf values (as the CFR engine's depth-limited solve does:
     :func:`jaxgt.search.leaf.solve` sets the leaf values once per iteration). ``player`` ([]
     int32) is the re-solving player and ``on`` ([] bool) turns its gadget on (off: both
     ranges fixed); ``form``: the tree's form when already built."""
@@ -146,7 +147,8 @@ class SearchProgram:
 
   # ---------------------------------------------------------------- the expansion phase
   def simulate(self, st: SearchState, key) -> SearchState:
-    """One expansion simulation from the focus node (``003``, "Search via Growing-Tree CFR")."""
+    """One expansion simulation from the focus node (Student of Games, "Search via Growing-Tree
+    CFR")."""
     src, cfg = self.source, self.config
     tree = st.tree
     N, M, K, A = tree.capacity, src.num_histories, src.num_infostates, src.num_actions

@@ -135,8 +135,8 @@ def _fixed_point(step, x, passes):
 
 def action_values(forest: Forest, fw: Forward, v, player: int, num_rows: int, num_actions: int):
   """Counterfactual action values ``[I, A]`` of ``player`` (``v [S]``: player 0's values for
-  its update) and the opponent-and-chance reach ``[I]`` of each row (``003``: the
-  normaliser of PUCT's values)."""
+  its update) and the opponent-and-chance reach ``[I]`` of each row (Student of Games:
+  the normaliser of PUCT's values)."""
   par = jnp.maximum(forest.parent, 0)
   o = 1 - player
   sign = 1.0 if player == 0 else -1.0
