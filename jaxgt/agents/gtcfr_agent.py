@@ -69,8 +69,10 @@ class GTCFRAgent(Agent):
     evaluator: ``"exact"`` (the remaining game solved for the current ranges), a
       :class:`jaxgt.search.evaluator.Evaluator`, or a callable ``(LeafInput) -> values``.
     capacity: nodes of the search tree (default: what ``simulations`` can add).
-    puct_constant, prior_temperature, virtual_loss, puct_visit_offset, chance, select_policy,
-      value_average: the search's open choices (:func:`jaxgt.search.gtcfr.make_config`).
+
+  ``puct_constant``, ``prior_temperature``, ``virtual_loss``, ``puct_visit_offset``, ``chance``,
+  ``select_policy`` and ``value_average`` are the search's open choices
+  (:func:`jaxgt.search.gtcfr.make_config`).
   """
 
   def __init__(self, game: CompiledGame, *, simulations: int, expansions_per_update: float = 1.0,
