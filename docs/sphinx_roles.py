@@ -7,7 +7,8 @@ reference around a code span: a link where the target is documented in the API r
 plain code where it is not (a private module, a name outside jaxgt), so a build with warnings
 as errors never fails on a role. Names resolve as Python does from the docstring's object
 (its members, its module's names and imports, then its parents); ``~`` shows the last
-component and ``title <target>`` a title, as in Sphinx.
+component and ``title <target>`` a title, as in Sphinx. A paragraph that ends in ``::`` (the
+literal block that follows is indented, so Markdown already shows it as code) ends in ``:``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import griffe
 
 ROLE = re.compile(r":(?:py:)?(?:func|class|mod|data|meth|attr|obj|exc|const):`([^`]+)`")
 TITLED = re.compile(r"(.*?)\s*<([^<>]+)>\s*$", re.S)
+LITERAL = re.compile(r"(?<=\S)::(?=\n\s*\n)")
 
 
 def resolve(obj: griffe.Object, target: str) -> str | None:
@@ -49,7 +51,7 @@ def rewrite(obj: griffe.Object, text: str) -> str:
       return code
     return f'<autoref identifier="{html.escape(path)}" optional>{code}</autoref>'
 
-  return ROLE.sub(one, text)
+  return LITERAL.sub(":", ROLE.sub(one, text))
 
 
 class SphinxRoles(griffe.Extension):
