@@ -92,6 +92,7 @@ class DeviceGTCFRAgent(Agent):
   """
 
   reads_position = True
+  memory_kind = "tree"  # memory_array reports tree nodes, not table rows
 
   def __init__(self, game: DeviceGame, *, simulations: int, expansions_per_update: float = 1.0,
                evaluator: str | Callable | evaluator_lib.Evaluator = "zero",
@@ -179,7 +180,10 @@ class DeviceGTCFRAgent(Agent):
     own = position.state
     player = jnp.asarray(self.game.current_player(own), jnp.int32)
     legal = jnp.asarray(self.game.legal_mask(own), bool)
-    probs = self.read_policy(res, player, self.game.private_index(own, player), legal)
+    # the acting player's own private state (player is traced; the other seat's is not used)
+    private = jnp.where(player == 1, self.game.private_index(own, 1),
+                        self.game.private_index(own, 0))
+    probs = self.read_policy(res, player, private, legal)
     tree = res.state.tree
     full = tree.num_nodes + self.source.num_children > tree.capacity
     return probs, DeviceGTCFRState(nodes=tree.num_nodes.astype(jnp.int32),

@@ -57,7 +57,7 @@ def load_network(out, game: DeviceGame) -> tuple:
       what = "game" if k == "game" else "network"
       raise ValueError(f"{out}: its checkpoint is for another {what} ({k} = {meta[k]!r}, "
                        f"{want[k]!r} for {game.game_string()})")
-  template = jax.eval_shape(lambda: cvpn_lib.init(model, jax.random.PRNGKey(0)))
+  template = cvpn_lib.init(model, jax.random.PRNGKey(0))  # the shapes a fitting network has
   params = _restore_params(out / CHECKPOINTS, template)
   return model, params, config
 
@@ -81,10 +81,10 @@ def _restore_params(directory, template):
   got = jax.tree_util.tree_leaves(stored)
   paths_t = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(template)[0]]
   paths_s = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(stored)[0]]
-  if paths_t != paths_s or any(np.shape(s) != t.shape for s, t in zip(got, leaves)):
+  if paths_t != paths_s or any(np.shape(s) != np.shape(t) for s, t in zip(got, leaves)):
     raise checkpoint.CheckpointError(f"checkpoint {where}: its network's parameters do not fit "
                                      "this game's network (a network trained for another game?)")
-  return jax.tree_util.tree_unflatten(treedef, [np.asarray(s, t.dtype)
+  return jax.tree_util.tree_unflatten(treedef, [np.asarray(s, np.asarray(t).dtype)
                                                 for s, t in zip(got, leaves)])
 
 
