@@ -38,6 +38,7 @@ from flax import struct
 
 from jaxgt.agents.base import Agent
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_positive_int
 from jaxgt.core.factored import check_factored
 from jaxgt.games.base import CHANCE
 from jaxgt.games.device import DeviceGame
@@ -57,7 +58,8 @@ class DeviceGTCFRState:
 
 def deal_steps(game: DeviceGame) -> int:
   """Steps from the root to the first state after both private deals (each chance step taking
-  its first outcome of positive probability); ``ValueError`` if players act first."""
+  its first outcome of positive probability; the deals of a game whose ranges factor take as
+  many steps whatever they deal); ``ValueError`` if players act first."""
   state = game.init()
   for t in range(int(game.max_length) + 1):
     if all(int(game.private_index(state, p)) >= 0 for p in (0, 1)):
@@ -119,10 +121,10 @@ class DeviceGTCFRAgent(Agent):
     L = int(game.max_length)
     Q = source.num_children
     need = 1 + Q * (L - self.deals + 1)  # the longest branch after the deals, its children
+    simulations = check_positive_int("simulations", simulations)
     if capacity is None:
-      capacity = need + Q * (int(simulations) + 1) if isinstance(simulations, int) else need
-    elif isinstance(capacity, (int, np.integer)) and not isinstance(capacity, bool) \
-        and capacity < need:
+      capacity = need + Q * (simulations + 1)
+    elif check_positive_int("capacity", capacity) < need:
       raise ValueError(f"capacity {capacity} cannot hold the longest branch of "
                        f"{game.game_string()} after the deals ({L - self.deals} public steps, "
                        f"{Q} children each): use at least {need} nodes")
