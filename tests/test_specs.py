@@ -164,7 +164,7 @@ def test_gtcfr_spec_builds_the_growing_tree_agent():
     ("uct", ("jaxgt.agents.uct_agent:UCTAgent", "jaxgt.solvers.uct:uct")),
     ("smooth_uct", ("jaxgt.agents.uct_agent:UCTAgent", "jaxgt.solvers.uct:smooth_uct")),
     ("resolving", ("jaxgt.agents.resolving:ContinualResolvingAgent",)),
-    ("gtcfr", ("jaxgt.agents.gtcfr_agent:GTCFRAgent",))])
+    ("gtcfr", ("jaxgt.agents.specs:gtcfr_agent", "jaxgt.agents.gtcfr_agent:GTCFRAgent"))])
 def test_kind_defaults_are_the_constructors(kind, sources):
   """Each parameter's default is the one its agent class or solver states (the exceptions are
   the spec's own: GT-CFR's budget, which the agent leaves to its caller, and the dtype of
@@ -206,4 +206,5 @@ def test_training_registers_the_sog_kind(tmp_path, capsys):
   agent_kind.register()
   s = specs.parse_spec(f"sog(checkpoint={tmp_path},simulations=3)")
   assert s.params == {"checkpoint": str(tmp_path), "simulations": 3,
-                      "expansions_per_update": 1.0, "value_average": None, "dtype": "float32"}
+                      "expansions_per_update": 1.0, "value_average": None, "capacity": None,
+                      "dtype": "float32"}

@@ -6,7 +6,10 @@
   and :class:`~jaxgt.agents.uct_agent.UCTAgent` search with the solvers of
   :mod:`jaxgt.solvers`;
 * :class:`~jaxgt.agents.resolving.ContinualResolvingAgent` re-solves with
-  :mod:`jaxgt.search`.
+  :mod:`jaxgt.search`; :class:`~jaxgt.agents.gtcfr_agent.GTCFRAgent` searches with Growing-Tree
+  CFR, on a game too large to enumerate :class:`~jaxgt.agents.device_gtcfr.DeviceGTCFRAgent`
+  (the tree grown from the rules) as :class:`~jaxgt.agents.device_search.DeviceSearchAgent`
+  plays OOS and ISMCTS there.
 
 :mod:`jaxgt.agents.specs` is the catalogue of agent kinds (:func:`register_agent`)
 and parses agent specs (``"oos(iterations=1000)"``) written in the grammar of

@@ -66,7 +66,8 @@ class GTCFRAgent(Agent):
     game: a :class:`CompiledGame`.
     simulations: ``s``, expansion simulations per search.
     expansions_per_update: ``c`` (fractional: ``ceil(1/c)`` CFR updates per simulation).
-    evaluator: ``"exact"`` (the remaining game solved for the current ranges), a
+    evaluator: ``"exact"`` (the remaining game solved for the current ranges), ``"zero"``
+      (frontier leaves valued zero, :func:`jaxgt.search.evaluator.zero`), a
       :class:`jaxgt.search.evaluator.Evaluator`, or a callable ``(LeafInput) -> values``.
     capacity: nodes of the search tree (default: what ``simulations`` can add).
 
@@ -107,10 +108,13 @@ class GTCFRAgent(Agent):
       self.evaluator = evaluator
     elif evaluator == "exact":
       self.evaluator = evaluator_lib.exact(self.source)
+    elif evaluator == "zero":
+      self.evaluator = evaluator_lib.zero()
     elif callable(evaluator):
       self.evaluator = evaluator_lib.from_callable(evaluator)
     else:
-      raise ValueError(f"evaluator must be 'exact', an Evaluator or a callable, got {evaluator!r}")
+      raise ValueError(f"evaluator must be 'exact', 'zero', an Evaluator or a callable, got "
+                       f"{evaluator!r}")
     self.ranges = jnp.asarray(gtcfr_search.root_ranges(self.source, 0), self.config.solver.dtype)
     self.resolve = bool(resolve)
     self.alpha = check_alpha(alpha)

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from jaxgt.agents.base import Agent, PolicyAgent, RandomAgent
+from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
 from jaxgt.agents.device_search import DeviceSearchAgent
 from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.ismcts_agent import ISMCTSAgent
@@ -92,7 +93,7 @@ class AgentSpec:
 
 
 _REGISTRY: dict[str, AgentKind] = {}
-DEVICE_KINDS = ("random", "oos", "ismcts")
+DEVICE_KINDS = ("random", "oos", "ismcts", "gtcfr", "sog")
 """The kinds that play a device game through its rules (a game too large to enumerate)."""
 
 
@@ -328,15 +329,39 @@ register_agent(
     "continual re-solving (Schmid et al., Student of Games, 2023) with exact equilibrium leaf "
     "values; deterministic",
     check=_check_resolving)
+def gtcfr_agent(game, *, simulations: int = 100, evaluator: str = "auto",
+                capacity: int | None = None, resolve: bool | None = None, **options) -> Agent:
+  """``SoG(simulations, c)``: :class:`GTCFRAgent` on a compiled game (``evaluator`` ``"auto"``:
+  exact leaves; ``resolve`` ``None``: continual re-solving), or on a device game played through
+  its rules the root-anchored :class:`DeviceGTCFRAgent` (``"auto"``: zero leaf values;
+  ``resolve=True`` refused); ``options`` are the search's choices."""
+  if isinstance(game, DeviceGame):
+    return DeviceGTCFRAgent(game, simulations=simulations,
+                            evaluator="zero" if evaluator == "auto" else evaluator,
+                            capacity=capacity, resolve=bool(resolve), **options)
+  return GTCFRAgent(game, simulations=simulations,
+                    evaluator="exact" if evaluator == "auto" else evaluator, capacity=capacity,
+                    resolve=True if resolve is None else resolve, **options)
+
+
+GTCFR_EVALUATORS = ("auto", "exact", "zero")
+GTCFR_CAPACITY = Doc("search tree nodes (none: what simulations can add; a game played through "
+                     "its rules needs the longest branch after the deals)", **_POSITIVE)
+GTCFR_RESOLVE = ("continual re-solving from the previous search (none: on an enumerated game; "
+                 "a game played through its rules is root-anchored)")
+
 register_agent(
-    "gtcfr", GTCFRAgent,
+    "gtcfr", gtcfr_agent,
     params_from(
-        GTCFRAgent,
+        gtcfr_agent, GTCFRAgent,
         # GTCFRAgent takes no default budget; specs search SoG(100, 1) unless told
         simulations=Doc("expansion simulations per search, s in SoG(s, c)", default=100,
                         **_POSITIVE),
         expansions_per_update="c: simulations per regret update (may be fractional)",
-        evaluator=Doc("leaf values: the remaining game solved exactly", choices=("exact",)),
+        evaluator=Doc("leaf values: exact (the remaining game solved), zero (frontier public "
+                      "states valued 0), auto (exact; zero on a game played through its rules)",
+                      choices=GTCFR_EVALUATORS),
+        capacity=GTCFR_CAPACITY,
         puct_constant=Doc("PUCT exploration constant", **_NONNEGATIVE),
         puct_visit_offset=Doc("added to the visit count under PUCT's square root",
                               **_NONNEGATIVE),
@@ -345,7 +370,7 @@ register_agent(
                           choices=gtcfr_config.SELECT_POLICIES),
         value_average=Doc("node values averaged over the node's or the search's iterations",
                           choices=gtcfr_config.VALUE_AVERAGES),
-        resolve="continual re-solving from the previous search (false: root-anchored)",
+        resolve=GTCFR_RESOLVE,
         dtype=DTYPE),
     "Growing-Tree CFR (Schmid et al., Student of Games, 2023, Algorithm 1) on the "
-    "fixed-capacity device public tree")
+    "fixed-capacity device public tree; on a game too large to enumerate grown from its rules")

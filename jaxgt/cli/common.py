@@ -81,7 +81,7 @@ def load_game(text: str, max_histories: int = MAX_HISTORIES):
 def load_playable(text: str, max_histories: int = MAX_HISTORIES):
   """The game named by ``text`` as matches play it: compiled when it can be enumerated, else
   (a device game over the history limit) its rules, through which agents built for device
-  games (random, OOS, ISMCTS) play it."""
+  games (random, OOS, ISMCTS, GT-CFR and SoG) play it."""
   from jaxgt.games import make_from_string
   from jaxgt.games.device import DeviceGame
   from jaxgt.games.size import GameTooLargeError

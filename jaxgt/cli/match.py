@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
       "Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's mean payoff "
       "and win rate (a draw counts half) with normal 95% intervals. A game too large to "
       "enumerate is played through its rules by random, oos and ismcts (capacity: table rows "
-      "per player); agents with tables report their rows in use and refused inserts.")
+      "per player), gtcfr and sog (root-anchored; capacity: search tree nodes); agents with "
+      "tables report their rows in use and refused inserts, GT-CFR its tree's nodes.")
   p.add_argument("game")
   p.add_argument("agent0", help="agent spec; payoffs are reported from its view")
   p.add_argument("agent1", help="agent spec of the opponent")
@@ -64,6 +65,10 @@ def run(args) -> int:
   print(f"{g.name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
         f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),
         file=info, flush=True)
+  for spec, agent in zip(specs, agents):  # what a search holds, before any run
+    if hasattr(agent, "memory_bytes"):
+      print(f"  {spec}: {agent.memory_bytes() / 2**20:.1f} MiB of search state per match "
+            "served at once", file=info)
 
   def progress(done, total):
     print(f"  {done}/{total} matches", file=sys.stderr, flush=True)
@@ -91,8 +96,13 @@ def run(args) -> int:
       sat = res.seats == seat
       r = match_lib.MatchResult.from_payoffs(res.payoffs[sat], res.seats[sat])
       print(f"  as player {seat}: {r.mean:+.4f} ± {r.ci95:.4f}")
-  for spec, mem in zip(specs, res.memory or ()):
-    if mem is not None:
+  for spec, agent, mem in zip(specs, agents, res.memory or ()):
+    if mem is not None and getattr(agent, "memory_kind", "tables") == "tree":
+      print(f"  {spec}: most search tree nodes in use {mem['rows'][0]} of "
+            f"{agent.config.capacity}; searches whose tree filled (most in one match) "
+            f"{mem['refused'][0]}" + ("  (raise capacity)" if mem["refused"][0] else ""),
+            file=info)
+    elif mem is not None:
       print(f"  {spec}: most table rows in use {mem['rows'][0]} (player 0), {mem['rows'][1]} "
             f"(player 1); refused inserts {mem['refused'][0]}, {mem['refused'][1]}"
             + ("  (the table filled: raise capacity)" if any(mem["refused"]) else ""),

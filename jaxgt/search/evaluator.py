@@ -13,7 +13,7 @@ Imperfect-Information Games", 2018; Schmid et al., "Student of Games", 2023): an
   (:mod:`jaxgt.search.device_tree`). Its output is shape-checked while tracing,
   as mctx checks ``recurrent_fn``.
 
-Provided: :func:`exact` (the remaining game solved for the current ranges),
+Provided: :func:`exact` (the remaining game solved for the current ranges), :func:`zero`,
 :func:`continuation` (exact values under fixed continuation profiles; several
 profiles give the multi-valued states of Brown, Sandholm and Amos, 2018, Sec. 4)
 and :func:`from_callable` (any function of the leaves, one batched call); the
@@ -107,6 +107,12 @@ def from_callable(fn: Callable[[LeafInput], Any], name: str = "callable") -> Eva
     return (out if isinstance(out, tuple) else (out, None)), state
 
   return Evaluator(init=lambda: (), apply=apply, name=name)
+
+
+def zero() -> Evaluator:
+  """Frontier leaves valued zero (terminals are valued exactly by the search itself): leaf
+  values for a search without a network on a game too large to solve below its leaves."""
+  return from_callable(lambda leaves: jnp.zeros_like(leaves.chance), name="zero")
 
 
 def exact(source: device_tree.Source, solver=None, iterations: int = 1) -> Evaluator:

@@ -17,22 +17,33 @@ from jaxgt.agents.gtcfr_agent import GTCFRAgent
 from jaxgt.agents.spec_grammar import Doc, params_from
 from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
 from jaxgt.core.game_tree import CompiledGame
+from jaxgt.games.device import DeviceGame
 from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training.agent import sog_agent
 
 
-def sog(game: CompiledGame, *, checkpoint: str, simulations: int = 100,
-        value_average: str | None = None, **options) -> GTCFRAgent:
+def sog(game: CompiledGame | DeviceGame, *, checkpoint: str, simulations: int = 100,
+        value_average: str | None = None, capacity: int | None = None, **options):
   """The newest checkpoint of the training run in ``checkpoint`` (a ``jaxgt train --out``
   directory) as ``SoG(simulations, c)``, its node values averaged as ``value_average`` says
   (default ``None``: as in the run, ``TrainConfig.value_average``: ``"node"``, or
-  ``"search"`` for a run saved before ``"node"`` became the default); ``options`` are
+  ``"search"`` for a run saved before ``"node"`` became the default); ``capacity``: the search
+  tree's nodes (default: what ``simulations`` can add); ``options`` are
   :func:`~jaxgt.training.agent.sog_agent`'s (``expansions_per_update`` = ``c``, ``dtype``).
-  ``ValueError`` for a missing run or a run of another game."""
+  On a device game (played through its rules) the agent is the root-anchored
+  :func:`~jaxgt.training.device_run.device_sog_agent` with the run's network on the tree grown
+  from the rules. ``ValueError`` for a missing run or a run of another game."""
+  if isinstance(game, DeviceGame):
+    from jaxgt.training import device_run
+    model, params, config = device_run.load_network(pathlib.Path(checkpoint), game)
+    return device_run.device_sog_agent(game, model, params, simulations=simulations,
+                                       value_average=value_average or config.value_average,
+                                       capacity=capacity, **options)
   from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
   run = loop.load_run(pathlib.Path(checkpoint), game)
   return sog_agent(game, run.model, run.params, simulations=simulations,
-                   value_average=value_average or run.config.value_average, **options)
+                   value_average=value_average or run.config.value_average, capacity=capacity,
+                   **options)
 
 
 def check_run_dir(checkpoint: str, **params) -> None:
@@ -52,9 +63,12 @@ def register() -> AgentKind:
                   value_average=Doc("node values averaged over the node's or the search's "
                                     "iterations (default: the run's)",
                                     choices=VALUE_AVERAGES),
+                  capacity=Doc("search tree nodes (none: what simulations can add; a game played "
+                               "through its rules needs the longest branch after the deals)",
+                               minimum=1),
                   dtype=DTYPE),
       "Student of Games (Schmid et al. 2023): GT-CFR with a trained CVPN as leaf evaluator, "
-      "continual re-solving",
+      "continual re-solving (root-anchored on a game played through its rules)",
       check=check_run_dir)
 
 

@@ -1,0 +1,223 @@
+"""The Growing-Tree CFR agent on device games, ``SoG(s, c)`` searched from a game's rules.
+
+A game too large to enumerate (Liar's Dice with two dice each) has no table of public
+states to grow a search tree from; :class:`DeviceGTCFRAgent` grows it from the rules
+(:func:`jaxgt.search.rules_source.rules_source`, the regret phase on factored ranges,
+:mod:`jaxgt.search.factored_form`). The search is root-anchored (Schmid et al. 2023,
+"Search via Growing-Tree CFR", without continual re-solving): at every decision
+
+* the root is the post-deal public state (the first state after both private deals,
+  :func:`~jaxgt.search.rules_source.post_deal_root`, one representative deal; the histories
+  are the private pairs, their chance probability ``private_chance`` in the tree's chance
+  reach) with uniform own reaches over each player's private states;
+* the path to the current public state is the public actions and public chance outcomes
+  since the deals, read from the match's actions (the steps before the deals, which are
+  private, are never read); the tree starts as that single branch with every off-branch
+  child a leaf and the decision's children added, and the simulations start there (as
+  :class:`~jaxgt.agents.gtcfr_agent.GTCFRAgent` grows it on an enumerated game);
+* the agent plays the search's average policy at its own private state
+  (:meth:`~jaxgt.games.device.DeviceGame.private_index` of the acting player): the search
+  depends on public information only, so every private state of the public state reads
+  the same search and the opponent's private state is never read.
+
+``act`` is traceable: one compiled search per (game, configuration, evaluator) serves every
+decision of every match, the path a fixed ``[max_length + 1]`` array; matches run jitted and
+vmapped. :meth:`DeviceGTCFRAgent.memory` reports the most tree nodes a search used and how many
+searches filled the tree (raise ``capacity``); :meth:`DeviceGTCFRAgent.memory_bytes` estimates a
+search's state before any run.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxgt.agents.base import Agent
+from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_positive_int
+from jaxgt.core.factored import check_factored
+from jaxgt.games.base import CHANCE
+from jaxgt.games.device import DeviceGame
+from jaxgt.search import evaluator as evaluator_lib
+from jaxgt.search import gtcfr as gtcfr_search
+from jaxgt.search import rules_source
+from jaxgt.search.gtcfr_program import SearchProgram
+
+
+@struct.dataclass
+class DeviceGTCFRState:
+  """What the agent reports between decisions (fixed shapes): its last search's tree fill."""
+
+  nodes: jax.Array  # [] int32 nodes of the last search's tree
+  full: jax.Array  # [] int32 searches so far whose tree filled (no room for a expansion)
+
+
+def deal_steps(game: DeviceGame) -> int:
+  """Steps from the root to the first state after both private deals (each chance step taking
+  its first outcome of positive probability; the deals of a game whose ranges factor take as
+  many steps whatever they deal); ``ValueError`` if players act first."""
+  state = game.init()
+  for t in range(int(game.max_length) + 1):
+    if all(int(game.private_index(state, p)) >= 0 for p in (0, 1)):
+      return t
+    if int(game.current_player(state)) != CHANCE:
+      break
+    state = game.step(state, jnp.int32(int(np.argmax(np.asarray(game.chance_probs(state)) > 0))))
+  raise ValueError(f"{game.game_string()}: players act before both private states are dealt, so "
+                   "its ranges do not factor")
+
+
+class DeviceGTCFRAgent(Agent):
+  """``SoG(simulations, expansions_per_update)`` on a device game, root-anchored (module
+  docstring).
+
+  Args:
+    game: a :class:`DeviceGame` whose public states factor (``num_private``, ``with_private``).
+    simulations: ``s``, expansion simulations per search.
+    expansions_per_update: ``c`` (fractional: ``ceil(1/c)`` CFR updates per simulation).
+    evaluator: ``"zero"`` (frontier public states valued zero), a
+      :class:`~jaxgt.search.evaluator.Evaluator` of the rules tree (e.g. the network's,
+      :func:`jaxgt.nets.gtcfr_evaluator.cvpn_evaluator` on ``agent.source``), or a callable
+      ``(LeafInput) -> values``.
+    evaluator_source: the rules source ``evaluator`` was built on (its tree's layout); default
+      a new one.
+    capacity: nodes of the search tree (default: what ``simulations`` can add below the
+      longest branch); at least the longest branch after the deals with its children.
+    resolve: must be ``False``: continual re-solving on a device game is not supported.
+    puct_constant, prior_temperature, virtual_loss, puct_visit_offset, chance, select_policy,
+      value_average: the search's open choices (:func:`jaxgt.search.gtcfr.make_config`).
+    dtype: float dtype of the search.
+  """
+
+  reads_position = True
+  memory_kind = "tree"  # memory_array reports tree nodes, not table rows
+
+  def __init__(self, game: DeviceGame, *, simulations: int, expansions_per_update: float = 1.0,
+               evaluator: str | Callable | evaluator_lib.Evaluator = "zero",
+               evaluator_source=None, capacity: int | None = None,
+               puct_constant: float = 1.0, prior_temperature: float = 1.0,
+               virtual_loss: float = 1.0, puct_visit_offset: float = 0.0,
+               chance: str = "sample", select_policy: str = "average",
+               value_average: str = "node", resolve: bool = False, dtype="float64"):
+    if not isinstance(game, DeviceGame):
+      raise TypeError(f"DeviceGTCFRAgent plays a DeviceGame, got {type(game).__name__} (an "
+                      "enumerated game: GTCFRAgent)")
+    check_factored(game, "GT-CFR grown from a game's rules")
+    if resolve:
+      raise ValueError(f"continual re-solving (resolve=true) is not supported on "
+                       f"{game.game_string()}, played through its rules: its search is "
+                       "root-anchored (resolve=false)")
+    source = evaluator_source if evaluator_source is not None else \
+        rules_source.rules_source(game, dtype=dtype)
+    if not isinstance(source, rules_source.RulesSource) or source.rules is not game:
+      raise ValueError("evaluator_source must be a rules source of this game")
+    self.game = game
+    self.source = source
+    self.deals = deal_steps(game)
+    L = int(game.max_length)
+    Q = source.num_children
+    need = 1 + Q * (L - self.deals + 1)  # the longest branch after the deals, its children
+    simulations = check_positive_int("simulations", simulations)
+    if capacity is None:
+      capacity = need + Q * (simulations + 1)
+    elif check_positive_int("capacity", capacity) < need:
+      raise ValueError(f"capacity {capacity} cannot hold the longest branch of "
+                       f"{game.game_string()} after the deals ({L - self.deals} public steps, "
+                       f"{Q} children each): use at least {need} nodes")
+    self.config = gtcfr_search.make_config(
+        source, simulations=simulations, expansions_per_update=expansions_per_update,
+        capacity=capacity, puct_constant=puct_constant, prior_temperature=prior_temperature,
+        virtual_loss=virtual_loss, puct_visit_offset=puct_visit_offset, chance=chance,
+        select_policy=select_policy, value_average=value_average, tree_form="factored",
+        dtype=dtype)
+    if isinstance(evaluator, evaluator_lib.Evaluator):
+      self.evaluator = evaluator
+    elif isinstance(evaluator, str):
+      if evaluator != "zero":
+        raise ValueError(f"evaluator on a game played through its rules must be 'zero', an "
+                         f"Evaluator or a callable, got {evaluator!r} (the 'exact' evaluator "
+                         "needs an enumerated game)")
+      self.evaluator = evaluator_lib.zero()
+    elif callable(evaluator):
+      self.evaluator = evaluator_lib.from_callable(evaluator)
+    else:
+      raise ValueError(f"evaluator must be 'zero', an Evaluator or a callable, got {evaluator!r}")
+    self.root = rules_source.post_deal_root(game)
+    self.root_key = source.root_key(self.root)  # checked once, here (not while tracing)
+    self.ranges = jnp.asarray(gtcfr_search.root_ranges(source, self.root),
+                              self.config.solver.dtype)
+
+  @property
+  def name(self) -> str:
+    c = self.config
+    return f"SoG({c.simulations}, {c.expansions_per_update:g})"
+
+  def init(self, key):
+    del key
+    zero = jnp.zeros((), jnp.int32)
+    return DeviceGTCFRState(nodes=zero, full=zero)
+
+  def path(self, actions, length) -> jax.Array:
+    """``[max_length + 1]`` int32: the search's branch from the post-deal root (``0``, then the
+    public actions and chance outcomes ``actions[deals:length]``; ``-1`` padding)."""
+    L = int(self.game.max_length)
+    actions = jnp.asarray(actions, jnp.int32)
+    i = jnp.arange(L + 1)
+    t = self.deals + i - 1  # the match step labelling path entry i
+    step = jnp.where((i >= 1) & (t < length), actions[jnp.clip(t, 0, L - 1)], -1)
+    return jnp.where(i == 0, 0, step).astype(jnp.int32)
+
+  def search(self, key, actions, length) -> gtcfr_search.SearchResult:
+    """The search of the decision reached by ``actions [L]`` after ``length`` steps (traceable;
+    only the public steps after the deals are read)."""
+    return gtcfr_search.search(self.source, self.config, self.evaluator, self.root_key,
+                               self.ranges, key, path=self.path(actions, length))
+
+  def act(self, key, state, position):
+    res = self.search(key, position.actions, position.length)
+    own = position.state
+    player = jnp.asarray(self.game.current_player(own), jnp.int32)
+    legal = jnp.asarray(self.game.legal_mask(own), bool)
+    # the acting player's own private state (player is traced; the other seat's is not used)
+    private = jnp.where(player == 1, self.game.private_index(own, 1),
+                        self.game.private_index(own, 0))
+    probs = self.read_policy(res, player, private, legal)
+    tree = res.state.tree
+    full = tree.num_nodes + self.source.num_children > tree.capacity
+    return probs, DeviceGTCFRState(nodes=tree.num_nodes.astype(jnp.int32),
+                                   full=state.full + full.astype(jnp.int32))
+
+  def read_policy(self, res, player, private, legal) -> jax.Array:
+    """``[A]`` the search's average policy at ``player``'s private state ``private`` of the
+    decision (uniform over ``legal [A]`` where it is not a distribution)."""
+    K, A = self.source.num_infostates, self.game.num_actions
+    row = res.state.focus * K + jnp.asarray(private, jnp.int32)
+    probs = jnp.where(player == 1, res.policy[1][row], res.policy[0][row])[..., :A]
+    probs = jnp.where(legal, probs, 0.0)
+    usable = jnp.all(jnp.isfinite(probs)) & (jnp.sum(probs) > 0)
+    return jnp.where(usable, probs, sequence_form.uniform(legal).astype(probs.dtype))
+
+  def memory_array(self, state):
+    """int32 ``[2, 2]``: ``(tree nodes, searches that filled the tree)`` for both seats (the
+    match referee keeps the largest values, :class:`~jaxgt.evaluation.match.MatchResult`)."""
+    row = jnp.stack([state.nodes, state.full]).astype(jnp.int32)
+    return jnp.stack([row, row])
+
+  def memory(self, state) -> dict:
+    """``{"nodes": n, "capacity": N, "full": f}``: the last search's tree nodes and the searches
+    whose tree filled."""
+    return {"nodes": int(state.nodes), "capacity": int(self.config.capacity),
+            "full": int(state.full)}
+
+  def memory_bytes(self) -> int:
+    """Bytes of one search's state (tree, CFR tables, visits; from its shapes, nothing
+    computed): a match program holds one per match it serves at once."""
+    program = SearchProgram(self.source, self.config, self.evaluator, False, None)
+    shapes = jax.eval_shape(lambda r: program.init(self.root_key, r, jnp.zeros((), jnp.int32),
+                                                   evaluator_state=()), self.ranges)
+    return int(sum(int(np.prod(x.shape)) * x.dtype.itemsize
+                   for x in jax.tree_util.tree_leaves(shapes)))

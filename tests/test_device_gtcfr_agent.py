@@ -1,0 +1,198 @@
+"""GT-CFR agents on device games (grown from the rules, root-anchored) against the compiled
+game's GT-CFR agent, their use of public information only, matches through the command line,
+and the sog kind's network read from a device game's run."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxgt
+from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent, deal_steps
+from jaxgt.agents.gtcfr_agent import GTCFRAgent
+from jaxgt.agents.specs import make_agent, parse_spec
+from jaxgt.evaluation import referee
+from jaxgt.games import make_from_string
+from jaxgt.nets import cvpn
+from jaxgt.nets.factored_encoding import FactoredEncoding
+from jaxgt.search import evaluator as evaluators
+from jaxgt.training import checkpoint, device_run
+from jaxgt.training.config import TrainConfig
+
+SIMS, CAPACITY = 20, 200
+
+
+def _position(game, actions):
+  """The match position after ``actions`` (deals included) and the compiled game's history."""
+  pos = referee.root(game)
+  for a in actions:
+    pos = referee.draw(game, pos, jnp.eye(game.num_distinct)[a], jax.random.key(0), jnp.float64)
+  return pos
+
+
+def _history(comp, actions):
+  rules = comp.rules()
+  h = rules.init()
+  for a in actions:
+    h = rules.step(h, a)
+  return int(h)
+
+
+@pytest.fixture(scope="module")
+def kuhn():
+  game = make_from_string("kuhn_poker")
+  agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY)
+  return game, agent, jax.jit(agent.act)
+
+
+def _compiled_policy(comp, agent, actions, key):
+  """The compiled agent's root-anchored search at the decision after ``actions`` with ``key``
+  (its own key schedule aside), read at the acting information state."""
+  h = _history(comp, actions)
+  public = int(comp.tree.history_public[h])
+  res = agent._run_search(jnp.zeros((), jnp.int32), agent.ranges, key, agent._path_fn(public))
+  return np.asarray(agent.read_policy(res, jnp.asarray(h)))
+
+
+@pytest.mark.parametrize("name,lines", [
+    ("kuhn_poker", [[0, 1], [2, 0, 1], [1, 2, 0, 1]]),  # deals, then pass / bet
+    pytest.param("leduc_poker", [[0, 1], [3, 5, 1], [0, 4, 2, 1, 3, 2]],
+                 marks=pytest.mark.slow)])  # deals, raise, call, the public card, ...
+def test_policies_equal_the_compiled_agents_root_anchored_search(name, lines, kuhn):
+  """The device agent grown from the rules from the post-deal root plays the same policy as the
+  compiled game's GT-CFR agent searching from the game's root (resolve=False) with the same key
+  and configuration, zero leaf values; player 0 and 1, after public chance too (Leduc)."""
+  if name == "kuhn_poker":
+    game, agent, act = kuhn
+  else:
+    game = make_from_string(name)
+    agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY)
+    act = jax.jit(agent.act)
+  comp = jaxgt.load(name)
+  ref = GTCFRAgent(comp, simulations=SIMS, capacity=CAPACITY, evaluator="zero", resolve=False)
+  players = set()
+  for i, actions in enumerate(lines):
+    key = jax.random.key(7 + i)
+    pos = _position(game, actions)
+    got, state = act(key, agent.init(key), pos)
+    want = _compiled_policy(comp, ref, actions, key)
+    np.testing.assert_allclose(np.asarray(got), want, atol=1e-9)
+    assert abs(float(np.sum(want)) - 1.0) < 1e-9 and int(state.nodes) > 1
+    players.add(int(game.current_player(pos.state)))
+  assert players == {0, 1}
+
+
+def test_the_policy_does_not_depend_on_the_opponents_private_state(kuhn):
+  """Two positions that differ only in the opponent's card give the same policy (the search
+  reads the public steps after the deals and the actor's own card only); another own card
+  reads another row of the same search."""
+  game, agent, act = kuhn
+  key = jax.random.key(3)
+  # player 1 holds card 1 after player 0's bet; player 0 holds card 0 or 2
+  second = [np.asarray(act(key, agent.init(key), _position(game, [k, 1, 1]))[0]) for k in (0, 2)]
+  np.testing.assert_array_equal(second[0], second[1])
+  # player 0 holds card 2 at its first decision; player 1 holds card 0 or 1
+  first = [np.asarray(act(key, agent.init(key), _position(game, [2, k]))[0]) for k in (0, 1)]
+  np.testing.assert_array_equal(first[0], first[1])
+  other = np.asarray(act(key, agent.init(key), _position(game, [0, 1]))[0])  # own card 0
+  assert not np.allclose(other, first[0])
+
+
+@pytest.mark.parametrize("name", ["kuhn_poker",
+                                  pytest.param("liars_dice(numdice=1)", marks=pytest.mark.slow)])
+def test_jaxgt_match_plays_gtcfr_through_the_rules(name, capsys):
+  """A game played through its rules (a history limit below its size): the GT-CFR agent's
+  matches run jitted, its tree's fill reported."""
+  from jaxgt.cli import main
+  code = main(["match", name, "gtcfr(simulations=4,dtype=float32)", "random", "--matches", "2",
+               "--max-histories", "10", "--json"])
+  assert code == 0
+  captured = capsys.readouterr()
+  out = json.loads(captured.out.strip().splitlines()[-1])
+  assert out["episodes"] == 2 and out["memory"][1] is None
+  assert out["memory"][0]["rows"][0] > 1
+  assert "does not trace" not in captured.err and "MiB of search state" in captured.err
+
+
+@pytest.mark.slow
+def test_jaxgt_match_plays_gtcfr_on_liars_dice_two_dice_each(capsys):
+  from jaxgt.cli import main
+  code = main(["match", "liars_dice(numdice=2)", "gtcfr(simulations=10,dtype=float32)",
+               "random", "--matches", "2"])
+  assert code == 0
+  out = capsys.readouterr().out
+  assert "win rate of gtcfr" in out and "search tree nodes in use" in out
+
+
+def test_bad_input_is_refused_before_compiling():
+  game = make_from_string("liars_dice(numdice=2)")
+  assert deal_steps(game) == 4  # two dice each, one roll a step
+  # the longest branch after the deals with the children of each public state
+  need = 1 + 25 * (game.max_length - 4 + 1)
+  with pytest.raises(ValueError, match=f"use at least {need} nodes"):
+    make_agent(game, f"gtcfr(simulations=2,capacity={need - 1})")
+  with pytest.raises(ValueError, match="root-anchored"):
+    make_agent(game, "gtcfr(simulations=2,resolve=true)")
+  with pytest.raises(ValueError, match="enumerated game"):
+    make_agent(game, "gtcfr(simulations=2,evaluator=exact)")
+  with pytest.raises(TypeError, match="DeviceGame"):
+    DeviceGTCFRAgent(jaxgt.load("kuhn_poker"), simulations=2)
+  with pytest.raises(ValueError, match="factorisation"):
+    DeviceGTCFRAgent(make_from_string("goofspiel(num_cards=3)"), simulations=2)
+  agent = make_agent(game, f"gtcfr(simulations=2,capacity={need})")
+  assert isinstance(agent, DeviceGTCFRAgent) and agent.config.capacity == need
+  assert agent.config.tree_form == "factored"
+  # the state's bytes from its shapes: at least the tree's [N, M] history slots
+  assert agent.memory_bytes() > need * 21 * 21 * 4
+  spec = parse_spec("gtcfr")  # an enumerated game keeps exact leaves and re-solving
+  assert spec.params["resolve"] is None and spec.params["evaluator"] == "auto"
+
+
+def _run_dir(out, game_string, model, params):
+  """A run directory ``out`` of ``game_string`` holding ``params`` as its learner's network."""
+  out.mkdir()
+  config = TrainConfig(hidden=model.hidden)
+  (out / "config.json").write_text(json.dumps({"game": game_string, "config": config.to_json()}))
+  meta = {"game": game_string, "network": "cvpn", "hidden": list(model.hidden),
+          "embed_dim": 0, "k_max": model.encoding.k_max,
+          "num_actions": model.encoding.num_actions,
+          "feature_size": model.encoding.feature_size}
+  checkpoint.save(out / "checkpoints", 3, {"learner": {"params": params, "step": jnp.int32(3)}},
+                  meta)
+  return out
+
+
+def test_sog_reads_a_device_games_network_and_refuses_another_games(tmp_path):
+  game = make_from_string("kuhn_poker")
+  model = cvpn.CVPN(FactoredEncoding(game), hidden=(8,))
+  params = cvpn.init(model, jax.random.PRNGKey(1))
+  out = _run_dir(tmp_path / "kuhn", "kuhn_poker", model, params)
+  got_model, got, config = device_run.load_network(out, game)
+  assert got_model.hidden == (8,) and config.hidden == (8,)
+  for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(params)):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+  agent = make_agent(game, f"sog(checkpoint={out},simulations=3)")
+  assert isinstance(agent, DeviceGTCFRAgent) and agent.evaluator.name == "cvpn"
+  with pytest.raises(ValueError, match="holds a run of kuhn_poker"):
+    make_agent(make_from_string("leduc_poker"), f"sog(checkpoint={out},simulations=3)")
+  # a run that names the game but holds another game's network (Leduc's widths)
+  leduc = cvpn.CVPN(FactoredEncoding(make_from_string("leduc_poker")), hidden=(8,))
+  other = _run_dir(tmp_path / "other", "kuhn_poker", leduc,
+                   cvpn.init(leduc, jax.random.PRNGKey(0)))
+  with pytest.raises(ValueError, match="another network"):
+    make_agent(game, f"sog(checkpoint={other},simulations=3)")
+
+
+@pytest.mark.slow
+def test_sog_with_a_network_plays_a_device_game():
+  """The network evaluator on the rules tree: the agent plays a valid policy."""
+  game = make_from_string("kuhn_poker")
+  model = cvpn.CVPN(FactoredEncoding(game), hidden=(8,))
+  params = cvpn.init(model, jax.random.PRNGKey(1))
+  agent = device_run.device_sog_agent(game, model, params, simulations=4, dtype="float64")
+  key = jax.random.key(0)
+  probs, _ = jax.jit(agent.act)(key, agent.init(key), _position(game, [0, 1]))
+  assert abs(float(jnp.sum(probs)) - 1.0) < 1e-6
+  assert isinstance(agent.evaluator, evaluators.Evaluator)
