@@ -7,6 +7,8 @@
                                        --openspiel, the same in lockstep with OpenSpiel
   jaxgt solve GAME [options]           solve, print exploitability as it falls
   jaxgt export POLICY --openspiel OUT  write the policy for OpenSpiel
+  jaxgt exploitability P.npz           exact exploitability, NashConv and value of a policy
+  jaxgt show P.npz [--infostates RE]   the strategy table of a saved policy
   jaxgt agents                         list agent kinds (AGENT specs) and parameters
   jaxgt match GAME AGENT0 AGENT1       head-to-head matches, half in each seat
   jaxgt construct GAME AGENT           exact exploitability of an agent (policy construction)
@@ -28,16 +30,19 @@ import argparse
 import os
 import sys
 
-from jaxgt.cli import agents, bench, construct, evaluate, export, games, match, solve, train
+from jaxgt.cli import (agents, bench, construct, evaluate, exploitability, export, games, match,
+                       show, solve, train)
 from jaxgt.cli.common import cli_message
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
-    "solve": solve.run, "export": export.run, "agents": agents.run, "match": match.run,
+    "solve": solve.run, "export": export.run, "exploitability": exploitability.run,
+    "show": show.run, "agents": agents.run, "match": match.run,
     "construct": construct.run, "evaluate": evaluate.run, "bench": bench.run,
     "train": train.run,
 }
-_MODULES = (games, solve, export, agents, match, construct, evaluate, bench, train)
+_MODULES = (games, solve, export, exploitability, show, agents, match, construct, evaluate, bench,
+            train)
 
 
 def _parser() -> argparse.ArgumentParser:
