@@ -133,7 +133,8 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
           eval_every: int = 100, dtype="float32", alternating: bool | None = None,
           progress: bool | Callable[[Evaluation], None] = False, weights=None,
           seed: int = 0, batch: int | None = None, last_iterate: bool = False,
-          target: float | None = None, **solver_kwargs) -> SolveResult:
+          target: float | None = None, state=None, checkpoint_every: int = 0,
+          on_checkpoint: Callable | None = None, **solver_kwargs) -> SolveResult:
   """Solves ``game`` (name, ``Game`` or ``CompiledGame``) and tracks exploitability.
 
   ``solver`` is a full-width solver name (:data:`SOLVERS`: ``cfr``, ``cfr+``,
@@ -153,12 +154,23 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   (game units) stops at the first evaluation at or below it; evaluations then
   come at ``eval_every`` iterations and each :data:`TARGET_GROWTH` times the
   previous count (at most ``iterations`` in all).
+
+  ``state`` continues a run from a solver state it returned (``SolveResult.state``), or from
+  the state a function of the fresh state returns (``lambda fresh:
+  jaxgt.solve_checkpoint.load_state(path, fresh)``): the run starts at ``state.iteration`` and
+  ``iterations`` counts from the beginning of the run. ``on_checkpoint(state)`` is called at
+  every multiple of ``checkpoint_every`` iterations (the chunks break there too) and at the
+  end. The chunk boundaries are a function of the iteration count alone (the evaluation grid,
+  the checkpoint multiples and the end), so a run stopped at a checkpoint and continued from
+  its state with the same ``eval_every``, ``checkpoint_every`` and ``seed`` ends in exactly
+  the state of the uninterrupted run.
   """
   from jaxgt.solvers import mccfr as mccfr_lib
   check_positive_int("iterations", iterations)
   if not isinstance(last_iterate, bool):
     raise ValueError(f"last_iterate must be True or False, got {last_iterate!r}")
   check_nonnegative_int("eval_every", eval_every)
+  check_nonnegative_int("checkpoint_every", checkpoint_every)
   if target is not None:
     target = check_real("target", target, 0.0, lo_open=True)
     if eval_every == 0:
@@ -190,7 +202,13 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
   # Every solver follows jaxgt.solvers.base: init / run(..., key) / policy.
-  state = solver.init(tree, weights=weights)  # solvers without root beliefs raise for weights
+  fresh = solver.init(tree, weights=weights)  # solvers without root beliefs raise for weights
+  if state is None:
+    state = fresh
+  else:
+    state = state(fresh) if callable(state) else state
+    check_same_structure(fresh, state)
+  start_iteration = int(np.asarray(state.iteration))
   if last_iterate:
     solver.current_policy(tree, state)  # raises for a solver without a current strategy
   key = jax.random.key(int(seed))
@@ -211,21 +229,35 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
 
   evals = []
   start = time.perf_counter()
-  it, next_eval = 0, chunk
+  it, next_eval = start_iteration, chunk
+  while next_eval <= it:  # the evaluation grid of an uninterrupted run, past a resumed start
+    next_eval = next_eval + chunk if target is None else max(next_eval + 1,
+                                                             int(next_eval * TARGET_GROWTH))
   while it < iterations:
-    n = min(next_eval, iterations) - it
-    state = solver.run(tree, state, n, key)
-    it += n
-    next_eval = it + chunk if target is None else max(it + 1, int(it * TARGET_GROWTH))
-    if eval_every > 0 or it == iterations:
-      expl = float(_exploitability(solver, tree, state, weights, False))
-      last = float(_exploitability(solver, tree, state, weights, True)) if last_iterate else None
-      e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
-                     None if per_step is None else it * per_step, last)
-      evals.append(e)
-      report(e)
-      if target is not None and expl <= target:
-        break
+    stop = min(next_eval, iterations)
+    if checkpoint_every:
+      stop = min(stop, (it // checkpoint_every + 1) * checkpoint_every)
+    state = solver.run(tree, state, stop - it, key)
+    it = stop
+    reached = False
+    if it == next_eval or it == iterations:
+      if it == next_eval:
+        next_eval = it + chunk if target is None else max(it + 1, int(it * TARGET_GROWTH))
+      if eval_every > 0 or it == iterations:
+        expl = float(_exploitability(solver, tree, state, weights, False))
+        last = float(_exploitability(solver, tree, state, weights, True)) if last_iterate else None
+        e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
+                       None if per_step is None else it * per_step, last)
+        evals.append(e)
+        report(e)
+        reached = target is not None and expl <= target
+    if on_checkpoint is not None and (reached or it == iterations or
+                                      (checkpoint_every and it % checkpoint_every == 0)):
+      on_checkpoint(state)
+    if reached:
+      break
+  if on_checkpoint is not None and it == start_iteration:
+    on_checkpoint(state)
   jax.block_until_ready(state)
   solve_seconds = time.perf_counter() - start
   pol = solver.policy(tree, state)
@@ -233,6 +265,21 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol])
   return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
                      state, compile_seconds, solve_seconds, it)
+
+
+def check_same_structure(expected, state) -> None:
+  """Raises ``ValueError`` unless solver state ``state`` has the pytree structure, shapes and
+  dtypes of ``expected`` (the solver's fresh state for the game)."""
+  want, have = jax.tree_util.tree_structure(expected), jax.tree_util.tree_structure(state)
+  if want != have:
+    raise ValueError(f"the solver state does not fit this solver and game (a "
+                     f"{type(state).__name__}, expected a {type(expected).__name__} of the same "
+                     "structure)")
+  for a, b in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(state)):
+    if np.shape(a) != np.shape(b) or np.asarray(a).dtype != np.asarray(b).dtype:
+      raise ValueError(f"the solver state does not fit this solver and game (an array of shape "
+                       f"{np.shape(b)} {np.asarray(b).dtype} where {np.shape(a)} "
+                       f"{np.asarray(a).dtype} is expected)")
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4))
