@@ -30,6 +30,31 @@ def cli_message(text: str) -> str:
   return re.sub(r"\bmax_histories=(\d)", r"--max-histories \1", text)
 
 
+def format_duration(seconds: float) -> str:
+  """``"45s"``, ``"3m12s"``, ``"2h05m"``: a duration to the second (minute above an hour)."""
+  seconds = max(0, int(round(seconds)))
+  if seconds < 60:
+    return f"{seconds}s"
+  if seconds < 3600:
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+  return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def rate_and_eta(done: float, seconds: float, unit: str, remaining: float | None = None,
+                 remaining_seconds: float | None = None) -> str:
+  """``"  123 it/s  ETA 3m12s"``: the rate of ``done`` units in ``seconds`` and, where the
+  total is known (``remaining`` units, or a time budget with ``remaining_seconds`` left; the
+  sooner end when both), the time left at that rate; ``""`` before any unit is done."""
+  if done <= 0 or seconds <= 0:
+    return ""
+  rate = done / seconds
+  shown = f"{rate:.3g}" if rate < 1000 else f"{rate:,.0f}"
+  etas = [] if remaining is None else [max(remaining, 0) / rate]
+  if remaining_seconds is not None:
+    etas.append(max(remaining_seconds, 0.0))
+  return f"  {shown} {unit}/s" + (f"  ETA {format_duration(min(etas))}" if etas else "")
+
+
 def check_positive(args, *names: str) -> None:
   """Raises ``ValueError`` naming the flag unless each option of ``args`` named in ``names``
   (given; ``None`` passes) is a positive number (called before any game is loaded)."""

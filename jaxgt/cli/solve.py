@@ -12,12 +12,11 @@ import dataclasses
 import inspect
 import pathlib
 import sys
-import time
 
 from jaxgt import solve_checkpoint
 from jaxgt.agents.spec_grammar import params_from, show
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
-                              check_writable_dir, load_game, print_json)
+                              check_writable_dir, load_game, print_json, rate_and_eta)
 from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, Evaluation,
                            hyperparameters, solve)
 from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
@@ -182,10 +181,15 @@ def run(args) -> int:
             flush=True)
   from jaxgt.solving import format_evaluation, format_mbb, mbb
 
+  start = 0 if earlier is None else earlier["iterations"]
+  unit = "steps" if sampling else "it"
+
   def progress(e):
+    rate = rate_and_eta(e.iteration - start, e.elapsed, unit,
+                        None if args.target is not None else args.iterations - e.iteration)
     e = dataclasses.replace(e, elapsed=e.elapsed + offset)
     evaluations.append(e)
-    print(format_evaluation(g, e), file=info, flush=True)
+    print(format_evaluation(g, e) + rate, file=info, flush=True)
 
   res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
               dtype=args.dtype, last_iterate=args.last_iterate, target=args.target,

@@ -1,0 +1,70 @@
+"""Progress on the command line: the rate and time left of ``solve`` and ``train``."""
+
+import json
+import re
+
+import pytest
+
+from jaxgt.cli import main
+from jaxgt.cli.common import format_duration, rate_and_eta
+
+
+def test_rate_and_eta_arithmetic():
+  assert rate_and_eta(30, 10.0, "it", remaining=70) == "  3 it/s  ETA 23s"
+  assert rate_and_eta(30, 10.0, "steps") == "  3 steps/s"
+  # a time budget ends sooner than the remaining steps would
+  assert rate_and_eta(1, 4.0, "steps", remaining=100, remaining_seconds=65) == \
+      "  0.25 steps/s  ETA 1m05s"
+  assert rate_and_eta(0, 4.0, "it", remaining=5) == ""
+  assert [format_duration(s) for s in (0.4, 59.6, 61, 3725)] == ["0s", "1m00s", "1m01s",
+                                                                 "1h02m"]
+
+
+def test_solve_progress_lines_carry_the_rate_and_the_time_left(capsys):
+  assert main(["solve", "kuhn_poker", "--iterations", "40", "--eval-every", "20"]) == 0
+  lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("iter")]
+  assert len(lines) == 2
+  for line in lines:
+    assert re.search(r"  [\d,.e+]+ it/s  ETA \d+s$", line), line
+  assert lines[-1].endswith("ETA 0s")  # nothing left after the last iteration
+  assert main(["solve", "kuhn_poker", "--iterations", "40", "--eval-every", "20", "--target",
+               "1e-9"]) == 0
+  lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("iter")]
+  assert lines and all(re.search(r" it/s$", ln) for ln in lines)  # a target: no known end
+
+
+def test_train_progress_lines_carry_steps_per_second_and_eta(tmp_path, monkeypatch, capsys):
+  """A clock that advances 2 s per reading: steps 1..4 reported at 2, 4, 6, 8 s, so from the
+  first line 1 step per 2 s, and with --steps 9 the time left is (9 - step) x 2 s."""
+  from jaxgt.cli import train as train_cli
+  from jaxgt.training import loop
+
+  class Clock:
+    t = 0.0
+
+    @classmethod
+    def perf_counter(cls):
+      cls.t += 2.0
+      return cls.t
+
+  class State:
+    learner_steps = 4
+
+  def fake_train(game, cfg, out, *, on_metrics, **kw):
+    out.mkdir(parents=True, exist_ok=True)
+    for step in range(1, 5):
+      on_metrics({"step": step, "loss": 1.0, "value_loss": 0.5, "policy_loss": 0.5,
+                  "replay_size": 1, "query_size": 0, "searches_per_s": 1.0,
+                  "queries_per_s": 0.0})
+    (out / loop.METRICS_FILE).write_text(json.dumps({"step": 4}) + "\n")
+    return State()
+
+  monkeypatch.setattr(loop, "train", fake_train)
+  monkeypatch.setattr(train_cli, "time", Clock)
+  assert main(["train", "kuhn_poker", "--preset", "tiny", "--steps", "9", "--out",
+               str(tmp_path / "run")]) == 0
+  lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("step")]
+  assert len(lines) == 4
+  assert not re.search(r"steps/s", lines[0])  # one line: no interval to measure yet
+  for step, line in enumerate(lines[1:], start=2):
+    assert line.endswith(f"  0.5 steps/s  ETA {format_duration(2 * (9 - step))}"), line
