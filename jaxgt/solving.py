@@ -134,7 +134,8 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
           progress: bool | Callable[[Evaluation], None] = False, weights=None,
           seed: int = 0, batch: int | None = None, last_iterate: bool = False,
           target: float | None = None, state=None, checkpoint_every: int = 0,
-          on_checkpoint: Callable | None = None, **solver_kwargs) -> SolveResult:
+          on_checkpoint: Callable | None = None, on_compiled: Callable | None = None,
+          **solver_kwargs) -> SolveResult:
   """Solves ``game`` (name, ``Game`` or ``CompiledGame``) and tracks exploitability.
 
   ``solver`` is a full-width solver name (:data:`SOLVERS`: ``cfr``, ``cfr+``,
@@ -160,7 +161,7 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   jaxgt.solve_checkpoint.load_state(path, fresh)``): the run starts at ``state.iteration`` and
   ``iterations`` counts from the beginning of the run. ``on_checkpoint(state)`` is called at
   every multiple of ``checkpoint_every`` iterations (the chunks break there too) and at the
-  end. The chunk boundaries are a function of the iteration count alone (the evaluation grid,
+  end; ``on_compiled(seconds)`` once the run's programs are compiled. The chunk boundaries are a function of the iteration count alone (the evaluation grid,
   the checkpoint multiples and the end), so a run stopped at a checkpoint and continued from
   its state with the same ``eval_every``, ``checkpoint_every`` and ``seed`` ends in exactly
   the state of the uninterrupted run.
@@ -226,6 +227,8 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   for current in ((False, True) if last_iterate else (False,)):
     jax.block_until_ready(_exploitability(solver, tree, state, weights, current))
   compile_seconds = time.perf_counter() - t0
+  if on_compiled is not None:
+    on_compiled(compile_seconds)
 
   evals = []
   start = time.perf_counter()

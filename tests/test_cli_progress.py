@@ -68,3 +68,66 @@ def test_train_progress_lines_carry_steps_per_second_and_eta(tmp_path, monkeypat
   assert not re.search(r"steps/s", lines[0])  # one line: no interval to measure yet
   for step, line in enumerate(lines[1:], start=2):
     assert line.endswith(f"  0.5 steps/s  ETA {format_duration(2 * (9 - step))}"), line
+
+
+# ------------------------------------------------------------------ compiling lines and the cache
+def test_compiling_lines_stay_off_json_stdout(capsys):
+  assert main(["solve", "kuhn_poker", "--iterations", "20", "--json"]) == 0
+  cap = capsys.readouterr()
+  json.loads(cap.out)
+  assert "compiling" not in cap.out
+  assert re.search(r"^compiling dcfr and the exact evaluation for kuhn_poker \.\.\.$", cap.err,
+                   re.M)
+  assert re.search(r"^compiled dcfr .* in \d+\.\ds \(\d+ XLA programs?", cap.err, re.M)
+
+
+def _jaxgt(*argv, env):
+  import os
+  import subprocess
+  import sys
+  full = {k: v for k, v in os.environ.items()
+          if k not in ("JAXGT_COMPILATION_CACHE", "JAX_COMPILATION_CACHE_DIR")}
+  full.update(env)
+  proc = subprocess.run([sys.executable, "-m", "jaxgt", *argv], capture_output=True, text=True,
+                        env=full, timeout=300)
+  assert proc.returncode == 0, proc.stderr
+  return proc.stdout + proc.stderr
+
+
+def test_compilation_cache_on_by_default_with_its_opt_outs(tmp_path):
+  """Fresh processes with their own $XDG_CACHE_HOME: the first solve writes the programs under
+  jaxgt/xla, the second loads them from there; JAXGT_COMPILATION_CACHE=0 and
+  --no-compilation-cache write nothing; JAXGT_COMPILATION_CACHE=DIR names the folder."""
+  solve = ["solve", "kuhn_poker", "--iterations", "20", "--eval-every", "0"]
+  xdg = tmp_path / "xdg"
+  first = _jaxgt(*solve, env={"XDG_CACHE_HOME": str(xdg)})
+  written = list((xdg / "jaxgt" / "xla").iterdir())
+  assert written and "from the compilation cache" not in first
+  second = _jaxgt(*solve, env={"XDG_CACHE_HOME": str(xdg)})
+  hits = re.search(r"(\d+) from the compilation cache", second)
+  assert hits and int(hits.group(1)) >= 1, second
+  for env, flags in (({"JAXGT_COMPILATION_CACHE": "0"}, []), ({}, ["--no-compilation-cache"])):
+    other = tmp_path / f"xdg{len(flags)}"
+    out = _jaxgt(*solve, *flags, env={**env, "XDG_CACHE_HOME": str(other)})
+    assert not other.exists() and "from the compilation cache" not in out
+
+
+def test_cache_folder_resolution(tmp_path, monkeypatch):
+  """$JAXGT_COMPILATION_CACHE names the folder, else one configured for JAX, else
+  $XDG_CACHE_HOME/jaxgt/xla; "off" turns the cache off (jax.config calls recorded, not made)."""
+  import jax
+  from jaxgt.cli import compiling
+  calls = {}
+  monkeypatch.setattr(jax.config, "update", lambda k, v: calls.__setitem__(k, v))
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+  monkeypatch.setenv("JAXGT_COMPILATION_CACHE", str(tmp_path / "named"))
+  assert compiling.setup_cache() == str(tmp_path / "named") and (tmp_path / "named").is_dir()
+  assert calls["jax_compilation_cache_dir"] == str(tmp_path / "named")
+  assert calls["jax_persistent_cache_min_compile_time_secs"] == compiling.MIN_COMPILE_SECONDS
+  monkeypatch.delenv("JAXGT_COMPILATION_CACHE")
+  monkeypatch.setattr(compiling, "configured_dir", lambda: None)
+  assert compiling.setup_cache() == str(tmp_path / "xdg" / "jaxgt" / "xla")
+  monkeypatch.setenv("JAXGT_COMPILATION_CACHE", "off")
+  calls.clear()
+  assert compiling.setup_cache() is None
+  assert calls == {"jax_enable_compilation_cache": False}

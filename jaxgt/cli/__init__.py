@@ -30,8 +30,8 @@ import argparse
 import os
 import sys
 
-from jaxgt.cli import (agents, bench, construct, evaluate, exploitability, export, games, match,
-                       show, solve, train)
+from jaxgt.cli import (agents, bench, compiling, construct, evaluate, exploitability, export,
+                       games, match, show, solve, train)
 from jaxgt.cli.common import cli_message
 
 COMMANDS = {
@@ -49,16 +49,26 @@ def _parser() -> argparse.ArgumentParser:
   import jaxgt
   ap = argparse.ArgumentParser(prog="jaxgt", description=__doc__.split("\n\n")[0])
   ap.add_argument("--version", action="version", version=f"jaxgt {jaxgt.__version__}")
+  ap.add_argument("--no-compilation-cache", action="store_true", help=NO_CACHE_HELP)
   sub = ap.add_subparsers(dest="command", required=True)
   for module in _MODULES:
     module.add_parser(sub)
+  for p in sub.choices.values():  # also after the command; SUPPRESS keeps a value given before
+    p.add_argument("--no-compilation-cache", action="store_true", default=argparse.SUPPRESS,
+                   help=NO_CACHE_HELP)
   return ap
+
+
+NO_CACHE_HELP = (f"do not read or write JAX's persistent compilation cache (on by default, in "
+                 f"$XDG_CACHE_HOME/jaxgt/xla or ~/.cache/jaxgt/xla; environment: "
+                 f"{compiling.CACHE_ENV}=0 or a folder)")
 
 
 def main(argv=None) -> int:
   """Runs one command; the exit status: 0 done, 1 a failed check, 2 bad input (one line
   ``jaxgt: error: ...`` on stderr), 130 interrupted (Ctrl-C), 141 output pipe closed."""
   args = _parser().parse_args(argv)
+  compiling.setup_cache(getattr(args, "no_compilation_cache", False))
   try:
     return COMMANDS[args.command](args)
   except (ValueError, ImportError) as e:

@@ -191,9 +191,11 @@ def run(args) -> int:
     evaluations.append(e)
     print(format_evaluation(g, e) + rate, file=info, flush=True)
 
+  from jaxgt.cli.compiling import Compiling
+  compiled = Compiling(f"{args.solver} and the exact evaluation for {g.name}", info)
   res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
               dtype=args.dtype, last_iterate=args.last_iterate, target=args.target,
-              progress=progress, **kw, **extra)
+              progress=progress, on_compiled=compiled.done, **kw, **extra)
   res = dataclasses.replace(res, evaluations=list(evaluations),
                             solve_seconds=res.solve_seconds + offset)
   m = mbb(g, res.exploitability)

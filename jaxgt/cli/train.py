@@ -96,11 +96,15 @@ def run(args) -> int:
         f"seed {args.seed})", file=info, flush=True)
   last = {"line": None, "shown": None, "first": None}
   started = time.perf_counter()
+  from jaxgt.cli.compiling import Compiling
+  compiled = Compiling("the actors', query solver's and learner's programs (with the first "
+                       "iteration)", info)
 
   def show(line):
     last["line"] = line
     now = time.perf_counter()
     if last["first"] is None:  # the rate is measured from the first line (after compiling)
+      compiled.done()
       last["first"] = (line["step"], now)
     shown = last["shown"]
     if ("exploitability" not in line and shown is not None
