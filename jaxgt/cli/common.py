@@ -93,6 +93,15 @@ def clipped_interval(center: float, half_width: float, lo: float = 0.0,
   return [max(lo, center - half_width), min(hi, center + half_width)]
 
 
+def device_info() -> dict:
+  """``{"backend", "device", "device_count"}`` of the JAX devices this process runs on (the
+  first device's kind names them)."""
+  import jax
+  devices = jax.devices()
+  return {"backend": jax.default_backend(), "device": devices[0].device_kind,
+          "device_count": len(devices)}
+
+
 def load_game(text: str, max_histories: int = MAX_HISTORIES):
   """The compiled game named by ``text`` (a registered name or ``openspiel:...``).
 

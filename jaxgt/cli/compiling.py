@@ -21,9 +21,13 @@ import time
 CACHE_ENV = "JAXGT_COMPILATION_CACHE"
 """The environment variable: a cache folder, or ``0``/``off``/``false`` for no cache."""
 OFF = ("0", "off", "false", "no")
-MIN_COMPILE_SECONDS = 0.1
-"""Programs that compile faster than this are not written (reading them back would save
-less than it costs)."""
+MIN_COMPILE_SECONDS = 0.0
+"""Programs that compile faster than this are not written. Every program is: a command
+compiles tens of small ones besides its main programs (game enumeration, evaluation, the
+solver's state), together seconds on a busy 2-core machine, and loading one costs less than
+compiling it."""
+MAX_CACHE_BYTES = 2 ** 30
+"""The cache folder's size limit: past it the least recently used programs are deleted."""
 
 
 def default_cache_dir() -> pathlib.Path:
@@ -50,6 +54,7 @@ def setup_cache(disabled: bool = False) -> str | None:
   jax.config.update("jax_compilation_cache_dir", str(folder))
   jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+  jax.config.update("jax_compilation_cache_max_size", MAX_CACHE_BYTES)
   return str(folder)
 
 

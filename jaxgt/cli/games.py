@@ -17,7 +17,7 @@ import sys
 import time
 
 from jaxgt.cli.common import (MAX_HISTORIES, add_max_histories, check_positive, cli_message,
-                              print_json)
+                              device_info, print_json)
 from jaxgt.games.size import format_count
 
 EXAMPLES_SHOWN = 10
@@ -152,6 +152,7 @@ def cmd_info(args) -> int:
   if doc["reason"] is not None:
     doc["reason"] = cli_message(doc["reason"])
   doc["units"] = {"seconds": "seconds", "enumeration_seconds": "seconds", "memory_bytes": "bytes"}
+  doc.update(device_info())
   if args.json:
     print_json(doc)
     return 0
@@ -175,6 +176,7 @@ def cmd_info(args) -> int:
       print(f"actions         {doc['actions']}")
     print(f"enumerable      no: {doc['reason']}")
   print(f"openspiel       {doc['openspiel'] or '-'}")
+  print(f"device          {doc['device']} ({doc['backend']} x{doc['device_count']})")
   return 0
 
 
