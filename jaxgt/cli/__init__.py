@@ -32,7 +32,7 @@ import sys
 
 from jaxgt.cli import (agents, bench, compiling, construct, evaluate, exploitability, export,
                        games, match, show, solve, train)
-from jaxgt.cli.common import cli_message
+from jaxgt.cli.common import size_message
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
@@ -69,10 +69,14 @@ def main(argv=None) -> int:
   ``jaxgt: error: ...`` on stderr), 130 interrupted (Ctrl-C), 141 output pipe closed."""
   args = _parser().parse_args(argv)
   compiling.setup_cache(getattr(args, "no_compilation_cache", False))
+  from jaxgt.games.size import GameTooLargeError
   try:
     return COMMANDS[args.command](args)
+  except GameTooLargeError as e:  # the advice names the flag, not the library's argument
+    print(f"jaxgt: error: {size_message(e)}", file=sys.stderr)
+    return 2
   except (ValueError, ImportError) as e:
-    print(f"jaxgt: error: {cli_message(str(e))}", file=sys.stderr)
+    print(f"jaxgt: error: {e}", file=sys.stderr)
     return 2
   except KeyboardInterrupt:
     print("jaxgt: interrupted", file=sys.stderr)

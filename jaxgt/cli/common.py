@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import pathlib
-import re
 
 MAX_HISTORIES = 5_000_000
 """The default enumeration limit of the commands (``--max-histories``)."""
@@ -22,12 +22,29 @@ def add_max_histories(parser) -> None:
                            f"(default {MAX_HISTORIES:,})")
 
 
-def cli_message(text: str) -> str:
-  """A message of the library as the command line says it: the size-limit advice names the flag
-  ``--max-histories`` (the library's ``max_histories=...`` argument is not a flag)."""
-  text = re.sub(r"[Pp]ass max_histories=\.\.\. to (raise the limit|check a larger game)",
-                "pass --max-histories N to raise the limit", text)
-  return re.sub(r"\bmax_histories=(\d)", r"--max-histories \1", text)
+def size_message(e) -> str:
+  """The command line's words for a :class:`~jaxgt.games.size.GameTooLargeError`, from its
+  fields: how large the game is, the limit as the flag ``--max-histories`` that raises it (or,
+  when memory refused it, the memory), ``"not enumerable within N histories"`` first."""
+  from jaxgt.games.size import format_count
+  if e.limit is None:  # an error raised without its fields: the library's own words
+    return str(e)
+  game = f"{e.game}: " if e.game else ""
+  if e.memory_bytes is not None:
+    return (f"{game}not enumerable on this machine: about {format_count(e.log10_histories)} "
+            f"histories would need about {e.memory_bytes / 2**30:,.1f} GiB against "
+            f"{e.available_bytes / 2**30:,.1f} GiB available; it is played, sampled and "
+            "searched through its rules")
+  if e.counted is not None:
+    size = f" (counted {e.counted:,} before stopping)"
+  else:
+    over = e.log10_histories - math.log10(max(e.limit, 1))
+    times = f"{10 ** over:,.1f}" if over < 6 else format_count(over)
+    how = f" ({e.detail})" if e.detail else ""
+    size = (f": about {format_count(e.log10_histories)} histories{how}, {times} times the "
+            "limit, refused before enumerating")
+  return (f"{game}not enumerable within {e.limit:,} histories{size}; pass --max-histories N "
+          "to raise the limit")
 
 
 def format_duration(seconds: float) -> str:

@@ -13,6 +13,7 @@ the folder is always safe.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import pathlib
 import sys
@@ -27,7 +28,8 @@ compiles tens of small ones besides its main programs (game enumeration, evaluat
 solver's state), together seconds on a busy 2-core machine, and loading one costs less than
 compiling it."""
 MAX_CACHE_BYTES = 2 ** 30
-"""The cache folder's size limit: past it the least recently used programs are deleted."""
+"""The cache folder's size limit where the ``filelock`` package is installed (JAX needs it to
+enforce one): past it the least recently used programs are deleted."""
 
 
 def default_cache_dir() -> pathlib.Path:
@@ -54,7 +56,8 @@ def setup_cache(disabled: bool = False) -> str | None:
   jax.config.update("jax_compilation_cache_dir", str(folder))
   jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-  jax.config.update("jax_compilation_cache_max_size", MAX_CACHE_BYTES)
+  if importlib.util.find_spec("filelock") is not None:  # JAX's size limit needs it
+    jax.config.update("jax_compilation_cache_max_size", MAX_CACHE_BYTES)
   return str(folder)
 
 
