@@ -161,10 +161,11 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   jaxgt.solve_checkpoint.load_state(path, fresh)``): the run starts at ``state.iteration`` and
   ``iterations`` counts from the beginning of the run. ``on_checkpoint(state)`` is called at
   every multiple of ``checkpoint_every`` iterations (the chunks break there too) and at the
-  end; ``on_compiled(seconds)`` once the run's programs are compiled. The chunk boundaries are a function of the iteration count alone (the evaluation grid,
-  the checkpoint multiples and the end), so a run stopped at a checkpoint and continued from
-  its state with the same ``eval_every``, ``checkpoint_every`` and ``seed`` ends in exactly
-  the state of the uninterrupted run.
+  end; ``on_compiled(seconds)`` once the run's programs are compiled. The chunk boundaries
+  are a function of the iteration count alone (the evaluation grid, the checkpoint multiples
+  and the end), so a run stopped at a checkpoint and continued from its state with the same
+  ``eval_every``, ``checkpoint_every`` and ``seed`` ends in exactly the state of the
+  uninterrupted run.
   """
   from jaxgt.solvers import mccfr as mccfr_lib
   check_positive_int("iterations", iterations)

@@ -65,7 +65,13 @@ def run(args) -> int:
         f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),
         file=info, flush=True)
 
+  from jaxgt.cli.compiling import Compiling
+  compiled = Compiling(f"the match program (with the first {block} matches)",
+                       sys.stderr) if traced else None
+
   def progress(done, total):
+    if compiled is not None:
+      compiled.done()
     print(f"  {done}/{total} matches", file=sys.stderr, flush=True)
 
   res = match_lib.play(g, agents[0], agents[1], n, jax.random.key(args.seed),
