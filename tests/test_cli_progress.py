@@ -131,3 +131,23 @@ def test_cache_folder_resolution(tmp_path, monkeypatch):
   calls.clear()
   assert compiling.setup_cache() is None
   assert calls == {"jax_enable_compilation_cache": False}
+
+
+def test_no_compilation_cache_flag_before_or_after_the_command():
+  from jaxgt.cli import _parser
+  parser = _parser()
+  for argv, off in ((["--no-compilation-cache", "solve", "kuhn_poker"], True),
+                    (["solve", "kuhn_poker", "--no-compilation-cache"], True),
+                    (["solve", "kuhn_poker"], False)):
+    assert parser.parse_args(argv).no_compilation_cache is off
+
+
+def test_match_says_it_compiles_on_stderr(capsys):
+  assert main(["match", "kuhn_poker", "random", "random", "--matches", "4", "--json"]) == 0
+  cap = capsys.readouterr()
+  json.loads(cap.out)
+  lines = cap.err.splitlines()
+  i = lines.index("compiling the match program (with the first 1 match) ...")
+  assert re.match(r"compiled the match program .* in \d+\.\ds \(\d+ XLA programs?",
+                  lines[i + 1])
+  assert lines[i + 2] == "  1/4 matches"

@@ -66,7 +66,7 @@ def run(args) -> int:
         file=info, flush=True)
 
   from jaxgt.cli.compiling import Compiling
-  compiled = Compiling(f"the match program (with the first {block} matches)",
+  compiled = Compiling(f"the match program (with the first {plural(block, 'match')})",
                        sys.stderr) if traced else None
 
   def progress(done, total):
