@@ -3,7 +3,6 @@
 import json
 import re
 
-import pytest
 
 from jaxgt.cli import main
 from jaxgt.cli.common import format_duration, rate_and_eta
@@ -100,21 +99,25 @@ def test_compilation_cache_on_by_default_with_its_opt_outs(tmp_path):
   --no-compilation-cache write nothing; JAXGT_COMPILATION_CACHE=DIR names the folder."""
   solve = ["solve", "kuhn_poker", "--iterations", "20", "--eval-every", "0"]
   xdg = tmp_path / "xdg"
-  first = _jaxgt(*solve, env={"XDG_CACHE_HOME": str(xdg)})
-  written = list((xdg / "jaxgt" / "xla").iterdir())
-  assert written and "from the compilation cache" not in first
-  second = _jaxgt(*solve, env={"XDG_CACHE_HOME": str(xdg)})
-  hits = re.search(r"(\d+) from the compilation cache", second)
-  assert hits and int(hits.group(1)) >= 1, second
+  def loaded(out):  # programs loaded from the cache (one program may repeat within a run)
+    m = re.search(r"\((\d+) XLA programs?(?:, (\d+) from the compilation cache)?\)", out)
+    assert m, out
+    return int(m.group(1)), int(m.group(2) or 0)
+
+  programs, first = loaded(_jaxgt(*solve, env={"XDG_CACHE_HOME": str(xdg)}))
+  assert list((xdg / "jaxgt" / "xla").iterdir())
+  assert loaded(_jaxgt(*solve, env={"XDG_CACHE_HOME": str(xdg)})) == (programs, programs)
+  assert first < programs
   for env, flags in (({"JAXGT_COMPILATION_CACHE": "0"}, []), ({}, ["--no-compilation-cache"])):
     other = tmp_path / f"xdg{len(flags)}"
     out = _jaxgt(*solve, *flags, env={**env, "XDG_CACHE_HOME": str(other)})
-    assert not other.exists() and "from the compilation cache" not in out
+    assert not other.exists() and loaded(out)[1] == 0
 
 
 def test_cache_folder_resolution(tmp_path, monkeypatch):
-  """$JAXGT_COMPILATION_CACHE names the folder, else one configured for JAX, else
-  $XDG_CACHE_HOME/jaxgt/xla; "off" turns the cache off (jax.config calls recorded, not made)."""
+  """$JAXGT_COMPILATION_CACHE names the folder, else one configured for JAX (kept with its
+  settings), else $XDG_CACHE_HOME/jaxgt/xla; "off" turns the cache off (jax.config calls
+  recorded, not made)."""
   import jax
   from jaxgt.cli import compiling
   calls = {}
@@ -125,6 +128,9 @@ def test_cache_folder_resolution(tmp_path, monkeypatch):
   assert calls["jax_compilation_cache_dir"] == str(tmp_path / "named")
   assert calls["jax_persistent_cache_min_compile_time_secs"] == compiling.MIN_COMPILE_SECONDS
   monkeypatch.delenv("JAXGT_COMPILATION_CACHE")
+  monkeypatch.setattr(compiling, "configured_dir", lambda: str(tmp_path / "users"))
+  calls.clear()
+  assert compiling.setup_cache() == str(tmp_path / "users") and calls == {}
   monkeypatch.setattr(compiling, "configured_dir", lambda: None)
   assert compiling.setup_cache() == str(tmp_path / "xdg" / "jaxgt" / "xla")
   monkeypatch.setenv("JAXGT_COMPILATION_CACHE", "off")

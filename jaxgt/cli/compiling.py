@@ -41,13 +41,17 @@ def default_cache_dir() -> pathlib.Path:
 def setup_cache(disabled: bool = False) -> str | None:
   """Turns JAX's persistent compilation cache on for this process (module doc) unless
   ``disabled`` or ``$JAXGT_COMPILATION_CACHE`` says off; returns the folder in use, or
-  ``None``. A folder that cannot be made leaves the cache off (the command still runs)."""
+  ``None``. A cache already configured for JAX is used with its own settings; otherwise every
+  program is kept (:data:`MIN_COMPILE_SECONDS`). A folder that cannot be made leaves the
+  cache off (the command still runs)."""
   import jax
   setting = os.environ.get(CACHE_ENV, "").strip()
   if disabled or setting.lower() in OFF:
     jax.config.update("jax_enable_compilation_cache", False)
     return None
-  folder = setting or configured_dir() or str(default_cache_dir())
+  if not setting and configured_dir():  # the user's own JAX configuration, kept as it is
+    return configured_dir()
+  folder = setting or str(default_cache_dir())
   try:
     pathlib.Path(folder).mkdir(parents=True, exist_ok=True)
   except OSError:
