@@ -1,8 +1,8 @@
-"""Progress on the command line: the rate and time left of ``solve`` and ``train``."""
+"""Progress on the command line: the rate and time left of ``solve`` and ``train``, the
+compiling lines and the persistent compilation cache."""
 
 import json
 import re
-
 
 from jaxgt.cli import main
 from jaxgt.cli.common import format_duration, rate_and_eta
