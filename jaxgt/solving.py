@@ -36,6 +36,7 @@ from jaxgt.core.game_tree import CompiledGame
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.solvers import mmd as mmd_lib
+from jaxgt.solvers.saved_state import check_same_structure
 from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 
 # the full-width solvers by name: the CFR family and MMD (sampling: mccfr.SAMPLING_SOLVERS)
@@ -158,7 +159,7 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
 
   ``state`` continues a run from a solver state it returned (``SolveResult.state``), or from
   the state a function of the fresh state returns (``lambda fresh:
-  jaxgt.solve_checkpoint.load_state(path, fresh)``): the run starts at ``state.iteration`` and
+  jaxgt.solvers.saved_state.load_state(path, fresh)``): the run starts at ``state.iteration`` and
   ``iterations`` counts from the beginning of the run. ``on_checkpoint(state)`` is called at
   every multiple of ``checkpoint_every`` iterations (the chunks break there too) and at the
   end; ``on_compiled(seconds)`` once the run's programs are compiled. The chunk boundaries
@@ -269,21 +270,6 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   policy = Policy.from_arrays(compiled, [np.asarray(p, np.float64) for p in pol])
   return SolveResult(compiled, policy, float(final.value), float(final.exploitability), evals,
                      state, compile_seconds, solve_seconds, it)
-
-
-def check_same_structure(expected, state) -> None:
-  """Raises ``ValueError`` unless solver state ``state`` has the pytree structure, shapes and
-  dtypes of ``expected`` (the solver's fresh state for the game)."""
-  want, have = jax.tree_util.tree_structure(expected), jax.tree_util.tree_structure(state)
-  if want != have:
-    raise ValueError(f"the solver state does not fit this solver and game (a "
-                     f"{type(state).__name__}, expected a {type(expected).__name__} of the same "
-                     "structure)")
-  for a, b in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(state)):
-    if np.shape(a) != np.shape(b) or np.asarray(a).dtype != np.asarray(b).dtype:
-      raise ValueError(f"the solver state does not fit this solver and game (an array of shape "
-                       f"{np.shape(b)} {np.asarray(b).dtype} where {np.shape(a)} "
-                       f"{np.asarray(a).dtype} is expected)")
 
 
 @functools.partial(jax.jit, static_argnums=(0, 4))

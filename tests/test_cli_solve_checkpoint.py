@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from jaxgt import solve_checkpoint
+from jaxgt.solvers import saved_state as solve_checkpoint
 from jaxgt.cli import main
 
 

@@ -13,12 +13,12 @@ import inspect
 import pathlib
 import sys
 
-from jaxgt import solve_checkpoint
 from jaxgt.agents.spec_grammar import params_from, show
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
                               check_writable_dir, load_game, print_json, rate_and_eta)
 from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, Evaluation,
                            hyperparameters, solve)
+from jaxgt.solvers import saved_state as solve_checkpoint
 from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
 
 # what each hyperparameter means (the flags' help; names, types and defaults are the factories')

@@ -6,7 +6,7 @@ version, the leaves' shapes and dtypes, and the caller's ``meta``: the game, the
 settings, the iterations done). It is written to a temporary file and renamed over the old one,
 so an interrupted write leaves the previous checkpoint intact. Reading raises
 ``ValueError`` for a file that is not a checkpoint; :func:`load_state` rebuilds the state on
-the structure of a fresh one (:func:`jaxgt.solving.check_same_structure`).
+the structure of a fresh one (:func:`check_same_structure`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ def load_state(path, template):
   """The solver state saved at ``path``, on the pytree structure of ``template`` (a fresh
   state of the same solver and game: ``solver.init(tree)``); ``ValueError`` when it does not
   fit."""
-  from jaxgt.solving import check_same_structure
   z, header = _read(path)
   treedef = jax.tree_util.tree_structure(template)
   if treedef.num_leaves != len(header["leaves"]):
@@ -78,3 +77,18 @@ def load_state(path, template):
   state = jax.tree_util.tree_unflatten(treedef, leaves)
   check_same_structure(template, state)
   return jax.tree_util.tree_map(jax.numpy.asarray, state)
+
+
+def check_same_structure(expected, state) -> None:
+  """Raises ``ValueError`` unless solver state ``state`` has the pytree structure, shapes and
+  dtypes of ``expected`` (the solver's fresh state for the game)."""
+  want, have = jax.tree_util.tree_structure(expected), jax.tree_util.tree_structure(state)
+  if want != have:
+    raise ValueError(f"the solver state does not fit this solver and game (a "
+                     f"{type(state).__name__}, expected a {type(expected).__name__} of the same "
+                     "structure)")
+  for a, b in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(state)):
+    if np.shape(a) != np.shape(b) or np.asarray(a).dtype != np.asarray(b).dtype:
+      raise ValueError(f"the solver state does not fit this solver and game (an array of shape "
+                       f"{np.shape(b)} {np.asarray(b).dtype} where {np.shape(a)} "
+                       f"{np.asarray(a).dtype} is expected)")
