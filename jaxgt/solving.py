@@ -36,6 +36,7 @@ from jaxgt.core.game_tree import CompiledGame
 from jaxgt.policy import Policy
 from jaxgt.solvers import cfr as cfr_lib
 from jaxgt.solvers import mmd as mmd_lib
+from jaxgt.solvers.saved_state import check_same_structure
 from jaxgt.core.evaluate import policy_evaluation, policy_evaluation_jit
 
 # the full-width solvers by name: the CFR family and MMD (sampling: mccfr.SAMPLING_SOLVERS)
@@ -133,7 +134,9 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
           eval_every: int = 100, dtype="float32", alternating: bool | None = None,
           progress: bool | Callable[[Evaluation], None] = False, weights=None,
           seed: int = 0, batch: int | None = None, last_iterate: bool = False,
-          target: float | None = None, **solver_kwargs) -> SolveResult:
+          target: float | None = None, state=None, checkpoint_every: int = 0,
+          on_checkpoint: Callable | None = None, on_compiled: Callable | None = None,
+          **solver_kwargs) -> SolveResult:
   """Solves ``game`` (name, ``Game`` or ``CompiledGame``) and tracks exploitability.
 
   ``solver`` is a full-width solver name (:data:`SOLVERS`: ``cfr``, ``cfr+``,
@@ -153,12 +156,24 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   (game units) stops at the first evaluation at or below it; evaluations then
   come at ``eval_every`` iterations and each :data:`TARGET_GROWTH` times the
   previous count (at most ``iterations`` in all).
+
+  ``state`` continues a run from a solver state it returned (``SolveResult.state``), or from
+  the state a function of the fresh state returns (``lambda fresh:
+  jaxgt.solvers.saved_state.load_state(path, fresh)``): the run starts at ``state.iteration`` and
+  ``iterations`` counts from the beginning of the run. ``on_checkpoint(state)`` is called at
+  every multiple of ``checkpoint_every`` iterations (the chunks break there too) and at the
+  end; ``on_compiled(seconds)`` once the run's programs are compiled. The chunk boundaries
+  are a function of the iteration count alone (the evaluation grid, the checkpoint multiples
+  and the end), so a run stopped at a checkpoint and continued from its state with the same
+  ``eval_every``, ``checkpoint_every`` and ``seed`` ends in exactly the state of the
+  uninterrupted run.
   """
   from jaxgt.solvers import mccfr as mccfr_lib
   check_positive_int("iterations", iterations)
   if not isinstance(last_iterate, bool):
     raise ValueError(f"last_iterate must be True or False, got {last_iterate!r}")
   check_nonnegative_int("eval_every", eval_every)
+  check_nonnegative_int("checkpoint_every", checkpoint_every)
   if target is not None:
     target = check_real("target", target, 0.0, lo_open=True)
     if eval_every == 0:
@@ -190,7 +205,13 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   compiled = _as_compiled(game)
   tree = compiled.device_tree(dtype)
   # Every solver follows jaxgt.solvers.base: init / run(..., key) / policy.
-  state = solver.init(tree, weights=weights)  # solvers without root beliefs raise for weights
+  fresh = solver.init(tree, weights=weights)  # solvers without root beliefs raise for weights
+  if state is None:
+    state = fresh
+  else:
+    state = state(fresh) if callable(state) else state
+    check_same_structure(fresh, state)
+  start_iteration = int(np.asarray(state.iteration))
   if last_iterate:
     solver.current_policy(tree, state)  # raises for a solver without a current strategy
   key = jax.random.key(int(seed))
@@ -208,24 +229,40 @@ def solve(game, solver=DEFAULT_SOLVER, *, iterations: int = 1000,
   for current in ((False, True) if last_iterate else (False,)):
     jax.block_until_ready(_exploitability(solver, tree, state, weights, current))
   compile_seconds = time.perf_counter() - t0
+  if on_compiled is not None:
+    on_compiled(compile_seconds)
 
   evals = []
   start = time.perf_counter()
-  it, next_eval = 0, chunk
+  it, next_eval = start_iteration, chunk
+  while next_eval <= it:  # the evaluation grid of an uninterrupted run, past a resumed start
+    next_eval = next_eval + chunk if target is None else max(next_eval + 1,
+                                                             int(next_eval * TARGET_GROWTH))
   while it < iterations:
-    n = min(next_eval, iterations) - it
-    state = solver.run(tree, state, n, key)
-    it += n
-    next_eval = it + chunk if target is None else max(it + 1, int(it * TARGET_GROWTH))
-    if eval_every > 0 or it == iterations:
-      expl = float(_exploitability(solver, tree, state, weights, False))
-      last = float(_exploitability(solver, tree, state, weights, True)) if last_iterate else None
-      e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
-                     None if per_step is None else it * per_step, last)
-      evals.append(e)
-      report(e)
-      if target is not None and expl <= target:
-        break
+    stop = min(next_eval, iterations)
+    if checkpoint_every:
+      stop = min(stop, (it // checkpoint_every + 1) * checkpoint_every)
+    state = solver.run(tree, state, stop - it, key)
+    it = stop
+    reached = False
+    if it == next_eval or it == iterations:
+      if it == next_eval:
+        next_eval = it + chunk if target is None else max(it + 1, int(it * TARGET_GROWTH))
+      if eval_every > 0 or it == iterations:
+        expl = float(_exploitability(solver, tree, state, weights, False))
+        last = float(_exploitability(solver, tree, state, weights, True)) if last_iterate else None
+        e = Evaluation(it, expl, mbb(compiled, expl), time.perf_counter() - start,
+                       None if per_step is None else it * per_step, last)
+        evals.append(e)
+        report(e)
+        reached = target is not None and expl <= target
+    if on_checkpoint is not None and (reached or it == iterations or
+                                      (checkpoint_every and it % checkpoint_every == 0)):
+      on_checkpoint(state)
+    if reached:
+      break
+  if on_checkpoint is not None and it == start_iteration:
+    on_checkpoint(state)
   jax.block_until_ready(state)
   solve_seconds = time.perf_counter() - start
   pol = solver.policy(tree, state)

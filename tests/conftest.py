@@ -26,6 +26,7 @@ def pytest_configure(config):
   earlier run) and shared by its workers, compiles each once per run."""
   path = os.path.join(tempfile.gettempdir(), f"jaxgt-tests-xla-{_run_id(config)}")
   jax.config.update("jax_compilation_cache_dir", path)
+  os.environ["JAX_COMPILATION_CACHE_DIR"] = path  # the command line in subprocesses: not ~/.cache
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.3)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import jaxgt
 from jaxgt.policy import Policy
-from jaxgt.cli import _parser, cli_message, main
+from jaxgt.cli import _parser, main
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -244,15 +244,43 @@ def test_bad_numbers_and_inapplicable_flags_refused_before_loading(argv, message
 
 
 def test_size_limit_advice_names_the_flag(capsys):
+  """The command line words the library's size error from its fields (the count or estimate
+  and the limit), naming the flag; the library's own advice names its argument."""
+  from jaxgt.cli.common import size_message
+  from jaxgt.games.size import GameTooLargeError
   assert main(["solve", "leduc_poker", "--max-histories", "100"]) == 2
   err = _one_error_line(capsys)
-  assert "pass --max-histories N to raise the limit" in err and "max_histories=" not in err
-  for library in ("more than max_histories=5000000 histories; pass max_histories=... to check "
-                  "a larger game",
-                  "10.0 times the limit max_histories=200000; refused before enumerating. Pass "
-                  "max_histories=... to raise the limit"):
-    said = cli_message(library)
-    assert "max_histories" not in said and "pass --max-histories N to raise the limit" in said
+  assert "leduc_poker: not enumerable within 100 histories" in err
+  assert "pass --max-histories N to raise the limit" in err and "max_histories" not in err
+  assert size_message(GameTooLargeError("x", game="g", limit=1000, counted=1001)) == (
+      "g: not enumerable within 1,000 histories (counted 1,001 before stopping); pass "
+      "--max-histories N to raise the limit")
+  said = size_message(GameTooLargeError("x", game="g", limit=200_000, log10_histories=6.301,
+                                        detail="estimated from 8 paths"))
+  assert said.startswith("g: not enumerable within 200,000 histories: about 1,999,862 "
+                         "histories (estimated from 8 paths), 10.0 times the limit")
+  said = size_message(GameTooLargeError("x", game="g", limit=10, log10_histories=9.0,
+                                        memory_bytes=2**33, available_bytes=2**30))
+  assert "8.0 GiB against 1.0 GiB available" in said and "--max-histories" not in said
+
+
+def test_info_on_an_openspiel_game_over_the_limit_says_so(capsys):
+  """pyspiel's Leduc has 9,457 histories: counting stops past --max-histories 100, and info
+  reports that (exit 0) instead of failing."""
+  assert main(["info", "openspiel:leduc_poker", "--max-histories", "100", "--json"]) == 0
+  doc = json.loads(capsys.readouterr().out)
+  assert doc["enumerable"] is False and doc["over_limit"] is True
+  assert doc["reason"].startswith("openspiel:leduc_poker(): not enumerable within 100 "
+                                  "histories (counted 101 before stopping)")
+  assert doc["estimate"]["histories"] == 101 and doc["estimate"]["at_least"] is True
+  assert main(["info", "openspiel:leduc_poker", "--max-histories", "9457", "--json"]) == 0
+  doc = json.loads(capsys.readouterr().out)
+  assert doc["enumerable"] is True and doc["over_limit"] is False
+  assert doc["sizes"]["histories"] == 9457
+  assert main(["info", "openspiel:leduc_poker", "--max-histories", "100"]) == 0
+  out = capsys.readouterr().out
+  assert "enumerable      no: openspiel:leduc_poker(): not enumerable within 100" in out
+  assert "histories       more than 100 (counting stopped at the limit)" in out
 
 
 def test_corrupt_policy_file_does_not_advise_unpickling(tmp_path, capsys):

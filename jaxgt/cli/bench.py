@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from jaxgt.cli.common import check_writable, check_writable_dir
+from jaxgt.cli.common import check_writable, check_writable_dir, print_json
 
 
 def add_parser(sub) -> None:
@@ -36,6 +36,8 @@ def add_parser(sub) -> None:
                  help="seconds one benchmark may run before it is stopped")
   p.add_argument("--compare", nargs="+", metavar="RESULTS_JSON",
                  help="merge these results.json files into compare.md/compare.png under --out")
+  p.add_argument("--json", action="store_true",
+                 help="print one JSON object at the end (the progress lines go to stderr)")
 
 
 def find_benchmarks(folder: pathlib.Path) -> dict:
@@ -112,11 +114,17 @@ def _run_one(name: str, path: pathlib.Path, args: list, logs: pathlib.Path,
 
 def run(args) -> int:
   from jaxgt import bench_report
+  info = sys.stderr if args.json else sys.stdout
   if args.compare:
     _check_out_dir(args.out)
     written = bench_report.compare(args.compare, args.out)
-    print(pathlib.Path(written["markdown"]).read_text())
-    print(f"wrote {written['markdown']}" + "".join(f", {p}" for p in written["plots"]))
+    print(pathlib.Path(written["markdown"]).read_text(), file=info)
+    print(f"wrote {written['markdown']}" + "".join(f", {p}" for p in written["plots"]),
+          file=info)
+    if args.json:
+      print_json({"compare": list(args.compare), "out": str(args.out),
+                  "markdown": str(written["markdown"]),
+                  "plots": [str(p) for p in written["plots"]]})
     return 0
   folder = pathlib.Path(args.dir) if args.dir else _default_dir()
   if not folder.is_dir():
@@ -135,30 +143,55 @@ def run(args) -> int:
   env = bench_report.environment(folder.parent)
   print(f"jaxgt bench{' --quick' if args.quick else ''}: {len(names)} benchmark(s) on "
         f"{env['device']} ({env['backend']} x{env['device_count']}); peers: " +
-        ", ".join(f"{k} {v or 'MISSING'}" for k, v in env["peers"].items()), flush=True)
+        ", ".join(f"{k} {v or 'MISSING'}" for k, v in env["peers"].items()), flush=True,
+        file=info)
   results = {"environment": env, "quick": bool(args.quick), "benchmarks": []}
   t0 = time.perf_counter()
   for i, name in enumerate(names, 1):
     extra = quick_args(found[name]) if args.quick else []
     if args.quick and not extra:
       print(f"[{i}/{len(names)}] {name}: skipped (no BENCH_QUICK: it has not adopted the "
-            "protocol of jaxgt.bench_report)", flush=True)
+            "protocol of jaxgt.bench_report)", flush=True, file=info)
       results["benchmarks"].append({
           "name": name, "args": None, "seconds": 0.0, "returncode": 0, "log": None,
           "log_tail": [], "figures": [], "missing_peers": [], "skipped": "no BENCH_QUICK"})
       continue
-    print(f"[{i}/{len(names)}] {name} {' '.join(extra)}", flush=True)
+    print(f"[{i}/{len(names)}] {name} {' '.join(extra)}", flush=True, file=info)
     b = _run_one(name, found[name], extra, logs, args.timeout)
     results["benchmarks"].append(b)
     status = "ok" if b["returncode"] == 0 else f"FAILED (exit {b['returncode']}, see {b['log']})"
     print(f"      {b['seconds']:.1f} s ({b['cpu_seconds']:.1f} s CPU), "
           f"{len(b['figures'])} figures, "
-          f"{len(b['missing_peers'])} missing peers: {status}", flush=True)
+          f"{len(b['missing_peers'])} missing peers: {status}", flush=True, file=info)
   results["seconds"] = time.perf_counter() - t0
   results["cpu_seconds"] = sum(b.get("cpu_seconds", 0.0) for b in results["benchmarks"])
   results["load_average"] = os.getloadavg() if hasattr(os, "getloadavg") else None
   results["missing_peers"] = [label for label, v in env["peers"].items() if v is None]
   written = bench_report.write_results(out, results)
-  print(f"total {results['seconds']:.0f} s ({results['cpu_seconds']:.0f} s CPU); wrote {written['json']}, {written['markdown']}" +
-        "".join(f", {p}" for p in written["plots"]))
+  print(f"total {results['seconds']:.0f} s ({results['cpu_seconds']:.0f} s CPU); wrote "
+        f"{written['json']}, {written['markdown']}" + "".join(f", {p}" for p in written["plots"]),
+        file=info)
+  if args.json:
+    print_json(bench_document(args, results, written))
   return 0 if all(b["returncode"] == 0 for b in results["benchmarks"]) else 1
+
+
+def bench_document(args, results: dict, written: dict) -> dict:
+  """The ``jaxgt bench --json`` object (docs/CLI.md): where the results went, the machine, and
+  one summary per benchmark (its figures are in results.json)."""
+  env = results["environment"]
+  return {
+      "out": str(args.out), "results": str(written["json"]),
+      "markdown": str(written["markdown"]), "plots": [str(p) for p in written["plots"]],
+      "quick": results["quick"], "backend": env["backend"], "device": env["device"],
+      "device_count": env["device_count"], "git": env.get("git"),
+      "seconds": results["seconds"], "cpu_seconds": results["cpu_seconds"],
+      "load_average": results["load_average"], "missing_peers": results["missing_peers"],
+      "benchmarks": [{"name": b["name"], "args": b["args"], "seconds": b["seconds"],
+                      "cpu_seconds": b.get("cpu_seconds", 0.0), "returncode": b["returncode"],
+                      "figures": len(b["figures"]), "missing_peers": len(b["missing_peers"]),
+                      "skipped": b.get("skipped"), "log": b["log"]}
+                     for b in results["benchmarks"]],
+      "failed": [b["name"] for b in results["benchmarks"] if b["returncode"] != 0],
+      "units": {"seconds": "seconds", "cpu_seconds": "seconds",
+                "load_average": "processes (1, 5, 15 minutes)"}}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import pathlib
-import re
 
 MAX_HISTORIES = 5_000_000
 """The default enumeration limit of the commands (``--max-histories``)."""
@@ -22,12 +22,54 @@ def add_max_histories(parser) -> None:
                            f"(default {MAX_HISTORIES:,})")
 
 
-def cli_message(text: str) -> str:
-  """A message of the library as the command line says it: the size-limit advice names the flag
-  ``--max-histories`` (the library's ``max_histories=...`` argument is not a flag)."""
-  text = re.sub(r"[Pp]ass max_histories=\.\.\. to (raise the limit|check a larger game)",
-                "pass --max-histories N to raise the limit", text)
-  return re.sub(r"\bmax_histories=(\d)", r"--max-histories \1", text)
+def size_message(e) -> str:
+  """The command line's words for a :class:`~jaxgt.games.size.GameTooLargeError`, from its
+  fields: how large the game is, the limit as the flag ``--max-histories`` that raises it (or,
+  when memory refused it, the memory), ``"not enumerable within N histories"`` first."""
+  from jaxgt.games.size import format_count
+  if e.limit is None:  # an error raised without its fields: the library's own words
+    return str(e)
+  game = f"{e.game}: " if e.game else ""
+  if e.memory_bytes is not None:
+    return (f"{game}not enumerable on this machine: about {format_count(e.log10_histories)} "
+            f"histories would need about {e.memory_bytes / 2**30:,.1f} GiB against "
+            f"{e.available_bytes / 2**30:,.1f} GiB available; it is played, sampled and "
+            "searched through its rules")
+  if e.counted is not None:
+    size = f" (counted {e.counted:,} before stopping)"
+  else:
+    over = e.log10_histories - math.log10(max(e.limit, 1))
+    times = f"{10 ** over:,.1f}" if over < 6 else format_count(over)
+    how = f" ({e.detail})" if e.detail else ""
+    size = (f": about {format_count(e.log10_histories)} histories{how}, {times} times the "
+            "limit, refused before enumerating")
+  return (f"{game}not enumerable within {e.limit:,} histories{size}; pass --max-histories N "
+          "to raise the limit")
+
+
+def format_duration(seconds: float) -> str:
+  """``"45s"``, ``"3m12s"``, ``"2h05m"``: a duration to the second (minute above an hour)."""
+  seconds = max(0, int(round(seconds)))
+  if seconds < 60:
+    return f"{seconds}s"
+  if seconds < 3600:
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+  return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def rate_and_eta(done: float, seconds: float, unit: str, remaining: float | None = None,
+                 remaining_seconds: float | None = None) -> str:
+  """``"  123 it/s  ETA 3m12s"``: the rate of ``done`` units in ``seconds`` and, where the
+  total is known (``remaining`` units, or a time budget with ``remaining_seconds`` left; the
+  sooner end when both), the time left at that rate; ``""`` before any unit is done."""
+  if done <= 0 or seconds <= 0:
+    return ""
+  rate = done / seconds
+  shown = f"{rate:.3g}" if rate < 1000 else f"{rate:,.0f}"
+  etas = [] if remaining is None else [max(remaining, 0) / rate]
+  if remaining_seconds is not None:
+    etas.append(max(remaining_seconds, 0.0))
+  return f"  {shown} {unit}/s" + (f"  ETA {format_duration(min(etas))}" if etas else "")
 
 
 def check_positive(args, *names: str) -> None:
@@ -66,6 +108,15 @@ def clipped_interval(center: float, half_width: float, lo: float = 0.0,
   """``[center - half_width, center + half_width]`` clipped to ``[lo, hi]``, the range of the
   quantity (a probability's ``[0, 1]`` by default)."""
   return [max(lo, center - half_width), min(hi, center + half_width)]
+
+
+def device_info() -> dict:
+  """``{"backend", "device", "device_count"}`` of the JAX devices this process runs on (the
+  first device's kind names them)."""
+  import jax
+  devices = jax.devices()
+  return {"backend": jax.default_backend(), "device": devices[0].device_kind,
+          "device_count": len(devices)}
 
 
 def load_game(text: str, max_histories: int = MAX_HISTORIES):

@@ -50,12 +50,17 @@ def run(args) -> int:
   from jaxgt.evaluation import construct
   from jaxgt.solving import mbb
 
+  from jaxgt.cli.compiling import Compiling
+  compiled = Compiling(f"the search of {spec} (with the first information state)", info)
+
   def progress(i, seed, exploitability):
+    compiled.done()
     m = mbb(g, exploitability)
     print(f"  seed {seed}: exploitability {exploitability:.6g}"
           + (f" ({m:.3f} mbb/h)" if m is not None else ""), file=info, flush=True)
 
   def on_state(done, total):  # about ten reports per seed, on stderr
+    compiled.done()
     if done == total or done % -(-total // 10) == 0:
       print(f"    {done}/{total} information states", file=sys.stderr, flush=True)
 

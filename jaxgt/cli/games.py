@@ -16,8 +16,8 @@ import math
 import sys
 import time
 
-from jaxgt.cli.common import (MAX_HISTORIES, add_max_histories, check_positive, cli_message,
-                              print_json)
+from jaxgt.cli.common import (MAX_HISTORIES, add_max_histories, check_positive, device_info,
+                              print_json, size_message)
 from jaxgt.games.size import format_count
 
 EXAMPLES_SHOWN = 10
@@ -68,8 +68,8 @@ def _show(value) -> str:
 
 
 def _estimate(game, max_histories: int):
-  """``(estimate dict or None, reason or None)``: the size estimate and, where it says the game
-  is too large to enumerate here, why (the same refusal rule as
+  """``(estimate dict or None, GameTooLargeError or None)``: the size estimate and, where it
+  says the game is too large to enumerate here, why (the same refusal rule as
   :func:`jaxgt.compile_game`'s)."""
   from jaxgt.core.expand import bytes_per_history, check_size
   from jaxgt.core.playout import estimate_size
@@ -94,11 +94,13 @@ def _estimate(game, max_histories: int):
     try:
       check_size(game, est, max_histories, REFUSE_FACTOR)
     except GameTooLargeError as e:
-      return out, str(e)
+      return out, e
   elif est.log10_histories > math.log10(REFUSE_FACTOR * max_histories):
-    return out, (f"{game.game_string()}: about {format_count(est.log10_histories)} histories "
-                 f"(random-path estimate over {est.paths:,} paths), over "
-                 f"max_histories={max_histories:,}")
+    return out, GameTooLargeError(
+        f"{game.game_string()}: about {format_count(est.log10_histories)} histories "
+        f"(random-path estimate over {est.paths:,} paths), over max_histories={max_histories:,}",
+        game=game.game_string(), limit=max_histories, log10_histories=est.log10_histories,
+        detail=f"random-path estimate over {est.paths:,} paths")
   return out, None
 
 
@@ -109,25 +111,35 @@ def info(text: str, max_histories: int = MAX_HISTORIES, *, progress: bool = Fals
   from jaxgt.games.size import GameTooLargeError
   t0 = time.perf_counter()
   doc = {"game": text, "openspiel": None, "enumerable": False, "rules": None,
-         "actions": None, "max_histories": max_histories, "estimate": None, "reason": None,
-         "sizes": None}
+         "actions": None, "max_histories": max_histories, "over_limit": False, "estimate": None,
+         "reason": None, "sizes": None}
+
+  def refused(e):
+    doc.update(reason=size_message(e), over_limit=e.memory_bytes is None)
+
   try:
     game = make_from_string(text, max_histories)
   except GameTooLargeError as e:  # an OpenSpiel import counts its histories first
-    doc.update(rules="openspiel", openspiel=_openspiel_string(text), reason=str(e),
+    refused(e)
+    doc.update(rules="openspiel", openspiel=_openspiel_string(text),
                seconds=round(time.perf_counter() - t0, 3))
+    if e.counted is not None:
+      doc["estimate"] = {"log10_histories": math.log10(e.counted), "histories": e.counted,
+                         "exact": False, "at_least": True}
     return doc
   from jaxgt.games.device import DeviceGame
   doc.update(game=game.game_string(), openspiel=game.openspiel_game_string(),
              rules="device" if isinstance(game, DeviceGame) else
              "openspiel" if text.strip().startswith("openspiel:") else "python",
              actions=int(game.num_actions))
-  doc["estimate"], doc["reason"] = _estimate(game, max_histories)
-  if doc["reason"] is None:
+  doc["estimate"], error = _estimate(game, max_histories)
+  if error is not None:
+    refused(error)
+  else:
     try:
       g = compile_game(game, max_histories=max_histories, progress=progress)
     except GameTooLargeError as e:
-      doc["reason"] = str(e)
+      refused(e)
     else:
       doc.update(enumerable=True, sizes=g.sizes(),
                  enumeration_seconds=round(g.enumeration_seconds, 3), memory_bytes=int(g.nbytes),
@@ -149,9 +161,8 @@ def _openspiel_string(text: str) -> str:
 def cmd_info(args) -> int:
   check_positive(args, "max_histories")
   doc = info(args.game, args.max_histories, progress=not args.json)
-  if doc["reason"] is not None:
-    doc["reason"] = cli_message(doc["reason"])
   doc["units"] = {"seconds": "seconds", "enumeration_seconds": "seconds", "memory_bytes": "bytes"}
+  doc.update(device_info())
   if args.json:
     print_json(doc)
     return 0
@@ -167,7 +178,9 @@ def cmd_info(args) -> int:
     print("enumerable      yes")
   else:
     est = doc["estimate"]
-    if est is not None:
+    if est is not None and est.get("at_least"):
+      print(f"histories       more than {est['histories'] - 1:,} (counting stopped at the limit)")
+    elif est is not None:
       how = ("counted" if est["exact"] else
              f"random-path estimate over {est['paths']:,} paths, {est['seconds']:.1f} s")
       print(f"histories       ~{format_count(est['log10_histories'])} ({how})")
@@ -175,6 +188,7 @@ def cmd_info(args) -> int:
       print(f"actions         {doc['actions']}")
     print(f"enumerable      no: {doc['reason']}")
   print(f"openspiel       {doc['openspiel'] or '-'}")
+  print(f"device          {doc['device']} ({doc['backend']} x{doc['device_count']})")
   return 0
 
 

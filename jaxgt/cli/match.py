@@ -70,7 +70,13 @@ def run(args) -> int:
       print(f"  {spec}: {agent.memory_bytes() / 2**20:.1f} MiB of search state per match "
             "served at once", file=info)
 
+  from jaxgt.cli.compiling import Compiling
+  compiled = Compiling(f"the match program (with the first {plural(block, 'match')})",
+                       sys.stderr) if traced else None
+
   def progress(done, total):
+    if compiled is not None:
+      compiled.done()
     print(f"  {done}/{total} matches", file=sys.stderr, flush=True)
 
   res = match_lib.play(g, agents[0], agents[1], n, jax.random.key(args.seed),

@@ -8,14 +8,17 @@ solver's default as the factory states it; an unset flag keeps that default.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import pathlib
 import sys
 
 from jaxgt.agents.spec_grammar import params_from, show
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
-                              load_game, print_json)
-from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, hyperparameters,
-                           solve)
+                              check_writable_dir, load_game, print_json, rate_and_eta)
+from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, Evaluation,
+                           hyperparameters, solve)
+from jaxgt.solvers import saved_state as solve_checkpoint
 from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
 
 # what each hyperparameter means (the flags' help; names, types and defaults are the factories')
@@ -89,6 +92,14 @@ def add_parser(sub) -> None:
                       f"only; trajectories = iterations x batch; default {SAMPLING_BATCH})")
   p.add_argument("--save", metavar="POLICY", help="save the solver's policy (.npz)")
   p.add_argument("--plot", metavar="PNG", help="plot exploitability versus iteration")
+  p.add_argument("--checkpoint", metavar="DIR",
+                 help=f"save the solver state to DIR/{solve_checkpoint.FILE} at the end (and "
+                      "every --checkpoint-every iterations)")
+  p.add_argument("--checkpoint-every", type=int, metavar="N",
+                 help="also save the solver state every N iterations (needs --checkpoint)")
+  p.add_argument("--resume", action="store_true",
+                 help="continue the run saved in --checkpoint DIR up to --iterations in total "
+                      "(same game, solver and flags; the result equals the uninterrupted run's)")
   p.add_argument("--json", action="store_true",
                  help="print one JSON object (the progress lines go to stderr)")
   add_max_histories(p)
@@ -144,19 +155,49 @@ def run(args) -> int:
     raise ValueError("--simultaneous and --alternating exclude each other")
   kw = solver_kwargs(args)
   check_writable({"--save": args.save, "--plot": args.plot})
+  if sampling:
+    kw.update(seed=seed, batch=batch)
+  else:
+    kw["alternating"] = False if args.simultaneous else (True if args.alternating else None)
+  settings = run_settings(args, kw)
+  earlier = check_checkpoint(args, settings)
   g = load_game(args.game, args.max_histories)
   info = sys.stderr if args.json else sys.stdout
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
         f"information states {g.tree.num_infostates[0]}/{g.tree.num_infostates[1]}", file=info,
         flush=True)
-  if sampling:
-    kw.update(seed=seed, batch=batch)
-  else:
-    kw["alternating"] = False if args.simultaneous else (True if args.alternating else None)
+  evaluations = []  # the run's evaluations (a resumed run's from its start), elapsed since then
+  offset = 0.0
+  extra = {}
+  if args.checkpoint:
+    extra = checkpointing(args, g, settings, earlier, evaluations)
+    if earlier is not None:
+      if (earlier["game"], earlier["fingerprint"]) != (g.name, g.fingerprint):
+        raise ValueError(f"--resume: {args.checkpoint} holds a solve of {earlier['game']}, not "
+                         f"of {g.name}")
+      evaluations.extend(Evaluation(**e) for e in earlier["evaluations"])
+      offset = earlier["solve_seconds"]
+      print(f"resuming from iteration {earlier['iterations']} of {args.checkpoint}", file=info,
+            flush=True)
   from jaxgt.solving import format_evaluation, format_mbb, mbb
+
+  start = 0 if earlier is None else earlier["iterations"]
+  unit = "steps" if sampling else "it"
+
+  def progress(e):
+    rate = rate_and_eta(e.iteration - start, e.elapsed, unit,
+                        None if args.target is not None else args.iterations - e.iteration)
+    e = dataclasses.replace(e, elapsed=e.elapsed + offset)
+    evaluations.append(e)
+    print(format_evaluation(g, e) + rate, file=info, flush=True)
+
+  from jaxgt.cli.compiling import Compiling
+  compiled = Compiling(f"{args.solver} and the exact evaluation for {g.name}", info)
   res = solve(g, args.solver, iterations=args.iterations, eval_every=args.eval_every,
               dtype=args.dtype, last_iterate=args.last_iterate, target=args.target,
-              progress=lambda e: print(format_evaluation(g, e), file=info, flush=True), **kw)
+              progress=progress, on_compiled=compiled.done, **kw, **extra)
+  res = dataclasses.replace(res, evaluations=list(evaluations),
+                            solve_seconds=res.solve_seconds + offset)
   m = mbb(g, res.exploitability)
   if args.save:
     res.policy.save(args.save)
@@ -164,7 +205,10 @@ def run(args) -> int:
     from jaxgt.solving import plot_curve
     plot_curve(res.evaluations, args.plot, title=f"{g.name} {args.solver}")
   if args.json:
-    print_json(solve_document(g, args.solver, res, m, args.save, args.plot))
+    doc = solve_document(g, args.solver, res, m, args.save, args.plot)
+    doc.update(checkpoint=args.checkpoint,
+               resumed_from=None if earlier is None else earlier["iterations"])
+    print_json(doc)
     return 0
   mtxt = f" ({format_mbb(m)} mbb/h)" if m is not None else ""
   print(f"final: iterations {res.iterations}  exploitability {res.exploitability:.6e}{mtxt}  "
@@ -173,7 +217,75 @@ def run(args) -> int:
     print(f"saved policy to {args.save}")
   if args.plot:
     print(f"saved plot to {args.plot}")
+  if args.checkpoint:
+    print(f"saved the solver state to {pathlib.Path(args.checkpoint) / solve_checkpoint.FILE}")
   return 0
+
+
+def run_settings(args, kw: dict) -> dict:
+  """What a checkpoint must agree on to be continued: the solver, its hyperparameters (a
+  scheduled solver's planned iterations resolved), the dtype, the update order, seed and batch,
+  and the chunking (``--eval-every``, ``--checkpoint-every``)."""
+  hyper = {k: v for k, v in kw.items() if k in HYPERPARAMETERS or k in (
+      "compensated", "exact_ties", "alternating", "seed", "batch")}
+  if any(p.name == PLANNED for p in SOLVER_FLAGS[args.solver]):
+    hyper.setdefault(PLANNED, args.iterations)
+  return {"solver": args.solver, "dtype": args.dtype, "options": hyper,
+          "eval_every": args.eval_every, "checkpoint_every": args.checkpoint_every}
+
+
+def check_checkpoint(args, settings: dict) -> dict | None:
+  """Checks ``--checkpoint``/``--checkpoint-every``/``--resume`` before any work; returns the
+  checkpoint's meta when resuming (``ValueError`` for a folder that holds no solve checkpoint,
+  one of another solver or settings, or a run already past ``--iterations``)."""
+  if args.checkpoint is None:
+    for flag in ("checkpoint_every", "resume"):
+      if getattr(args, flag):
+        raise ValueError(f"--{flag.replace('_', '-')} needs --checkpoint DIR")
+    return None
+  check_positive(args, "checkpoint_every")
+  folder = check_writable_dir("--checkpoint", args.checkpoint)
+  path = folder / solve_checkpoint.FILE
+  if not args.resume:
+    if path.exists():
+      raise ValueError(f"--checkpoint {folder} already holds a solve checkpoint; pass --resume "
+                       "to continue it or choose another directory")
+    return None
+  if not path.exists():
+    raise ValueError(f"--resume: {folder} holds no solve checkpoint (no "
+                     f"{solve_checkpoint.FILE}); check the path, or drop --resume to start one")
+  meta = solve_checkpoint.read_meta(path)
+  if meta.get("settings") != settings:
+    stored = meta.get("settings") or {}
+    diff = sorted(k for k in set(stored) | set(settings) if stored.get(k) != settings.get(k))
+    said = "; ".join(f"{k} {stored.get(k)!r} there, {settings.get(k)!r} here" for k in diff)
+    raise ValueError(f"--resume: {path} was saved by another solve ({said}); pass the same "
+                     "solver and flags")
+  if meta["iterations"] >= args.iterations:
+    raise ValueError(f"--resume: the checkpoint is at iteration {meta['iterations']}; pass "
+                     f"--iterations above it (the run's total)")
+  return meta
+
+
+def checkpointing(args, g, settings: dict, earlier: dict | None, evaluations: list) -> dict:
+  """The :func:`jaxgt.solve` arguments that save the state to ``--checkpoint`` (and, resuming,
+  start from it)."""
+  folder = pathlib.Path(args.checkpoint)
+  path = folder / solve_checkpoint.FILE
+  offset = 0.0 if earlier is None else earlier["solve_seconds"]
+
+  def save(state):
+    folder.mkdir(parents=True, exist_ok=True)
+    solve_checkpoint.save(path, state, {
+        "game": g.name, "fingerprint": g.fingerprint, "settings": settings,
+        "iterations": int(state.iteration),
+        "evaluations": [dataclasses.asdict(e) for e in evaluations],
+        "solve_seconds": evaluations[-1].elapsed if evaluations else offset})
+
+  extra = {"on_checkpoint": save, "checkpoint_every": args.checkpoint_every or 0}
+  if earlier is not None:
+    extra["state"] = lambda fresh: solve_checkpoint.load_state(path, fresh)
+  return extra
 
 
 def solve_document(g, solver: str, res, mbb_per_hand, save, plot) -> dict:

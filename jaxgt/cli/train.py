@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pathlib
 import sys
+import time
 
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
-                              check_writable_dir, load_game, print_json)
+                              check_writable_dir, load_game, print_json, rate_and_eta)
 
 
 def add_parser(sub) -> None:
@@ -93,20 +94,33 @@ def run(args) -> int:
   info = sys.stderr if args.json else sys.stdout
   print(f"{g.name}: training into {out} ({'resuming' if args.resume else 'new run'}, "
         f"seed {args.seed})", file=info, flush=True)
-  last = {"line": None, "shown": None}
+  last = {"line": None, "shown": None, "first": None}
+  started = time.perf_counter()
+  from jaxgt.cli.compiling import Compiling
+  compiled = Compiling("the actors', query solver's and learner's programs (with the first "
+                       "iteration)", info)
 
   def show(line):
     last["line"] = line
+    now = time.perf_counter()
+    if last["first"] is None:  # the rate is measured from the first line (after compiling)
+      compiled.done()
+      last["first"] = (line["step"], now)
     shown = last["shown"]
     if ("exploitability" not in line and shown is not None
         and line["step"] // args.log_every == shown // args.log_every):
       return
     last["shown"] = line["step"]
     ex = f"  exploitability {line['exploitability']:.4g}" if "exploitability" in line else ""
+    step0, t0 = last["first"]
+    rate = rate_and_eta(
+        line["step"] - step0, now - t0, "steps",
+        None if args.steps is None else args.steps - line["step"],
+        None if args.minutes is None else 60.0 * args.minutes - (now - started))
     print(f"step {line['step']}  loss {line['loss']:.4g} (value {line['value_loss']:.4g}, "
           f"policy {line['policy_loss']:.4g})  replay {line['replay_size']}  queries "
           f"{line['query_size']}  searches/s {line['searches_per_s']:.3g}  queries/s "
-          f"{line['queries_per_s']:.3g}{ex}", file=info, flush=True)
+          f"{line['queries_per_s']:.3g}{ex}{rate}", file=info, flush=True)
 
   state = loop.train(g, cfg, out, steps=args.steps, minutes=args.minutes, seed=args.seed,
                      resume=args.resume, on_metrics=show, devices=args.devices)

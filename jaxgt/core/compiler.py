@@ -147,7 +147,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
     if len(states) > max_histories:
       raise GameTooLargeError(
           f"{game.game_string()}: more than {max_histories} histories "
-          f"(counted {len(states)} so far); pass max_histories=... to raise the limit")
+          f"(counted {len(states)} so far); pass max_histories=... to raise the limit",
+          game=game.game_string(), limit=int(max_histories), counted=len(states))
     if report is not None and h and not h % 4096 and time.perf_counter() >= next_report:
       now = time.perf_counter()
       next_report = now + progress_seconds

@@ -194,7 +194,11 @@ def check_size(game: DeviceGame, estimate: SizeEstimate, max_histories: int,
         f"{game.game_string()}: about {format_count(estimate.log10_histories)} histories "
         f"(random-path estimate over {estimate.paths:,} paths, {estimate.seconds:.1f}s), {why}; "
         "refused before enumerating. It is played, sampled and searched through its rules; "
-        "pass max_histories=... to raise the limit")
+        "pass max_histories=... to raise the limit", game=game.game_string(),
+        limit=int(max_histories), log10_histories=float(estimate.log10_histories),
+        detail=f"random-path estimate over {estimate.paths:,} paths, {estimate.seconds:.1f}s",
+        memory_bytes=None if over_limit else float(need),
+        available_bytes=None if over_limit else float(avail))
 
 
 def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
@@ -226,7 +230,8 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
       if offset + n > max_histories:
         raise GameTooLargeError(
             f"{game.game_string()}: more than {max_histories} histories (counted "
-            f"{offset + n} so far); pass max_histories=... to raise the limit")
+            f"{offset + n} so far); pass max_histories=... to raise the limit",
+            game=game.game_string(), limit=int(max_histories), counted=int(offset + n))
       p, mask, probs, ret, k0, k1, pk = (np.asarray(x) for x in _chunked(read, frontier, n))
       parent.append(lvl_parent), action.append(lvl_action), prob.append(lvl_prob)
 

@@ -27,6 +27,7 @@ from typing import Any
 from jaxgt.games import rules_check
 from jaxgt.games.base import CHANCE, PROB_ATOL, TERMINAL, Game
 from jaxgt.games.device import DeviceGame
+from jaxgt.games.size import GameTooLargeError
 
 CHECKS = ("players", "chance_probabilities", "legal_actions", "zero_sum",
           "perfect_recall", "public_states", "deterministic")
@@ -59,8 +60,9 @@ def _enumerate(game: Game, max_histories: int, tol: float):
   h = 0
   while h < len(states):
     if len(states) > max_histories:
-      raise ValueError(f"{name}: more than max_histories={max_histories} histories; "
-                       "pass max_histories=... to check a larger game")
+      raise GameTooLargeError(f"{name}: more than max_histories={max_histories} histories; "
+                              "pass max_histories=... to check a larger game", game=name,
+                              limit=int(max_histories), counted=len(states))
     s = states[h]
     states[h] = None
     p = game.current_player(s)

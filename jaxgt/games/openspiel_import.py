@@ -28,7 +28,7 @@ import sys
 from typing import Any
 
 from jaxgt.games.base import CHANCE, TERMINAL, Game, did_you_mean
-from jaxgt.games.size import openspiel_bounds, refuse_if_too_large
+from jaxgt.games.size import GameTooLargeError, openspiel_bounds, refuse_if_too_large
 
 _PREFIX = "openspiel:"
 _SIMULTANEOUS = -2   # pyspiel.PlayerId.SIMULTANEOUS
@@ -214,9 +214,10 @@ class OpenSpielGame(Game):
       s = stack.pop()
       n += 1
       if n > limit:
-        raise ValueError(
+        raise GameTooLargeError(
             f"{self.os_game}: more than max_histories={limit} histories (counted "
-            f"{n} before stopping); pass max_histories=... to raise the limit")
+            f"{n} before stopping); pass max_histories=... to raise the limit",
+            game=f"openspiel:{self.os_game}", limit=int(limit), counted=n)
       stack.extend(self._children(s))
     return n
 

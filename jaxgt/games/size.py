@@ -39,7 +39,24 @@ EARLY_MIN_LIMIT = 200_000
 
 
 class GameTooLargeError(ValueError):
-  """A game has (or is estimated to have) more histories than the limit allows."""
+  """A game has (or is estimated to have) more histories than the limit allows.
+
+  Besides the message, the fields say why, for callers that word their own advice (the
+  command line names its ``--max-histories`` flag): ``game`` (its string), ``limit`` (the
+  ``max_histories`` it was held to), ``counted`` (histories counted before enumeration
+  stopped, or ``None``), ``log10_histories`` (the random-path estimate that refused it, or
+  ``None``) with ``detail`` (how it was estimated, and the bounds the game states), and
+  ``memory_bytes``/``available_bytes`` when the estimate's memory, not the count, was over.
+  """
+
+  def __init__(self, message: str, *, game: str | None = None, limit: int | None = None,
+               counted: int | None = None, log10_histories: float | None = None,
+               detail: str | None = None, memory_bytes: float | None = None,
+               available_bytes: float | None = None):
+    super().__init__(message)
+    self.game, self.limit, self.counted = game, limit, counted
+    self.log10_histories, self.detail = log10_histories, detail
+    self.memory_bytes, self.available_bytes = memory_bytes, available_bytes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,8 +183,10 @@ def refuse_if_too_large(game, max_histories: int, *, bounds: dict | None = None,
   over = est.log10_histories - log_limit
   times = f"{10 ** over:,.1f}" if over < 6 else format_count(over)
   name = game.game_string() if hasattr(game, "game_string") else getattr(game, "name", "game")
+  detail = (f"estimated from {est.paths} random paths of up to {est.longest_path} actions in "
+            f"{est.seconds:.1f}s{stated}")
   raise GameTooLargeError(
-      f"{name}: about {format_count(est.log10_histories)} histories (estimated from "
-      f"{est.paths} random paths of up to {est.longest_path} actions in {est.seconds:.1f}s"
-      f"{stated}), {times} times the limit max_histories={max_histories}; "
-      "refused before enumerating. Pass max_histories=... to raise the limit")
+      f"{name}: about {format_count(est.log10_histories)} histories ({detail}), {times} times "
+      f"the limit max_histories={max_histories}; refused before enumerating. Pass "
+      "max_histories=... to raise the limit",
+      game=name, limit=int(max_histories), log10_histories=est.log10_histories, detail=detail)
