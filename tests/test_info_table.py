@@ -149,3 +149,27 @@ def test_a_contested_slot_goes_to_its_lowest_lane(M):
   batches = [(rng.integers(0, 60, (24, 2)).astype(np.int32), rng.random(24) < 0.9)
              for _ in range(4)]
   _check_against_dict(M // 2, batches)
+
+
+@pytest.mark.parametrize("density", [0.05, 0.3, 1.0])  # one chunk of asking lanes, or several
+def test_large_batches_insert_their_asking_lanes_in_chunks_like_a_dictionary(density):
+  rng = np.random.default_rng(int(density * 100))
+  batches = [(rng.integers(0, 400, (512, 2)).astype(np.int32), rng.random(512) < density)
+             for _ in range(3)]
+  rows_of, _ = _check_against_dict(300, batches)
+  assert len(rows_of) > 0
+
+
+def test_a_full_table_refuses_a_large_batch_of_one_new_key_at_once():
+  """Lanes sharing a new key that a full table refuses are all refused in the same round, so a
+  whole batch of them costs one probe chain, not one round per lane."""
+  t, first = it.insert(it.empty(16, 1), np.arange(16, dtype=np.int32)[:, None])
+  keys = np.concatenate([np.full((20000, 1), 99, np.int32),
+                         np.arange(100, 20100, dtype=np.int32)[:, None],
+                         np.arange(16, dtype=np.int32)[:, None]])
+  t2, rows = jax.jit(it.insert)(t, keys)
+  rows = np.asarray(rows)
+  assert int(t2.size) == 16 and int(t2.refused) == 40000
+  assert np.all(rows[:40000] == it.NO_ROW)
+  np.testing.assert_array_equal(rows[40000:], np.asarray(first))  # stored keys keep their rows
+  np.testing.assert_array_equal(it.host_keys(t2), it.host_keys(t))

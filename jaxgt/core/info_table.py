@@ -146,8 +146,6 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   """
   keys = _check_keys(table, keys)
   B = keys.shape[0]
-  M = table.slots.shape[0]
-  capacity = table.capacity
   pending = jnp.ones(B, bool) if mask is None else jnp.asarray(mask, bool)
   if B == 1:
     # One lane gets a second, masked-off one: XLA compiles a one-element scatter into the
@@ -155,6 +153,42 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
     table, row = insert(table, jnp.concatenate([keys, keys]),
                         jnp.concatenate([pending, jnp.zeros(1, bool)]))
     return table, row[:1]
+  if B < COMPACT_LANES:
+    return _insert_lanes(table, keys, pending)
+  # Typically few lanes ask (a trajectory's padding steps and the states its walk found are
+  # masked off): the asking lanes are gathered in lane order and inserted K = B / 8 at a time,
+  # so a probing round costs K lanes, not B. Earlier lanes go first (a contested slot still
+  # goes to the lowest lane, rows are still handed out in lane order).
+  K = -(-B // COMPACT_SPLIT)
+  n = jnp.sum(pending, dtype=jnp.int32)
+  chunks = -(-B // K)
+  (order,) = jnp.nonzero(pending, size=chunks * K, fill_value=B)
+
+  def cond(c):
+    return c[0] * K < n
+
+  def body(c):
+    i, table, rows = c
+    lane = lax.dynamic_slice_in_dim(order, i * K, K)
+    table, row = _insert_lanes(table, keys[jnp.minimum(lane, B - 1)], lane < B)
+    return i + 1, table, rows.at[lane].set(row, mode="drop")
+
+  _, table, rows = lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), table,
+                                               jnp.full(B, NO_ROW, jnp.int32)))
+  return table, rows
+
+
+# Batches of at least this many lanes insert their asking lanes in chunks (insert).
+COMPACT_LANES = 64
+# A chunk of asking lanes is this fraction of the batch's lanes (insert).
+COMPACT_SPLIT = 8
+
+
+def _insert_lanes(table: InfoTable, keys, pending) -> tuple[InfoTable, jax.Array]:
+  """:func:`insert` of keys ``[B, W]`` where ``pending [B]``, probing all ``B`` lanes."""
+  B = keys.shape[0]
+  M = table.slots.shape[0]
+  capacity = table.capacity
   start = key_hash(keys).astype(jnp.int32) & (M - 1)
   lanes = jnp.arange(B, dtype=jnp.int32)
   size0 = table.size
@@ -183,8 +217,11 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
     rank = jnp.cumsum(won, dtype=jnp.int32) - 1
     take = won & (rank < capacity - size)
     new_row = size + rank
-    refuse = won & ~take
     slots = slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")
+    # A free slot still free after the round means its winner was refused: rows ran out, so
+    # every lane that met a free slot and did not take it is refused now (not one lane per
+    # round: a full table meets whole batches of new keys).
+    refuse = free & ~take & (slots[slot] < 0)
     taker = taker.at[jnp.where(take, new_row - size0, B)].set(lanes, mode="drop")
     # A lane whose slot another lane claimed looks at it again next round (same key: found;
     # else it probes on). Slots outnumber rows twice, so a new key always meets a free slot.

@@ -132,7 +132,9 @@ def half_step(cfg, tree, regrets, cum, p: int, step, key, tables=None):
   avg = jnp.where(theirs[..., None], sig_t / prefix[..., None], 0.0)
   info = traj.infostate
   if not on_tree:  # the updated states enter their tables; refused ones (NO_INDEX) drop out
-    tables, info = insert_rows(src.tables, traj.player, traj.key, mine | theirs)
+    # The walk looked every state up in these tables: only the ones it did not find are new.
+    tables, new_rows = insert_rows(src.tables, traj.player, traj.key, (mine | theirs) & (info < 0))
+    info = jnp.where(info >= 0, info, new_rows)
     mine, theirs = mine & (info >= 0), theirs & (info >= 0)
     regret = jnp.where(mine[..., None], regret, 0.0)
     avg = jnp.where(theirs[..., None], avg, 0.0)
