@@ -14,6 +14,7 @@ import sys
 from jaxgt.agents.spec_grammar import params_from, show
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
                               load_game, print_json)
+from jaxgt.extras import require
 from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, hyperparameters,
                            solve)
 from jaxgt.solvers.mccfr import SAMPLING_SOLVERS
@@ -144,6 +145,8 @@ def run(args) -> int:
     raise ValueError("--simultaneous and --alternating exclude each other")
   kw = solver_kwargs(args)
   check_writable({"--save": args.save, "--plot": args.plot})
+  if args.plot:
+    require("plot", "--plot")
   g = load_game(args.game, args.max_histories)
   info = sys.stderr if args.json else sys.stdout
   print(f"solving {g.name} with {args.solver}: {g.tree.num_histories} histories, "
