@@ -57,7 +57,6 @@ import time
 import jax
 import jax.numpy as jnp
 
-import jaxgt
 from jaxgt.agents.base import Agent, PolicyAgent, RandomAgent
 from jaxgt.agents.device_search import DeviceSearchAgent
 from jaxgt.agents.ismcts_agent import ISMCTSAgent

@@ -282,8 +282,8 @@ def _exploitability(solver, tree, state, weights, current: bool):
 
 def plot_curve(evaluations, path: str, title: str = "") -> None:
   """Saves exploitability versus iteration (log-log) to a PNG."""
-  import matplotlib
-  matplotlib.use("Agg")
+  from jaxgt.extras import require
+  require("plot", "plotting").use("Agg")
   import matplotlib.pyplot as plt
   xs = [e.iteration for e in evaluations]
   ys = [max(e.exploitability, 1e-12) for e in evaluations]

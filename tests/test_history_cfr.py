@@ -8,7 +8,6 @@ import jaxgt
 from jaxgt.agents.resolving import _resolving_tree, resolving_capacity
 from jaxgt.games.base import TERMINAL
 from jaxgt.search import device_tree as dt
-from jaxgt.search import gtcfr as gt
 from jaxgt.search import regret_phase
 from jaxgt.search import history_cfr
 

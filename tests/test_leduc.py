@@ -8,7 +8,7 @@ import pytest
 
 from jaxgt.core import playout
 from jaxgt.core.compiler import compile_game
-from jaxgt.games import CHANCE, TERMINAL, make, make_from_string
+from jaxgt.games import CHANCE, TERMINAL, make_from_string
 from oracle_games import assert_same_compiled
 from oracle_games.leduc import LeducPoker as LeducOracle
 

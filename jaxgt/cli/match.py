@@ -9,6 +9,7 @@ import warnings
 from jaxgt.cli import agents as agents_cli
 from jaxgt.cli.common import (PAYOFF, PROBABILITY, add_max_histories, check_positive,
                               check_writable, clipped_interval, load_playable, plural, print_json)
+from jaxgt.extras import require
 
 
 def add_parser(sub) -> None:
@@ -50,6 +51,8 @@ def run(args) -> int:
     raise ValueError(f"--seed must be >= 0, got {args.seed}")
   check_positive(args, "max_histories")
   check_writable({"--log": args.log, "--plot": args.plot})
+  if args.plot:
+    require("plot", "--plot")
   info = sys.stderr if args.json else sys.stdout
   g = load_playable(args.game, args.max_histories)
   agents = [s.build(g) for s in specs]
@@ -137,8 +140,7 @@ def write_log(path, game, result, specs) -> int:
 
 def plot_running_mean(result, path, title: str) -> None:
   """Saves the running mean payoff of agent0 with its 95% interval against matches played."""
-  import matplotlib
-  matplotlib.use("Agg")
+  require("plot", "--plot").use("Agg")
   import matplotlib.pyplot as plt
   import numpy as np
   mean, ci = result.running()

@@ -16,6 +16,7 @@ import sys
 from jaxgt.agents.spec_grammar import params_from, show
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
                               check_writable_dir, load_game, print_json, rate_and_eta)
+from jaxgt.extras import require
 from jaxgt.solving import (DEFAULT_SOLVER, PLANNED, SAMPLING_BATCH, SOLVERS, Evaluation,
                            hyperparameters, solve)
 from jaxgt.solvers import saved_state as solve_checkpoint
@@ -155,6 +156,8 @@ def run(args) -> int:
     raise ValueError("--simultaneous and --alternating exclude each other")
   kw = solver_kwargs(args)
   check_writable({"--save": args.save, "--plot": args.plot})
+  if args.plot:
+    require("plot", "--plot")
   if sampling:
     kw.update(seed=seed, batch=batch)
   else:

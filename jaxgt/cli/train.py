@@ -9,6 +9,7 @@ import time
 
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
                               check_writable_dir, load_game, print_json, rate_and_eta)
+from jaxgt.extras import require
 
 
 def add_parser(sub) -> None:
@@ -78,6 +79,9 @@ def run(args) -> int:
   out = pathlib.Path(args.out)
   _check_out(out, args.resume)
   check_writable({"--plot": args.plot})
+  require("train", "jaxgt train")
+  if args.plot:
+    require("plot", "--plot")
   g = load_game(args.game, args.max_histories)
   if args.resume and (out / loop.CONFIG_FILE).exists():
     name, stored = loop.read_config(out)

@@ -192,8 +192,8 @@ class RoundRobinResult:
 
   def plot(self, path, title: str | None = None) -> None:
     """Heat map of the mean payoffs with ``mean ± ci95`` annotations, saved to ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")
+    from jaxgt.extras import require
+    require("plot", "plotting").use("Agg")
     import matplotlib.pyplot as plt
     n = len(self.names)
     lim = float(np.nanmax(np.abs(self.mean))) or 1.0

@@ -27,6 +27,7 @@ import os
 import sys
 from typing import Any
 
+from jaxgt.extras import require
 from jaxgt.games.base import CHANCE, TERMINAL, Game, did_you_mean
 from jaxgt.games.size import GameTooLargeError, openspiel_bounds, refuse_if_too_large
 
@@ -36,13 +37,9 @@ _TURN_BASED = "turn_based_simultaneous_game"
 
 
 def pyspiel_module():
-  """The ``pyspiel`` module; ``ImportError`` naming the package when it is missing."""
-  try:
-    import pyspiel
-  except ImportError as e:  # pragma: no cover - pyspiel is a test dependency
-    raise ImportError("OpenSpiel interop needs the open_spiel package (pip install open_spiel "
-                      "or 'jaxgt[test]')") from e
-  return pyspiel
+  """The ``pyspiel`` module; ``ImportError`` naming the ``openspiel`` extra when it is
+  missing."""
+  return require("openspiel", "OpenSpiel interop")
 
 
 def load_pyspiel_game(text: str):

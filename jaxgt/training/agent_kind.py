@@ -18,6 +18,7 @@ from jaxgt.agents.spec_grammar import Doc, params_from
 from jaxgt.agents.specs import DTYPE, AgentKind, register_agent
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.games.device import DeviceGame
+from jaxgt.extras import require
 from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training.agent import sog_agent
 
@@ -47,10 +48,12 @@ def sog(game: CompiledGame | DeviceGame, *, checkpoint: str, simulations: int = 
 
 
 def check_run_dir(checkpoint: str, **params) -> None:
-  """Raises ``ValueError`` unless ``checkpoint`` is a directory (before any game is loaded)."""
+  """Raises ``ValueError`` unless ``checkpoint`` is a directory, ``ImportError`` naming the
+  ``train`` extra without orbax-checkpoint (before any game is loaded)."""
   del params
   if not os.path.isdir(checkpoint):
     raise ValueError(f"no training run directory {checkpoint!r} (jaxgt train --out)")
+  require("train", "the sog agent (its checkpoint)")
 
 
 def register() -> AgentKind:

@@ -45,7 +45,8 @@ def network_metadata(model) -> dict:
 
 
 def _manager(directory, create: bool):
-  import orbax.checkpoint as ocp  # imported on use: orbax is heavy
+  from jaxgt.extras import require
+  ocp = require("train", "checkpoints")  # imported on use: orbax is heavy
   options = ocp.CheckpointManagerOptions(enable_async_checkpointing=False, create=create)
   return ocp, ocp.CheckpointManager(os.fspath(pathlib.Path(directory).absolute()),
                                     options=options)

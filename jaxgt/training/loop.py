@@ -39,6 +39,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxgt import sharding
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation import construct
+from jaxgt.extras import require
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import build_encoding
 from jaxgt.training import buffers, checkpoint, learner
@@ -259,6 +260,7 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
   docstring); ``on_metrics(line)`` sees every metrics line (the progress display).
   ``devices``: how many devices the actors and the learner shard over (default all; 1: no
   sharding; :meth:`Trainer.place`)."""
+  require("train", "training (its checkpoints)")
   out = pathlib.Path(out)
   n = jax.device_count() if devices is None else devices
   if not 1 <= n <= jax.device_count():
@@ -323,8 +325,7 @@ def read_metrics(out) -> list[dict]:
 
 def plot(out, path) -> None:
   """Exploitability vs learner steps of the run in ``out`` as an image ``path``."""
-  import matplotlib
-  matplotlib.use("Agg")
+  require("plot", "plotting").use("Agg")
   import matplotlib.pyplot as plt
   rows = [r for r in read_metrics(out) if "exploitability" in r]
   fig, ax = plt.subplots(figsize=(5, 3.5))
