@@ -38,7 +38,11 @@ ALLOWED = {
             "agents", "evaluation", "training", "bench_report"},
     "": {"games", "core", "policy", "solvers", "solving"},  # jaxgt/__init__.py: the public names
     "__main__": {"cli"},  # python -m jaxgt
+    "extras": set(),  # the optional dependencies (plain Python), importable from every layer
 }
+for _layer_name in ALLOWED:
+  if _layer_name != "extras":
+    ALLOWED[_layer_name] = ALLOWED[_layer_name] | {"extras"}
 
 
 def _modules(package: pathlib.Path) -> dict:
