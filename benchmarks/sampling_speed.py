@@ -24,7 +24,8 @@ trajectories/s at each of ``--device-batches`` against
 ``pyspiel.OutcomeSamplingMCCFRSolver`` on the same game
 (``game.openspiel_game_string()``; II-Goofspiel's point cards are worth
 ``0..N-1``, OpenSpiel's ``1..N``: the same tree with other payoffs), timed
-interleaved as above. OpenSpiel's solver keeps every information state it
+interleaved as above; each timing continues the run of the one before it, its state's
+buffers donated (no copy of the tables before a timing). OpenSpiel's solver keeps every information state it
 meets in a hash map (about 2.7 KB an iteration on hold'em), so it is built
 fresh for each row and times at most ``--peer-iterations`` iterations at a
 time. Reported: the ratio at the fastest batch, the rows the tables filled
@@ -47,6 +48,7 @@ import statistics
 import time
 
 import jax
+import jax.numpy as jnp
 
 import jaxgt
 from jaxgt.bench_report import add_pin_option, figure, missing_peer, pin_from_args
@@ -63,9 +65,14 @@ BENCH_QUICK = ["--games", "leduc_poker", "--kinds", "os", "--batches", "16,1024"
                "--device-batches", "1024", "--capacity", "65536", "--peer-iterations", "5000"]
 
 
-def _meter(run, state, per_step: int, warmup_steps: int = 1):
+def _meter(run, state, per_step: int, warmup_steps: int = 1, donate: bool = False):
   """``(compile s, meter)``: ``meter(seconds)`` times one call of at least ``seconds`` (the step
-  count grows on the first call and is kept) and returns units/s."""
+  count grows on the first call and is kept) and returns units/s. ``donate``: each call hands
+  its state's buffers to the next (``run`` is jitted with the state donated), so a timing
+  does not copy the state first (a device game's tables: hundreds of MB on the CPU)."""
+  if donate:  # its own buffers first (a fresh state may hold one array twice)
+    run = jax.jit(run, donate_argnums=0)
+    state = jax.tree_util.tree_map(jnp.copy, state)
   t0 = time.perf_counter()
   box = [jax.block_until_ready(run(state, warmup_steps)), 1]
   compile_s = time.perf_counter() - t0
@@ -176,7 +183,7 @@ def _device_rows(pyspiel, args, pinned: dict) -> None:
       solver = mccfr.outcome_sampling(batch=b)
       state = solver.init(rules, capacity=args.capacity)
       c, ours = _meter(lambda st, n, s=solver: s.run(rules, st, n, key), state, 2 * b,
-                       warmup_steps=0)
+                       warmup_steps=0, donate=True)
       if os_game is None:
         rate, ref, ratio = ours(args.seconds), None, None
       else:

@@ -34,7 +34,8 @@ Device games (``--device-games``, too large to enumerate: limit hold'em,
 Liar's Dice with two dice each, II-Goofspiel with 13 cards; with ``ismcts``
 among the solvers): ``ISMCTS(selection, batch).run(Rules(game), state, n, key,
 path=path)`` at each of ``--device-batches``, statistics in information-state
-tables of ``--capacity`` rows per player, from a match position reached by a
+tables of ``--capacity`` rows per player (the state's buffers donated from one timing to
+the next), from a match position reached by a
 few moves (:func:`match_position`: chance by its probabilities, players among
 their lowest legal actions that do not end the game; fixed seed), each
 simulation determinized by sampling a state of the searcher's information
@@ -204,7 +205,8 @@ def _device_rows(pyspiel, args, pinned: dict) -> None:
       for b in batches:
         cfg = ISMCTS(selection=selection, batch=b)
         state = cfg.init(rules, capacity=args.capacity)
-        c, ours = _meter(lambda st, n, s=cfg: s.run(rules, st, n, key, path=path), state, b)
+        c, ours = _meter(lambda st, n, s=cfg: s.run(rules, st, n, key, path=path), state, b,
+                         donate=True)
         if missing:
           rate, ref, ratio = ours(args.seconds), None, None
         else:

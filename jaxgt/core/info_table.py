@@ -120,6 +120,12 @@ def lookup(table: InfoTable, keys) -> jax.Array:
   return lax.while_loop(cond, body, init)[2]
 
 
+def _prefix_sum(flags):
+  """int32 ``[B]``: inclusive prefix sums of ``flags [B]`` (a log-depth scan: XLA's cumsum on
+  the CPU is a windowed reduction several times slower)."""
+  return lax.associative_scan(jnp.add, flags.astype(jnp.int32))
+
+
 def _first_lanes(wanted, M: int):
   """bool ``[B]``: whether each lane is the lowest one wanting its slot ``wanted [B]`` (``M``:
   none). Lanes sorted by slot cost ``O(B log B)`` whatever the capacity; when the lanes are
@@ -162,7 +168,9 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   K = -(-B // COMPACT_SPLIT)
   n = jnp.sum(pending, dtype=jnp.int32)
   chunks = -(-B // K)
-  (order,) = jnp.nonzero(pending, size=chunks * K, fill_value=B)
+  lanes = jnp.arange(B, dtype=jnp.int32)
+  order = jnp.full(chunks * K, B, jnp.int32).at[
+      jnp.where(pending, _prefix_sum(pending) - 1, chunks * K)].set(lanes, mode="drop")
 
   def cond(c):
     return c[0] * K < n
@@ -214,7 +222,7 @@ def _insert_lanes(table: InfoTable, keys, pending) -> tuple[InfoTable, jax.Array
     # A free slot goes to the lowest lane that wants it; winners take rows in lane order
     # while rows last, the others are refused.
     won = free & _first_lanes(jnp.where(free, slot, M), M)
-    rank = jnp.cumsum(won, dtype=jnp.int32) - 1
+    rank = _prefix_sum(won) - 1
     take = won & (rank < capacity - size)
     new_row = size + rank
     slots = slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")

@@ -202,12 +202,12 @@ class MCCFRSolver(SampledSolver):
 
   def add_regrets(self, regrets, instant, t, at=None):
     """Cumulative regrets ``[I, A]`` after the instantaneous ``instant`` of step ``t``: rows
-    ``[N, A]`` at information states ``at [N]``, or ``[I, A]`` when ``at`` is ``None``.
-    Regret matching's plain sum adds in place (a rule that rescales copies the table)."""
+    ``[N, A]`` at information states ``at [N]`` (rows out of range are dropped), or ``[I, A]``
+    when ``at`` is ``None``. Regret matching's plain sum adds in place (a rule that rescales copies the table)."""
     if at is not None:
       if type(self.regret_rule).update is RegretMatching.update:
-        return regrets.at[at].add(instant)
-      instant = jnp.zeros_like(regrets).at[at].add(instant)
+        return regrets.at[at].add(instant, mode="drop")
+      instant = jnp.zeros_like(regrets).at[at].add(instant, mode="drop")
     return self.regret_rule.update(regrets, instant, t, ())[0]
 
   def add_average(self, total, increment, t, at=None):
@@ -215,10 +215,11 @@ class MCCFRSolver(SampledSolver):
     as :meth:`add_regrets`), weighted by the averaging rule's scale-free coefficients; uniform
     averaging adds in place."""
     if type(self.averaging) is PowerAveraging and not self.averaging.exponent:
-      return total.at[at].add(increment) if at is not None else total + increment
+      return total.at[at].add(increment, mode="drop") if at is not None else total + increment
     a, b = self.averaging.coefficients(t, total.dtype)
     total = total * a
-    return total.at[at].add(b * increment) if at is not None else total + b * increment
+    return (total.at[at].add(b * increment, mode="drop") if at is not None
+            else total + b * increment)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -139,9 +139,11 @@ def half_step(cfg, tree, regrets, cum, p: int, step, key, tables=None):
     regret = jnp.where(mine[..., None], regret, 0.0)
     avg = jnp.where(theirs[..., None], avg, 0.0)
   regrets, cum = list(regrets), list(cum)
+  # Steps that update no row scatter out of range (dropped), not zeros into row 0: a device's
+  # atomic adds to one row serialise.
   regrets[p] = cfg.add_regrets(regrets[p], regret.reshape(-1, A), step,
-                               at=jnp.where(mine, info, 0).reshape(-1))
+                               at=jnp.where(mine, info, regrets[p].shape[0]).reshape(-1))
   cum[1 - p] = cfg.add_average(cum[1 - p], avg.reshape(-1, A), step,
-                               at=jnp.where(theirs, info, 0).reshape(-1))
+                               at=jnp.where(theirs, info, cum[1 - p].shape[0]).reshape(-1))
   return tuple(regrets), tuple(cum), tables
 

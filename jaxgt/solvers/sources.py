@@ -41,7 +41,7 @@ from jaxgt.core import info_table
 from jaxgt.core.game_tree import NO_INDEX, GameTree
 from jaxgt.core.tables import infostate_rows
 from jaxgt.games.base import TERMINAL
-from jaxgt.games.device import DeviceGame
+from jaxgt.games.device import DeviceGame, has_chance_sampler
 
 
 @struct.dataclass
@@ -212,6 +212,21 @@ class RulesSource:
       return jnp.zeros((jax.tree_util.tree_leaves(states)[0].shape[0], C), self.dtype)
     probs = jax.vmap(game.chance_probs)(states).astype(self.dtype)
     return jnp.pad(probs, ((0, 0), (0, C - probs.shape[1])))
+
+  @property
+  def chance_sampler(self) -> bool:
+    """Whether the game draws its chance outcomes itself (:func:`has_chance_sampler`): the walk
+    then never builds ``[B, C]`` chance weights."""
+    return has_chance_sampler(self.game)
+
+  def sample_chance(self, states, u):
+    """int32 ``[B]``: chance outcomes drawn by the game's sampler with uniforms ``u [B]``."""
+    return jax.vmap(self.game.sample_chance)(states, u).astype(jnp.int32)
+
+  def chance_prob(self, states, a):
+    """``[B]``: the chance probability of outcome ``a [B]`` at states ``[B]`` (0 off chance)."""
+    probs = jax.vmap(lambda s, k: self.game.chance_probs(s)[k])(states, a)
+    return probs.astype(self.dtype)
 
   def child(self, states, a):
     return jax.vmap(self.game.step)(states, a)

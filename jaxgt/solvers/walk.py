@@ -3,9 +3,11 @@
 Outcome-sampling MCCFR, OOS, ISMCTS and (Smooth) UCT all sample trajectories
 the same way: a batch of ``B`` positions walks down together, one depth
 step per iteration of a ``lax.fori_loop`` over the game's ``max_depth``;
-at each step chance draws from its probabilities and a decision draws
-from the algorithm's *sampling* distribution, with one uniform per
-trajectory and step (:func:`jaxgt.core.sampling.sample_cdf`). The
+at each step chance draws from its probabilities (a device game with its own
+sampler, :meth:`~jaxgt.games.device.DeviceGame.sample_chance`, draws with it:
+hold'em deals one of the cards left without 52-wide weights; outside targeted
+walks) and a decision draws from the algorithm's *sampling* distribution, with
+one uniform per trajectory and step (:func:`jaxgt.core.sampling.sample_cdf`). The
 algorithms differ only in the distribution at a decision (their *node
 policy*) and in what they do with the finished trajectories (their update).
 :func:`walk` is that loop; it returns a :class:`Trajectory`.
@@ -165,6 +167,17 @@ def with_chance(tree, node: Node, sample) -> jax.Array:
       sample.dtype), jnp.pad(sample, ((0, 0), (0, C - A))))
 
 
+def cumulative(weights):
+  """``[..., K]`` cumulative sums of ``weights [..., K]`` over the last axis. Wide axes (``K >=
+  8``, e.g. chance outcomes) multiply by a triangular matrix of ones at full precision: XLA's
+  CPU cumsum is a windowed reduction that costs far more than the product."""
+  K = weights.shape[-1]
+  if K < 8:
+    return jnp.cumsum(weights, axis=-1)
+  return jnp.matmul(weights, jnp.triu(jnp.ones((K, K), weights.dtype)),
+                    precision=lax.Precision.HIGHEST)
+
+
 def _take(x, a):
   return jnp.take_along_axis(x, a[:, None], axis=-1)[:, 0]
 
@@ -230,13 +243,16 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
     every = node_at(tree, jnp.arange(tree.num_histories, dtype=jnp.int32))
     table_live = every.decision | (every.player == CHANCE)  # [H]
     table_weights = with_chance(tree, every, policy.sample.astype(dtype))  # [H, C]
-    table_cdf = jnp.cumsum(table_weights, axis=-1)
+    table_cdf = cumulative(table_weights)
     targeting, A = False, policy.target.shape[-1]
   else:
     probe = jax.eval_shape(lambda h, c: policy(jnp.int32(0), src.node(h), c)[0], hs, carry)
     targeting, A = probe.on_target is not None, probe.target.shape[-1]
   if targeting != (targeted is not None):
     raise ValueError("targeted trajectories need a node policy with on_target, and vice versa")
+  # A device game with its own chance sampler draws chance outcomes with it: decisions sample
+  # from their [B, A] weights and no [B, C] chance weights are built (hold'em deals from 52).
+  sampled_chance = not on_tree and not targeting and src.chance_sampler
 
   # What each step keeps, packed (see _packing): (history, action, the carry it saw) and, with
   # targeting, the action's targeted probability. On a device game the carry it saw comes
@@ -261,15 +277,21 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
       if not on_tree:
         seen = (carry, (node.key, node.infostate))
       draw, carry = policy(t, node, carry)
-      weights = with_chance(src, node, draw.sample.astype(dtype))
       live = node.decision | (node.player == CHANCE)
+      if sampled_chance:
+        a = jnp.where(node.player == CHANCE, src.sample_chance(hs, uniforms[t]),
+                      sample_cdf(cumulative(draw.sample.astype(dtype)), uniforms[t]))
+      else:
+        weights = with_chance(src, node, draw.sample.astype(dtype))
       if targeting:
         base = weights
         restricted = jnp.where(draw.on_target, weights, 0.0)
         on_total = jnp.sum(restricted, axis=-1)
         weights = jnp.where((targeted & (on_total > 0))[:, None], restricted, weights)
-      cdf = jnp.cumsum(weights, axis=-1)
-    a = sample_cdf(cdf, uniforms[t])
+      if not sampled_chance:
+        cdf = cumulative(weights)
+    if table or not sampled_chance:
+      a = sample_cdf(cdf, uniforms[t])
     row = (hs, jnp.where(live, a, 0), seen)
     if targeting:
       # The targeted probability of the action here, where the restricted weights are at hand.
@@ -305,10 +327,17 @@ def walk(tree, policy, uniforms, *, start=None, carry=None,
         node = src.node(h, known)
       draw, _ = policy(step, node, carry_rows)
       on, player, infostate = node.decision | (node.player == CHANCE), node.player, node.infostate
-      weights = with_chance(src, node, draw.sample.astype(dtype))
       target, record, key = draw.target, draw.record, node.key
-      total = jnp.sum(weights, axis=-1)
-    sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
+      if sampled_chance:
+        weights = draw.sample.astype(dtype)
+        total = jnp.sum(weights, axis=-1)
+        decided = _take(weights, jnp.minimum(a, A - 1)) / jnp.where(total > 0, total, 1.0)
+        sample_p = jnp.where(player == CHANCE, src.chance_prob(h, a), decided)
+      else:
+        weights = with_chance(src, node, draw.sample.astype(dtype))
+        total = jnp.sum(weights, axis=-1)
+    if not sampled_chance:
+      sample_p = _take(weights, a) / jnp.where(total > 0, total, 1.0)
     target_p = jnp.where(player == CHANCE, sample_p,
                          _take(target.astype(dtype), jnp.minimum(a, A - 1)))
     return (on, jnp.where(on, player, NO_PLAYER), jnp.where(on, infostate, NO_INDEX),
