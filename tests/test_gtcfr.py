@@ -314,7 +314,8 @@ def test_batched_searches_equal_single_searches():
   g = jaxgt.load("kuhn_poker")
   pt = build_public_tree(g)
   src = dt.source_from_game(g)
-  cfg = gt.make_config(src, simulations=6, capacity=pt.num_public_states)
+  cfg = gt.make_config(src, simulations=6)
+  assert cfg.capacity == pt.num_public_states
   ev = evaluators.exact(src)
   roots = [0] + [int(s) for s in np.flatnonzero(~pt.terminal_public & (pt.depth == 2))[:2]]
   rng = np.random.default_rng(0)
@@ -338,7 +339,8 @@ def test_evaluator_state_is_data_not_a_recompilation():
   equal the exact evaluator's values scaled likewise)."""
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
-  cfg = gt.make_config(src, simulations=2)
+  # the exact evaluator's search: the program of test_batched_searches' single searches
+  cfg = gt.make_config(src, simulations=6)
   exact = evaluators.exact(src)
 
   def apply(state, leaves):
@@ -463,7 +465,7 @@ def test_virtual_loss_is_inert_with_one_simulation_per_phase():
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
   out = []
-  for vl in (0.0, 5.0):
+  for vl in (1.0, 5.0):  # the default (the program of test_batched_searches' single searches)
     cfg = gt.make_config(src, simulations=6, virtual_loss=vl)
     out.append(gt.search(src, cfg, evaluators.exact(src), 0, gt.root_ranges(src, 0),
                          jax.random.PRNGKey(3)))
