@@ -82,10 +82,8 @@ def test_core_solvers_run_unchanged_on_subgame(solver_name):
   assert _root_value(res) == pytest.approx(-1 / 18, abs=5e-3)
 
 
-def _inner_batch():
-  """B = 3 fixed-range solves at Kuhn's first decision (all deals) in one vmapped call, on a
-  batch of trees: ``(game, public tree, root, solver, source, config, evaluator, tree, player
-  0's ranges [3, 3], player 1's [3, 3], padded ranges [3, 2, K], batched result)``."""
+def test_batched_solve_matches_one_by_one_at_inner_public_state():
+  """Subgame at Kuhn's first decision (all deals): B root ranges in one vmapped call."""
   g = jaxgt.load("kuhn_poker")
   pt = ptm.build_public_tree(g)
   root = int(pt.at_depth(2)[0])
@@ -102,22 +100,15 @@ def _inner_batch():
   ranges = np.stack([gt.root_ranges(src, root, (r0[b], r1[b])) for b in range(3)])
   trees = jax.tree_util.tree_map(lambda x: jnp.stack([x] * 3), tree)
   batch = gt.solve_tree(src, cfg, ev, trees, ranges, 1500)
-  return g, pt, root, solver, src, cfg, ev, tree, r0, r1, ranges, batch
-
-
-def test_batched_solve_at_inner_public_state():
-  """Subgame at Kuhn's first decision (all deals): B root ranges in one vmapped call, on a
-  batch of trees and on one shared tree, against the game value and the host-extracted
-  subgame. (The batch's rows against one-by-one solves run with -m slow;
-  test_gtcfr.test_gadget_player_and_switch_are_data checks a batch's rows against single
-  solves by default.)"""
-  g, pt, root, solver, src, cfg, ev, tree, r0, r1, ranges, batch = _inner_batch()
   vb = _root_value(batch, ranges)
   # One tree shared by the batch: the same solves.
   shared = gt.solve_tree(src, cfg, ev, tree, ranges, 1500)
   for a, b in zip(shared.policy + (shared.root_values,), batch.policy + (batch.root_values,)):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-15)
   assert vb[0] == pytest.approx(-1 / 18 / 9, abs=2e-4)
+  for b in (1, 2):
+    one = gt.solve_tree(src, cfg, ev, tree, ranges[b], 1500)
+    assert _root_value(one, ranges[b]) == pytest.approx(vb[b], abs=1e-9)
   # Reference for the other ranges: the full-depth subgame extracted on the host, plain CFR+.
   deep = sgm.extract(pt, root)
   dtree = deep.compiled.device_tree("float64")
@@ -126,15 +117,6 @@ def test_batched_solve_at_inner_public_state():
     s = solver.run(dtree, solver.init(dtree, weights=wd), 3000)
     ref = float(sf.expected_value(dtree, solver.average_policy(dtree, s), wd))
     assert vb[b] == pytest.approx(ref, abs=2e-3)
-
-
-@pytest.mark.slow
-def test_batched_solve_matches_one_by_one_at_inner_public_state():
-  g, pt, root, solver, src, cfg, ev, tree, r0, r1, ranges, batch = _inner_batch()
-  vb = _root_value(batch, ranges)
-  for b in range(3):
-    one = gt.solve_tree(src, cfg, ev, tree, ranges[b], 1500)
-    assert _root_value(one, ranges[b]) == pytest.approx(vb[b], abs=1e-9)
 
 
 def test_bad_inputs():
