@@ -116,7 +116,9 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   assert solver.alternating
   cfg = gt.make_config(src, simulations=1, capacity=cap, solver=solver)
   full = _grow(src, cap, 0)
-  res = gt.solve_tree(src, cfg, evaluators.exact(src), full, gt.root_ranges(src, 0), 50)
+  # the depth-limited solve's evaluator (below): a full tree has no leaves, one program serves
+  ev = evaluators.exact(src, solver=solver)
+  res = gt.solve_tree(src, cfg, ev, full, gt.root_ranges(src, 0), 50)
   gtree = g.device_tree("float64")
   avg = solver.average_policy(gtree, solver.run(gtree, solver.init(gtree), 50))
   sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
@@ -129,7 +131,7 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
   # Depth-limited with exact leaves (the continuation solved by the same alternating CFR+, one
   # query per iteration): the reference depth-limited solve on the CFR engine.
-  _check_depth_limited(g, src, cfg, evaluators.exact(src, solver=solver), solver, 4, 50)
+  _check_depth_limited(g, src, cfg, ev, solver, 4, 50)
 
 
 @pytest.mark.slow
