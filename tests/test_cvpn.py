@@ -149,7 +149,10 @@ def _adapter(enc, g, fn):
   return ge.pbs_evaluator(dt.source_from_game(g), enc, lambda state, pbs: (fn(pbs), None))
 
 
-@pytest.mark.parametrize("name,depth", [("kuhn_poker", 4), ("leduc_poker", 4)])
+# Leduc with -m slow; by default the adapter runs on Leduc in test_network_as_leaf_evaluator and
+# test_factored_form.test_network_adapter_equals_the_compiled_games
+@pytest.mark.parametrize("name,depth", [("kuhn_poker", 4),
+                                        pytest.param("leduc_poker", 4, marks=pytest.mark.slow)])
 def test_oracle_cfvs_through_adapter_reproduce_continuation(name, depth):
   """Exact CFVs of a continuation profile through the network adapter == the exact
   continuation evaluator (:func:`jaxgt.search.evaluator.continuation`)."""

@@ -116,7 +116,9 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   assert solver.alternating
   cfg = gt.make_config(src, simulations=1, capacity=cap, solver=solver)
   full = _grow(src, cap, 0)
-  res = gt.solve_tree(src, cfg, evaluators.exact(src), full, gt.root_ranges(src, 0), 50)
+  # the depth-limited solve's evaluator (below): a full tree has no leaves, one program serves
+  ev = evaluators.exact(src, solver=solver)
+  res = gt.solve_tree(src, cfg, ev, full, gt.root_ranges(src, 0), 50)
   gtree = g.device_tree("float64")
   avg = solver.average_policy(gtree, solver.run(gtree, solver.init(gtree), 50))
   sim = jaxgt.cfr_plus(alternating=False, dtype="float64")
@@ -129,7 +131,7 @@ def test_kuhn_full_tree_alternating_is_the_engines_alternating_cfr_plus():
   assert np.abs(other[0] - other[1]).max() > 1e-6  # not the simultaneous result
   # Depth-limited with exact leaves (the continuation solved by the same alternating CFR+, one
   # query per iteration): the reference depth-limited solve on the CFR engine.
-  _check_depth_limited(g, src, cfg, evaluators.exact(src, solver=solver), solver, 4, 50)
+  _check_depth_limited(g, src, cfg, ev, solver, 4, 50)
 
 
 @pytest.mark.slow
@@ -314,7 +316,8 @@ def test_batched_searches_equal_single_searches():
   g = jaxgt.load("kuhn_poker")
   pt = build_public_tree(g)
   src = dt.source_from_game(g)
-  cfg = gt.make_config(src, simulations=6, capacity=pt.num_public_states)
+  cfg = gt.make_config(src, simulations=6)
+  assert cfg.capacity == pt.num_public_states
   ev = evaluators.exact(src)
   roots = [0] + [int(s) for s in np.flatnonzero(~pt.terminal_public & (pt.depth == 2))[:2]]
   rng = np.random.default_rng(0)
@@ -338,7 +341,8 @@ def test_evaluator_state_is_data_not_a_recompilation():
   equal the exact evaluator's values scaled likewise)."""
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
-  cfg = gt.make_config(src, simulations=2)
+  # the exact evaluator's search: the program of test_batched_searches' single searches
+  cfg = gt.make_config(src, simulations=6)
   exact = evaluators.exact(src)
 
   def apply(state, leaves):
@@ -463,7 +467,7 @@ def test_virtual_loss_is_inert_with_one_simulation_per_phase():
   g = jaxgt.load("kuhn_poker")
   src = dt.source_from_game(g)
   out = []
-  for vl in (0.0, 5.0):
+  for vl in (1.0, 5.0):  # the default (the program of test_batched_searches' single searches)
     cfg = gt.make_config(src, simulations=6, virtual_loss=vl)
     out.append(gt.search(src, cfg, evaluators.exact(src), 0, gt.root_ranges(src, 0),
                          jax.random.PRNGKey(3)))

@@ -90,15 +90,29 @@ def test_gadget_safety_leduc():
     assert new <= old + 1e-5, (ps, old, new)
 
 
-def test_fixed_range_solve_and_batch():
+def test_fixed_range_solve_and_equilibrium_resolve():
   """With fixed ranges the solve at Kuhn's root keeps the game value (-1/18, the independent
-  reference); a batch of gadget re-solves (different summaries) in one vmapped call matches
-  the one-by-one re-solves; re-solving at an equilibrium's summary keeps the opponent's
-  values."""
+  reference); re-solving at an equilibrium's summary keeps the opponent's values. (A batch of
+  gadget re-solves in one vmapped call against the one-by-one re-solves runs with -m slow;
+  test_gtcfr.test_gadget_player_and_switch_are_data checks a batch of gadget re-solves against
+  the single re-solves by default.)"""
   g, tree, solver, eq = _blueprint("kuhn_poker", 3000)
   res = subgame.solve(g, 0, iterations=1000, depth_limit=3, ranges=([1.0], [1.0]))
   comp = subgame.to_full_policy(res, eq)
   assert float(sf.expected_value(tree, comp)) == pytest.approx(-1 / 18, abs=2e-3)
+  # At player 1's public state after a bet.
+  ps = 4
+  s1 = subgame.summary_from_policy(g, ps, 1, eq)
+  one = subgame.solve(g, ps, iterations=1000, summary=s1, solver=solver)
+  after = subgame.summary_from_policy(g, ps, 1, _swap_in(one, eq, 1), best_response=False)
+  np.testing.assert_allclose(after.opp_values, s1.opp_values, atol=2e-3)
+
+
+@pytest.mark.slow
+def test_batched_gadget_resolves_equal_one_by_one():
+  """A batch of gadget re-solves (different summaries) in one vmapped call matches the
+  one-by-one re-solves."""
+  g, tree, solver, eq = _blueprint("kuhn_poker", 3000)
   # Batched gadget re-solves at player 1's public state after a bet.
   ps = 4
   src = dt.source_from_game(g)
@@ -123,9 +137,6 @@ def test_fixed_range_solve_and_batch():
     one = subgame.solve(g, ps, iterations=300, summary=s, alpha=0.5, solver=solver)
     np.testing.assert_allclose(np.asarray(batch.policy[1][b]), np.asarray(one.policy[1]),
                                atol=1e-9)
-  one = subgame.solve(g, ps, iterations=1000, summary=s1, solver=solver)
-  after = subgame.summary_from_policy(g, ps, 1, _swap_in(one, eq, 1), best_response=False)
-  np.testing.assert_allclose(after.opp_values, s1.opp_values, atol=2e-3)
 
 
 def test_value_averaging_does_not_change_the_resolve():
