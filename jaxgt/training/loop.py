@@ -17,7 +17,9 @@ queries/s, the share of time per part, the TD(1) counts ``td1_sampled`` (decisio
 back for an outcome target) and ``td1_added`` (rows written at their game's end), and
 ``exploitability`` of the current SoG policy every ``eval_every`` learner steps, exact:
 :func:`jaxgt.evaluation.construct.evaluate` of
-``SoG(eval_simulations, 1)``), ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
+``SoG(eval_simulations, 1)``; a device game played through its rules has no exact
+exploitability: its lines say ``"evaluation": "skipped"``, :mod:`jaxgt.training.device_loop`),
+``checkpoints/<step>`` (orbax, every ``checkpoint_every``
 learner steps and at the end).
 """
 
@@ -39,6 +41,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxgt import sharding
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation import construct
+from jaxgt.games.device import DeviceGame
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import build_encoding
 from jaxgt.training import buffers, checkpoint, learner
@@ -73,6 +76,7 @@ class Trainer:
 
   game: CompiledGame
   config: TrainConfig
+  evaluates = True  # the periodic evaluation computes the exact exploitability
 
   def __post_init__(self):
     model = CVPN(build_encoding(self.game), hidden=self.config.hidden,
@@ -187,16 +191,27 @@ class Trainer:
 
 
 @functools.lru_cache(maxsize=4)
-def trainer_for(game: CompiledGame, config: TrainConfig) -> Trainer:
-  """The cached :class:`Trainer` of ``(game, config)`` (runs in one process share compilations)."""
+def trainer_for(game, config: TrainConfig) -> Trainer:
+  """The cached :class:`Trainer` of ``(game, config)`` (runs in one process share compilations):
+  a compiled game's, or a device game's played through its rules
+  (:class:`jaxgt.training.device_loop.DeviceTrainer`)."""
+  if isinstance(game, DeviceGame):
+    from jaxgt.training.device_loop import DeviceTrainer
+    return DeviceTrainer(game, config)
   return Trainer(game, config)
+
+
+def game_label(game) -> str:
+  """The name a run directory gives its game: a compiled game's name, a device game's game
+  string."""
+  return game.game_string() if isinstance(game, DeviceGame) else game.name
 
 
 # ------------------------------------------------------------------ run directories
 def write_config(out: pathlib.Path, game: CompiledGame, config: TrainConfig) -> None:
   out.mkdir(parents=True, exist_ok=True)
-  (out / CONFIG_FILE).write_text(json.dumps({"game": game.name, "config": config.to_json()},
-                                            indent=1))
+  (out / CONFIG_FILE).write_text(json.dumps({"game": game_label(game),
+                                             "config": config.to_json()}, indent=1))
 
 
 def read_config(out: pathlib.Path) -> tuple[str, TrainConfig]:
@@ -254,7 +269,8 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
           minutes: float | None = None, seed: int = 0, resume: bool = False,
           on_metrics: Callable[[dict], None] | None = None,
           devices: int | None = None) -> TrainState:
-  """Runs (or with ``resume`` continues) a training run in ``out`` until ``steps`` learner
+  """Runs (or with ``resume`` continues) a training run of ``game`` (compiled, or a device game
+  played through its rules: :mod:`jaxgt.training.device_loop`) in ``out`` until ``steps`` learner
   steps in total or ``minutes`` of wall time in this call, whichever comes first (module
   docstring); ``on_metrics(line)`` sees every metrics line (the progress display).
   ``devices``: how many devices the actors and the learner shard over (default all; 1: no
@@ -300,7 +316,10 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
       for k in ("time_actors", "time_solver", "time_learner"):
         line["share_" + k[5:]] = metrics[k] / max(part, 1e-9)
       every = config.eval_every
-      if every and (step // every != prev // every or last_eval is None):
+      if not trainer.evaluates:
+        from jaxgt.training.device_loop import EVALUATION
+        line["evaluation"] = EVALUATION
+      elif every and (step // every != prev // every or last_eval is None):
         line["exploitability"] = trainer.exploitability(state.learner.params, seed)
         last_eval = step
       if step // config.checkpoint_every != prev // config.checkpoint_every:
