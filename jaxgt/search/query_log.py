@@ -84,5 +84,6 @@ def offer(log: QueryLog, queried, public, ranges, t) -> QueryLog:
   node = jnp.concatenate([log.node, nodes])
   new_ranges = jnp.concatenate([log.ranges, ranges.astype(log.ranges.dtype)])
   iteration = jnp.concatenate([log.iteration, jnp.full(N, t, jnp.int32)])
-  return log.replace(public=pub[keep], node=node[keep], ranges=new_ranges[keep], iteration=iteration[keep],
-                     index=index[keep], priority=prio[keep], count=count)
+  return log.replace(public=pub[keep], node=node[keep], ranges=new_ranges[keep],
+                     iteration=iteration[keep], index=index[keep], priority=prio[keep],
+                     count=count)
