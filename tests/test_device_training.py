@@ -60,13 +60,15 @@ def test_query_targets_equal_the_closed_form_solution_of_a_small_pbs(kuhn_actors
   pbs = PBS(public=jax.tree_util.tree_map(lambda x: x[None], state),
             ranges=jnp.asarray(np.stack([r0, r1])[None], jnp.float32))
   params = cvpn.init(model, jax.random.PRNGKey(0))
-  ex, _ = solver.solve(params, pbs, jax.random.PRNGKey(3))
+  ex, res = solver.solve(params, pbs, jax.random.PRNGKey(3))
   want, best = _kuhn_pass_bet_values(r0, r1)
   np.testing.assert_allclose(np.asarray(ex.values[0]), want, atol=2e-3)
   assert np.all(np.asarray(ex.value_mask[0]))
   policy = np.asarray(ex.policy[0])  # [2, K, A]
   np.testing.assert_allclose(policy[0, np.arange(3), best], 1.0, atol=0.05)
   assert np.all(policy[1] == 0) and bool(ex.policy_mask[0])  # player 1 does not act there
+  # nothing below is valued by the network: no query logged
+  assert int(res.state.queries.count[0]) == 0 and np.all(np.asarray(res.state.queries.node) < 0)
 
 
 @pytest.mark.slow
