@@ -16,7 +16,7 @@ from jaxgt.nets.encoding import PBS
 from jaxgt.search import rules_source
 from jaxgt.training import device_run, loop
 from jaxgt.training.config import PRESETS, TrainConfig
-from jaxgt.training.device_loop import DeviceTrainer
+from jaxgt.training.loop import DeviceTrainer
 from jaxgt.training.device_selfplay import DeviceQuerySolver, DeviceSelfPlay
 
 
