@@ -211,7 +211,8 @@ def device_metadata(model, game: DeviceGame) -> dict:
   enc = model.encoding
   return {"game": game.game_string(), "network": "cvpn",
           "hidden": [int(h) for h in model.hidden], "embed_dim": int(model.embed_dim),
-          "k_max": int(enc.k_max), "num_actions": int(enc.num_actions), "feature_size": int(enc.feature_size)}
+          "k_max": int(enc.k_max), "num_actions": int(enc.num_actions),
+          "feature_size": int(enc.feature_size)}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
