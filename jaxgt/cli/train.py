@@ -21,8 +21,8 @@ def add_parser(sub) -> None:
       "root-anchored searches grown from the rules, no exploitability evaluation.")
   p.add_argument("game")
   group = p.add_mutually_exclusive_group()
-  group.add_argument("--preset", help="a named config: tiny, leduc, liars_dice (a game played through "
-                     "its rules), scotland_yard (default: leduc)")
+  group.add_argument("--preset", help="a named config: tiny, leduc, liars_dice (a game played "
+                     "through its rules), scotland_yard (default: leduc)")
   group.add_argument("--config", metavar="FILE", help="a JSON config (TrainConfig's fields; "
                      "unknown keys refused)")
   p.add_argument("--rules", action="store_true",
