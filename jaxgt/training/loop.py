@@ -163,7 +163,7 @@ class Trainer:
       actors, replay, queries, am = self.actors.step(params, actors, replay, queries,
                                                      jax.random.fold_in(k_act, j))
       td1 = {k: v + am[k] for k, v in td1.items()}
-    jax.block_until_ready(replay)
+    jax.block_until_ready((replay, queries, actors))  # actors on device games write no replay
     t1 = time.perf_counter()
     solved = state.solved
     for j in range(cfg.solver_steps):
