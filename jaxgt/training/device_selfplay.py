@@ -68,12 +68,16 @@ class DeviceActors:
 
 def logged_queries(result: gtcfr_search.SearchResult) -> tuple:
   """``(PBS [L], valid [L])``: a search's logged leaf queries as PBSs of the game (the queried
-  node's representative state, its normalised leaf ranges); one search (vmap for a batch)."""
+  node's representative state, its normalised leaf ranges); one search (vmap for a batch).
+  A query where a player's leaf reach is zero everywhere (no belief to solve for) is not
+  valid."""
   log = result.state.queries
   node = jnp.asarray(log.node)
   states = jax.tree_util.tree_map(lambda x: x[jnp.maximum(node, 0)],
                                   result.state.tree.keys.state)
-  return PBS(public=states, ranges=jnp.asarray(log.ranges, DTYPE)), node >= 0
+  ranges = jnp.asarray(log.ranges, DTYPE)
+  valid = (node >= 0) & jnp.all(jnp.sum(ranges, axis=-1) > 0, axis=-1)
+  return PBS(public=states, ranges=ranges), valid
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
