@@ -67,6 +67,23 @@ def test_p_td1_outside_the_unit_interval_refused_before_compiling(tmp_path, caps
   assert not (tmp_path / "r").exists()
 
 
+def test_training_through_the_rules_refuses_bad_input_before_compiling(tmp_path, capsys):
+  """--rules: a game whose public states do not factor, a capacity too small for a decision's
+  branch and an exploitability plot are refused, and no run directory is made."""
+  out = str(tmp_path / "r")
+  assert main(["train", "goofspiel(num_cards=3)", "--rules", "--steps", "1", "--out", out]) == 2
+  assert "factorisation" in _err(capsys)
+  cfg = tmp_path / "c.json"
+  cfg.write_text(json.dumps({"capacity": 3}))
+  assert main(["train", "kuhn_poker", "--rules", "--steps", "1", "--config", str(cfg), "--out",
+               out]) == 2
+  assert "use at least" in _err(capsys)
+  assert main(["train", "kuhn_poker", "--rules", "--steps", "1", "--preset", "tiny", "--out", out,
+               "--plot", str(tmp_path / "p.png")]) == 2
+  assert "has none" in _err(capsys)
+  assert not (tmp_path / "r").exists()
+
+
 def test_sog_spec_needs_a_run_directory(tmp_path, capsys):
   assert main(["construct", "kuhn_poker", f"sog(checkpoint={tmp_path / 'none'})"]) == 2
   assert "no training run directory" in _err(capsys)

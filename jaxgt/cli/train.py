@@ -8,7 +8,7 @@ import sys
 import time
 
 from jaxgt.cli.common import (PAYOFF, add_max_histories, check_positive, check_writable,
-                              check_writable_dir, load_game, print_json, rate_and_eta)
+                              check_writable_dir, load_playable, print_json, rate_and_eta)
 from jaxgt.extras import require
 
 
@@ -18,12 +18,19 @@ def add_parser(sub) -> None:
       description="Self-play actors (GT-CFR searches with the network at the leaves), a query "
       "solver and the learner interleaved with fixed ratios (Schmid et al. 2023, Algorithm 2); "
       "metrics in DIR/metrics.jsonl, orbax checkpoints in DIR/checkpoints. The trained agent is "
-      "sog(checkpoint=DIR,simulations=S,expansions_per_update=c).")
+      "sog(checkpoint=DIR,simulations=S,expansions_per_update=c). A game too large to enumerate "
+      "whose public states factor (liars_dice(numdice=2)) is played through its rules: "
+      "root-anchored searches grown from the rules, no exploitability evaluation.")
   p.add_argument("game")
   group = p.add_mutually_exclusive_group()
-  group.add_argument("--preset", help="a named config: tiny, leduc, scotland_yard (default: leduc)")
+  group.add_argument("--preset", help="a named config: tiny, leduc, liars_dice (a game played "
+                     "through its rules), scotland_yard (default: leduc)")
   group.add_argument("--config", metavar="FILE", help="a JSON config (TrainConfig's fields; "
                      "unknown keys refused)")
+  p.add_argument("--rules", action="store_true",
+                 help="play the game through its rules (searches grown from the rules, PBSs of "
+                      "game states) even where it can be enumerated; no exploitability "
+                      "evaluation")
   p.add_argument("--steps", type=int, help="stop at N learner steps in total (a resumed run "
                  "counts its earlier steps)")
   p.add_argument("--minutes", type=float, help="stop after M minutes of this invocation")
@@ -82,11 +89,22 @@ def run(args) -> int:
   require("train", "jaxgt train")
   if args.plot:
     require("plot", "--plot")
-  g = load_game(args.game, args.max_histories)
+  if args.rules:
+    from jaxgt.games import make_from_string
+    from jaxgt.games.device import DeviceGame
+    g = make_from_string(args.game, args.max_histories)
+    if not isinstance(g, DeviceGame):
+      raise ValueError(f"--rules: {args.game} has no rules to play through (not a device game)")
+  else:
+    g = load_playable(args.game, args.max_histories)
+  label = loop.game_label(g)
+  if args.plot and not loop.trainer_for(g, cfg).evaluates:
+    raise ValueError(f"--plot draws exploitability, which {label}, played through its rules, "
+                     "has none")
   if args.resume and (out / loop.CONFIG_FILE).exists():
     name, stored = loop.read_config(out)
-    if name != g.name:
-      raise ValueError(f"--resume: {out} holds a run of {name}, not {g.name}")
+    if name != label:
+      raise ValueError(f"--resume: {out} holds a run of {name}, not {label}")
     if stored != cfg:
       raise ValueError(f"--resume: {out} was trained with another config; pass the same "
                        "--preset/--config")
@@ -96,7 +114,7 @@ def run(args) -> int:
       raise ValueError(f"--resume: {out} holds no checkpoint to resume from (in "
                        f"{out / loop.CHECKPOINTS}); drop --resume and choose a new --out")
   info = sys.stderr if args.json else sys.stdout
-  print(f"{g.name}: training into {out} ({'resuming' if args.resume else 'new run'}, "
+  print(f"{label}: training into {out} ({'resuming' if args.resume else 'new run'}, "
         f"seed {args.seed})", file=info, flush=True)
   last = {"line": None, "shown": None, "first": None}
   started = time.perf_counter()
@@ -135,7 +153,7 @@ def run(args) -> int:
     print(f"wrote {args.plot}", file=info)
   if args.json:
     evaluated = [m for m in loop.read_metrics(out) if "exploitability" in m]
-    print_json({"game": g.name, "out": str(out), "resumed": bool(args.resume), "seed": args.seed,
+    print_json({"game": label, "out": str(out), "resumed": bool(args.resume), "seed": args.seed,
                 "steps": int(state.learner_steps),
                 "checkpoint": str(out / loop.CHECKPOINTS),
                 "exploitability": evaluated[-1]["exploitability"] if evaluated else None,

@@ -26,6 +26,7 @@ class QueryLog:
   """``L`` entries, valid ones first (by priority; ``index`` gives the query order)."""
 
   public: Any  # [L] int32 public state of each query (NO_INDEX: unused)
+  node: Any  # [L] int32 the queried node of the search tree (nodes stay: read its key there)
   ranges: Any  # [L, 2, K] both players' normalised ranges over the public state's slots
   iteration: Any  # [L] int32 CFR iteration of the query
   index: Any  # [L] int32 the query's place among all the search's queries (0, 1, ...)
@@ -58,16 +59,17 @@ def search_key(log_queries: int, key):
 def empty(log_queries: int, num_infostates: int, dtype, key) -> QueryLog:
   """An empty :class:`QueryLog` of ``log_queries`` entries drawing priorities from ``key``."""
   L, K = log_queries, num_infostates
-  return QueryLog(public=jnp.full(L, NO_INDEX, jnp.int32), ranges=jnp.zeros((L, 2, K), dtype),
+  return QueryLog(public=jnp.full(L, NO_INDEX, jnp.int32), node=jnp.full(L, NO_INDEX, jnp.int32),
+                  ranges=jnp.zeros((L, 2, K), dtype),
                   iteration=jnp.zeros(L, jnp.int32), index=jnp.full(L, NO_INDEX, jnp.int32),
                   priority=jnp.full(L, jnp.inf, dtype), key=key,
                   count=jnp.zeros((), jnp.int32))
 
 
 def offer(log: QueryLog, queried, public, ranges, t) -> QueryLog:
-  """``log`` after iteration ``t``'s queries: ``queried [N]`` which of ``N`` candidates were
-  queried, ``public [N]`` their public states, ``ranges [N, 2, K]`` their normalised ranges;
-  each queried one draws a uniform priority and the ``L`` smallest stay."""
+  """``log`` after iteration ``t``'s queries: ``queried [N]`` which of the tree's ``N`` nodes
+  were queried, ``public [N]`` their public states, ``ranges [N, 2, K]`` their normalised
+  ranges; each queried one draws a uniform priority and the ``L`` smallest stay."""
   L, N = log.public.shape[0], queried.shape[0]
   count = log.count + jnp.sum(queried, dtype=jnp.int32)
   if not L:
@@ -78,7 +80,10 @@ def offer(log: QueryLog, queried, public, ranges, t) -> QueryLog:
   index = jnp.concatenate([log.index, jnp.where(queried, order, NO_INDEX).astype(jnp.int32)])
   _, keep = lax.top_k(-prio, L)  # the L smallest priorities, unused entries (inf) last
   pub = jnp.concatenate([log.public, jnp.where(queried, public, NO_INDEX)])
+  nodes = jnp.where(queried, jnp.arange(N, dtype=jnp.int32), NO_INDEX)
+  node = jnp.concatenate([log.node, nodes])
   new_ranges = jnp.concatenate([log.ranges, ranges.astype(log.ranges.dtype)])
   iteration = jnp.concatenate([log.iteration, jnp.full(N, t, jnp.int32)])
-  return log.replace(public=pub[keep], ranges=new_ranges[keep], iteration=iteration[keep],
-                     index=index[keep], priority=prio[keep], count=count)
+  return log.replace(public=pub[keep], node=node[keep], ranges=new_ranges[keep],
+                     iteration=iteration[keep], index=index[keep], priority=prio[keep],
+                     count=count)

@@ -84,7 +84,8 @@ class QueryBuffer:
 
 
 def _empty_pbs(encoding: PBSEncoding, capacity: int, dtype) -> PBS:
-  return PBS(public=jnp.zeros(capacity, jnp.int32),
+  # public state ids (zeros), or copies of a state of a device game (FactoredEncoding)
+  return PBS(public=encoding.example(capacity),
              ranges=jnp.zeros((capacity, 2, encoding.k_max), dtype))
 
 
@@ -133,13 +134,14 @@ def add_replay(buffer: ReplayBuffer, examples: ReplayExample, mask) -> ReplayBuf
   """``buffer`` with the valid examples of a batch ``examples [B]`` (``mask [B]``) written
   (ring order, module docstring); their use counts start at zero."""
   pos, data, ring = _ring_write(buffer, "add_replay", buffer.data, examples,
-                                jnp.shape(examples.pbs.public), mask)
+                                jnp.shape(examples.values)[:-2], mask)
   return buffer.replace(data=data, uses=buffer.uses.at[pos].set(0, mode="drop"), **ring)
 
 
 def add_queries(buffer: QueryBuffer, pbs: PBS, mask) -> QueryBuffer:
   """``buffer`` with the valid belief states of ``pbs [B]`` (``mask [B]``) written."""
-  _, new, ring = _ring_write(buffer, "add_queries", buffer.pbs, pbs, jnp.shape(pbs.public), mask)
+  _, new, ring = _ring_write(buffer, "add_queries", buffer.pbs, pbs, jnp.shape(pbs.ranges)[:-2],
+                            mask)
   return buffer.replace(pbs=new, **ring)
 
 

@@ -22,6 +22,14 @@ Presets:
   1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1), 4.4 s with SoG(100, 1) and
   8.0 s with SoG(100, 1) searches and solves.
 * ``tiny``: the smallest useful run (tests, Kuhn).
+* ``liars_dice``: a device game too large to enumerate played through its rules
+  (``liars_dice(numdice=2)``, :class:`jaxgt.training.loop.DeviceTrainer`): per iteration 4
+  actors with SoG(4, 1) searches sending on average 2 leaf queries each, 8 query solves of
+  SoG(4, 0.25) and 2 learner steps (batch 32, each example drawn at most 10 times). Measured on
+  the shared 2-core machine (load about 17) on LD(2,2), 9 minutes: 76 s of compilation in the
+  first iteration, then 8.2 s per iteration (solver 73%, actors 26%): 1.9 searches/s and 1.4
+  query solves/s in their parts, over the wall clock 0.24 learner steps/s and 0.97 solves/s;
+  116 learner steps, the loss falling from 21 to 12 (value 0.016 to 0.005).
 """
 
 from __future__ import annotations
@@ -151,6 +159,12 @@ PRESETS = {
                          batch_size=128, alpha_init=1e-3, decay_steps=20_000, max_updates=5.0,
                          actor_steps=1, solver_steps=1, learner_steps=2,
                          checkpoint_every=100, eval_every=200, eval_simulations=10),
+    "liars_dice": TrainConfig(hidden=(128, 128), num_actors=4, simulations=4, log_queries=4,
+                              q_search=2.0, solver_batch=8, solver_simulations=4,
+                              solver_expansions_per_update=0.25, q_recursive=0.2,
+                              replay_capacity=4096, query_capacity=512, batch_size=32,
+                              learner_steps=2, max_updates=10.0, checkpoint_every=50,
+                              eval_every=0),
     "scotland_yard": TrainConfig(hidden=(512, 512, 512, 512), simulations=400, log_queries=32,
                                  q_search=0.3, q_recursive=0.1, p_td1=0.0, epsilon=0.0,
                                  alpha=0.5, solver_simulations=400, replay_capacity=1_000_000,

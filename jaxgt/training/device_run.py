@@ -5,7 +5,8 @@ A run of a device game (a game too large to enumerate, whose public states facto
 layout of every run (:mod:`jaxgt.training.loop`): ``config.json`` naming the game by its game
 string and the :class:`~jaxgt.training.config.TrainConfig`, and orbax checkpoints whose state
 holds ``learner.params`` and whose metadata names the network
-(:func:`~jaxgt.training.checkpoint.network_metadata`). :func:`load_network` reads only the
+(:func:`~jaxgt.training.checkpoint.network_metadata`; ``jaxgt train`` writes such runs,
+:class:`~jaxgt.training.loop.DeviceTrainer`). :func:`load_network` reads only the
 network: the CVPN on the game's :class:`~jaxgt.nets.factored_encoding.FactoredEncoding` with
 the run's architecture, and the parameters of the newest checkpoint, checked against that
 network's shapes. A run of another game (or a network of another layout) is refused with a

@@ -32,7 +32,6 @@ from flax import struct
 
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.nets.cvpn import CVPN, init as cvpn_init, masked_mean
-from jaxgt.nets.encoding import masks
 from jaxgt.training import buffers
 
 OPTIMIZERS = ("adam", "sgd")
@@ -99,10 +98,9 @@ def loss(model: CVPN, params, batch: buffers.ReplayExample, config: LearnerConfi
   """``(total, (value_loss, policy_loss))`` of a minibatch ``batch [B]`` (module docstring);
   ``valid [B]`` drops examples (e.g. empty draws)."""
   out = model.apply(params, batch.pbs)
-  public = batch.pbs.public
-  B = public.shape[0]
+  B = batch.values.shape[0]
   valid = jnp.ones(B, bool) if valid is None else jnp.asarray(valid, bool)
-  mask, legal = masks(model.encoding, public)
+  mask, legal = model.encoding.masks(batch.pbs.public)  # public state ids or device states
   dtype = out.values.dtype
   # Value: mean Huber over the masked-in slots (valid example, valid slot, slot has a target).
   vw = mask & batch.value_mask & valid[:, None, None]

@@ -17,8 +17,17 @@ queries/s, the share of time per part, the TD(1) counts ``td1_sampled`` (decisio
 back for an outcome target) and ``td1_added`` (rows written at their game's end), and
 ``exploitability`` of the current SoG policy every ``eval_every`` learner steps, exact:
 :func:`jaxgt.evaluation.construct.evaluate` of
-``SoG(eval_simulations, 1)``), ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
+``SoG(eval_simulations, 1)``; a device game played through its rules has no exact
+exploitability: its lines say ``"evaluation": "skipped"``, :class:`DeviceTrainer`),
+``checkpoints/<step>`` (orbax, every ``checkpoint_every``
 learner steps and at the end).
+
+A device game too large to enumerate whose public states factor (``liars_dice(numdice=2)``)
+trains through its rules (:class:`DeviceTrainer`): the actors and query solver of
+:mod:`jaxgt.training.device_selfplay` (searches grown from the rules, PBSs of game states),
+the same buffers, learner, iteration and checkpoints; ``config.json`` names the game by its
+game string and the checkpoint metadata names the network (:func:`device_metadata`), which
+:func:`jaxgt.training.device_run.load_network` and ``sog(checkpoint=DIR)`` read.
 """
 
 from __future__ import annotations
@@ -39,12 +48,16 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxgt import sharding
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation import construct
+from jaxgt.core.factored import check_factored
 from jaxgt.extras import require
+from jaxgt.games.device import DeviceGame
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import build_encoding
+from jaxgt.nets.factored_encoding import FactoredEncoding
 from jaxgt.training import buffers, checkpoint, learner
 from jaxgt.training.agent import ParamsHolder, params_evaluator, sog_agent
 from jaxgt.training.config import TrainConfig, from_saved
+from jaxgt.training.device_selfplay import DeviceQuerySolver, DeviceSelfPlay
 from jaxgt.training.queries import QuerySolver
 from jaxgt.training.selfplay import DTYPE, Actors, SelfPlay
 
@@ -74,6 +87,7 @@ class Trainer:
 
   game: CompiledGame
   config: TrainConfig
+  evaluates = True  # the periodic evaluation computes the exact exploitability
 
   def __post_init__(self):
     model = CVPN(build_encoding(self.game), hidden=self.config.hidden,
@@ -150,7 +164,7 @@ class Trainer:
       actors, replay, queries, am = self.actors.step(params, actors, replay, queries,
                                                      jax.random.fold_in(k_act, j))
       td1 = {k: v + am[k] for k, v in td1.items()}
-    jax.block_until_ready(replay)
+    jax.block_until_ready((replay, queries, actors))  # actors on device games write no replay
     t1 = time.perf_counter()
     solved = state.solved
     for j in range(cfg.solver_steps):
@@ -187,17 +201,78 @@ class Trainer:
     return float(construct.evaluate(agent, seeds=(seed,)).avg)
 
 
+# ------------------------------------------------------------------ device games
+EVALUATION = "skipped"
+"""The metrics' ``evaluation`` entry of a device game's run (no exact exploitability)."""
+
+
+def device_metadata(model, game: DeviceGame) -> dict:
+  """Checkpoint metadata of a device game's network: the game string and the architecture
+  (the entries :func:`jaxgt.training.device_run.load_network` checks)."""
+  enc = model.encoding
+  return {"game": game.game_string(), "network": "cvpn",
+          "hidden": [int(h) for h in model.hidden], "embed_dim": int(model.embed_dim),
+          "k_max": int(enc.k_max), "num_actions": int(enc.num_actions),
+          "feature_size": int(enc.feature_size)}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DeviceTrainer(Trainer):
+  """The static parts of a run on a device game (module docstring). ``TypeError`` or
+  ``ValueError`` before anything is compiled for a game whose public states do not factor, a
+  public-state embedding (``embed_dim > 0``: device games number no public states) or a
+  ``capacity`` too small for a decision's branch."""
+
+  game: DeviceGame
+  config: TrainConfig
+  evaluates = False  # no exact exploitability through the rules
+
+  def __post_init__(self):
+    check_factored(self.game, "training through a game's rules")
+    if self.config.embed_dim:
+      raise ValueError(f"embed_dim must be 0 on {self.game.game_string()}, played through its "
+                       "rules: a public-state embedding needs numbered public states")
+    # the network jaxgt.training.device_run.network_for reads back
+    model = CVPN(FactoredEncoding(self.game), hidden=self.config.hidden,
+                 embed_dim=self.config.embed_dim)
+    actors = DeviceSelfPlay(self.game, model, self.config)
+    set_ = object.__setattr__
+    set_(self, "model", model)
+    set_(self, "actors", actors)
+    set_(self, "solver", DeviceQuerySolver(actors))
+    set_(self, "learner_config", self.config.learner())
+    set_(self, "holder", ParamsHolder())
+
+  def metadata(self) -> dict:
+    """Checkpoint metadata: game string, architecture and config (a resume must match all)."""
+    return dict(device_metadata(self.model, self.game), config=self.config.to_json())
+
+  def exploitability(self, params, seed: int = 0) -> float:
+    raise ValueError(f"{self.game.game_string()} is played through its rules: its "
+                     "exploitability cannot be computed exactly")
+
+
 @functools.lru_cache(maxsize=4)
-def trainer_for(game: CompiledGame, config: TrainConfig) -> Trainer:
-  """The cached :class:`Trainer` of ``(game, config)`` (runs in one process share compilations)."""
+def trainer_for(game, config: TrainConfig) -> Trainer:
+  """The cached :class:`Trainer` of ``(game, config)`` (runs in one process share compilations):
+  a compiled game's, or a device game's played through its rules
+  (:class:`DeviceTrainer`)."""
+  if isinstance(game, DeviceGame):
+    return DeviceTrainer(game, config)
   return Trainer(game, config)
+
+
+def game_label(game) -> str:
+  """The name a run directory gives its game: a compiled game's name, a device game's game
+  string."""
+  return game.game_string() if isinstance(game, DeviceGame) else game.name
 
 
 # ------------------------------------------------------------------ run directories
 def write_config(out: pathlib.Path, game: CompiledGame, config: TrainConfig) -> None:
   out.mkdir(parents=True, exist_ok=True)
-  (out / CONFIG_FILE).write_text(json.dumps({"game": game.name, "config": config.to_json()},
-                                            indent=1))
+  (out / CONFIG_FILE).write_text(json.dumps({"game": game_label(game),
+                                             "config": config.to_json()}, indent=1))
 
 
 def read_config(out: pathlib.Path) -> tuple[str, TrainConfig]:
@@ -255,7 +330,8 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
           minutes: float | None = None, seed: int = 0, resume: bool = False,
           on_metrics: Callable[[dict], None] | None = None,
           devices: int | None = None) -> TrainState:
-  """Runs (or with ``resume`` continues) a training run in ``out`` until ``steps`` learner
+  """Runs (or with ``resume`` continues) a training run of ``game`` (compiled, or a device game
+  played through its rules: :class:`DeviceTrainer`) in ``out`` until ``steps`` learner
   steps in total or ``minutes`` of wall time in this call, whichever comes first (module
   docstring); ``on_metrics(line)`` sees every metrics line (the progress display).
   ``devices``: how many devices the actors and the learner shard over (default all; 1: no
@@ -302,7 +378,9 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
       for k in ("time_actors", "time_solver", "time_learner"):
         line["share_" + k[5:]] = metrics[k] / max(part, 1e-9)
       every = config.eval_every
-      if every and (step // every != prev // every or last_eval is None):
+      if not trainer.evaluates:
+        line["evaluation"] = EVALUATION
+      elif every and (step // every != prev // every or last_eval is None):
         line["exploitability"] = trainer.exploitability(state.learner.params, seed)
         last_eval = step
       if step // config.checkpoint_every != prev // config.checkpoint_every:
