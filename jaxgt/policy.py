@@ -95,6 +95,24 @@ def load_policy(path: str | os.PathLike, game: CompiledGame | None = None) -> tu
   With ``game`` given the file must belong to it; otherwise the game is
   rebuilt from the stored game string.
   """
+  header, probs = _read(path)
+  if game is None:
+    from jaxgt.core.compiler import load as load_game
+    game = load_game(header["game"])
+  pol = Policy(header["game"], header["fingerprint"], probs)
+  pol.check_game(game)
+  validate(game, probs)
+  return pol, game
+
+
+def read_header(path: str | os.PathLike) -> dict:
+  """The JSON header of a policy file (``format``, ``version``, ``game``, ``fingerprint``,
+  ``shapes``), read without building its game; :class:`PolicyError` for a file that is not a
+  policy."""
+  return _read(path)[0]
+
+
+def _read(path) -> tuple[dict, tuple]:
   try:
     with open(path, "rb") as f:
       data = f.read()
@@ -114,13 +132,7 @@ def load_policy(path: str | os.PathLike, game: CompiledGame | None = None) -> tu
     raise PolicyError(f"{path}: unsupported policy format version {header.get('version')}")
   if [list(p.shape) for p in probs] != header.get("shapes"):
     raise PolicyError(f"{path}: array shapes do not match the header (corrupt file)")
-  if game is None:
-    from jaxgt.core.compiler import load as load_game
-    game = load_game(header["game"])
-  pol = Policy(header["game"], header["fingerprint"], probs)
-  pol.check_game(game)
-  validate(game, probs)
-  return pol, game
+  return header, probs
 
 
 def lift(policy, source: CompiledGame, target: CompiledGame,

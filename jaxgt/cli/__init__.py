@@ -9,6 +9,7 @@
   jaxgt export POLICY --openspiel OUT  write the policy for OpenSpiel
   jaxgt exploitability P.npz           exact exploitability, NashConv and value of a policy
   jaxgt show P.npz [--infostates RE]   the strategy table of a saved policy
+  jaxgt lift P.npz GAME --save OUT     a quotient game's policy lifted to the full game
   jaxgt agents                         list agent kinds (AGENT specs) and parameters
   jaxgt match GAME AGENT0 AGENT1       head-to-head matches, half in each seat
   jaxgt construct GAME AGENT           exact exploitability of an agent (policy construction)
@@ -31,18 +32,18 @@ import os
 import sys
 
 from jaxgt.cli import (agents, bench, compiling, construct, evaluate, exploitability, export,
-                       games, match, show, solve, train)
+                       games, lift, match, show, solve, train)
 from jaxgt.cli.common import size_message
 
 COMMANDS = {
     "games": games.cmd_games, "info": games.cmd_info, "check": games.cmd_check,
     "solve": solve.run, "export": export.run, "exploitability": exploitability.run,
-    "show": show.run, "agents": agents.run, "match": match.run,
+    "show": show.run, "lift": lift.run, "agents": agents.run, "match": match.run,
     "construct": construct.run, "evaluate": evaluate.run, "bench": bench.run,
     "train": train.run,
 }
-_MODULES = (games, solve, export, exploitability, show, agents, match, construct, evaluate, bench,
-            train)
+_MODULES = (games, solve, export, exploitability, show, lift, agents, match, construct, evaluate,
+            bench, train)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -4,7 +4,8 @@
 parses a game string in OpenSpiel's syntax (``"openspiel:<game string>"``
 imports a pyspiel game); ``check(game)`` runs the conformance checks (a Python game
 enumerated, a device game on sampled trajectories:
-:func:`jaxgt.games.rules_check.check_rules`).
+:func:`jaxgt.games.rules_check.check_rules`); ``quotient_map(source, target)`` is the registered
+map that lifts a quotient game's policies to the full game (:mod:`jaxgt.games.quotients`).
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ from jaxgt.games.generic_poker import GenericPoker
 from jaxgt.games.goofspiel import Goofspiel, IIGoofspiel
 from jaxgt.games.holdem import LimitHoldem
 from jaxgt.games.kuhn import KuhnPoker
-from jaxgt.games.leduc import LeducPoker
+from jaxgt.games.leduc import LeducPoker, suit_isomorphic_key
 from jaxgt.games.liars_dice import LiarsDice
 from jaxgt.games.nonlocality import NonLocality
 from jaxgt.games.openspiel_import import from_openspiel
+from jaxgt.games.quotients import QuotientMap, quotient_map, quotients, register_quotient
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.games.scotland_yard import ScotlandYard
 
 __all__ = ["CHANCE", "TERMINAL", "Game", "GameSpec", "make", "load", "registry",
            "register", "parse_game_string", "make_from_string", "check_params", "check",
-           "from_openspiel"]
+           "from_openspiel", "QuotientMap", "quotient_map", "quotients", "register_quotient"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,3 +120,6 @@ register(ScotlandYard,
          "Scotland Yard on the glasses map of Schmid et al. 2023 (jaxgt reconstruction)")
 register(LimitHoldem,
          "heads-up Limit Texas Hold'em (OpenSpiel universal_poker, ACPC limit rules)")
+
+register_quotient("leduc_poker(suit_isomorphism=true)", "leduc_poker", suit_isomorphic_key,
+                  "Leduc's suit isomorphism: cards replaced by their ranks")
