@@ -142,8 +142,9 @@ def lift(policy, source: CompiledGame, target: CompiledGame,
   ``source``'s information state ``key_map(k)`` of the same player.
 
   For a game and its quotient by a symmetry (``source`` the quotient, ``key_map``
-  the canonical key, e.g. :func:`jaxgt.games.leduc.suit_isomorphic_key`), the lifted
-  policy has the quotient policy's exploitability. Raises :class:`PolicyError` where
+  the canonical key, e.g. :func:`jaxgt.games.leduc.suit_isomorphic_key`; the registered
+  ones: :func:`jaxgt.games.quotient_map`), the lifted policy has the quotient policy's
+  exploitability. Raises :class:`PolicyError` where
   ``key_map`` names no information state of ``source`` or the legal actions differ.
   """
   if not isinstance(policy, Policy):

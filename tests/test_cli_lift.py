@@ -114,3 +114,13 @@ def test_corrupt_file_and_unwritable_save_are_refused(quotient_policy, tmp_path,
     assert main(["lift", quotient_policy, "leduc_poker", "--save", str(save), "--json"]) == 2
     assert "--save" in _error_line(capsys)
   assert not out.exists() and not (tmp_path / "missing").exists()
+
+
+def test_quotient_map_finds_the_pair_by_its_game_strings():
+  from jaxgt.games import quotient_map
+  from jaxgt.games.leduc import suit_isomorphic_key
+  q = quotient_map("leduc_poker(suit_isomorphism=True)", "leduc_poker(players=2)")
+  assert q.key_map is suit_isomorphic_key and (q.source, q.target) == (QUOTIENT, "leduc_poker")
+  with pytest.raises(ValueError, match=r"no known map .* leduc_poker\(suit_isomorphism=true\) "
+                     r"-> leduc_poker"):
+    quotient_map("leduc_poker", QUOTIENT)

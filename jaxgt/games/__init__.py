@@ -5,7 +5,7 @@ parses a game string in OpenSpiel's syntax (``"openspiel:<game string>"``
 imports a pyspiel game); ``check(game)`` runs the conformance checks (a Python game
 enumerated, a device game on sampled trajectories:
 :func:`jaxgt.games.rules_check.check_rules`); ``quotient_map(source, target)`` is the registered
-map that lifts a quotient game's policies to the full game (:mod:`jaxgt.games.quotients`).
+map that lifts a quotient game's policies to the full game (:func:`jaxgt.policy.lift`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from jaxgt.games.leduc import LeducPoker, suit_isomorphic_key
 from jaxgt.games.liars_dice import LiarsDice
 from jaxgt.games.nonlocality import NonLocality
 from jaxgt.games.openspiel_import import from_openspiel
-from jaxgt.games.quotients import QuotientMap, quotient_map, quotients, register_quotient
 from jaxgt.games.rps_plus import RockPaperScissorsPlus
 from jaxgt.games.scotland_yard import ScotlandYard
 
 __all__ = ["CHANCE", "TERMINAL", "Game", "GameSpec", "make", "load", "registry",
            "register", "parse_game_string", "make_from_string", "check_params", "check",
-           "from_openspiel", "QuotientMap", "quotient_map", "quotients", "register_quotient"]
+           "from_openspiel", "QuotientMap", "canonical_game_string", "quotient_map", "quotients",
+           "register_quotient"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +103,59 @@ def make_from_string(text: str, max_histories: int = 5_000_000) -> Game:
     return from_openspiel(text.strip(), max_histories=max_histories)
   name, params = parse_game_string(text)
   return make(name, **params)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuotientMap:
+  """Game ``source`` is the quotient of game ``target`` by a symmetry (both canonical game
+  strings); ``key_map`` takes an information-state string of ``target`` to the one of
+  ``source`` that stands for it. A policy of ``source`` played through ``key_map``
+  (:func:`jaxgt.policy.lift`) is a policy of ``target`` with the same exploitability."""
+
+  source: str
+  target: str
+  key_map: Callable[[str], str]
+  description: str
+
+
+_QUOTIENTS: dict[tuple[str, str], QuotientMap] = {}
+
+
+def canonical_game_string(text: str) -> str:
+  """The game string of ``text`` with default parameters left out (``leduc_poker(players=2)``
+  -> ``leduc_poker``); an ``openspiel:`` string as given. ``ValueError`` for an unknown game or
+  parameter; nothing is enumerated."""
+  text = text.strip()
+  if text.startswith("openspiel:"):
+    return text
+  name, params = parse_game_string(text)
+  return make(name, **params).game_string()
+
+
+def register_quotient(source: str, target: str, key_map: Callable[[str], str],
+                      description: str) -> None:
+  """Records that game ``source`` is the quotient of game ``target`` (game strings) under
+  ``key_map``, for :func:`quotient_map` and ``jaxgt lift``."""
+  q = QuotientMap(canonical_game_string(source), canonical_game_string(target), key_map,
+                  description)
+  _QUOTIENTS[(q.source, q.target)] = q
+
+
+def quotients() -> list[QuotientMap]:
+  """Every registered quotient map."""
+  return list(_QUOTIENTS.values())
+
+
+def quotient_map(source: str, target: str) -> QuotientMap:
+  """The registered map that lifts policies of game ``source`` to game ``target`` (game
+  strings); ``ValueError`` naming the known pairs where there is none."""
+  key = (canonical_game_string(source), canonical_game_string(target))
+  q = _QUOTIENTS.get(key)
+  if q is None:
+    known = "; ".join(f"{k.source} -> {k.target}" for k in _QUOTIENTS.values()) or "none"
+    raise ValueError(f"no known map lifts a policy of {key[0]} to {key[1]}; known quotient "
+                     f"maps (quotient -> game): {known}")
+  return q
 
 
 register(KuhnPoker, "Kuhn poker (OpenSpiel rules): 3 cards, one betting round")
