@@ -100,9 +100,12 @@ def test_evaluate_a_device_game_log_is_the_mean_of_its_returns(ld2_match, capsys
   assert rc == 0 and "mean of the logged returns" in out
 
 
-def test_estimators_on_a_device_game_log_are_refused(ld2_match, tmp_path, capsys):
+def test_estimators_on_a_device_game_log_are_refused(ld2_match, tmp_path, monkeypatch, capsys):
+  """Before the policy file is read."""
   log, _, _ = ld2_match
   _uniform_kuhn_policy(tmp_path / "u.npz")
+  from jaxgt import policy
+  monkeypatch.setattr(policy, "load_policy", lambda *a, **k: pytest.fail("policy read"))
   _refused(capsys, "evaluate", str(log), "--agent", "0", "--policy", str(tmp_path / "u.npz"),
            says="need its enumerated tree; omit --policy")
   _refused(capsys, "evaluate", str(log), "--agent", "0", "--estimator", "aivat",
@@ -160,3 +163,15 @@ def test_commands_that_need_the_tree_refuse_a_device_game(tmp_path, capsys):
   for argv in (["show", str(bad)], ["exploitability", str(bad)],
                ["export", str(bad), "--openspiel", str(tmp_path / "o.json")]):
     _refused(capsys, *argv, says="not enumerable")
+
+
+def test_info_and_check_read_a_device_game_through_its_rules(capsys):
+  rc, out, _ = _run(capsys, "info", LD2, "--json")
+  doc = json.loads(out)
+  assert rc == 0 and doc["rules"] == "device" and not doc["enumerable"]
+  assert doc["openspiel"] == make_from_string(LD2).openspiel_game_string()
+  pytest.importorskip("pyspiel")
+  rc, out, _ = _run(capsys, "check", LD2, "--trajectories", "2", "--openspiel", "auto",
+                    "--json")
+  doc = json.loads(out)
+  assert rc == 0 and doc["failures"] == [] and doc["openspiel_mismatches"] == 0
