@@ -13,13 +13,18 @@ that played the evaluated seat (``--logged-policy``, else ``--policy``) must be 
 evaluated agent's: a tabular agent (``policy(path=...)``, ``random``) with the same
 probabilities; anything else is refused before estimating (a log without specs gets a
 warning).
+
+Without ``--policy``, the plain mean of the logged returns of the evaluated seat with its
+normal 95% interval (estimator ``mean``): what a log of a game too large to enumerate (played
+through its rules) supports; its lines are replayed through the rules to check them. The
+estimators need the enumerated tree: ``--policy`` on such a log is refused before any work.
 """
 
 from __future__ import annotations
 
 import sys
 
-from jaxgt.cli.common import PAYOFF, print_json
+from jaxgt.cli.common import PAYOFF, add_max_histories, check_positive, print_json
 
 TABULAR_KINDS = ("policy", "random")
 """Agent kinds that play a fixed tabular policy (:class:`jaxgt.agents.base.PolicyAgent`)."""
@@ -29,7 +34,9 @@ def add_parser(sub) -> None:
   from jaxgt.evaluation.importance import BASELINES, ESTIMATORS
   p = sub.add_parser("evaluate", help="estimate a policy's value from a log of played episodes")
   p.add_argument("log", help="JSON Lines log: {game, history, returns[, seats]} per line")
-  p.add_argument("--policy", required=True, metavar="P.npz", help="the evaluated policy")
+  p.add_argument("--policy", metavar="P.npz",
+                 help="the evaluated policy (omitted: the mean of the logged returns of the "
+                      "evaluated seat, the one choice for a game too large to enumerate)")
   p.add_argument("--logged-policy", metavar="Q.npz",
                  help="the policy that played the evaluated seat in the log (default: --policy)")
   p.add_argument("--player", type=int, default=None, choices=[0, 1],
@@ -38,7 +45,8 @@ def add_parser(sub) -> None:
   p.add_argument("--agent", type=int, default=None, choices=[0, 1],
                  help="evaluate match agent K (AGENT0/AGENT1 of jaxgt match --log) in the seat "
                       "its 'seats' field records in each line")
-  p.add_argument("--estimator", default="basic", choices=list(ESTIMATORS))
+  p.add_argument("--estimator", default=None, choices=list(ESTIMATORS),
+                 help="importance-sampling estimator, with --policy (default basic)")
   p.add_argument("--baseline", default=None, choices=list(BASELINES),
                  help="value-function baseline: bet-call values (bc) or exact values of "
                       "--baseline-policy (default: none; exact for aivat)")
@@ -47,6 +55,7 @@ def add_parser(sub) -> None:
   p.add_argument("--json", action="store_true",
                  help="print one JSON object: the estimate, its standard error and 95%% "
                       "interval, the number of episodes (docs/CLI.md)")
+  add_max_histories(p)
 
 
 def select_seats(episodes, agent, player):
@@ -109,14 +118,72 @@ def check_played_policy(episodes, agent, seats, flag, path, policy, game) -> Non
                        f"({text!r}); pass that agent's policy, or --agent for the other agent")
 
 
+POLICY_ONLY = ("logged_policy", "estimator", "baseline", "baseline_policy")
+"""Options that only mean something for an estimator of ``--policy``."""
+
+
+def load_log_game(text: str, max_histories: int):
+  """The log's game as matches play it: compiled when it can be enumerated within
+  ``max_histories``, else (a device game) its rules; ``ValueError`` for a game string jaxgt
+  cannot load."""
+  from jaxgt.cli.common import load_playable
+  from jaxgt.games.size import GameTooLargeError
+  try:
+    return load_playable(text, max_histories)
+  except GameTooLargeError:
+    raise
+  except Exception as e:  # an unknown or malformed game string
+    raise ValueError(f"log is for game {text!r}, which jaxgt cannot load ({e})") from None
+
+
+def logged_mean(episodes, seats, game):
+  """The mean of the logged returns of seat ``seats[b]`` in line ``b``, after checking the
+  lines against ``game`` (located in its tree, or replayed through a device game's rules):
+  ``(Estimate, lines not checked)``."""
+  import numpy as np
+  from jaxgt.evaluation import episode_rules
+  from jaxgt.evaluation.episode_paths import locate_episodes
+  from jaxgt.evaluation.importance import summarize
+  from jaxgt.games.device import DeviceGame
+  if isinstance(game, DeviceGame):
+    unchecked = episode_rules.check_episodes(game, episodes)
+  else:
+    locate_episodes(game, [e.history for e in episodes], [e.returns for e in episodes],
+                    episodes=episodes)
+    unchecked = 0
+  returns = np.array([e.returns for e in episodes], np.float64)
+  return summarize(returns[np.arange(len(episodes)), seats], "mean"), unchecked
+
+
 def run(args) -> int:
   import jax
   jax.config.update("jax_enable_x64", True)  # products of many probabilities
   from jaxgt import policy as pol_lib
   from jaxgt.evaluation import importance
   from jaxgt.evaluation.episode_log import read_episodes
+  from jaxgt.evaluation.referee import game_name
+  from jaxgt.games.device import DeviceGame
+  check_positive(args, "max_histories")
+  if args.policy is None:
+    given = [o for o in POLICY_ONLY if getattr(args, o) is not None]
+    if given:
+      raise ValueError(f"--{given[0].replace('_', '-')} needs --policy (without it: the mean "
+                       f"of the logged returns)")
   episodes = read_episodes(args.log)
   episodes, seats, who = select_seats(episodes, args.agent, args.player)
+  log_game = load_log_game(episodes[0].game, args.max_histories)
+  if args.policy is None:
+    out, unchecked = logged_mean(episodes, seats, log_game)
+    if unchecked:
+      print(f"note: {unchecked} lines hide a chance outcome (null) and were not replayed "
+            f"through the rules; their returns are taken as logged", file=sys.stderr)
+    return _report(args, game_name(log_game), who, out, "none", "logged returns")
+  if isinstance(log_game, DeviceGame):
+    raise ValueError(f"{log_game.game_string()} is played through its rules (too large to "
+                     f"enumerate within --max-histories {args.max_histories:,}): the "
+                     f"estimators of --policy need its enumerated tree; omit --policy for the "
+                     f"mean of the logged returns")
+  args.estimator = args.estimator or "basic"
   pol, game = pol_lib.load_policy(args.policy)
   importance.check_log_game(game, episodes)
   logged = pol_lib.load_policy(args.logged_policy, game)[0] if args.logged_policy else None
@@ -143,12 +210,19 @@ def run(args) -> int:
           f"unbiased: basic, or on-policy all-cards, without a baseline, and aivat",
           file=sys.stderr)
   setting = "off-policy" if logged is not None else "on-policy"
+  return _report(args, game.name, who, out, baseline, setting)
+
+
+def _report(args, name: str, who: str, out, baseline: str, setting: str) -> int:
+  """Prints estimate ``out`` of seat ``who`` (text, or the ``--json`` object)."""
   if args.json:
-    print_json({"game": game.name, **out.as_dict(), "baseline": baseline, "setting": setting,
+    print_json({"game": name, **out.as_dict(), "baseline": baseline, "setting": setting,
                 "evaluated": who, "units": {"estimate": PAYOFF + " (the evaluated seat)"}})
     return 0
   lo, hi = out.ci95
-  print(f"{game.name}, {who}, {out.estimator} estimator, baseline {baseline}, {setting}")
+  what = ("mean of the logged returns" if out.estimator == "mean" else
+          f"{out.estimator} estimator, baseline {baseline}, {setting}")
+  print(f"{name}, {who}, {what}")
   print(f"estimate {out.estimate:.6f}  stderr {out.stderr:.6f}  95% interval "
         f"[{lo:.6f}, {hi:.6f}]  episodes {out.episodes}")
   return 0

@@ -65,7 +65,8 @@ def run(args) -> int:
     warnings.simplefilter("ignore", UserWarning)
     traced = referee.play_mode(g, agents, "auto", jax.random.key(args.seed))
   block = args.block or max(1, math.ceil(n / 10))
-  print(f"{g.name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
+  name = referee.game_name(g)  # a device game's name alone omits its parameters
+  print(f"{name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
         f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),
         file=info, flush=True)
   for spec, agent in zip(specs, agents):  # what a search holds, before any run
@@ -88,7 +89,7 @@ def run(args) -> int:
   win_lo, win_hi = clipped_interval(res.win_rate, res.win_ci95)
   wins, draws = int((res.payoffs > 0).sum()), int((res.payoffs == 0).sum())
   if args.json:
-    out = {"game": g.name, "agents": [str(s) for s in specs], "episodes": res.num_matches,
+    out = {"game": name, "agents": [str(s) for s in specs], "episodes": res.num_matches,
            "seed": args.seed, "mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
            "win_ci95": [win_lo, win_hi], "wins": wins, "draws": draws,
            "losses": n - wins - draws,
@@ -120,22 +121,37 @@ def run(args) -> int:
     write_log(args.log, g, res, [str(s) for s in specs])
     print(f"wrote {n} episodes to {args.log}", file=info)
   if args.plot:
-    plot_running_mean(res, args.plot, f"{g.name}: {specs[0]} vs {specs[1]}")
+    plot_running_mean(res, args.plot, f"{name}: {specs[0]} vs {specs[1]}")
     print(f"saved plot to {args.plot}", file=info)
   return 0
 
 
 def write_log(path, game, result, specs) -> int:
-  """Writes ``result``'s episodes in the episode-log format: returns of players 0 and 1,
-  ``"seats": [seat of AGENT0, seat of AGENT1]`` (agent 0 is player ``m % 2`` in line ``m``)
-  and ``"agents": specs`` (the two agent specs)."""
-  import numpy as np
+  """Writes ``result``'s episodes in the episode-log format: the game string, the actions from
+  the root, returns of players 0 and 1, ``"seats": [seat of AGENT0, seat of AGENT1]`` (agent 0
+  is player ``m % 2`` in line ``m``) and ``"agents": specs`` (the two agent specs).
+
+  The returns are the enumerated tree's terminal payoffs for a compiled game and, for a game
+  played through its rules, the rules' ``returns`` at each match's final state (the states
+  the match's payoffs were computed from)."""
+  from jaxgt.evaluation import referee
   from jaxgt.evaluation.episode_log import write_episodes
-  tree = game.tree
-  u0 = np.asarray(tree.terminal_payoff)[np.asarray(tree.history_terminal)[result.histories]]
-  return write_episodes(path, game.name, result.episodes(),
-                        [(float(u), -float(u)) for u in u0],
+  return write_episodes(path, referee.game_name(game), result.episodes(),
+                        episode_returns(game, result).tolist(),
                         [(int(s), 1 - int(s)) for s in result.seats], specs)
+
+
+def episode_returns(game, result):
+  """``[M, 2]`` float64 returns of players 0 and 1 in each match of ``result``."""
+  import jax
+  import numpy as np
+  from jaxgt.games.device import DeviceGame
+  if isinstance(game, DeviceGame):
+    return np.asarray(jax.vmap(game.returns)(result.histories), np.float64)
+  tree = game.tree
+  u0 = np.asarray(tree.terminal_payoff, np.float64)[
+      np.asarray(tree.history_terminal)[result.histories]]
+  return np.stack([u0, -u0], axis=1)
 
 
 def plot_running_mean(result, path, title: str) -> None:
