@@ -4,7 +4,8 @@ Layers, bottom up: ``games`` (rules only) -> ``core`` (compiler, sequence
 form, public tree, evaluation, checks) -> ``solvers`` -> ``search`` ->
 ``agents`` -> ``evaluation`` -> ``training``; ``nets`` sits beside ``search``,
 the top-level modules (``policy``, ``solving``, ``sharding``, ``bench_report``)
-where their imports put them, and ``cli`` above everything. A module may import
+where their imports put them, ``extras`` (optional dependencies) below everything and
+``cli`` above everything. A module may import
 only from its own layer and the ones below (docs/ARCHITECTURE.md). Every
 module of the package belongs to a layer; imports inside functions and imports
 by name (``importlib.import_module("jaxgt....")``) count; no modules import
@@ -39,6 +40,9 @@ ALLOWED = {
     "": {"games", "core", "policy", "solvers", "solving"},  # jaxgt/__init__.py: the public names
     "__main__": {"cli"},  # python -m jaxgt
 }
+# the optional dependencies by extra (plain Python), below every layer
+ALLOWED = {layer: allowed | {"extras"} for layer, allowed in ALLOWED.items()}
+ALLOWED["extras"] = set()
 
 
 def _modules(package: pathlib.Path) -> dict:
