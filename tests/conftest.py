@@ -4,14 +4,9 @@ import tempfile
 import uuid
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-# Most of a test's time is XLA compiling small programs that then run for milliseconds: the
-# tests compile without LLVM's optimisation passes (about a fifth less time; the results are
-# the same programs' results). A run that sets the level itself keeps it.
-if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-  os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                             + " --xla_backend_optimization_level=0").strip()
 
 import jax  # noqa: E402
+import pytest  # noqa: E402
 
 # Tests compare against OpenSpiel to 1e-6 relative: run in 64-bit.
 jax.config.update("jax_enable_x64", True)
@@ -48,3 +43,18 @@ def pytest_runtest_teardown(item, nextitem):
   end of a run); programs a later file needs again load from the run's persistent cache."""
   if nextitem is None or nextitem.fspath != item.fspath:
     jax.clear_caches()
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+  """Any game load, policy read or training run fails the test: a command refusing its arguments
+  must stop before any work."""
+  def refuse(*args, **kwargs):
+    raise AssertionError("work started before the arguments were checked")
+  from jaxgt import policy
+  from jaxgt.core import compiler
+  from jaxgt.training import loop
+  monkeypatch.setattr(compiler, "load", refuse)
+  monkeypatch.setattr(policy, "load_policy", refuse)
+  monkeypatch.setattr(loop, "train", refuse)
+  monkeypatch.setattr(loop, "Trainer", refuse)

@@ -28,20 +28,6 @@ def _one_error_line(capsys_or_capfd) -> str:
   return lines[0]
 
 
-@pytest.fixture
-def no_work(monkeypatch):
-  """Any game load, policy read or training run fails the test: the command must stop first."""
-  def refuse(*args, **kwargs):
-    raise AssertionError("work started before the arguments were checked")
-  from jaxgt import policy
-  from jaxgt.core import compiler
-  from jaxgt.training import loop
-  monkeypatch.setattr(compiler, "load", refuse)
-  monkeypatch.setattr(policy, "load_policy", refuse)
-  monkeypatch.setattr(loop, "train", refuse)
-  monkeypatch.setattr(loop, "Trainer", refuse)
-
-
 # ------------------------------------------------------------------ output paths, checked first
 @pytest.mark.parametrize("argv, flag", [
     (["match", "kuhn_poker", "random", "random", "--matches", "2", "--log", "{bad}/x.jsonl"],

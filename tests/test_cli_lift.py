@@ -80,17 +80,6 @@ def test_lifted_policy_has_the_quotient_policys_exploitability(quotient_policy, 
   assert float(shown.group(2)) == pytest.approx(expected, rel=1e-8)
 
 
-@pytest.fixture
-def no_work(monkeypatch):
-  """Any game load or policy load fails the test: the command must stop first."""
-  def refuse(*args, **kwargs):
-    raise AssertionError("work started before the arguments were checked")
-  from jaxgt import policy
-  from jaxgt.core import compiler
-  monkeypatch.setattr(compiler, "load", refuse)
-  monkeypatch.setattr(policy, "load_policy", refuse)
-
-
 def test_a_pair_without_a_known_map_is_refused(quotient_policy, tmp_path, no_work, capsys):
   out = tmp_path / "x.npz"
   for game in ("kuhn_poker", QUOTIENT):

@@ -52,14 +52,6 @@ def test_resumed_solve_equals_the_uninterrupted_run(solver, tmp_path, capsys):
   assert solve_checkpoint.read_meta(part / solve_checkpoint.FILE)["iterations"] == 40
 
 
-@pytest.fixture
-def no_work(monkeypatch):
-  def refuse(*args, **kwargs):
-    raise AssertionError("work started before the checkpoint folder was checked")
-  from jaxgt.core import compiler
-  monkeypatch.setattr(compiler, "load", refuse)
-
-
 def test_checkpoint_folder_refusals_come_before_any_work(tmp_path, no_work, capsys):
   afile = tmp_path / "a_file"
   afile.write_text("x")
