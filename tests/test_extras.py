@@ -52,7 +52,7 @@ def test_require_returns_the_module_or_names_the_extra(monkeypatch):
 def test_train_without_orbax_refuses_before_the_run(monkeypatch, capsys, tmp_path):
   from jaxgt.cli import train
   _block(monkeypatch, ORBAX)
-  _no_game(monkeypatch, (train, "load_game"))
+  _no_game(monkeypatch, (train, "load_playable"))
   out = tmp_path / "run"
   rc = cli.main(["train", "kuhn_poker", "--preset", "tiny", "--steps", "1", "--out", str(out)])
   assert "jaxgt train needs orbax-checkpoint" in _error_line(capsys, rc, "train")
@@ -63,7 +63,7 @@ def test_train_without_orbax_refuses_before_the_run(monkeypatch, capsys, tmp_pat
 def test_plot_without_matplotlib_refuses_before_the_work(monkeypatch, capsys, tmp_path, command):
   from jaxgt.cli import match, solve, train
   _block(monkeypatch, MATPLOTLIB)
-  _no_game(monkeypatch, (solve, "load_game"), (match, "load_playable"), (train, "load_game"))
+  _no_game(monkeypatch, (solve, "load_game"), (match, "load_playable"), (train, "load_playable"))
   png = tmp_path / "p.png"
   argv = {"solve": ["solve", "kuhn_poker"],
           "match": ["match", "kuhn_poker", "random", "random", "--matches", "2"],

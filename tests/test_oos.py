@@ -250,7 +250,9 @@ def test_in_match_targeting_moves_the_strategy_at_I():
       st = solver.run(tree, root, 500, jax.random.key(1), history=pos)
       added[pos] = np.asarray(st.cum_policy[1][i]) - before
       played[pos] = np.asarray(solver.average_policy(tree, st)[1][i])
-    assert added[h].sum() > 10 * added[None].sum() > 0, (key, added)
+    # untargeted trajectories reach I(m) rarely: in some random streams (another jax release's)
+    # never in these 500 iterations, so only the targeted sum must be positive
+    assert added[h].sum() > max(10 * added[None].sum(), 0.0), (key, added)
     np.testing.assert_allclose(played[h], added[h] / added[h].sum(), atol=0.02)
 
 
