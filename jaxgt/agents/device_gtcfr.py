@@ -39,8 +39,7 @@ from flax import struct
 from jaxgt.agents.base import Agent
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int
-from jaxgt.core.factored import check_factored
-from jaxgt.games.base import CHANCE
+from jaxgt.core.factored import check_factored, deal_steps
 from jaxgt.games.device import DeviceGame
 from jaxgt.search import evaluator as evaluator_lib
 from jaxgt.search import gtcfr as gtcfr_search
@@ -54,21 +53,6 @@ class DeviceGTCFRState:
 
   nodes: jax.Array  # [] int32 nodes of the last search's tree
   full: jax.Array  # [] int32 searches so far whose tree filled (no room for a expansion)
-
-
-def deal_steps(game: DeviceGame) -> int:
-  """Steps from the root to the first state after both private deals (each chance step taking
-  its first outcome of positive probability; the deals of a game whose ranges factor take as
-  many steps whatever they deal); ``ValueError`` if players act first."""
-  state = game.init()
-  for t in range(int(game.max_length) + 1):
-    if all(int(game.private_index(state, p)) >= 0 for p in (0, 1)):
-      return t
-    if int(game.current_player(state)) != CHANCE:
-      break
-    state = game.step(state, jnp.int32(int(np.argmax(np.asarray(game.chance_probs(state)) > 0))))
-  raise ValueError(f"{game.game_string()}: players act before both private states are dealt, so "
-                   "its ranges do not factor")
 
 
 class DeviceGTCFRAgent(Agent):

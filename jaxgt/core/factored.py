@@ -115,18 +115,31 @@ def private_pairs(game: DeviceGame, state):
   return jax.vmap(lambda a: jax.vmap(lambda b: pair(a, b))(jnp.arange(K1)))(jnp.arange(K0))
 
 
-def dealt_root(game: DeviceGame):
-  """The first public state after the private deals (each chance step takes its first
-  outcome of positive probability)."""
+def _first_deal(game: DeviceGame):
+  """``(state, steps)``: the first state after both private deals and the steps to it (each
+  chance step takes its first outcome of positive probability); ``ValueError`` if players act
+  first."""
   state = game.init()
-  for _ in range(game.max_length + 1):
+  for t in range(int(game.max_length) + 1):
     if all(int(game.private_index(state, p)) >= 0 for p in (0, 1)):
-      return state
+      return state, t
     if int(game.current_player(state)) != CHANCE:
       break
     state = game.step(state, jnp.int32(int(np.argmax(np.asarray(game.chance_probs(state)) > 0))))
   raise ValueError(f"{game.game_string()}: no public state after the private deals (players "
                    "act before both private states are dealt), so its ranges do not factor")
+
+
+def dealt_root(game: DeviceGame):
+  """The first public state after the private deals (each chance step takes its first
+  outcome of positive probability)."""
+  return _first_deal(game)[0]
+
+
+def deal_steps(game: DeviceGame) -> int:
+  """Steps from the root to the first state after both private deals (the deals of a game
+  whose ranges factor take as many steps whatever they deal)."""
+  return _first_deal(game)[1]
 
 
 # private pairs times chance outcomes read per public state at most (the pairs' chance
