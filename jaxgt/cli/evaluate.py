@@ -71,8 +71,9 @@ def select_seats(episodes, agent, player):
     sat = {e.seats[player] for e in episodes if e.seats is not None}
     if len(sat) > 1:
       raise ValueError(f"the log's 'seats' field shows both agents as player {player} (jaxgt "
-                       f"match alternates seats): say whose policy --policy is with --agent 0|1 "
-                       f"(every line, in that agent's seat), or --agent K --player {player} (the "
+                       f"match alternates seats): say which agent is evaluated (and whose "
+                       f"policy --policy is) with --agent 0|1 (every line, in that agent's "
+                       f"seat), or --agent K --player {player} (the "
                        f"lines where agent K was player {player})")
     return episodes, np.full(len(episodes), player), f"player {player}"
   missing = next((e for e in episodes if e.seats is None), None)
