@@ -39,10 +39,11 @@ ALLOWED = {
     "": {"games", "core", "policy", "solvers", "solving"},  # jaxgt/__init__.py: the public names
     "__main__": {"cli"},  # python -m jaxgt
     "extras": set(),  # the optional dependencies (plain Python), importable from every layer
+    "struct": set(),  # pytree dataclasses (JAX only), importable from every layer
 }
 for _layer_name in ALLOWED:
-  if _layer_name != "extras":
-    ALLOWED[_layer_name] = ALLOWED[_layer_name] | {"extras"}
+  if _layer_name not in ("extras", "struct"):
+    ALLOWED[_layer_name] = ALLOWED[_layer_name] | {"extras", "struct"}
 
 
 def _modules(package: pathlib.Path) -> dict:

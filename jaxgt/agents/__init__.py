@@ -17,10 +17,25 @@ and parses agent specs (``"oos(iterations=1000)"``) written in the grammar of
 from its agent class and solver.
 """
 
-from jaxgt.agents.base import Agent, PolicyAgent
-from jaxgt.agents.explore import Explore
-from jaxgt.agents.specs import (AgentSpec, Doc, Param, agent_kinds, describe_agents, make_agent,
-                                params_from, parse_spec, register_agent)
+import importlib
 
-__all__ = ["Agent", "AgentSpec", "Doc", "Explore", "Param", "PolicyAgent", "agent_kinds",
-           "describe_agents", "make_agent", "params_from", "parse_spec", "register_agent"]
+# Names resolve on first use (PEP 562): importing one submodule, e.g. the spec
+# grammar the command line reads, does not import every agent and search module.
+_EXPORTS = {"Agent": "base", "PolicyAgent": "base", "Explore": "explore",
+            **{name: "specs" for name in ("AgentSpec", "Doc", "Param", "agent_kinds",
+                                          "describe_agents", "make_agent", "params_from",
+                                          "parse_spec", "register_agent")}}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+  if name not in _EXPORTS:
+    raise AttributeError(f"module 'jaxgt.agents' has no attribute {name!r}")
+  value = getattr(importlib.import_module(f"jaxgt.agents.{_EXPORTS[name]}"), name)
+  globals()[name] = value
+  return value
+
+
+def __dir__() -> list[str]:
+  return sorted(set(globals()) | set(_EXPORTS))

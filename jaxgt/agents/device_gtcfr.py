@@ -34,7 +34,7 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.agents.base import Agent
 from jaxgt.core import sequence_form

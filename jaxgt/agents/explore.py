@@ -14,7 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_nonnegative_int, check_real

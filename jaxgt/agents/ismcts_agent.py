@@ -10,7 +10,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.agents.table_search import TableSearchAgent
 from jaxgt.core.game_tree import CompiledGame

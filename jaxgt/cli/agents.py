@@ -43,12 +43,21 @@ def catalogue():
 
 
 def add_agent_command(sub, name: str, help: str, description: str):
-  """A subcommand taking agent specs: its ``--help`` explains specs and lists the agent kinds."""
+  """A subcommand taking agent specs: its ``--help`` explains specs and lists the agent kinds
+  (the listing imports every agent module, so it is built only when the help is printed)."""
   import textwrap
-  listing = "\n".join("  " + line for line in catalogue().describe_agents().splitlines())
-  return sub.add_parser(name, help=help, description=textwrap.fill(f"{description} {SPEC_HELP}", 80),
-                        epilog=f"agents:\n{listing}",
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+  p = sub.add_parser(name, help=help, description=textwrap.fill(f"{description} {SPEC_HELP}", 80),
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+  format_help = p.format_help
+
+  def with_listing() -> str:
+    if p.epilog is None:
+      listing = "\n".join("  " + line for line in catalogue().describe_agents().splitlines())
+      p.epilog = f"agents:\n{listing}"
+    return format_help()
+
+  p.format_help = with_listing
+  return p
 
 
 def parse_agents(*texts):

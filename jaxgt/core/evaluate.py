@@ -9,7 +9,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.core import sequence_form
 from jaxgt.core.game_tree import CompiledGame, GameTree

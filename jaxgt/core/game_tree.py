@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.games.base import Game

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.games.device import DeviceGame
 

@@ -45,7 +45,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame, uniform_grid_index

@@ -42,7 +42,7 @@ import math
 
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame

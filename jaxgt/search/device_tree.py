@@ -42,7 +42,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 from jax import lax
 
 from jaxgt.core.checks import check_positive_int

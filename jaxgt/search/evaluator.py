@@ -32,7 +32,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 from jax import lax
 
 from jaxgt.core import sequence_form

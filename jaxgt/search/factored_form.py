@@ -32,7 +32,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 from jax import lax
 
 from jaxgt.core import sequence_form

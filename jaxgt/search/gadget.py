@@ -21,7 +21,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.core.checks import check_real
 from jaxgt.core.sequence_form import safe_div

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 
 
 @struct.dataclass

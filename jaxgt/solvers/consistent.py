@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 from jax import lax
 
 from jaxgt.core import rng

@@ -61,7 +61,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_positive_int, check_real

@@ -33,7 +33,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.core import rng
 from jaxgt.core import sequence_form

@@ -38,7 +38,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 from jax import lax
 
 from jaxgt.core import sequence_form

@@ -103,7 +103,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from flax import struct
+from jaxgt import struct
 from jax import lax
 
 from jaxgt.core import rng, sequence_form

@@ -35,7 +35,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 
 from jaxgt.core import info_table
 from jaxgt.core.game_tree import NO_INDEX, GameTree

@@ -56,7 +56,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
+from jaxgt import struct
 from jax import lax
 
 from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER, GameTree
