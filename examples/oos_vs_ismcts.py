@@ -249,6 +249,9 @@ def main(argv=None):
   ap.add_argument("--json", default=None, help="write every cell to this JSON file")
   ap.add_argument("--log", default=None, help="also write the printed text to this file")
   ap.add_argument("--plot", default=None, help="draw the win-rate matrices (matplotlib)")
+  ap.add_argument("--time-only", action="store_true",
+                  help="device games: print each agent's seconds per move at each budget and "
+                       "play no matches (the budget's cost in seconds on this machine)")
   ap.add_argument("--seed", type=int, default=0)
   args = ap.parse_args(argv)
   if args.quick:
@@ -313,6 +316,11 @@ def main(argv=None):
               f"{info['seconds_per_move']:.3f} s per move on this machine "
               f"(tables {info['memory_bytes'] / 2**20:.1f} MiB)")
         table["agents"][k] = info
+      if args.time_only:
+        report["tables"].append(table)
+        if args.json:
+          _dump(report, None, args.json)
+        continue
       for r, c in cell_order(rows, cols, args.pairs):
         key, k = jax.random.split(key)
         t0 = time.perf_counter()
