@@ -58,3 +58,37 @@ def test_recorded_episodes_are_the_paths_to_the_terminal_histories():
   a = PolicyAgent(compiled, table)
   res = match.play(compiled, a, a, 64, jax.random.key(5))
   assert res.episodes() == action_paths(compiled.tree, res.histories)
+
+
+class _CdfLeduc(jaxgt.games.leduc.LeducPoker):
+  """Leduc with a chance sampler that draws as the referee's CDF over ``chance_probs`` does."""
+
+  def sample_chance(self, s, u):
+    from jaxgt.core.sampling import sample_index
+    return sample_index(self.chance_probs(s), u)
+
+
+def test_a_chance_sampler_drawing_as_the_cdf_leaves_the_matches_unchanged():
+  plain, sampled = jaxgt.games.make("leduc_poker"), _CdfLeduc()
+  key = jax.random.key(4)
+  a = match.play(plain, RandomAgent(plain), RandomAgent(plain), 64, key)
+  b = match.play(sampled, RandomAgent(sampled), RandomAgent(sampled), 64, key)
+  np.testing.assert_array_equal(a.payoffs, b.payoffs)
+  assert a.episodes() == b.episodes()
+
+
+def test_holdem_matches_deal_with_the_game_sampler():
+  """A sampler that always deals the highest card left: every match's cards come out 51, 50, ...
+  in deal order (drawn from ``chance_probs`` they would be uniform)."""
+  from jaxgt.games.holdem import DECK, LimitHoldem, kth_free_card
+
+  class HighestFirst(LimitHoldem):
+    def sample_chance(self, s, u):
+      return kth_free_card(s.deck, DECK - 1 - s.dealt)
+
+  game = HighestFirst()
+  res = match.play(game, RandomAgent(game), RandomAgent(game), 8, jax.random.key(0))
+  cards, dealt = np.asarray(res.histories.cards), np.asarray(res.histories.dealt)
+  assert dealt.min() >= 4  # the hole cards at least
+  for row, n in zip(cards, dealt):
+    np.testing.assert_array_equal(row[:n], DECK - 1 - np.arange(n))

@@ -34,8 +34,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.agents.base import Agent
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int

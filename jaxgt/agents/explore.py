@@ -14,8 +14,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_nonnegative_int, check_real
 from jaxgt.core.sampling import mix_uniform

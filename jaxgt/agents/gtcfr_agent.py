@@ -35,8 +35,8 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.agents.base import Agent
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_positive_int, concrete_int

@@ -10,8 +10,8 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.agents.table_search import TableSearchAgent
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.tables import acting_row

@@ -9,8 +9,8 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.dtypes import default_dtype

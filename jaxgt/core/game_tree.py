@@ -16,8 +16,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core.dtypes import cast_tree, resolve_dtype
 from jaxgt.games.base import Game
 

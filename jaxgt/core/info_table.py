@@ -24,9 +24,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core.checks import check_positive_int
 
 NO_ROW = -1

@@ -8,8 +8,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.public_tree import (chance_edge_probabilities, edge_probabilities,
                                     player_edge_probabilities, subtree_values)

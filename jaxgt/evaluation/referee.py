@@ -3,9 +3,9 @@
 A match is played under a game's rules (:mod:`jaxgt.games.device`; a compiled
 game's are :meth:`~jaxgt.core.game_tree.CompiledGame.rules`, whose state is a
 history index), from a :class:`Position` (the rules' state and whether the
-match is still valid). The referee samples chance outcomes from
-``chance_probs`` in an inner loop until the next decision (or terminal), so
-chance turns call no agent; at a decision only the acting
+match is still valid). The referee samples chance outcomes (from ``chance_probs``,
+or with the game's chance sampler where it has one) in an inner loop until the
+next decision (or terminal), so chance turns call no agent; at a decision only the acting
 agent's ``act`` is called, and the action is drawn from the probabilities it
 returns with :func:`jaxgt.core.sampling.sample_index`. A per-decision
 ``hook`` sees every decision (``(carry, agent index, position state, probs [A],
@@ -51,9 +51,9 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.agents.base import Agent
 from jaxgt.core import rng
 from jaxgt.core.checks import check_choice, check_positive_int, check_shape
@@ -61,7 +61,7 @@ from jaxgt.core.game_tree import CompiledGame, GameTree
 from jaxgt.core.sampling import sample_index
 from jaxgt.core.tree_rules import rules_of
 from jaxgt.games.base import CHANCE, TERMINAL
-from jaxgt.games.device import DeviceGame, children_mask
+from jaxgt.games.device import DeviceGame, children_mask, has_chance_sampler
 
 TRACE_ERRORS = (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
                 jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
@@ -170,12 +170,19 @@ def draw(rules: DeviceGame, pos: Position, probs, key, dtype) -> Position:
 
 
 def through_chance(rules: DeviceGame, pos: Position, key, dtype):
-  """Samples chance from ``pos`` until a decision or terminal: ``(position, key)``."""
+  """Samples chance from ``pos`` until a decision or terminal: ``(position, key)``; a game with
+  a chance sampler (:func:`~jaxgt.games.device.has_chance_sampler`, e.g. hold'em's deals)
+  draws each outcome with it from the same uniform, else from ``chance_probs``."""
+  sampled = has_chance_sampler(rules)
 
   def node(carry):
     pos, key = carry
     key, _, ku = rng.split(key, 3)
-    return draw(rules, pos, rules.chance_probs(pos.state), ku, dtype), key
+    if not sampled:
+      return draw(rules, pos, rules.chance_probs(pos.state), ku, dtype), key
+    outcome = rules.sample_chance(pos.state, rng.uniform(ku, (), dtype)).astype(jnp.int32)
+    return Position(rules.step(pos.state, outcome), pos.ok,
+                    pos.actions.at[pos.length].set(outcome, mode="drop"), pos.length + 1), key
 
   return lax.while_loop(
       lambda c: c[0].ok & (rules.current_player(c[0].state) == CHANCE), node, (pos, key))

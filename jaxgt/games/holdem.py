@@ -45,8 +45,8 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame, uniform_grid_index
 from jaxgt.games.hand_eval import card_string, hand_rank

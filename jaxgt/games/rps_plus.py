@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.games.base import TERMINAL
 from jaxgt.games.device import DeviceGame
 

@@ -42,9 +42,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER, CompiledGame
 from jaxgt.core.public_tree import build_public_tree

@@ -32,9 +32,9 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_index, check_positive_int, check_shape
 from jaxgt.core.game_tree import ancestor_at_depth, infostate_histories

@@ -32,9 +32,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.core.game_tree import NO_PLAYER
 from jaxgt.games.base import CHANCE, TERMINAL

@@ -21,8 +21,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core.checks import check_real
 from jaxgt.core.sequence_form import safe_div
 

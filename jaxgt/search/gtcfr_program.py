@@ -19,9 +19,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.core.sampling import sample_index

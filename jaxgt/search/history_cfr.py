@@ -24,9 +24,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.games.base import CHANCE, TERMINAL
 

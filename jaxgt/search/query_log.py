@@ -14,9 +14,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import rng
 from jaxgt.core.game_tree import NO_INDEX
 

@@ -45,8 +45,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core.factored import check_dealt_state, check_factored, dealt_root, private_pairs
 from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER
 from jaxgt.games.base import CHANCE, TERMINAL

@@ -41,9 +41,9 @@ from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.core.game_tree import GameTree
 from jaxgt.core.dtypes import cast_tree, dtype_name, resolve_dtype

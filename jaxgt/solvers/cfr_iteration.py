@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
+
 from jaxgt import struct
 
 

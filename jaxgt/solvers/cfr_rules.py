@@ -32,8 +32,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 
 

@@ -45,9 +45,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import rng
 from jaxgt.games.base import CHANCE
 from jaxgt.games.device import DeviceGame, children_mask

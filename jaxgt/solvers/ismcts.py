@@ -61,8 +61,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.core.dtypes import resolve_dtype

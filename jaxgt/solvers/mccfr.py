@@ -33,8 +33,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core import rng
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int, check_real

@@ -38,9 +38,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_real
 from jaxgt.core.game_tree import GameTree, PlayerTree

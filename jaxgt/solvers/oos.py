@@ -103,9 +103,9 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import rng, sequence_form
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.core.game_tree import GameTree

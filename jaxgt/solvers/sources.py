@@ -35,8 +35,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core import info_table
 from jaxgt.core.game_tree import NO_INDEX, GameTree
 from jaxgt.core.tables import infostate_rows

@@ -89,8 +89,8 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 
+from jaxgt import struct
 from jaxgt.core import info_table, rng, sequence_form
 from jaxgt.core.checks import check_positive_int, check_real
 from jaxgt.core.game_tree import GameTree

@@ -56,9 +56,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxgt import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core.game_tree import NO_INDEX, NO_PLAYER, GameTree
 from jaxgt.core.sampling import sample_cdf
 from jaxgt.games.base import CHANCE
