@@ -29,7 +29,8 @@ each move runs ``iterations`` solver steps of ``--batch`` samples, OOS
 one batch per update player), ISMCTS ``max(budget // batch, 1)`` steps
 (``batch`` simulations each); the exact budget is printed. The seconds one
 move takes on this machine (one jitted ``act`` at a position a few moves in,
-after compilation) are measured and printed per agent.
+after compilation) are measured and printed per agent; ``--time-only`` prints just
+those, to state a sample budget in seconds on the machine at hand.
 
 Parameters (Sec. 5.1, 5.4): UCT ``C`` twice the largest payoff, the most
 visited action played; RM exploration 0.2, moves sampled from the mean
