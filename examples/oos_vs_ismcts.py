@@ -250,6 +250,9 @@ def main(argv=None):
   ap.add_argument("--json", default=None, help="write every cell to this JSON file")
   ap.add_argument("--log", default=None, help="also write the printed text to this file")
   ap.add_argument("--plot", default=None, help="draw the win-rate matrices (matplotlib)")
+  ap.add_argument("--duplicate", action="store_true",
+                  help="duplicate matches: each pair deals the same chance outcomes, seats "
+                       "swapped (intervals over the pairs)")
   ap.add_argument("--time-only", action="store_true",
                   help="device games: print each agent's seconds per move at each budget and "
                        "play no matches (the budget's cost in seconds on this machine)")
@@ -326,7 +329,7 @@ def main(argv=None):
         key, k = jax.random.split(key)
         t0 = time.perf_counter()
         res = play(game, agents[r], agents[c], args.matches, k, swap_seats=True,
-                   block=args.block)
+                   block=args.block, duplicate=args.duplicate)
         cell = _cell(res, time.perf_counter() - t0)
         table["cells"][r][c] = cell
         if args.pairs and r != c:

@@ -68,8 +68,9 @@ def test_match_json_log_and_seats(kuhn, tmp_path, capsys):
   out = capsys.readouterr().out
   assert len(out.strip().splitlines()) == 1
   doc = json.loads(out)
-  assert set(doc) == {"game", "agents", "episodes", "seed", "mean", "ci95", "win_rate",
-                      "win_ci95", "wins", "draws", "losses", "units"} and doc["episodes"] == n
+  assert set(doc) == {"game", "agents", "episodes", "seed", "duplicate", "mean", "ci95",
+                      "win_rate", "win_ci95", "wins", "draws", "losses", "units"}
+  assert doc["episodes"] == n and doc["duplicate"] is False
   assert doc["game"] == "kuhn_poker" and doc["agents"] == [f"policy(path={pa})",
                                                             f"policy(path={pb})"]
   assert doc["wins"] + doc["draws"] + doc["losses"] == n
@@ -110,6 +111,25 @@ def test_match_text_plot_and_leduc_log_replays(tmp_path, capsys):
   assert len(eps) == 60 and {e.game for e in eps} == {"leduc_poker"}
   assert any(len(e.history) > 6 for e in eps)  # some reach the second round (a public card)
   _replay("leduc_poker", eps)
+
+
+def test_duplicate_matches_deal_each_pair_the_same_cards(kuhn, tmp_path, capsys):
+  g, a, b, (pa, pb) = kuhn
+  log, png = tmp_path / "dup.jsonl", tmp_path / "dup.png"
+  assert main(["match", "kuhn_poker", f"policy(path={pa})", f"policy(path={pb})", "--matches",
+               "400", "--duplicate", "--json", "--log", str(log), "--plot", str(png)]) == 0
+  doc = json.loads(capsys.readouterr().out)
+  assert doc["duplicate"] is True and doc["episodes"] == 400
+  eps = read_episodes(log)
+  for x, y in zip(eps[0::2], eps[1::2]):
+    assert x.history[:2] == y.history[:2] and x.seats == (0, 1) and y.seats == (1, 0)
+  agent0 = np.array([e.returns[e.seats[0]] for e in eps])
+  pairs = agent0.reshape(-1, 2).mean(axis=1)
+  half = 1.96 * pairs.std(ddof=1) / np.sqrt(len(pairs))
+  assert doc["ci95"] == pytest.approx([agent0.mean() - half, agent0.mean() + half])
+  assert png.stat().st_size > 1000
+  assert main(["match", "kuhn_poker", "random", "random", "--matches", "6", "--duplicate"]) == 0
+  assert "3 duplicate pairs" in capsys.readouterr().out
 
 
 def test_construct_of_a_policy_agent(kuhn, tmp_path, capsys):

@@ -25,6 +25,10 @@ def add_parser(sub) -> None:
   p.add_argument("agent1", help="agent spec of the opponent")
   p.add_argument("--matches", type=int, default=1000,
                  help="number of matches, even: half with AGENT0 as player 0 (default 1000)")
+  p.add_argument("--duplicate", action="store_true",
+                 help="duplicate matches: each pair of matches deals the same chance outcomes "
+                      "(cards, dice) with the seats swapped, so the luck of the deal cancels; "
+                      "the 95%% intervals are over the pairs")
   p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
   p.add_argument("--block", type=int, default=None,
                  help="matches per run of the compiled match program (compiled once), progress "
@@ -66,8 +70,9 @@ def run(args) -> int:
     traced = referee.play_mode(g, agents, "auto", jax.random.key(args.seed))
   block = args.block or max(1, math.ceil(n / 10))
   name = referee.game_name(g)  # a device game's name alone omits its parameters
-  print(f"{name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat), seed "
-        f"{args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),
+  print(f"{name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat"
+        + (f"; {n // 2} duplicate pairs, each pair's deals the same" if args.duplicate else "")
+        + f"), seed {args.seed}" + ("" if traced else " (an agent does not trace: Python loop)"),
         file=info, flush=True)
   for spec, agent in zip(specs, agents):  # what a search holds, before any run
     if hasattr(agent, "memory_bytes"):
@@ -84,13 +89,14 @@ def run(args) -> int:
     print(f"  {done}/{total} matches", file=sys.stderr, flush=True)
 
   res = match_lib.play(g, agents[0], agents[1], n, jax.random.key(args.seed),
-                       mode="auto" if traced else "python", block=block, progress=progress)
+                       mode="auto" if traced else "python", block=block, progress=progress,
+                       duplicate=args.duplicate)
   lo, hi = res.mean - res.ci95, res.mean + res.ci95
   win_lo, win_hi = clipped_interval(res.win_rate, res.win_ci95)
   wins, draws = int((res.payoffs > 0).sum()), int((res.payoffs == 0).sum())
   if args.json:
     out = {"game": name, "agents": [str(s) for s in specs], "episodes": res.num_matches,
-           "seed": args.seed, "mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
+           "seed": args.seed, "duplicate": args.duplicate, "mean": res.mean, "ci95": [lo, hi], "win_rate": res.win_rate,
            "win_ci95": [win_lo, win_hi], "wins": wins, "draws": draws,
            "losses": n - wins - draws,
            "units": {"mean": PAYOFF + " (agent 0)", "win_rate": PROBABILITY + " (agent 0)"}}
@@ -160,7 +166,7 @@ def plot_running_mean(result, path, title: str) -> None:
   import matplotlib.pyplot as plt
   import numpy as np
   mean, ci = result.running()
-  k = np.arange(1, len(mean) + 1)
+  k = np.arange(1, len(mean) + 1) * (2 if result.paired else 1)  # matches played
   fig, ax = plt.subplots(figsize=(6, 4))
   ax.plot(k, mean, label="running mean")
   ax.fill_between(k, mean - ci, mean + ci, alpha=0.3, label="95% interval")

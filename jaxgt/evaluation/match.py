@@ -5,7 +5,8 @@ Games", 2015, Sec. 5).
 ``play(game, agent0, agent1, num_matches, key)`` runs ``num_matches``
 independent matches as one jitted program through the referee
 (:mod:`jaxgt.evaluation.referee`): chance outcomes are sampled from
-``chance_probs`` and each agent's ``act`` chooses at its player's histories
+``chance_probs`` (or the game's chance sampler) and each agent's ``act`` chooses at its
+player's histories
 (actions sampled from the returned probabilities); only the acting agent's
 ``act`` runs, batched over the matches waiting on it. With
 ``swap_seats`` agent0 plays player 1 in every odd-numbered match, so half the
@@ -23,7 +24,9 @@ tabulates mean ± 95% confidence half-width like that paper's head-to-head table
 
 Keys: match ``m`` uses ``split(key, num_matches)[m]``, split into the two
 agents' ``init`` keys and the match key; each node splits the match key into
-the acting agent's ``act`` key and the uniform that samples the outcome.
+the acting agent's ``act`` key and the uniform that samples the outcome. With
+``duplicate=True`` the chance outcomes of pair ``j`` (matches ``2j``, ``2j + 1``) come from
+``split(fold_in(key, DEALS), num_matches // 2)[j]`` instead.
 """
 
 from __future__ import annotations
@@ -61,15 +64,20 @@ class MatchResult:
   # "refused": [f0, f1]}, the most rows in use and refused inserts of each player's table seen
   # after any of its decisions in any match (None for other agents; None when neither has any)
   memory: tuple | None = None
+  # duplicate matches: matches 2j and 2j + 1 had the same deals from opposite seats; the
+  # intervals are then over the M / 2 pairs' means (the pairs are independent, the matches not)
+  paired: bool = False
 
   @classmethod
   def from_payoffs(cls, payoffs, seats, traced=True, histories=None,
-                   actions=None) -> "MatchResult":
+                   actions=None, paired: bool = False) -> "MatchResult":
     x = np.asarray(payoffs, np.float64)
     n = len(x)
-    se = _stderr(x)
+    if paired and n % 2:
+      raise ValueError(f"duplicate matches come in pairs: got {n} payoffs")
+    se = _stderr(_pair_means(x) if paired else x)
     return cls(x, np.asarray(seats, np.int32), float(np.mean(x)), se, 1.96 * se, n, traced,
-               histories, actions)
+               histories, actions, paired=paired)
 
   def episodes(self) -> list[list[int]]:
     """Each match's actions and chance outcomes from the root (the game's action ids)."""
@@ -87,12 +95,14 @@ class MatchResult:
 
   @property
   def win_ci95(self) -> float:
-    """Half-width of the normal 95% confidence interval of :attr:`win_rate`."""
-    return 1.96 * _stderr(self.scores)
+    """Half-width of the normal 95% confidence interval of :attr:`win_rate` (over the pairs'
+    mean scores for duplicate matches)."""
+    return 1.96 * _stderr(_pair_means(self.scores) if self.paired else self.scores)
 
   def running(self):
-    """``(mean [M], ci95 [M])``: the running mean payoff after each match and its 95% half-width."""
-    x = self.payoffs
+    """``(mean [M], ci95 [M])``: the running mean payoff after each match and its 95% half-width
+    (duplicate matches: ``[M / 2]``, after each pair)."""
+    x = _pair_means(self.payoffs) if self.paired else self.payoffs
     k = np.arange(1, len(x) + 1)
     mean = np.cumsum(x) / k
     var = np.maximum(np.cumsum(x * x) / k - mean * mean, 0.0) * k / np.maximum(k - 1, 1)
@@ -102,15 +112,26 @@ class MatchResult:
     return f"{self.mean:+.4f} ± {self.ci95:.4f} (95% CI, {self.num_matches} matches)"
 
 
+def _pair_means(x) -> np.ndarray:
+  """``[M / 2]`` the means of matches ``2j`` and ``2j + 1``."""
+  return np.asarray(x, np.float64).reshape(-1, 2).mean(axis=1)
+
+
 def _stderr(x) -> float:
   """``std(x, ddof=1) / sqrt(n)`` (NaN for fewer than two samples)."""
   return float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan")
 
 
 def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key: jax.Array,
-         *, swap_seats: bool = True, mode: str = "auto", dtype=None,
+         *, swap_seats: bool = True, duplicate: bool = False, mode: str = "auto", dtype=None,
          chunk: int | None = None, block: int | None = None, progress=None) -> MatchResult:
   """Plays ``num_matches`` matches of ``agent0`` against ``agent1``; payoffs from agent0's view.
+
+  ``duplicate``: matches ``2j`` and ``2j + 1`` deal the same chance outcomes (the k-th chance
+  event of both draws with one uniform, :func:`jaxgt.evaluation.referee.with_deals`) with the
+  seats swapped, so the luck of the deal cancels in each pair's mean (duplicate poker); the
+  agents' own draws stay independent, the mean is unbiased as before, and its interval is
+  computed over the pairs. Needs ``swap_seats`` and an even ``num_matches``.
 
   ``mode``: ``"auto"`` (jitted when both agents trace, else a Python loop),
   ``"jit"`` (raise if an agent does not trace) or ``"python"``. Raises
@@ -125,24 +146,36 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   """
   num_matches = referee.check_match_args(game, (("agent0", agent0), ("agent1", agent1)),
                                          num_matches)
+  if duplicate and (not swap_seats or num_matches % 2):
+    raise ValueError("duplicate matches swap the seats within each pair: they need "
+                     f"swap_seats=True and an even number of matches (got {num_matches})")
   key = check_key(key)
   traced = referee.play_mode(game, (agent0, agent1), mode, key)
   chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
   return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype),
-               chunk, block, progress)
+               chunk, block, progress, duplicate)
+
+
+DEALS = 0x6465616C
+"""Folded into the key of :func:`play` for the deal keys of duplicate matches."""
 
 
 def _play(game, agents, num_matches, key, swap_seats, traced, dtype, chunk, block=None,
-          progress=None) -> MatchResult:
+          progress=None, duplicate: bool = False) -> MatchResult:
   """:func:`play` after its checks."""
   keys = jax.random.split(key, num_matches)
   seats = (np.arange(num_matches) % 2 if swap_seats else np.zeros(num_matches)).astype(np.int32)
+  deals = None
+  if duplicate:
+    pairs = jax.random.split(jax.random.fold_in(key, DEALS), num_matches // 2)
+    deals = pairs[np.arange(num_matches) // 2]
   hook, carry = _memory_hook(agents)
   h, mem, ends = referee.play_matches(game, agents, keys, seats, traced=traced, dtype=dtype,
                                       hook=hook, carry=carry, chunk=min(chunk, num_matches),
-                                      block=block, progress=progress)
+                                      block=block, progress=progress, deal_keys=deals)
   pay = referee.payoffs(game, h, seats, dtype)
-  res = MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h, ends.actions)
+  res = MatchResult.from_payoffs(np.asarray(pay, np.float64), seats, traced, h, ends.actions,
+                                 paired=duplicate)
   if hook is None:
     return res
   mem = np.max(np.asarray(mem).reshape(-1, 2, 2, 2), axis=0)  # [agent, player, (rows, refused)]

@@ -39,7 +39,8 @@ Both draw the same keys and uniforms, so they play the same matches. Keys:
 match key ``k`` splits into agent0's ``init`` key, agent1's ``init`` key and
 the walk key; every node (chance or decision) splits the walk key into the
 next walk key, the acting agent's ``act`` key and the key of the uniform that
-draws the outcome.
+draws the outcome. Duplicate matches (:func:`with_deals`) draw their chance outcomes
+from a deal key instead, the k-th chance event of a match from ``fold_in(deal key, k)``.
 """
 
 from __future__ import annotations
@@ -144,6 +145,10 @@ class Position:
   ok: jax.Array  # [] bool: False once an agent put no finite positive mass on legal actions
   actions: jax.Array  # [L] int32 actions and chance outcomes from the root, -1 after the last
   length: jax.Array  # [] int32 steps taken
+  # duplicate deals (:func:`with_deals`): the key of the match's chance outcomes, the k-th
+  # chance event drawing with ``fold_in(deal_key, k)``; None: chance draws from the walk key
+  deal_key: Any = None
+  chance_steps: Any = None  # [] int32 chance events so far (with ``deal_key`` only)
 
 
 def root(rules: DeviceGame) -> Position:
@@ -160,29 +165,51 @@ def at(rules: DeviceGame, state) -> Position:
 def draw(rules: DeviceGame, pos: Position, probs, key, dtype) -> Position:
   """The child of ``pos`` drawn from ``probs`` (``[A]`` or ``[C]``, masked to the children)
   with the uniform of ``key``; not ``ok`` when ``probs`` has no finite positive mass there."""
+  return _draw(rules, pos, probs, rng.uniform(key, (), dtype), dtype)
+
+
+def _draw(rules: DeviceGame, pos: Position, probs, u, dtype) -> Position:
+  """:func:`draw` with the uniform ``u``."""
   probs = jnp.asarray(probs, dtype)
   probs = jnp.pad(probs, (0, rules.num_distinct - probs.shape[-1]))
   probs = jnp.where(children_mask(rules, pos.state), probs, 0.0)
   total = jnp.sum(probs)
-  action = sample_index(probs, rng.uniform(key, (), dtype)).astype(jnp.int32)
-  return Position(rules.step(pos.state, action), pos.ok & jnp.isfinite(total) & (total > 0),
-                  pos.actions.at[pos.length].set(action, mode="drop"), pos.length + 1)
+  return _stepped(rules, pos, sample_index(probs, u).astype(jnp.int32),
+                  jnp.isfinite(total) & (total > 0))
+
+
+def _stepped(rules: DeviceGame, pos: Position, action, ok=True) -> Position:
+  """``pos`` after ``action`` (recorded), still ``ok`` if it was and ``ok`` holds."""
+  return pos.replace(state=rules.step(pos.state, action), ok=pos.ok & ok,
+                     actions=pos.actions.at[pos.length].set(action, mode="drop"),
+                     length=pos.length + 1)
+
+
+def with_deals(pos: Position, deal_key) -> Position:
+  """``pos`` with its chance outcomes drawn from ``deal_key``: the k-th chance event of the
+  match takes the uniform of ``fold_in(deal_key, k)`` whatever the agents did before it. Two
+  matches with one deal key and the seats swapped see the same deals from opposite seats
+  (duplicate matches: the luck of the deal cancels in the pair's mean)."""
+  return pos.replace(deal_key=deal_key, chance_steps=jnp.zeros((), jnp.int32))
 
 
 def through_chance(rules: DeviceGame, pos: Position, key, dtype):
   """Samples chance from ``pos`` until a decision or terminal: ``(position, key)``; a game with
   a chance sampler (:func:`~jaxgt.games.device.has_chance_sampler`, e.g. hold'em's deals)
-  draws each outcome with it from the same uniform, else from ``chance_probs``."""
+  draws each outcome with it from the same uniform, else from ``chance_probs``. The uniforms
+  come from the walk key, or from the position's deal key (:func:`with_deals`)."""
   sampled = has_chance_sampler(rules)
 
   def node(carry):
     pos, key = carry
     key, _, ku = rng.split(key, 3)
+    if pos.deal_key is not None:
+      ku = jax.random.fold_in(pos.deal_key, pos.chance_steps)
+      pos = pos.replace(chance_steps=pos.chance_steps + 1)
+    u = rng.uniform(ku, (), dtype)
     if not sampled:
-      return draw(rules, pos, rules.chance_probs(pos.state), ku, dtype), key
-    outcome = rules.sample_chance(pos.state, rng.uniform(ku, (), dtype)).astype(jnp.int32)
-    return Position(rules.step(pos.state, outcome), pos.ok,
-                    pos.actions.at[pos.length].set(outcome, mode="drop"), pos.length + 1), key
+      return _draw(rules, pos, rules.chance_probs(pos.state), u, dtype), key
+    return _stepped(rules, pos, rules.sample_chance(pos.state, u).astype(jnp.int32)), key
 
   return lax.while_loop(
       lambda c: c[0].ok & (rules.current_player(c[0].state) == CHANCE), node, (pos, key))
@@ -236,12 +263,13 @@ class Referee:
   dtype: Any  # dtype of the probabilities and uniforms
   hook: Hook | None = None  # optional per-decision hook (see the module docstring)
 
-  def start(self, key, eager: bool = False):
-    """Both agents' states and the first decision: ``(position, (state0, state1), walk key)``."""
+  def start(self, key, eager: bool = False, deal_key=None):
+    """Both agents' states and the first decision: ``(position, (state0, state1), walk key)``;
+    with ``deal_key`` the match's chance outcomes come from it (:func:`with_deals`)."""
     k0, k1, key = rng.split(key, 3)
     states = (self.agents[0].init(k0), self.agents[1].init(k1))
-    pos, key = (_through_chance_jit if eager else through_chance)(
-        self.rules, root(self.rules), key, self.dtype)
+    pos = root(self.rules) if deal_key is None else with_deals(root(self.rules), deal_key)
+    pos, key = (_through_chance_jit if eager else through_chance)(self.rules, pos, key, self.dtype)
     return pos, states, key
 
   def decide(self, i: int, pos: Position, state, key, carry, eager: bool = False):
@@ -288,21 +316,25 @@ class Referee:
       lanes = body(lanes)
     return lanes
 
-  def walk(self, key, seat0, carry=None):
+  def walk(self, key, seat0, carry=None, deal_key=None):
     """One match in a Python loop (agents need not trace): ``(final position, carry)``."""
-    h, states, key = self.start(key, eager=True)
+    h, states, key = self.start(key, eager=True, deal_key=deal_key)
     h, _, _, carry = self._loop((h, states, key, carry), int(seat0),
                                 lambda i, _, own: self.decide(i, *own, eager=True), eager=True)
     return h, carry
 
-  def run(self, keys, seats, carry, chunk: int):
+  def run(self, keys, seats, carry, chunk: int, deal_keys=None):
     """All matches as one traced program: ``(final positions [M], carries [M, ...])``.
 
     ``keys [M]``, ``seats [M]``; ``carry`` is the hook's initial carry (one
-    per match); each agent's phase serves up to ``chunk`` waiting matches.
+    per match); each agent's phase serves up to ``chunk`` waiting matches; ``deal_keys [M]``
+    (optional) the keys of the matches' chance outcomes (:func:`with_deals`).
     """
     M = keys.shape[0]
-    h, states, key = jax.vmap(self.start)(keys)
+    if deal_keys is None:
+      h, states, key = jax.vmap(self.start)(keys)
+    else:
+      h, states, key = jax.vmap(lambda k, d: self.start(k, deal_key=d))(keys, deal_keys)
     carry = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (M,) + jnp.shape(x)), carry)
 
     def serve(i, waiting, own):
@@ -335,19 +367,21 @@ def array_fields(agent: Agent) -> dict:
 
 def match_program(referee: Referee, chunk: int):
   """The jitted :meth:`Referee.run` and its last argument: ``(program, fields)``, ``program(keys
-  [M], seats [M], carry, fields) -> (final positions [M], carries [M, ...])``. ``fields``
-  holds each agent's :func:`array_fields`; the program rebuilds the agents with them."""
+  [M], seats [M], carry, fields, deal_keys=None) -> (final positions [M], carries [M, ...])``.
+  ``fields`` holds each agent's :func:`array_fields`; the program rebuilds the agents with
+  them."""
   fields = tuple(array_fields(a) for a in referee.agents)
 
-  def run(keys, seats, carry, fields):
+  def run(keys, seats, carry, fields, deal_keys=None):
     agents = tuple(dataclasses.replace(a, **f) if f else a for a, f in zip(referee.agents, fields))
-    return dataclasses.replace(referee, agents=agents).run(keys, seats, carry, chunk)
+    return dataclasses.replace(referee, agents=agents).run(keys, seats, carry, chunk, deal_keys)
 
   return jax.jit(run), fields
 
 
 def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
                  hook: Hook | None = None, carry=None, chunk: int | None = None,
+                 deal_keys=None,
                  block: int | None = None, progress: Callable[[int, int], None] | None = None):
   """Plays match ``m`` with ``keys[m]``, agent0 in seat ``seats[m]``: ``(final states, carries,
   positions)``.
@@ -357,7 +391,8 @@ def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
   states ``[M, ...]`` of its state pytree); :func:`payoffs` gives the payoffs. ``block``:
   matches per program run (default all ``M``); the traced program is compiled once and reused
   for every block (the last one padded), and ``progress(done, M)`` is called after each block.
-  Blocks do not change the matches: match ``m`` always draws from ``keys[m]``. ``chunk``:
+  Blocks do not change the matches: match ``m`` always draws from ``keys[m]`` (its chance
+  outcomes from ``deal_keys[m]`` where given: :func:`with_deals`). ``chunk``:
   matches each traced agent phase serves (default: the block). The fields an agent names in
   ``array_fields`` (:func:`array_fields`) are arguments of the traced program, not constants.
   Raises ``ValueError`` for a match where an agent returned probabilities with no finite
@@ -375,12 +410,16 @@ def play_matches(game, agents, keys, seats, *, traced: bool, dtype,
     n = min(block, M - lo)
     if traced:
       take = jnp.arange(lo, lo + block) % M if n < block else jnp.arange(lo, lo + block)
-      pos, c = program(keys[take], seats[take], carry, fields)
+      pos, c = program(keys[take], seats[take], carry, fields,
+                       None if deal_keys is None else deal_keys[take])
       pos, c = jax.tree_util.tree_map(lambda x: x[:n], (pos, c))
     else:
-      pos, c = zip(*[referee.walk(keys[m], seats[m], carry) for m in range(lo, lo + n)])
+      pos, c = zip(*[referee.walk(keys[m], seats[m], carry,
+                                  None if deal_keys is None else deal_keys[m])
+                     for m in range(lo, lo + n)])
       pos = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *pos)
       c = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *c) if carry is not None else None
+    pos = pos.replace(deal_key=None, chance_steps=None)
     ends.append(jax.tree_util.tree_map(np.asarray, pos))
     carries.append(c)
     if progress is not None:
