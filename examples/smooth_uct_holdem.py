@@ -42,8 +42,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.cli.common import check_writable_dir
 from jaxgt.evaluation.device_policy import fixed_action_policy, uniform_device_policy
 from jaxgt.evaluation.local_br import local_best_response

@@ -1,6 +1,6 @@
-"""Immutable pytree dataclasses: :func:`dataclass` and :func:`field`, the part of
-``flax.struct`` jaxgt's games, solvers and search use, on :func:`jax.tree_util.register_dataclass`
-(so that ``import jaxgt`` does not import flax's module system; the networks still use flax).
+"""Immutable pytree dataclasses, every state pytree of jaxgt: :func:`dataclass` and :func:`field`
+(the part of ``flax.struct`` jaxgt needs) on :func:`jax.tree_util.register_dataclass`, so that
+``import jaxgt`` does not import flax's module system.
 
     @struct.dataclass
     class State:

@@ -41,9 +41,9 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 from jax import lax
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_nonnegative_int, check_positive_int
 from jaxgt.core.public_tree import history_values

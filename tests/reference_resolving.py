@@ -37,8 +37,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_distribution, check_nonnegative_int, check_positive_int
 from jaxgt.core.public_tree import PublicTree, history_values

@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from flax import struct
 
 import jaxgt
+from jaxgt import struct
 from jaxgt.core import playout
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL

@@ -15,7 +15,7 @@ it inside ``jax.jit`` at states of their choosing, with any ``B``; rows at state
 Network policies, solver lookups and scripted strategies all fit; the evaluators of large
 games (:func:`jaxgt.evaluation.local_br.local_best_response`) take one. A policy that is a
 pytree of arrays (:class:`TabularDevicePolicy`; a network's parameters closed over by a
-``flax.struct`` dataclass) enters their jitted programs as an argument, so policies of one
+``jaxgt.struct`` dataclass) enters their jitted programs as an argument, so policies of one
 shape share a compilation; any other callable is compiled into the program.
 
 :func:`tabular_device_policy` makes one from a tabular policy of a compiled game (so

@@ -15,8 +15,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.core.checks import check_key, check_shape
 from jaxgt.nets.encoding import PBS, PBSEncoding, exact_cfvs, history_utilities
 from jaxgt.core.public_tree import history_values

@@ -33,8 +33,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.core.checks import PROB_ATOL, check_distribution, check_index, check_shape
 from jaxgt.core.game_tree import CompiledGame, ancestor_at_depth
 from jaxgt.games.base import CHANCE, TERMINAL

@@ -6,7 +6,7 @@ their value and policy targets). Value targets are per slot (``ReplayExample.val
 outcome example (:mod:`jaxgt.training.selfplay`) only on the two information states held in
 the game that was played.
 
-Both are flax struct dataclasses of arrays allocated once for a static capacity ``C``;
+Both are :mod:`jaxgt.struct` dataclasses of arrays allocated once for a static capacity ``C``;
 :func:`add` and the samplers are pure and jit-able (a batch arrives with a validity mask,
 so a vmapped actor writes a fixed-size batch). Writing is a ring: the ``j``-th valid
 example of a batch goes to slot ``(next + j) mod C`` and overwrites the oldest (a sliding
@@ -37,8 +37,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.core.checks import check_positive_int, check_real, check_shape
 from jaxgt.nets.encoding import PBS, PBSEncoding
 

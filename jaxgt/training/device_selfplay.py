@@ -38,8 +38,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
 from jaxgt.agents.explore import Explore
 from jaxgt.core import rng

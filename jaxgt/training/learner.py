@@ -28,8 +28,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
 from jaxgt.nets.cvpn import CVPN, init as cvpn_init, masked_mean
 from jaxgt.training import buffers

@@ -41,11 +41,11 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-from flax import struct
 
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxgt import sharding
+from jaxgt import struct
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation import construct
 from jaxgt.core.factored import check_factored

@@ -85,8 +85,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
+from jaxgt import struct
 from jaxgt.agents.explore import Explore
 from jaxgt.agents.gtcfr_agent import GTCFRAgent, GTCFRAgentState
 from jaxgt.core import rng
