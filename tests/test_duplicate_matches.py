@@ -74,3 +74,22 @@ def test_duplicate_matches_need_swapped_seats_and_pairs():
     match.play(game, a, a, 8, jax.random.key(0), duplicate=True, swap_seats=False)
   with pytest.raises(ValueError, match="pairs"):
     match.MatchResult.from_payoffs(np.zeros(3), np.zeros(3), paired=True)
+
+
+class _ReadsPosition(RandomAgent):
+  """Uniform play that reads the whole match position, as device-game searches do, and fails
+  if it is shown the deal key of a duplicate match."""
+
+  reads_position = True
+
+  def act(self, key, state, position):
+    assert position.deal_key is None and position.chance_steps is None
+    return super().act(key, state, position.state)
+
+
+def test_agents_reading_the_position_never_see_the_deal_key():
+  game = jaxgt.games.make("liars_dice", numdice=1)
+  for mode in ("jit", "python"):
+    res = match.play(game, _ReadsPosition(game), RandomAgent(game), 4, jax.random.key(1),
+                     duplicate=True, mode=mode)
+    assert res.episodes()[0][:2] == res.episodes()[1][:2]

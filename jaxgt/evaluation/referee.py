@@ -240,12 +240,18 @@ def advance(rules: DeviceGame, pos: Position, probs, draw_key, chance_key, dtype
 def _seen_by(agent: Agent, pos: Position):
   """What ``act`` receives: the whole :class:`Position` for an agent that sets
   ``reads_position`` (search on a device game replays the match's actions to learn its own
-  observations), else the rules' state."""
-  return pos if getattr(agent, "reads_position", False) else pos.state
+  observations; never the deal key of duplicate matches, which fixes the chance outcomes to
+  come), else the rules' state."""
+  if getattr(agent, "reads_position", False):
+    return pos.replace(deal_key=None, chance_steps=None)
+  return pos.state
 
 
 def _concrete(state):
-  """A scalar state (a history index) as a Python int for agents that read one."""
+  """A scalar state (a history index) as a Python int for agents that read one (a state
+  pytree or a :class:`Position` as it is)."""
+  if not isinstance(state, (int, np.integer, np.ndarray, jax.Array)):
+    return state
   return int(state) if jnp.ndim(state) == 0 and jnp.issubdtype(jnp.asarray(state).dtype,
                                                                jnp.integer) else state
 
