@@ -93,3 +93,15 @@ def test_agents_reading_the_position_never_see_the_deal_key():
     res = match.play(game, _ReadsPosition(game), RandomAgent(game), 4, jax.random.key(1),
                      duplicate=True, mode=mode)
     assert res.episodes()[0][:2] == res.episodes()[1][:2]
+
+
+def test_a_duplicate_round_robin_ties_a_deterministic_agent_with_itself():
+  game = jaxgt.load("kuhn_poker")
+  always = PolicyAgent(game, _kuhn_policy(game, 1.0))
+  half = PolicyAgent(game, _kuhn_policy(game, 0.5))
+  rr = match.round_robin(game, {"always": always, "half": half}, 40, jax.random.key(0),
+                         duplicate=True)
+  assert rr.mean[0, 0] == 0.0 and rr.ci95[0, 0] == 0.0
+  assert all(r.paired for r in rr.results.values())
+  with pytest.raises(ValueError, match="even number"):
+    match.round_robin(game, {"always": always}, 5, jax.random.key(0), duplicate=True)

@@ -146,14 +146,18 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   """
   num_matches = referee.check_match_args(game, (("agent0", agent0), ("agent1", agent1)),
                                          num_matches)
-  if duplicate and (not swap_seats or num_matches % 2):
-    raise ValueError("duplicate matches swap the seats within each pair: they need "
-                     f"swap_seats=True and an even number of matches (got {num_matches})")
+  _check_duplicate(duplicate, swap_seats, num_matches)
   key = check_key(key)
   traced = referee.play_mode(game, (agent0, agent1), mode, key)
   chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
   return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype),
                chunk, block, progress, duplicate)
+
+
+def _check_duplicate(duplicate: bool, swap_seats: bool, num_matches: int) -> None:
+  if duplicate and (not swap_seats or num_matches % 2):
+    raise ValueError("duplicate matches swap the seats within each pair: they need "
+                     f"swap_seats=True and an even number of matches (got {num_matches})")
 
 
 DEALS = 0x6465616C
@@ -250,13 +254,13 @@ class RoundRobinResult:
 
 
 def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Array, *,
-                include_self: bool = True, swap_seats: bool = True, mode: str = "auto",
-                dtype=None, chunk: int | None = None) -> RoundRobinResult:
+                include_self: bool = True, swap_seats: bool = True, duplicate: bool = False,
+                mode: str = "auto", dtype=None, chunk: int | None = None) -> RoundRobinResult:
   """Plays every pair of ``agents`` (``{name: Agent}``) ``num_matches`` times, seats swapped.
 
   Pair ``(i, j)``, ``i <= j`` in insertion order, uses ``fold_in(key, i * n + j)``;
-  ``swap_seats``, ``mode``, ``dtype`` and ``chunk`` as in :func:`play`. Arguments and
-  each agent's traceability are checked once.
+  ``swap_seats``, ``duplicate``, ``mode``, ``dtype`` and ``chunk`` as in :func:`play`.
+  Arguments and each agent's traceability are checked once.
   """
   if not isinstance(agents, dict) or not agents:
     raise ValueError("agents must be a non-empty dict {name: Agent}")
@@ -265,6 +269,7 @@ def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Arr
   key = check_key(key)
   dtype = resolve_dtype(dtype)
   chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
+  _check_duplicate(duplicate, swap_seats, num_matches)
   names = tuple(str(k) for k in agents)
   items = list(agents.values())
   traced = [referee.play_mode(game, (a,), mode, key) for a in items]
@@ -275,7 +280,7 @@ def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Arr
   for i in range(n):
     for j in range(i if include_self else i + 1, n):
       r = _play(game, (items[i], items[j]), num_matches, jax.random.fold_in(key, i * n + j),
-                swap_seats, traced[i] and traced[j], dtype, chunk)
+                swap_seats, traced[i] and traced[j], dtype, chunk, duplicate=duplicate)
       results[(names[i], names[j])] = r
       mean[j, i], ci[j, i] = -r.mean, r.ci95
       mean[i, j], ci[i, j] = r.mean, r.ci95
