@@ -3,6 +3,7 @@
 import jax
 import numpy as np
 import pytest
+from cdf_leduc import CdfLeduc
 
 import jaxgt
 from jaxgt.agents.base import PolicyAgent, RandomAgent
@@ -60,16 +61,8 @@ def test_recorded_episodes_are_the_paths_to_the_terminal_histories():
   assert res.episodes() == action_paths(compiled.tree, res.histories)
 
 
-class _CdfLeduc(jaxgt.games.leduc.LeducPoker):
-  """Leduc with a chance sampler that draws as the referee's CDF over ``chance_probs`` does."""
-
-  def sample_chance(self, s, u):
-    from jaxgt.core.sampling import sample_index
-    return sample_index(self.chance_probs(s), u)
-
-
 def test_a_chance_sampler_drawing_as_the_cdf_leaves_the_matches_unchanged():
-  plain, sampled = jaxgt.games.make("leduc_poker"), _CdfLeduc()
+  plain, sampled = jaxgt.games.make("leduc_poker"), CdfLeduc()
   key = jax.random.key(4)
   a = match.play(plain, RandomAgent(plain), RandomAgent(plain), 64, key)
   b = match.play(sampled, RandomAgent(sampled), RandomAgent(sampled), 64, key)

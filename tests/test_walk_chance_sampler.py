@@ -5,24 +5,16 @@ keeps the numbers of its run on the compiled tree when the sampler draws as the 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from cdf_leduc import CdfLeduc
 
 import jaxgt
 from jaxgt.core import rng
-from jaxgt.core.sampling import sample_index
 from jaxgt.games import CHANCE, make
 from jaxgt.games.device import has_chance_sampler
 from jaxgt.games.holdem import DECK
-from jaxgt.games.leduc import LeducPoker
 from jaxgt.solvers import mccfr
 from jaxgt.solvers.mccfr_outcome import outcome_walk
 from jaxgt.solvers.sources import Rules, source_of, table_stats, tree_rows
-
-
-class CdfLeduc(LeducPoker):
-  """Leduc with a chance sampler that draws as the walk's CDF over ``chance_probs`` does."""
-
-  def sample_chance(self, s, u):
-    return sample_index(self.chance_probs(s), u)
 
 
 def test_outcome_sampling_through_a_chance_sampler_equals_the_tree_run():
