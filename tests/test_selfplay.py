@@ -8,6 +8,7 @@ import math
 import pathlib
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -428,3 +429,60 @@ def test_main_line_values_are_labelled_with_the_ranges_they_were_computed_under(
                                    atol=1e-6)
     actors, rb, qb, _ = sp.step(params, actors, rb, qb, jax.random.PRNGKey(10 + i))
   assert resolves > 4 and moved > 0  # re-solves whose gadget moved the opponent's range
+
+
+def _root_query_targets(cfg, params_seed):
+  """The value targets ``[2, K]`` one query solve writes for Kuhn poker's root PBS (root
+  ranges) under ``cfg`` with network parameters drawn from ``params_seed``, and the trainer."""
+  from jaxgt.nets import cvpn
+  from jaxgt.nets.encoding import PBS
+
+  tr = loop.trainer_for(jaxgt.load("kuhn_poker"), cfg)
+  enc = tr.model.encoding
+  replay = buffers.replay_buffer(enc, cfg.replay_capacity)
+  queries = buffers.query_buffer(enc, cfg.query_capacity)
+  K = enc.k_max
+  root = PBS(public=jnp.zeros((1,), jnp.int32),
+             ranges=jnp.where(jnp.asarray(enc.mask)[0][None], 1.0 / 3.0, 0.0).astype(jnp.float32))
+  queries = buffers.add_queries(queries, root, jnp.ones((1,), bool))
+  params = cvpn.init(tr.model, jax.random.PRNGKey(params_seed))
+  replay, _, metrics = tr.solver.step(params, replay, queries, jax.random.PRNGKey(7))
+  assert int(metrics["solved"]) == 1
+  assert int(replay.added) == 1 and bool(replay.data.value_mask[0].any())
+  assert replay.data.values.shape[1:] == (2, K)
+  return tr, root, np.asarray(replay.data.values[0])
+
+
+def test_exact_leaf_query_solves_give_network_free_targets_at_the_game_value():
+  """With solver_leaves "exact" a query solve values its leaves by solving the rest of the
+  game: Kuhn poker's root targets do not depend on the network's parameters and value the
+  root at the game's value, -1/18 for player 0 (1000 CFR iterations: within 3e-3); with the
+  network at the leaves the targets move with its parameters."""
+  from jaxgt.nets.encoding import exact_cfvs
+  cfg = dataclasses.replace(TINY, solver_batch=1, solver_expansions_per_update=0.002,
+                            solver_leaves="exact")
+  tr, root, a = _root_query_targets(cfg, 0)
+  assert tr.solver.evaluator.name != tr.actors.evaluator.name
+  _, _, b = _root_query_targets(cfg, 1)
+  np.testing.assert_array_equal(a, b)
+  # player 0's expected value = sum_k r0(k) v0(k) / sum_k r0(k) c0(k), c0 the counterfactual
+  # reach (exact_cfvs with unit utilities)
+  ranges = np.asarray(root.ranges[0])
+  reach = np.asarray(exact_cfvs(tr.model.encoding, root.public, root.ranges,
+                                jnp.ones((1, tr.model.encoding.hist.shape[-1]))))[0]
+  value = float(ranges[0] @ a[0] / (ranges[0] @ reach[0]))
+  assert abs(value - (-1.0 / 18.0)) < 3e-3, value
+  net = dataclasses.replace(cfg, solver_leaves="network")
+  _, _, c = _root_query_targets(net, 0)
+  _, _, d = _root_query_targets(net, 1)
+  assert np.abs(c - d).max() > 1e-3
+
+
+def test_exact_solver_leaves_are_refused_on_games_played_through_their_rules():
+  """solver_leaves must be "network" or "exact", and "exact" needs an enumerated game."""
+  from jaxgt.games import make_from_string
+  with pytest.raises(ValueError, match="solver_leaves must be one of"):
+    config_lib.from_dict({"solver_leaves": "oracle"})
+  with pytest.raises(ValueError, match="solver_leaves must be 'network'"):
+    loop.DeviceTrainer(make_from_string("kuhn_poker"),
+                       dataclasses.replace(TINY, solver_leaves="exact"))

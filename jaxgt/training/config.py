@@ -44,6 +44,9 @@ from jaxgt.core.checks import (check_choice, check_nonnegative_int, check_positi
 from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training.learner import OPTIMIZERS, LearnerConfig
 
+SOLVER_LEAVES = ("network", "exact")
+"""What the query solves value their leaves with (:attr:`TrainConfig.solver_leaves`)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
@@ -75,6 +78,11 @@ class TrainConfig:
   # solve runs ceil(1 / c) CFR iterations per simulation on a tree grown by fewer simulations
   solver_expansions_per_update: float = 0.0
   q_recursive: float = 0.1  # a query solve's own leaf queries pushed back, on average
+  # what the query solves value their leaves with: "network" (Algorithm 2) or "exact" (the
+  # remaining game solved for the current ranges, jaxgt.search.evaluator.exact; compiled games
+  # only): targets that do not bootstrap from the network, a diagnostic that separates the
+  # targets' quality from the network's fit
+  solver_leaves: str = "network"
   p_td1: float = 0.0  # p_td1: probability a main-line example gets the game's outcome as its
   # value target (TD(1), held slots only) instead of its search's values (selfplay docstring)
   # buffers
@@ -131,6 +139,7 @@ class TrainConfig:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")
     check_choice("value_average", self.value_average, VALUE_AVERAGES)
+    check_choice("solver_leaves", self.solver_leaves, SOLVER_LEAVES)
     check_choice("optimizer", self.optimizer, OPTIMIZERS)
     self.learner()  # its own checks
 

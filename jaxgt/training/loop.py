@@ -229,6 +229,9 @@ class DeviceTrainer(Trainer):
 
   def __post_init__(self):
     check_factored(self.game, "training through a game's rules")
+    if self.config.solver_leaves != "network":
+      raise ValueError(f"solver_leaves must be 'network' on {self.game.game_string()}, played "
+                       "through its rules: exact leaf values need the enumerated game")
     if self.config.embed_dim:
       raise ValueError(f"embed_dim must be 0 on {self.game.game_string()}, played through its "
                        "rules: a public-state embedding needs numbered public states")

@@ -6,7 +6,9 @@ data): it takes ``solver_batch`` public belief states from the query buffer (uni
 without replacement, :func:`jaxgt.training.buffers.sample_queries`), solves each by a
 GT-CFR search rooted at its public state with its ranges fixed (both players, no gadget;
 ``SoG(solver_simulations, c)``, ``c`` the config's ``solver_expansions_per_update`` or else
-its ``expansions_per_update``, with the current network at the leaves), writes (PBS, root
+its ``expansions_per_update``, with the current network at the leaves, or with
+``solver_leaves = "exact"`` the remaining game solved below them:
+:func:`jaxgt.search.evaluator.exact`), writes (PBS, root
 counterfactual values, root policy) to the replay buffer (values where the public state's
 values are network leaf values, policies where a slot acts), and pushes each solve's own
 leaf queries back to the query buffer, on average ``q_recursive`` per solve (picked from the
@@ -23,6 +25,7 @@ import jax.numpy as jnp
 from jaxgt.core import rng
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.nets.encoding import PBS
+from jaxgt.search import evaluator as evaluator_lib
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.training import buffers
 from jaxgt.training.selfplay import DTYPE, SelfPlay, pick_queries
@@ -43,6 +46,9 @@ class QuerySolver:
         capacity=cfg.capacity or None,
         log_queries=cfg.log_queries, value_average=cfg.value_average, dtype=DTYPE)
     object.__setattr__(self, "search_config", search_cfg)
+    exact = cfg.solver_leaves == "exact"
+    object.__setattr__(self, "evaluator",
+                       evaluator_lib.exact(source) if exact else self.actors.evaluator)
     object.__setattr__(self, "smap", gtcfr_evaluator.slot_map(source, self.actors.model.encoding))
     object.__setattr__(self, "step", jax.jit(self._step))
 
@@ -59,8 +65,10 @@ class QuerySolver:
     ranges = gtcfr_evaluator.to_device_order(self.smap, public, pbs.ranges).astype(DTYPE)
     root = jnp.broadcast_to(sp.agent.ranges, ranges.shape)
     ranges = jnp.where(valid[:, None, None], ranges, root)
-    res = gtcfr_search.search(src, self.search_config, sp.evaluator, public, ranges,
-                              rng.split(k_search, B), evaluator_state=params)
+    exact = cfg.solver_leaves == "exact"
+    res = gtcfr_search.search(src, self.search_config, self.evaluator, public, ranges,
+                              rng.split(k_search, B),
+                              evaluator_state=None if exact else params)
     replay = buffers.add_replay(replay, jax.vmap(sp.examples)(res, ranges), valid)
     qpbs, qvalid = gtcfr_evaluator.query_pbs(sp.model.encoding, src, res.state.queries)
     keep = pick_queries(qvalid & valid[:, None], cfg.q_recursive, k_keep)
