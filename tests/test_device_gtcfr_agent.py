@@ -196,3 +196,41 @@ def test_sog_with_a_network_plays_a_device_game():
   probs, _ = jax.jit(agent.act)(key, agent.init(key), _position(game, [0, 1]))
   assert abs(float(jnp.sum(probs)) - 1.0) < 1e-6
   assert isinstance(agent.evaluator, evaluators.Evaluator)
+
+
+def test_constructed_policy_is_the_agents_play_at_every_information_state(kuhn):
+  """construct_rules_policy (one batched search per public state, read at each information
+  state's private state) equals the agent's own act at the first history of every information
+  state of the enumerated game, with the key fold_in(key, public state); its exploitability,
+  computed exactly on the enumerated game, falls with more simulations."""
+  from jaxgt.core.game_tree import infostate_histories
+  from jaxgt.core.evaluate import evaluate
+  from jaxgt.evaluation.construct import construct_rules_policy
+  game, agent, act = kuhn
+  comp = jaxgt.load("kuhn_poker")
+  key = jax.random.key(5)
+  got = construct_rules_policy(agent, key, game=comp, batch=3)
+  tree = comp.tree
+  for p in (0, 1):
+    assert got[p].shape == (tree.num_infostates[p], tree.num_actions)
+    for i, h in enumerate(infostate_histories(tree, p)):
+      actions, g = [], int(h)
+      while tree.parent[g] >= 0:
+        actions.insert(0, int(tree.action[g]))
+        g = int(tree.parent[g])
+      k = jax.random.fold_in(key, int(tree.history_public[h]))
+      want, _ = act(k, agent.init(k), _position(game, actions))
+      np.testing.assert_allclose(got[p][i], np.asarray(want), atol=1e-12,
+                                 err_msg=comp.infostate_keys[p][i])
+  few = DeviceGTCFRAgent(game, simulations=2)
+  worse = construct_rules_policy(few, key, game=comp)
+  assert evaluate(comp, got).exploitability < evaluate(comp, worse).exploitability
+
+
+def test_construction_refuses_another_games_tree_and_other_agents(kuhn):
+  from jaxgt.evaluation.construct import construct_rules_policy
+  game, agent, _ = kuhn
+  with pytest.raises(ValueError, match="kuhn_poker enumerated from its rules"):
+    construct_rules_policy(agent, jax.random.key(0), game=jaxgt.load("leduc_poker"))
+  with pytest.raises(ValueError, match="DeviceGTCFRAgent"):
+    construct_rules_policy(make_agent(jaxgt.load("kuhn_poker"), "random"), jax.random.key(0))

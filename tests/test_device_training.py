@@ -103,8 +103,9 @@ def test_bad_input_is_refused_before_compiling():
   with pytest.raises(ValueError, match="FactoredEncoding"):
     DeviceSelfPlay(kuhn, device_run.network_for(make_from_string("leduc_poker"), TrainConfig()),
                    TrainConfig())
-  with pytest.raises(ValueError, match="exploitability"):
-    DeviceTrainer(kuhn, PRESETS["tiny"]).exploitability(None)
+  with pytest.raises(ValueError, match="too large to enumerate"):
+    DeviceTrainer(make_from_string("liars_dice(numdice=2)"),
+                  PRESETS["liars_dice"]).exploitability(None)
 
 
 @pytest.mark.slow
@@ -134,3 +135,27 @@ def test_a_tiny_run_through_the_rules_writes_a_network_sog_plays_with(tmp_path):
   # a resumed run continues from the checkpoint
   state = loop.train(game, PRESETS["tiny"], out, steps=4, seed=0, resume=True)
   assert int(state.learner_steps) == 4
+
+
+def test_a_run_through_the_rules_of_an_enumerable_game_is_evaluated_exactly():
+  """With eval_every > 0 a run of Kuhn poker played through its rules reports the exact
+  exploitability of its root-anchored SoG policy: the constructed policy's, evaluated on the
+  game enumerated from the same rules, for the parameters given (one compilation for all)."""
+  from jaxgt.core.evaluate import evaluate
+  from jaxgt.evaluation.construct import construct_rules_policy
+  game = make_from_string("kuhn_poker")
+  cfg = TrainConfig(hidden=(8,), num_actors=2, simulations=2, log_queries=2, solver_batch=1,
+                    solver_simulations=2, query_capacity=4, replay_capacity=8, batch_size=4,
+                    eval_every=1, eval_simulations=3)
+  tr = DeviceTrainer(game, cfg)
+  assert tr.evaluates and tr.enumerated.tree.num_histories == 58
+  values = []
+  for seed in (0, 1):
+    params = cvpn.init(tr.model, jax.random.PRNGKey(seed))
+    got = tr.exploitability(params, seed=0)
+    agent = device_run.device_sog_agent(game, tr.model, params, simulations=3)
+    want = float(evaluate(tr.enumerated, construct_rules_policy(
+        agent, jax.random.PRNGKey(0), game=tr.enumerated)).exploitability)
+    assert abs(got - want) < 1e-5 and 0 < got < 1
+    values.append(got)
+  assert values[0] != values[1]

@@ -155,11 +155,13 @@ class DeviceGTCFRAgent(Agent):
     step = jnp.where((i >= 1) & (t < length), actions[jnp.clip(t, 0, L - 1)], -1)
     return jnp.where(i == 0, 0, step).astype(jnp.int32)
 
-  def search(self, key, actions, length) -> gtcfr_search.SearchResult:
+  def search(self, key, actions, length, evaluator_state=None) -> gtcfr_search.SearchResult:
     """The search of the decision reached by ``actions [L]`` after ``length`` steps (traceable;
-    only the public steps after the deals are read)."""
+    only the public steps after the deals are read); ``evaluator_state``: the evaluator's
+    state as data (default ``evaluator.init()``)."""
     return gtcfr_search.search(self.source, self.config, self.evaluator, self.root_key,
-                               self.ranges, key, path=self.path(actions, length))
+                               self.ranges, key, path=self.path(actions, length),
+                               evaluator_state=evaluator_state)
 
   def act(self, key, state, position):
     res = self.search(key, position.actions, position.length)
@@ -181,6 +183,12 @@ class DeviceGTCFRAgent(Agent):
     K, A = self.source.num_infostates, self.game.num_actions
     row = res.state.focus * K + jnp.asarray(private, jnp.int32)
     probs = jnp.where(player == 1, res.policy[1][row], res.policy[0][row])[..., :A]
+    return self.finish(probs, legal)
+
+  @staticmethod
+  def finish(probs, legal) -> jax.Array:
+    """``[A]`` a policy row ``probs`` restricted to ``legal``, uniform over ``legal`` where it is
+    not a distribution (a row the search never updated)."""
     probs = jnp.where(legal, probs, 0.0)
     usable = jnp.all(jnp.isfinite(probs)) & (jnp.sum(probs) > 0)
     return jnp.where(usable, probs, sequence_form.uniform(legal).astype(probs.dtype))

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
       "metrics in DIR/metrics.jsonl, orbax checkpoints in DIR/checkpoints. The trained agent is "
       "sog(checkpoint=DIR,simulations=S,expansions_per_update=c). A game too large to enumerate "
       "whose public states factor (liars_dice(numdice=2)) is played through its rules: "
-      "root-anchored searches grown from the rules, no exploitability evaluation.")
+      "root-anchored searches grown from the rules, evaluated exactly only where the game can "
+      "still be enumerated (at most 2,000,000 histories).")
   p.add_argument("game")
   group = p.add_mutually_exclusive_group()
   group.add_argument("--preset", help="a named config: tiny, leduc, liars_dice (a game played "
@@ -29,8 +30,8 @@ def add_parser(sub) -> None:
                      "unknown keys refused)")
   p.add_argument("--rules", action="store_true",
                  help="play the game through its rules (searches grown from the rules, PBSs of "
-                      "game states) even where it can be enumerated; no exploitability "
-                      "evaluation")
+                      "game states) even where it can be enumerated; the periodic exact "
+                      "evaluation then constructs the root-anchored agent's policy")
   p.add_argument("--steps", type=int, help="stop at N learner steps in total (a resumed run "
                  "counts its earlier steps)")
   p.add_argument("--minutes", type=float, help="stop after M minutes of this invocation")
@@ -100,7 +101,7 @@ def run(args) -> int:
   label = loop.game_label(g)
   if args.plot and not loop.trainer_for(g, cfg).evaluates:
     raise ValueError(f"--plot draws exploitability, which {label}, played through its rules, "
-                     "has none")
+                     "has none (too large to enumerate, or eval_every is 0)")
   if args.resume and (out / loop.CONFIG_FILE).exists():
     name, stored = loop.read_config(out)
     if name != label:

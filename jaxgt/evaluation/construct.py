@@ -28,9 +28,11 @@ of the public state reuses it); ``agent.num_searches`` counts them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxgt import policy as policy_lib
@@ -127,3 +129,123 @@ def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,),
       progress(len(expl) - 1, s, float(expl[-1]))
   return ConstructionResult(seeds, np.asarray(expl), tuple(pols))
 
+
+
+def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None = None,
+                           batch: int = 64, on_state: Callable[[int, int], None] | None = None):
+  """The policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy float64) that a root-anchored search
+  agent playing a device game through its rules
+  (:class:`~jaxgt.agents.device_gtcfr.DeviceGTCFRAgent`) plays, as a policy of ``game``, the
+  same rules enumerated (default :func:`jaxgt.core.compiler.compile_game` of ``agent.game``):
+  Schmid et al. 2023's policy construction for an agent whose search depends on public
+  information only.
+
+  Such an agent searches from the post-deal root along the public steps since the deals and
+  reads the acting player's private state from the result, so every information state of a
+  public state reads one search: the construction runs one search per public state where a
+  player acts (key ``fold_in(key, public state)``, ``batch`` public states per vmapped call)
+  and reads each information state's row at its first history's private state. Exact
+  exploitability of a device-game agent on every game small enough to enumerate
+  (``jaxgt.core.evaluate.evaluate(game, policy)``). ``on_state(done, total)`` after each batch
+  (public states). ``ValueError`` for an agent of another kind or a ``game`` enumerated from
+  other rules.
+  """
+  from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
+  from jaxgt.core.compiler import compile_game
+  if not isinstance(agent, DeviceGTCFRAgent):
+    raise ValueError(f"construct_rules_policy reads root-anchored searches of a device game "
+                     f"(DeviceGTCFRAgent), got {type(agent).__name__}: construct_policy for "
+                     "agents of an enumerated game")
+  rules = agent.game
+  if game is None:
+    game = compile_game(rules)
+  elif not isinstance(game, CompiledGame) or getattr(game.game, "game_string", None) is None \
+      or game.game.game_string() != rules.game_string():
+    raise ValueError(f"game must be {rules.game_string()} enumerated from its rules, got "
+                     f"{getattr(game, 'name', type(game).__name__)}")
+  batch = int(batch)
+  if batch < 1:
+    raise ValueError(f"batch must be positive, got {batch}")
+  tree = game.tree
+  L = int(rules.max_length)
+  A = tree.num_actions
+  parent, action = np.asarray(tree.parent), np.asarray(tree.action)
+
+  def paths(hs):  # [n, L] actions from the root to each history (-1 after it), [n] lengths
+    depth = np.asarray(tree.depth)[hs]
+    out = np.full((len(hs), L), -1, np.int32)
+    h = np.array(hs, np.int64)
+    for d in range(int(depth.max(initial=0)) - 1, -1, -1):
+      at = depth > d
+      out[at, d] = action[h[at]]
+      h = np.where(at, parent[h], h)
+    return out, depth.astype(np.int32)
+
+  # first history of each information state, and the public state it lies in
+  firsts = [infostate_histories(tree, p) for p in (0, 1)]
+  public_of = [np.asarray(tree.history_public)[f] for f in firsts]
+  searched, slot = np.unique(np.concatenate(public_of), return_inverse=True)
+  rep = np.empty(len(searched), np.int64)  # one history per searched public state
+  rep[slot] = np.concatenate(firsts)
+  rep_actions, rep_length = paths(rep)
+
+  search_rows, private_rows = _rules_programs(agent)
+  evaluator_state = agent.evaluator.init()  # data: one compilation for every state
+  n = len(searched)
+  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(searched, jnp.int32))
+  focus = np.zeros(n, np.int64)
+  policies = None
+  for lo in range(0, n, batch):
+    idx = np.minimum(np.arange(lo, lo + batch), n - 1)  # the last batch padded: one program
+    f, pol = jax.device_get(search_rows(keys[idx], jnp.asarray(rep_actions[idx]),
+                                        jnp.asarray(rep_length[idx]), evaluator_state))
+    if policies is None:
+      policies = [np.zeros((n,) + np.shape(x)[1:], np.asarray(x).dtype) for x in pol]
+    take = slice(0, min(batch, n - lo))
+    focus[lo:lo + batch] = np.asarray(f)[take]
+    for p in (0, 1):
+      policies[p][lo:lo + batch] = np.asarray(pol[p])[take]
+    if on_state is not None:
+      on_state(min(lo + batch, n), n)
+  K = agent.source.num_infostates
+  out = []
+  for p in (0, 1):
+    hs = firsts[p]
+    acts, length = paths(hs)
+    priv, legal = [], []
+    for lo in range(0, len(hs), 4096):
+      idx = np.minimum(np.arange(lo, lo + 4096), len(hs) - 1)
+      a, b = jax.device_get(private_rows(jnp.asarray(acts[idx]), jnp.asarray(length[idx]),
+                                         jnp.int32(p)))
+      m = min(4096, len(hs) - lo)
+      priv.append(np.asarray(a)[:m])
+      legal.append(np.asarray(b)[:m])
+    priv, legal = np.concatenate(priv), np.concatenate(legal)
+    s = np.searchsorted(searched, public_of[p])
+    probs = policies[p][s, focus[s] * K + priv][:, :A]
+    out.append(np.asarray(jax.vmap(agent.finish)(probs, legal), np.float64))
+  policy_lib.validate(game, out)
+  return tuple(sequence_form.safe_div(sig, sig.sum(-1, keepdims=True)) for sig in out)
+
+
+@functools.lru_cache(maxsize=8)
+def _rules_programs(agent):
+  """The jitted programs :func:`construct_rules_policy` runs for ``agent`` (compiled once per
+  agent): a batch of searches read as ``(focus [B], policies)``, and the private state of a
+  player and the legal mask at histories given by their actions."""
+  rules = agent.game
+
+  @jax.jit
+  def search_rows(keys, acts, length, evaluator_state):
+    res = jax.vmap(agent.search, in_axes=(0, 0, 0, None))(keys, acts, length, evaluator_state)
+    return res.state.focus, res.policy
+
+  @jax.jit
+  def private_rows(acts, length, player):  # [B] private index of player, [B, A] legal mask
+    def one(a, n):
+      s = jax.lax.fori_loop(0, n, lambda t, s: rules.step(s, a[t]), rules.init())
+      priv = jnp.where(player == 1, rules.private_index(s, 1), rules.private_index(s, 0))
+      return priv, jnp.asarray(rules.legal_mask(s), bool)
+    return jax.vmap(one)(acts, length)
+
+  return search_rows, private_rows

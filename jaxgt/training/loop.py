@@ -17,8 +17,10 @@ queries/s, the share of time per part, the TD(1) counts ``td1_sampled`` (decisio
 back for an outcome target) and ``td1_added`` (rows written at their game's end), and
 ``exploitability`` of the current SoG policy every ``eval_every`` learner steps, exact:
 :func:`jaxgt.evaluation.construct.evaluate` of
-``SoG(eval_simulations, 1)``; a device game played through its rules has no exact
-exploitability: its lines say ``"evaluation": "skipped"``, :class:`DeviceTrainer`),
+``SoG(eval_simulations, 1)``; a device game played through its rules is evaluated exactly where
+it can be enumerated (at most :data:`EVAL_MAX_HISTORIES` histories; the root-anchored agent's
+policy, :func:`jaxgt.evaluation.construct.construct_rules_policy`), otherwise its lines say
+``"evaluation": "skipped"``, :class:`DeviceTrainer`),
 ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
 learner steps and at the end).
 
@@ -46,11 +48,14 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxgt import sharding
 from jaxgt import struct
+from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
+from jaxgt.core.evaluate import evaluate as evaluate_policy
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation import construct
 from jaxgt.core.factored import check_factored
 from jaxgt.extras import require
 from jaxgt.games.device import DeviceGame
+from jaxgt.games.size import GameTooLargeError
 from jaxgt.nets.cvpn import CVPN
 from jaxgt.nets.encoding import build_encoding
 from jaxgt.nets.factored_encoding import FactoredEncoding
@@ -203,7 +208,11 @@ class Trainer:
 
 # ------------------------------------------------------------------ device games
 EVALUATION = "skipped"
-"""The metrics' ``evaluation`` entry of a device game's run (no exact exploitability)."""
+"""The metrics' ``evaluation`` entry of a device game's run too large to enumerate (no exact
+exploitability)."""
+EVAL_MAX_HISTORIES = 2_000_000
+"""A device game with at most this many histories is enumerated for the periodic exact
+evaluation of a run through its rules (:meth:`DeviceTrainer.exploitability`)."""
 
 
 def device_metadata(model, game: DeviceGame) -> dict:
@@ -225,7 +234,7 @@ class DeviceTrainer(Trainer):
 
   game: DeviceGame
   config: TrainConfig
-  evaluates = False  # no exact exploitability through the rules
+  evaluates = False  # set when the game can be enumerated (__post_init__)
 
   def __post_init__(self):
     check_factored(self.game, "training through a game's rules")
@@ -245,14 +254,43 @@ class DeviceTrainer(Trainer):
     set_(self, "solver", DeviceQuerySolver(actors))
     set_(self, "learner_config", self.config.learner())
     set_(self, "holder", ParamsHolder())
+    set_(self, "enumerated", self._enumerated() if self.config.eval_every else None)
+    set_(self, "evaluates", self.enumerated is not None)
+
+  def _enumerated(self):
+    """The game enumerated from its rules, or ``None`` above :data:`EVAL_MAX_HISTORIES`
+    histories (the size estimate refuses a game clearly over it before enumerating)."""
+    from jaxgt.core.compiler import compile_game
+    try:
+      return compile_game(self.game, max_histories=EVAL_MAX_HISTORIES)
+    except GameTooLargeError:
+      return None
 
   def metadata(self) -> dict:
     """Checkpoint metadata: game string, architecture and config (a resume must match all)."""
     return dict(device_metadata(self.model, self.game), config=self.config.to_json())
 
   def exploitability(self, params, seed: int = 0) -> float:
-    raise ValueError(f"{self.game.game_string()} is played through its rules: its "
-                     "exploitability cannot be computed exactly")
+    """Exact exploitability (game units) of the root-anchored ``SoG(eval_simulations, 1)`` with
+    ``params`` on a game small enough to enumerate (the searches grown from the rules, one per
+    public state: :func:`jaxgt.evaluation.construct.construct_rules_policy`; one compilation
+    for all parameter versions)."""
+    if self.enumerated is None:
+      object.__setattr__(self, "enumerated", self._enumerated())
+    if self.enumerated is None:
+      raise ValueError(f"{self.game.game_string()} is played through its rules and is too "
+                       f"large to enumerate (over {EVAL_MAX_HISTORIES:,} histories): its "
+                       "exploitability cannot be computed exactly")
+    self.holder.params = params
+    if getattr(self, "eval_agent", None) is None:
+      a = self.actors
+      object.__setattr__(self, "eval_agent", DeviceGTCFRAgent(
+          self.game, simulations=self.config.eval_simulations,
+          evaluator=params_evaluator(a.source, self.model, self.holder),
+          evaluator_source=a.source, value_average=self.config.value_average, dtype=DTYPE))
+    policy = construct.construct_rules_policy(self.eval_agent, jax.random.PRNGKey(seed),
+                                              game=self.enumerated)
+    return float(evaluate_policy(self.enumerated, policy).exploitability)
 
 
 @functools.lru_cache(maxsize=4)
