@@ -31,7 +31,8 @@ TABULAR_KINDS = ("policy", "random")
 
 
 def add_parser(sub) -> None:
-  from jaxgt.evaluation.importance import BASELINES, ESTIMATORS
+  from jaxgt.evaluation.baselines import BASELINES
+  from jaxgt.evaluation.estimators import ESTIMATORS
   p = sub.add_parser("evaluate", help="estimate a policy's value from a log of played episodes")
   p.add_argument("log", help="JSON Lines log: {game, history, returns[, seats]} per line")
   p.add_argument("--policy", metavar="P.npz",

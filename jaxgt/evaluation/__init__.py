@@ -13,15 +13,29 @@
   device policy's exploitability in poker games too large for exact best response.
 """
 
-from jaxgt.evaluation.aggregate import AggregateResult, aggregate_policy
-from jaxgt.evaluation.construct import construct_policy
-from jaxgt.evaluation.device_policy import (DevicePolicy, TabularDevicePolicy,
-                                            fixed_action_policy, tabular_device_policy,
-                                            uniform_device_policy)
-from jaxgt.evaluation.local_br import LocalBRResult, local_best_response
-from jaxgt.evaluation.match import MatchResult, RoundRobinResult, play, round_robin
+import importlib
 
-__all__ = ["AggregateResult", "DevicePolicy", "LocalBRResult", "MatchResult", "RoundRobinResult",
-           "TabularDevicePolicy", "aggregate_policy", "construct_policy", "fixed_action_policy",
-           "local_best_response", "play", "round_robin", "tabular_device_policy",
-           "uniform_device_policy"]
+# Names resolve on first use (PEP 562): importing one submodule (the estimator names the
+# command line's parser lists) does not import every evaluation module.
+_EXPORTS = {"AggregateResult": "aggregate", "aggregate_policy": "aggregate",
+            "construct_policy": "construct",
+            **{name: "device_policy" for name in ("DevicePolicy", "TabularDevicePolicy",
+                                                  "fixed_action_policy", "tabular_device_policy",
+                                                  "uniform_device_policy")},
+            "LocalBRResult": "local_br", "local_best_response": "local_br",
+            **{name: "match" for name in ("MatchResult", "RoundRobinResult", "play",
+                                          "round_robin")}}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+  if name not in _EXPORTS:
+    raise AttributeError(f"module 'jaxgt.evaluation' has no attribute {name!r}")
+  value = getattr(importlib.import_module(f"jaxgt.evaluation.{_EXPORTS[name]}"), name)
+  globals()[name] = value
+  return value
+
+
+def __dir__() -> list[str]:
+  return sorted(set(globals()) | set(_EXPORTS))
