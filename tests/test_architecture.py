@@ -250,3 +250,19 @@ def test_no_private_names_imported_across_modules():
             bad.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports "
                        f"{node.module}.{alias.name}")
   assert bad == []
+
+
+def test_the_command_lines_start_imports_no_solver_agent_or_evaluation_module():
+  """Building the command line's parser (every subcommand's flags and choices) imports none of
+  the heavy modules a command needs only when it runs: agents, searches, solvers, matches,
+  importance sampling, training (a fresh interpreter)."""
+  import subprocess
+  import sys
+  heavy = ("jaxgt.evaluation.importance", "jaxgt.evaluation.match", "jaxgt.agents.specs",
+           "jaxgt.agents.oos_agent", "jaxgt.search.gtcfr", "jaxgt.solvers.oos",
+           "jaxgt.training.loop")
+  code = ("import sys\nfrom jaxgt.cli import main\ntry:\n  main(['--version'])\n"
+          "except SystemExit:\n  pass\n"
+          f"print([m for m in {heavy!r} if m in sys.modules])")
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+  assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
