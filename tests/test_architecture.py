@@ -40,10 +40,11 @@ ALLOWED = {
     "__main__": {"cli"},  # python -m jaxgt
     "extras": set(),  # the optional dependencies (plain Python), importable from every layer
     "struct": set(),  # pytree dataclasses (JAX only), importable from every layer
+    "lazy": set(),  # packages' names resolved on first use (plain Python), from every layer
 }
 for _layer_name in ALLOWED:
-  if _layer_name not in ("extras", "struct"):
-    ALLOWED[_layer_name] = ALLOWED[_layer_name] | {"extras", "struct"}
+  if _layer_name not in ("extras", "struct", "lazy"):
+    ALLOWED[_layer_name] = ALLOWED[_layer_name] | {"extras", "struct", "lazy"}
 
 
 def _modules(package: pathlib.Path) -> dict:

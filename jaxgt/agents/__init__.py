@@ -17,7 +17,7 @@ and parses agent specs (``"oos(iterations=1000)"``) written in the grammar of
 from its agent class and solver.
 """
 
-import importlib
+from jaxgt import lazy
 
 # Names resolve on first use (PEP 562): importing one submodule, e.g. the spec
 # grammar the command line reads, does not import every agent and search module.
@@ -27,15 +27,4 @@ _EXPORTS = {"Agent": "base", "PolicyAgent": "base", "Explore": "explore",
                                           "parse_spec", "register_agent")}}
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-  if name not in _EXPORTS:
-    raise AttributeError(f"module 'jaxgt.agents' has no attribute {name!r}")
-  value = getattr(importlib.import_module(f"jaxgt.agents.{_EXPORTS[name]}"), name)
-  globals()[name] = value
-  return value
-
-
-def __dir__() -> list[str]:
-  return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS, globals())

@@ -13,7 +13,7 @@
   device policy's exploitability in poker games too large for exact best response.
 """
 
-import importlib
+from jaxgt import lazy
 
 # Names resolve on first use (PEP 562): importing one submodule (the estimator names the
 # command line's parser lists) does not import every evaluation module.
@@ -27,15 +27,4 @@ _EXPORTS = {"AggregateResult": "aggregate", "aggregate_policy": "aggregate",
                                           "round_robin")}}
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-  if name not in _EXPORTS:
-    raise AttributeError(f"module 'jaxgt.evaluation' has no attribute {name!r}")
-  value = getattr(importlib.import_module(f"jaxgt.evaluation.{_EXPORTS[name]}"), name)
-  globals()[name] = value
-  return value
-
-
-def __dir__() -> list[str]:
-  return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS, globals())
