@@ -4,6 +4,8 @@ several s over seeds, from the run's checkpoints (Schmid et al. 2023, Fig. 3 sty
   python examples/train_sog.py --game kuhn_poker --preset tiny --steps 20 --out /tmp/sog
   python examples/train_sog.py --game leduc_poker --out runs/leduc0 --evaluate-only \\
       --simulations 10,100 --seeds 3 --plot docs/figures/sog_leduc.png
+  python examples/train_sog.py --game "liars_dice(numdice=1)" --rules --out runs/ld11_rules \\
+      --evaluate-only --simulations 10 --seeds 3     # a run through the rules, exactly
 
 Training is :func:`jaxgt.training.loop.train` (what ``jaxgt train`` runs); evaluation
 restores each checkpoint of the run (``--every``-th) and constructs the policy of
@@ -19,24 +21,58 @@ import time
 import numpy as np
 
 import jaxgt
+from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
+from jaxgt.core.compiler import compile_game
 from jaxgt.evaluation import construct
+from jaxgt.games import make_from_string
+from jaxgt.games.device import DeviceGame
 from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training import checkpoint
 from jaxgt.training import config as config_lib
 from jaxgt.training import loop
-from jaxgt.training.agent import sog_agent
+from jaxgt.training.agent import ParamsHolder, params_evaluator, sog_agent
+from jaxgt.training.selfplay import DTYPE
+
+
+_DEVICE_AGENTS = {}  # (trainer, simulations, value_average) -> (holder, agent): one compilation
+
+
+def _agent_factory(game, trainer, params, simulations, value_average, root_anchored):
+  """A SoG(simulations, 1) agent with the run's network at ``params``: on a run through the
+  rules the root-anchored agent grown from them (one per setting, reading ``params`` through
+  its holder, so every checkpoint shares its compiled search), else a fresh agent of the
+  compiled game, continual re-solving unless ``root_anchored``."""
+  if isinstance(trainer, loop.DeviceTrainer):
+    key = (trainer, simulations, value_average)
+    if key not in _DEVICE_AGENTS:
+      holder = ParamsHolder()
+      src = trainer.actors.source
+      _DEVICE_AGENTS[key] = holder, DeviceGTCFRAgent(
+          game, simulations=simulations, evaluator=params_evaluator(src, trainer.model, holder),
+          evaluator_source=src, value_average=value_average, dtype=DTYPE)
+    holder, agent = _DEVICE_AGENTS[key]
+    holder.params = params
+    return agent
+  return lambda: sog_agent(game, trainer.model, params, simulations=simulations,
+                           value_average=value_average, resolve=not root_anchored)
 
 
 def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 1,
-                 steps=None, log=None, first_seed: int = 0, value_average=None):
+                 steps=None, log=None, first_seed: int = 0, value_average=None,
+                 root_anchored: bool = False):
   """``{s: [(step, [exploitability per seed])]}`` over the run's checkpoints (``steps``:
   these learner steps only; step 0 is the run's initial network), seeds ``first_seed``
   to ``first_seed + seeds - 1``; ``log``: a file the results are appended to as JSON
   lines while they come (the plot merges lines of the same step and s, so seeds can be
   split over processes). Node values are averaged as in the run (``TrainConfig.value_average``,
-  as ``sog(checkpoint=...)`` does) unless ``value_average`` says otherwise."""
+  as ``sog(checkpoint=...)`` does) unless ``value_average`` says otherwise. ``game``: a
+  compiled game, or a device game for a run through its rules (its agent is root-anchored;
+  ``root_anchored`` evaluates a compiled run's network with the same kind of agent)."""
   _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
+  enumerated = getattr(trainer, "enumerated", None)
+  if isinstance(trainer, loop.DeviceTrainer) and enumerated is None:
+    enumerated = compile_game(game)
   saved = sorted(int(p.name) for p in (out / loop.CHECKPOINTS).iterdir() if p.name.isdigit())
   if steps is None:
     steps = [0] + saved[::every] + ([saved[-1]] if saved and saved[-1] not in saved[::every]
@@ -50,10 +86,11 @@ def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 
                                  step)
       params = state.learner.params
     for s in simulations:
-      agent = lambda: sog_agent(game, trainer.model, params, simulations=s,  # noqa: E731
-                                value_average=value_average or cfg.value_average)
+      agent = _agent_factory(game, trainer, params, s, value_average or cfg.value_average,
+                             root_anchored)
       t0 = time.perf_counter()
-      res = construct.evaluate(agent, seeds=range(first_seed, first_seed + seeds))
+      res = construct.evaluate(agent, seeds=range(first_seed, first_seed + seeds),
+                               game=enumerated)
       curves[s].append((step, res.exploitability.tolist()))
       print(f"step {step:6d}  SoG({s}, 1): exploitability min {res.min:.4f}  avg {res.avg:.4f}"
             f"  max {res.max:.4f}  ({time.perf_counter() - t0:.0f}s)", flush=True)
@@ -93,14 +130,14 @@ def plot(curves, path, title, *, scale: float = 1.0, unit: str = "chips", refere
 
 
 def _plot(game, curves, args):
-  bb = game.game.big_blind
+  bb = getattr(getattr(game, "game", game), "big_blind", None)
   scale, unit = (1.0, "game units") if bb is None else (1000.0 / bb, "mbb/h")
   refs = {}
   for item in (args.reference or "").split(","):
     if item:
       k, v = item.split("=")
       refs[int(k)] = float(v)
-  plot(curves, args.plot, f"Student of Games on {game.name}", scale=scale, unit=unit,
+  plot(curves, args.plot, f"Student of Games on {loop.game_label(game)}", scale=scale, unit=unit,
        references=refs)
 
 
@@ -125,8 +162,16 @@ def main(argv=None):
   ap.add_argument("--reference", help="S=VALUE,...: exploitability of SoG(S, 1) with exact leaf "
                   "values (game units), drawn as dashed lines")
   ap.add_argument("--json", help="write the curves as JSON")
+  ap.add_argument("--rules", action="store_true",
+                  help="train (or evaluate a run) through the game's rules, as `jaxgt train "
+                       "--rules`: root-anchored searches, evaluated on the enumerated game")
+  ap.add_argument("--root-anchored", action="store_true",
+                  help="evaluate a compiled run's network with the root-anchored agent (no "
+                       "continual re-solving), the agent of a run through the rules")
   args = ap.parse_args(argv)
-  game = jaxgt.load(args.game)
+  game = make_from_string(args.game) if args.rules else jaxgt.load(args.game)
+  if args.rules and not isinstance(game, DeviceGame):
+    raise SystemExit(f"--rules: {args.game} has no rules to play through (not a device game)")
   if args.plot_log:
     curves = {}
     for path in args.plot_log.split(","):
@@ -145,7 +190,7 @@ def main(argv=None):
   sims = [int(s) for s in args.simulations.split(",")]
   only = None if not args.steps_list else [int(x) for x in args.steps_list.split(",")]
   curves = evaluate_run(game, out, sims, args.seeds, args.every, only, args.log, args.first_seed,
-                        args.value_average)
+                        args.value_average, args.root_anchored)
   if args.json:
     pathlib.Path(args.json).write_text(json.dumps({str(k): v for k, v in curves.items()}))
   if args.plot:

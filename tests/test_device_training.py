@@ -159,3 +159,26 @@ def test_a_run_through_the_rules_of_an_enumerable_game_is_evaluated_exactly():
     assert abs(got - want) < 1e-5 and 0 < got < 1
     values.append(got)
   assert values[0] != values[1]
+
+
+@pytest.mark.slow
+def test_train_sog_example_evaluates_a_run_through_the_rules_exactly(tmp_path, capsys):
+  """examples/train_sog.py --rules trains Kuhn poker through its rules and evaluates each
+  checkpoint with the root-anchored agent on the enumerated game: its figure for the last
+  checkpoint is the trainer's own exact evaluation of those parameters."""
+  import json
+  from script_modules import load_script
+  from jaxgt.training import checkpoint
+  ex = load_script("examples/train_sog.py", "train_sog_example")
+  out = tmp_path / "run"
+  log = tmp_path / "log.jsonl"
+  ex.main(["--game", "kuhn_poker", "--rules", "--preset", "tiny", "--steps", "2", "--out",
+           str(out), "--simulations", "2", "--seeds", "1", "--log", str(log)])
+  rows = [json.loads(line) for line in log.read_text().splitlines()]
+  assert [r["step"] for r in rows] == [0, 2]
+  game = make_from_string("kuhn_poker")
+  cfg = dict(PRESETS["tiny"].to_json(), eval_simulations=2, eval_every=1)
+  tr = DeviceTrainer(game, TrainConfig(**{**cfg, "hidden": tuple(cfg["hidden"])}))
+  state = checkpoint.restore(out / loop.CHECKPOINTS, tr.init(0), loop.trainer_for(
+      game, PRESETS["tiny"]).metadata(), 2)
+  assert abs(rows[-1]["exploitability"][0] - tr.exploitability(state.learner.params, 0)) < 1e-6

@@ -107,14 +107,19 @@ class ConstructionResult:
 
 def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,),
              progress: Callable[[int, int, float], None] | None = None,
-             on_state: Callable[[int, int], None] | None = None) -> ConstructionResult:
+             on_state: Callable[[int, int], None] | None = None, *,
+             game: CompiledGame | None = None) -> ConstructionResult:
   """Constructs the policy for every seed and computes its exact exploitability.
 
   ``make_agent`` is an agent or a factory (a fresh agent per seed, for agents
   whose memoisation should not be shared between seeds). ``progress(i, seed,
   exploitability)`` is called after the ``i``-th seed, ``on_state`` as in
-  :func:`construct_policy` within each seed.
+  :func:`construct_policy` within each seed. An agent playing a device game through its rules
+  (:class:`~jaxgt.agents.device_gtcfr.DeviceGTCFRAgent`) is constructed by
+  :func:`construct_rules_policy` on ``game``, the same rules enumerated (default: enumerated
+  here, once).
   """
+  from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
   seeds = tuple(int(s) for s in seeds)
   if not seeds:
     raise ValueError("need at least one seed")
@@ -122,8 +127,15 @@ def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,),
   for s in seeds:
     agent = make_agent() if callable(make_agent) and not isinstance(make_agent, Agent) \
         else make_agent
-    pol = construct_policy(agent, jax.random.PRNGKey(s), on_state=on_state)
-    expl.append(evaluate_policy(agent.game, pol).exploitability)
+    if isinstance(agent, DeviceGTCFRAgent):
+      if game is None:
+        from jaxgt.core.compiler import compile_game
+        game = compile_game(agent.game)
+      pol = construct_rules_policy(agent, jax.random.PRNGKey(s), game=game, on_state=on_state)
+      expl.append(evaluate_policy(game, pol).exploitability)
+    else:
+      pol = construct_policy(agent, jax.random.PRNGKey(s), on_state=on_state)
+      expl.append(evaluate_policy(agent.game, pol).exploitability)
     pols.append(pol)
     if progress is not None:
       progress(len(expl) - 1, s, float(expl[-1]))

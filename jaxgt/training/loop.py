@@ -49,7 +49,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxgt import sharding
 from jaxgt import struct
 from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
-from jaxgt.core.evaluate import evaluate as evaluate_policy
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.evaluation import construct
 from jaxgt.core.factored import check_factored
@@ -288,9 +287,7 @@ class DeviceTrainer(Trainer):
           self.game, simulations=self.config.eval_simulations,
           evaluator=params_evaluator(a.source, self.model, self.holder),
           evaluator_source=a.source, value_average=self.config.value_average, dtype=DTYPE))
-    policy = construct.construct_rules_policy(self.eval_agent, jax.random.PRNGKey(seed),
-                                              game=self.enumerated)
-    return float(evaluate_policy(self.enumerated, policy).exploitability)
+    return float(construct.evaluate(self.eval_agent, seeds=(seed,), game=self.enumerated).avg)
 
 
 @functools.lru_cache(maxsize=4)
