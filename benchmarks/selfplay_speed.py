@@ -11,9 +11,11 @@ no sound self-play trainer.
 
   python benchmarks/selfplay_speed.py --quick                    # Kuhn, tiny preset
   python benchmarks/selfplay_speed.py --game leduc_poker --preset leduc --iterations 20
+  python benchmarks/selfplay_speed.py --config my_config.json    # any TrainConfig as JSON
 """
 
 import argparse
+import pathlib
 import time
 
 import jax
@@ -51,13 +53,18 @@ def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   ap.add_argument("--game", default="leduc_poker")
   ap.add_argument("--preset", default="leduc", choices=sorted(config_lib.PRESETS))
+  ap.add_argument("--config", metavar="FILE",
+                  help="a JSON training config instead of --preset (TrainConfig's fields)")
   ap.add_argument("--iterations", type=int, default=10)
   ap.add_argument("--quick", action="store_true", help="Kuhn with the tiny preset")
   args = ap.parse_args(argv)
   if args.quick:
     args.game, args.preset, args.iterations = "kuhn_poker", "tiny", 5
   g = jaxgt.load(args.game)
-  cfg = config_lib.from_dict({"eval_every": 0}, config_lib.preset(args.preset))
+  base = config_lib.load_config(args.config) if args.config else config_lib.preset(args.preset)
+  cfg = config_lib.from_dict({"eval_every": 0}, base)
+  if args.config:
+    args.preset = pathlib.Path(args.config).name
   trainer = loop.trainer_for(g, cfg)
   state = trainer.init(0)
   t0 = time.perf_counter()
