@@ -142,7 +142,6 @@ def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,),
   return ConstructionResult(seeds, np.asarray(expl), tuple(pols))
 
 
-
 def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None = None,
                            batch: int = 64, on_state: Callable[[int, int], None] | None = None):
   """The policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy float64) that a root-anchored search
