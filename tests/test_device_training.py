@@ -182,3 +182,19 @@ def test_train_sog_example_evaluates_a_run_through_the_rules_exactly(tmp_path, c
   state = checkpoint.restore(out / loop.CHECKPOINTS, tr.init(0), loop.trainer_for(
       game, PRESETS["tiny"]).metadata(), 2)
   assert abs(rows[-1]["exploitability"][0] - tr.exploitability(state.learner.params, 0)) < 1e-6
+
+
+def test_train_refuses_exact_solver_leaves_through_the_rules_before_any_output(tmp_path, capsys,
+                                                                             no_work):
+  """``jaxgt train --rules`` with ``solver_leaves: "exact"`` fails with one line and exit 2
+  before announcing the run or compiling anything, and creates no run directory."""
+  import json
+  from jaxgt.cli import main
+  cfg = tmp_path / "cfg.json"
+  cfg.write_text(json.dumps({"solver_leaves": "exact"}))
+  out = tmp_path / "run"
+  assert main(["train", "kuhn_poker", "--rules", "--config", str(cfg), "--steps", "1", "--out",
+               str(out)]) == 2
+  captured = capsys.readouterr()
+  assert "training into" not in captured.out
+  assert "solver_leaves must be 'network'" in captured.err and not out.exists()

@@ -99,7 +99,8 @@ def run(args) -> int:
   else:
     g = load_playable(args.game, args.max_histories)
   label = loop.game_label(g)
-  if args.plot and not loop.trainer_for(g, cfg).evaluates:
+  trainer = loop.trainer_for(g, cfg)  # checks the config against the game before any output
+  if args.plot and not trainer.evaluates:
     raise ValueError(f"--plot draws exploitability, which {label}, played through its rules, "
                      "has none (too large to enumerate, or eval_every is 0)")
   if args.resume and (out / loop.CONFIG_FILE).exists():
