@@ -34,23 +34,20 @@ from jaxgt.training.agent import ParamsHolder, params_evaluator, sog_agent
 from jaxgt.training.selfplay import DTYPE
 
 
-_DEVICE_AGENTS = {}  # (trainer, simulations, value_average) -> (holder, agent): one compilation
-
-
-def _agent_factory(game, trainer, params, simulations, value_average, root_anchored):
+def _agent_factory(game, trainer, params, simulations, value_average, root_anchored, agents):
   """A SoG(simulations, 1) agent with the run's network at ``params``: on a run through the
-  rules the root-anchored agent grown from them (one per setting, reading ``params`` through
-  its holder, so every checkpoint shares its compiled search), else a fresh agent of the
-  compiled game, continual re-solving unless ``root_anchored``."""
+  rules the root-anchored agent grown from them (one per simulation count, kept in
+  ``agents``, reading ``params`` through its holder, so every checkpoint shares its compiled
+  search), else a fresh agent of the compiled game, continual re-solving unless
+  ``root_anchored``."""
   if isinstance(trainer, loop.DeviceTrainer):
-    key = (trainer, simulations, value_average)
-    if key not in _DEVICE_AGENTS:
+    if simulations not in agents:
       holder = ParamsHolder()
       src = trainer.actors.source
-      _DEVICE_AGENTS[key] = holder, DeviceGTCFRAgent(
+      agents[simulations] = holder, DeviceGTCFRAgent(
           game, simulations=simulations, evaluator=params_evaluator(src, trainer.model, holder),
           evaluator_source=src, value_average=value_average, dtype=DTYPE)
-    holder, agent = _DEVICE_AGENTS[key]
+    holder, agent = agents[simulations]
     holder.params = params
     return agent
   return lambda: sog_agent(game, trainer.model, params, simulations=simulations,
@@ -78,6 +75,7 @@ def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 
     steps = [0] + saved[::every] + ([saved[-1]] if saved and saved[-1] not in saved[::every]
                                     else [])
   curves = {s: [] for s in simulations}
+  agents = {}  # a run through the rules: one agent per simulation count (_agent_factory)
   for step in steps:
     if step == 0:
       params = trainer.init(0).learner.params
@@ -87,7 +85,7 @@ def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 
       params = state.learner.params
     for s in simulations:
       agent = _agent_factory(game, trainer, params, s, value_average or cfg.value_average,
-                             root_anchored)
+                             root_anchored, agents)
       t0 = time.perf_counter()
       res = construct.evaluate(agent, seeds=range(first_seed, first_seed + seeds),
                                game=enumerated)

@@ -203,6 +203,7 @@ def test_constructed_policy_is_the_agents_play_at_every_information_state(kuhn):
   state's private state) equals the agent's own act at the first history of every information
   state of the enumerated game, with the key fold_in(key, public state); its exploitability,
   computed exactly on the enumerated game, falls with more simulations."""
+  from jaxgt.core.expand import history_path
   from jaxgt.core.game_tree import infostate_histories
   from jaxgt.core.evaluate import evaluate
   from jaxgt.evaluation.construct import construct_rules_policy
@@ -214,12 +215,9 @@ def test_constructed_policy_is_the_agents_play_at_every_information_state(kuhn):
   for p in (0, 1):
     assert got[p].shape == (tree.num_infostates[p], tree.num_actions)
     for i, h in enumerate(infostate_histories(tree, p)):
-      actions, g = [], int(h)
-      while tree.parent[g] >= 0:
-        actions.insert(0, int(tree.action[g]))
-        g = int(tree.parent[g])
       k = jax.random.fold_in(key, int(tree.history_public[h]))
-      want, _ = act(k, agent.init(k), _position(game, actions))
+      want, _ = act(k, agent.init(k), _position(game, history_path(tree.parent, tree.action,
+                                                                   int(h))))
       np.testing.assert_allclose(got[p][i], np.asarray(want), atol=1e-12,
                                  err_msg=comp.infostate_keys[p][i])
   few = DeviceGTCFRAgent(game, simulations=2)

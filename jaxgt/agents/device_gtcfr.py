@@ -165,17 +165,19 @@ class DeviceGTCFRAgent(Agent):
 
   def act(self, key, state, position):
     res = self.search(key, position.actions, position.length)
-    own = position.state
-    player = jnp.asarray(self.game.current_player(own), jnp.int32)
-    legal = jnp.asarray(self.game.legal_mask(own), bool)
-    # the acting player's own private state (player is traced; the other seat's is not used)
-    private = jnp.where(player == 1, self.game.private_index(own, 1),
-                        self.game.private_index(own, 0))
-    probs = self.read_policy(res, player, private, legal)
+    probs = self.read_policy(res, *self.decision(position.state))
     tree = res.state.tree
     full = tree.num_nodes + self.source.num_children > tree.capacity
     return probs, DeviceGTCFRState(nodes=tree.num_nodes.astype(jnp.int32),
                                    full=state.full + full.astype(jnp.int32))
+
+  def decision(self, state) -> tuple:
+    """``(player, private, legal [A])`` at a decision ``state``: the acting player (traced), its
+    own private state (the other seat's is not read) and the legal mask."""
+    g = self.game
+    player = jnp.asarray(g.current_player(state), jnp.int32)
+    private = jnp.where(player == 1, g.private_index(state, 1), g.private_index(state, 0))
+    return player, private, jnp.asarray(g.legal_mask(state), bool)
 
   def read_policy(self, res, player, private, legal) -> jax.Array:
     """``[A]`` the search's average policy at ``player``'s private state ``private`` of the

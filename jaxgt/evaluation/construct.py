@@ -226,8 +226,7 @@ def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None =
     priv, legal = [], []
     for lo in range(0, len(hs), 4096):
       idx = np.minimum(np.arange(lo, lo + 4096), len(hs) - 1)
-      a, b = jax.device_get(private_rows(jnp.asarray(acts[idx]), jnp.asarray(length[idx]),
-                                         jnp.int32(p)))
+      a, b = jax.device_get(private_rows(jnp.asarray(acts[idx]), jnp.asarray(length[idx])))
       m = min(4096, len(hs) - lo)
       priv.append(np.asarray(a)[:m])
       legal.append(np.asarray(b)[:m])
@@ -242,8 +241,8 @@ def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None =
 @functools.lru_cache(maxsize=8)
 def _rules_programs(agent):
   """The jitted programs :func:`construct_rules_policy` runs for ``agent`` (compiled once per
-  agent): a batch of searches read as ``(focus [B], policies)``, and the private state of a
-  player and the legal mask at histories given by their actions."""
+  agent): a batch of searches read as ``(focus [B], policies)``, and the acting player's private
+  state and the legal mask at decision histories given by their actions."""
   rules = agent.game
 
   @jax.jit
@@ -252,11 +251,11 @@ def _rules_programs(agent):
     return res.state.focus, res.policy
 
   @jax.jit
-  def private_rows(acts, length, player):  # [B] private index of player, [B, A] legal mask
+  def private_rows(acts, length):  # [B] the acting player's private state, [B, A] legal mask
     def one(a, n):
-      s = jax.lax.fori_loop(0, n, lambda t, s: rules.step(s, a[t]), rules.init())
-      priv = jnp.where(player == 1, rules.private_index(s, 1), rules.private_index(s, 0))
-      return priv, jnp.asarray(rules.legal_mask(s), bool)
+      _, private, legal = agent.decision(
+          jax.lax.fori_loop(0, n, lambda t, s: rules.step(s, a[t]), rules.init()))
+      return private, legal
     return jax.vmap(one)(acts, length)
 
   return search_rows, private_rows

@@ -126,10 +126,7 @@ class DeviceSelfPlay:
 
   def policy(self, result, state) -> jax.Array:
     """``[A]`` the search's average policy at the acting player's own private state."""
-    g = self.game
-    player = jnp.asarray(g.current_player(state), jnp.int32)
-    private = jnp.where(player == 1, g.private_index(state, 1), g.private_index(state, 0))
-    return self.agent.read_policy(result, player, private, jnp.asarray(g.legal_mask(state), bool))
+    return self.agent.read_policy(result, *self.agent.decision(state))
 
   def _restart(self, key) -> referee.Position:
     """A fresh game's first decision (the deals drawn)."""
