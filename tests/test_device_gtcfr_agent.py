@@ -1,6 +1,6 @@
-"""GT-CFR agents on device games (grown from the rules, root-anchored) against the compiled
-game's GT-CFR agent, their use of public information only, matches through the command line,
-and the sog kind's network read from a device game's run."""
+"""GT-CFR agents on device games (grown from the rules, root-anchored and re-solving) against
+the compiled game's GT-CFR agent, their use of public information only, matches through the
+command line, and the sog kind's network read from a device game's run."""
 
 import json
 
@@ -84,6 +84,44 @@ def test_policies_equal_the_compiled_agents_root_anchored_search(name, lines, ku
   assert players == {0, 1}
 
 
+@pytest.mark.parametrize("name,line,keys", [
+    ("kuhn_poker", [2, 0, 0, 1, 0], (2, 0, 0)),  # deals, pass, bet, then player 0 again
+    pytest.param("leduc_poker", [0, 4, 2, 1, 3, 1, 0], (0, 0, 0, 0),  # raise, call, the card
+                 marks=pytest.mark.slow)])
+def test_resolving_policies_equal_the_compiled_agents_resolving_searches(name, line, keys):
+  """Continual re-solving grown from the rules plays the compiled game's re-solving GT-CFR
+  agent's policies along a line of play: the first search root-anchored, then each re-solve
+  from the previous search's summary with the modified gadget (one summary carried through
+  both players' decisions, as in self-play; zero leaf values; after public chance too, where
+  the rules tree's root values carry another chance scale than the compiled tree's). Keys: ones
+  at which both trees draw the same simulation start histories (they order the private pairs
+  differently)."""
+  game, comp = make_from_string(name), jaxgt.load(name)
+  agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY, resolve=True)
+  ref = GTCFRAgent(comp, simulations=SIMS, capacity=CAPACITY, evaluator="zero", resolve=True)
+  decide = jax.jit(agent.search_decision)
+  rules = comp.rules()
+  pos, h = referee.root(game), rules.init()
+  summary, state = agent.empty_summary(), ref.init(jax.random.key(0))
+  keys, gadget = list(keys), []
+  for a in line:
+    p = int(game.current_player(pos.state))
+    if p in (0, 1):
+      key = jax.random.key(keys.pop(0))
+      res, summary = decide(key, summary, pos.actions, pos.length, jnp.int32(p))
+      got = np.asarray(agent.read_policy(res, p, *agent.decision(pos.state)[1:]))
+      public = int(comp.tree.history_public[h])
+      root, ranges, opp_values, path, on = ref.decision_args(state, public, p)
+      want_res = ref._run_search(root, ranges, key, path, p, opp_values, on)
+      state = ref.after_search(state, want_res, public)
+      np.testing.assert_allclose(got, np.asarray(ref.read_policy(want_res, jnp.asarray(h))),
+                                 atol=1e-9)
+      gadget.append(bool(on))
+    pos = referee.draw(game, pos, jnp.eye(game.num_distinct)[a], jax.random.key(0), jnp.float64)
+    h = rules.step(h, a)
+  assert not keys and gadget[0] is False and all(gadget[1:])
+
+
 def test_the_policy_does_not_depend_on_the_opponents_private_state(kuhn):
   """Two positions that differ only in the opponent's card give the same policy (the search
   reads the public steps after the deals and the actor's own card only); another own card
@@ -133,8 +171,10 @@ def test_bad_input_is_refused_before_compiling():
   need = 1 + 25 * (game.max_length - 4 + 1)
   with pytest.raises(ValueError, match=f"use at least {need} nodes"):
     make_agent(game, f"gtcfr(simulations=2,capacity={need - 1})")
-  with pytest.raises(ValueError, match="root-anchored"):
-    make_agent(game, "gtcfr(simulations=2,resolve=true)")
+  with pytest.raises(ValueError, match="resolve must be a bool"):
+    DeviceGTCFRAgent(game, simulations=2, resolve="yes")
+  with pytest.raises(ValueError, match="alpha"):
+    DeviceGTCFRAgent(game, simulations=2, resolve=True, alpha=1.5)
   with pytest.raises(ValueError, match="enumerated game"):
     make_agent(game, "gtcfr(simulations=2,evaluator=exact)")
   with pytest.raises(TypeError, match="DeviceGame"):
@@ -143,9 +183,12 @@ def test_bad_input_is_refused_before_compiling():
     DeviceGTCFRAgent(make_from_string("goofspiel(num_cards=3)"), simulations=2)
   agent = make_agent(game, f"gtcfr(simulations=2,capacity={need})")
   assert isinstance(agent, DeviceGTCFRAgent) and agent.config.capacity == need
-  assert agent.config.tree_form == "factored"
-  # the state's bytes from its shapes: at least the tree's [N, M] history slots
-  assert agent.memory_bytes() > need * 21 * 21 * 4
+  assert agent.config.tree_form == "factored" and agent.resolve  # re-solving unless told
+  # the state's bytes from its shapes: at least the tree's [N, M] history slots, and the
+  # previous search's summary a re-solving agent keeps
+  anchored = make_agent(game, f"gtcfr(simulations=2,capacity={need},resolve=false)")
+  assert anchored.memory_bytes() > need * 21 * 21 * 4 and not anchored.resolve
+  assert agent.memory_bytes() > anchored.memory_bytes() + need * 3 * 21 * 4
   spec = parse_spec("gtcfr")  # an enumerated game keeps exact leaves and re-solving
   assert spec.params["resolve"] is None and spec.params["evaluator"] == "auto"
 
@@ -223,6 +266,43 @@ def test_constructed_policy_is_the_agents_play_at_every_information_state(kuhn):
   few = DeviceGTCFRAgent(game, simulations=2)
   worse = construct_rules_policy(few, key, game=comp)
   assert evaluate(comp, got).exploitability < evaluate(comp, worse).exploitability
+
+
+def test_resolving_construction_is_the_agents_play_along_each_players_decisions():
+  """A re-solving agent's constructed policy (each player's public states searched level by
+  level from the summaries of the previous level) equals the agent playing, decision by
+  decision, the player's own decisions on the way to every information state, each search
+  with the key fold_in(key, public state) and the summary of the player's previous search;
+  a player's first decisions are the root-anchored agent's, its later ones re-solve."""
+  from jaxgt.core.expand import history_path
+  from jaxgt.core.game_tree import infostate_histories
+  from jaxgt.evaluation.construct import construct_rules_policy
+  game, comp = make_from_string("kuhn_poker"), jaxgt.load("kuhn_poker")
+  agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY, resolve=True)
+  key = jax.random.key(5)
+  got = construct_rules_policy(agent, key, game=comp, batch=2)
+  tree, rules = comp.tree, comp.rules()
+  decide = jax.jit(agent.search_decision)
+  for p in (0, 1):
+    for i, h in enumerate(infostate_histories(tree, p)):
+      path = history_path(tree.parent, tree.action, int(h))
+      pos, hist, summary = referee.root(game), rules.init(), agent.empty_summary()
+      for a in list(path) + [None]:
+        if int(tree.player[hist]) == p:  # the player's decisions on the way, then its own
+          k = jax.random.fold_in(key, int(tree.history_public[hist]))
+          res, summary = decide(k, summary, pos.actions, pos.length, jnp.int32(p))
+        if a is None:
+          break
+        pos = referee.draw(game, pos, jnp.eye(game.num_distinct)[a], jax.random.key(0),
+                           jnp.float64)
+        hist = rules.step(hist, a)
+      want = agent.read_policy(res, p, *agent.decision(pos.state)[1:])
+      np.testing.assert_allclose(got[p][i], np.asarray(want), atol=1e-12,
+                                 err_msg=comp.infostate_keys[p][i])
+  anchored = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY)
+  other = construct_rules_policy(anchored, key, game=comp)
+  np.testing.assert_allclose(got[1], other[1], atol=1e-12)  # player 1 acts once: anchored
+  assert not np.allclose(got[0], other[0])  # player 0 re-solves after pass, bet
 
 
 def test_construction_refuses_another_games_tree_and_other_agents(kuhn):

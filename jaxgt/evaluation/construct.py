@@ -144,18 +144,22 @@ def evaluate(make_agent: Callable[[], Agent] | Agent, seeds=(0,),
 
 def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None = None,
                            batch: int = 64, on_state: Callable[[int, int], None] | None = None):
-  """The policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy float64) that a root-anchored search
-  agent playing a device game through its rules
-  (:class:`~jaxgt.agents.device_gtcfr.DeviceGTCFRAgent`) plays, as a policy of ``game``, the
-  same rules enumerated (default :func:`jaxgt.core.compiler.compile_game` of ``agent.game``):
-  Schmid et al. 2023's policy construction for an agent whose search depends on public
-  information only.
+  """The policy ``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy float64) that a search agent playing
+  a device game through its rules (:class:`~jaxgt.agents.device_gtcfr.DeviceGTCFRAgent`) plays,
+  as a policy of ``game``, the same rules enumerated (default
+  :func:`jaxgt.core.compiler.compile_game` of ``agent.game``): Schmid et al. 2023's policy
+  construction for an agent whose search depends on public information only.
 
-  Such an agent searches from the post-deal root along the public steps since the deals and
-  reads the acting player's private state from the result, so every information state of a
-  public state reads one search: the construction runs one search per public state where a
-  player acts (key ``fold_in(key, public state)``, ``batch`` public states per vmapped call)
-  and reads each information state's row at its first history's private state. Exact
+  Such an agent reads the acting player's private state from a search that depends on the
+  public steps since the deals (and, re-solving, on the summaries of its own earlier
+  searches, public too), so every information state of a public state reads one search: the
+  construction runs one search per public state where a player acts (key ``fold_in(key,
+  public state)``, ``batch`` public states per vmapped call) and reads each information
+  state's row at its first history's private state. A root-anchored agent's searches are
+  independent; a re-solving agent's search at a public state of player ``p`` starts from the
+  summary of ``p``'s search at ``p``'s previous decision on the way there (from an empty one
+  at ``p``'s first decisions), so each player's public states are searched breadth-first, by
+  the number of ``p``'s earlier decisions, as :func:`construct_policy` does. Exact
   exploitability of a device-game agent on every game small enough to enumerate
   (``jaxgt.core.evaluate.evaluate(game, policy)``). ``on_state(done, total)`` after each batch
   (public states). ``ValueError`` for an agent of another kind or a ``game`` enumerated from
@@ -164,7 +168,7 @@ def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None =
   from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
   from jaxgt.core.compiler import compile_game
   if not isinstance(agent, DeviceGTCFRAgent):
-    raise ValueError(f"construct_rules_policy reads root-anchored searches of a device game "
+    raise ValueError(f"construct_rules_policy reads the searches of an agent of a device game "
                      f"(DeviceGTCFRAgent), got {type(agent).__name__}: construct_policy for "
                      "agents of an enumerated game")
   rules = agent.game
@@ -200,24 +204,13 @@ def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None =
   rep[slot] = np.concatenate(firsts)
   rep_actions, rep_length = paths(rep)
 
-  search_rows, private_rows = _rules_programs(agent)
-  evaluator_state = agent.evaluator.init()  # data: one compilation for every state
-  n = len(searched)
-  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(searched, jnp.int32))
-  focus = np.zeros(n, np.int64)
-  policies = None
-  for lo in range(0, n, batch):
-    idx = np.minimum(np.arange(lo, lo + batch), n - 1)  # the last batch padded: one program
-    f, pol = jax.device_get(search_rows(keys[idx], jnp.asarray(rep_actions[idx]),
-                                        jnp.asarray(rep_length[idx]), evaluator_state))
-    if policies is None:
-      policies = [np.zeros((n,) + np.shape(x)[1:], np.asarray(x).dtype) for x in pol]
-    take = slice(0, min(batch, n - lo))
-    focus[lo:lo + batch] = np.asarray(f)[take]
-    for p in (0, 1):
-      policies[p][lo:lo + batch] = np.asarray(pol[p])[take]
-    if on_state is not None:
-      on_state(min(lo + batch, n), n)
+  if agent.resolve:
+    focus, policies = _resolving_searches(agent, key, tree, searched, rep, rep_actions,
+                                          rep_length, batch, on_state)
+  else:
+    focus, policies = _anchored_searches(agent, key, searched, rep_actions, rep_length, batch,
+                                         on_state)
+  _, private_rows = _rules_programs(agent)
   K = agent.source.num_infostates
   out = []
   for p in (0, 1):
@@ -259,3 +252,101 @@ def _rules_programs(agent):
     return jax.vmap(one)(acts, length)
 
   return search_rows, private_rows
+
+
+def _anchored_searches(agent, key, searched, rep_actions, rep_length, batch, on_state):
+  """``(focus [n], (policy0, policy1))`` of the root-anchored searches at the ``n`` public
+  states ``searched`` (NumPy; :func:`construct_rules_policy`)."""
+  search_rows, _ = _rules_programs(agent)
+  evaluator_state = agent.evaluator.init()  # data: one compilation for every state
+  n = len(searched)
+  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(searched, jnp.int32))
+  focus = np.zeros(n, np.int64)
+  policies = None
+  for lo in range(0, n, batch):
+    idx = np.minimum(np.arange(lo, lo + batch), n - 1)  # the last batch padded: one program
+    f, pol = jax.device_get(search_rows(keys[idx], jnp.asarray(rep_actions[idx]),
+                                        jnp.asarray(rep_length[idx]), evaluator_state))
+    if policies is None:
+      policies = [np.zeros((n,) + np.shape(x)[1:], np.asarray(x).dtype) for x in pol]
+    take = slice(0, min(batch, n - lo))
+    focus[lo:lo + batch] = np.asarray(f)[take]
+    for p in (0, 1):
+      policies[p][lo:lo + batch] = np.asarray(pol[p])[take]
+    if on_state is not None:
+      on_state(min(lo + batch, n), n)
+  return focus, policies
+
+
+def _resolving_searches(agent, key, tree, searched, rep, rep_actions, rep_length, batch,
+                        on_state):
+  """``(focus [n], (policy0, policy1))`` of a re-solving agent's searches at the ``n`` public
+  states ``searched`` (NumPy; :func:`construct_rules_policy`): player ``p``'s row of a state
+  where ``p`` acts, searched from the summary of ``p``'s search at its previous decision."""
+  resolve_rows = _resolving_program(agent)
+  evaluator_state = agent.evaluator.init()
+  n = len(searched)
+  players = np.asarray(tree.player)
+  player = players[rep]
+  parent, public = np.asarray(tree.parent), np.asarray(tree.history_public)
+  position = {int(u): i for i, u in enumerate(searched)}
+  prev = np.full(n, -1, np.int64)  # the position of the acting player's previous decision
+  for i, h in enumerate(rep):
+    a = int(parent[h])
+    while a >= 0 and players[a] != player[i]:
+      a = int(parent[a])
+    prev[i] = -1 if a < 0 else position[int(public[a])]
+  level = np.zeros(n, np.int64)  # the acting player's earlier decisions
+  for i in range(n):
+    j = prev[i]
+    while j >= 0:
+      level[i], j = level[i] + 1, prev[j]
+  keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(searched, jnp.int32))
+  focus = np.zeros(n, np.int64)
+  policies, done = None, 0
+  row_of = np.full(n, -1, np.int64)  # each searched state's row in its level's summaries
+  first = agent.empty_summary()
+  previous = None  # the summaries after the last level's searches, stacked
+  for lv in range(int(level.max(initial=-1)) + 1):
+    at = np.flatnonzero(level == lv)
+    outs = []
+    for lo in range(0, len(at), batch):
+      idx = at[np.minimum(np.arange(lo, lo + batch), len(at) - 1)]  # padded: one program
+      if previous is None:
+        start = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (len(idx),) + x.shape),
+                                       first)
+      else:
+        rows = jnp.asarray(row_of[prev[idx]])
+        start = jax.tree_util.tree_map(lambda x: x[rows], previous)
+      f, pol, after = resolve_rows(keys[idx], start, jnp.asarray(rep_actions[idx]),
+                                   jnp.asarray(rep_length[idx]),
+                                   jnp.asarray(player[idx], jnp.int32), evaluator_state)
+      f, pol = jax.device_get((f, pol))
+      if policies is None:
+        policies = [np.zeros((n,) + np.shape(x)[1:], np.asarray(x).dtype) for x in pol]
+      m = min(batch, len(at) - lo)
+      focus[idx[:m]] = np.asarray(f)[:m]
+      for p in (0, 1):
+        policies[p][idx[:m]] = np.asarray(pol[p])[:m]
+      outs.append(jax.tree_util.tree_map(lambda x, m=m: x[:m], after))
+      done += m
+      if on_state is not None:
+        on_state(done, n)
+    row_of[at] = np.arange(len(at))
+    previous = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *outs)
+  return focus, policies
+
+
+@functools.lru_cache(maxsize=8)
+def _resolving_program(agent):
+  """A re-solving agent's batch of decisions for :func:`_resolving_searches`: ``(focus [B],
+  policies, next summaries [B])``."""
+
+  @jax.jit
+  def resolve_rows(keys, summaries, acts, length, players, evaluator_state):
+    def one(k, summ, a, n, p):
+      res, after = agent.search_decision(k, summ, a, n, p, evaluator_state)
+      return res.state.focus, res.policy, after
+    return jax.vmap(one)(keys, summaries, acts, length, players)
+
+  return resolve_rows

@@ -31,15 +31,17 @@ def sog(game: CompiledGame | DeviceGame, *, checkpoint: str, simulations: int = 
   ``"search"`` for a run saved before ``"node"`` became the default); ``capacity``: the search
   tree's nodes (default: what ``simulations`` can add); ``options`` are
   :func:`~jaxgt.training.agent.sog_agent`'s (``expansions_per_update`` = ``c``, ``dtype``).
-  On a device game (played through its rules) the agent is the root-anchored
+  On a device game (played through its rules) the agent is
   :func:`~jaxgt.training.device_run.device_sog_agent` with the run's network on the tree grown
-  from the rules. ``ValueError`` for a missing run or a run of another game."""
+  from the rules (continual re-solving unless ``resolve=False``). ``ValueError`` for a missing
+  run or a run of another game."""
   if isinstance(game, DeviceGame):
     from jaxgt.training import device_run
     model, params, config = device_run.load_network(pathlib.Path(checkpoint), game)
     return device_run.device_sog_agent(game, model, params, simulations=simulations,
                                        value_average=value_average or config.value_average,
-                                       capacity=capacity, **options)
+                                       capacity=capacity,
+                                       **{"resolve": True, **options})
   from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
   run = loop.load_run(pathlib.Path(checkpoint), game)
   return sog_agent(game, run.model, run.params, simulations=simulations,
@@ -71,7 +73,7 @@ def register() -> AgentKind:
                                minimum=1),
                   dtype=DTYPE),
       "Student of Games (Schmid et al. 2023): GT-CFR with a trained CVPN as leaf evaluator, "
-      "continual re-solving (root-anchored on a game played through its rules)",
+      "continual re-solving (also on a game played through its rules)",
       check=check_run_dir)
 
 
