@@ -35,18 +35,18 @@ from jaxgt.training.selfplay import DTYPE
 
 
 def _agent_factory(game, trainer, params, simulations, value_average, root_anchored, agents):
-  """A SoG(simulations, 1) agent with the run's network at ``params``: on a run through the
-  rules the root-anchored agent grown from them (one per simulation count, kept in
-  ``agents``, reading ``params`` through its holder, so every checkpoint shares its compiled
-  search), else a fresh agent of the compiled game, continual re-solving unless
-  ``root_anchored``."""
+  """A SoG(simulations, 1) agent with the run's network at ``params``, continual re-solving
+  unless ``root_anchored``: on a run through the rules the agent grown from them (one per
+  simulation count, kept in ``agents``, reading ``params`` through its holder, so every
+  checkpoint shares its compiled search), else a fresh agent of the compiled game."""
   if isinstance(trainer, loop.DeviceTrainer):
     if simulations not in agents:
       holder = ParamsHolder()
       src = trainer.actors.source
       agents[simulations] = holder, DeviceGTCFRAgent(
           game, simulations=simulations, evaluator=params_evaluator(src, trainer.model, holder),
-          evaluator_source=src, value_average=value_average, dtype=DTYPE)
+          evaluator_source=src, value_average=value_average, resolve=not root_anchored,
+          dtype=DTYPE)
     holder, agent = agents[simulations]
     holder.params = params
     return agent
@@ -63,8 +63,9 @@ def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 
   lines while they come (the plot merges lines of the same step and s, so seeds can be
   split over processes). Node values are averaged as in the run (``TrainConfig.value_average``,
   as ``sog(checkpoint=...)`` does) unless ``value_average`` says otherwise. ``game``: a
-  compiled game, or a device game for a run through its rules (its agent is root-anchored;
-  ``root_anchored`` evaluates a compiled run's network with the same kind of agent)."""
+  compiled game, or a device game for a run through its rules (grown from them);
+  ``root_anchored`` evaluates the network with root-anchored searches instead of continual
+  re-solving."""
   _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
   enumerated = getattr(trainer, "enumerated", None)
@@ -162,10 +163,11 @@ def main(argv=None):
   ap.add_argument("--json", help="write the curves as JSON")
   ap.add_argument("--rules", action="store_true",
                   help="train (or evaluate a run) through the game's rules, as `jaxgt train "
-                       "--rules`: root-anchored searches, evaluated on the enumerated game")
+                       "--rules`: re-solving searches grown from the rules, evaluated on the "
+                       "enumerated game")
   ap.add_argument("--root-anchored", action="store_true",
-                  help="evaluate a compiled run's network with the root-anchored agent (no "
-                       "continual re-solving), the agent of a run through the rules")
+                  help="evaluate the run's network with the root-anchored agent (no "
+                       "continual re-solving)")
   args = ap.parse_args(argv)
   game = make_from_string(args.game) if args.rules else jaxgt.load(args.game)
   if args.rules and not isinstance(game, DeviceGame):

@@ -39,8 +39,8 @@ def _kuhn_pass_bet_values(r0, r1):
 @pytest.fixture(scope="module")
 def kuhn_actors():
   game = make_from_string("kuhn_poker")
-  cfg = TrainConfig(hidden=(8,), num_actors=2, simulations=2, log_queries=2, solver_batch=1,
-                    solver_simulations=2, solver_expansions_per_update=0.002,
+  cfg = TrainConfig(hidden=(8,), num_actors=2, simulations=2, log_queries=2, q_search=2.0,
+                    solver_batch=1, solver_simulations=2, solver_expansions_per_update=0.002,
                     query_capacity=4, replay_capacity=8, batch_size=4)
   model = device_run.network_for(game, cfg)
   return game, model, DeviceSelfPlay(game, model, cfg)
@@ -72,9 +72,13 @@ def test_query_targets_equal_the_closed_form_solution_of_a_small_pbs(kuhn_actors
 
 
 @pytest.mark.slow
-def test_actors_log_queries_of_states_after_the_deals(kuhn_actors):
-  """The actors' queries are PBSs of states of the game after the deals with normalised ranges
-  over the private states dealt there (played through the rules, no example written)."""
+def test_actors_write_their_searches_roots_and_log_queries_of_states_after_the_deals(kuhn_actors):
+  """Each actor decision writes its search's root example: a game's first search is rooted at
+  the post-deal root with uniform ranges, a later one re-solves from a state on the way to the
+  decision, labelled with the ranges its values were computed under (the re-solving player's
+  range and the opponent's average gadget range, each a distribution over the private states
+  dealt there), its value targets the root values. The queries are PBSs of states after the
+  deals with normalised ranges (played through the rules)."""
   game, model, actors = kuhn_actors
   from jaxgt.training import buffers
   params = cvpn.init(model, jax.random.PRNGKey(0))
@@ -82,9 +86,27 @@ def test_actors_log_queries_of_states_after_the_deals(kuhn_actors):
   queries = buffers.query_buffer(model.encoding, 4)
   state = actors.init(jax.random.PRNGKey(1))
   state, replay, queries, m = actors.step(params, state, replay, queries, jax.random.PRNGKey(2))
-  assert int(m["searches"]) == 2 and int(buffers.replay_size(replay)) == 0
+  assert int(m["searches"]) == 2 == int(m["examples_added"])
+  assert int(buffers.replay_size(replay)) == 2
+  root = rules_source.post_deal_root(game)
+  for i in range(2):  # the games' first searches: the post-deal root, uniform ranges
+    s = jax.tree_util.tree_map(lambda x: x[i], replay.data.pbs.public)
+    assert jax.tree_util.tree_all(jax.tree_util.tree_map(
+        lambda a, b: bool(jnp.all(a == b)), game.public_features(s), game.public_features(root)))
+    np.testing.assert_allclose(np.asarray(replay.data.pbs.ranges[i]), 1 / 3, rtol=1e-6)
+    assert np.all(np.isfinite(np.asarray(replay.data.values[i])))
+    assert bool(replay.data.policy_mask[i]) and np.all(np.asarray(replay.data.value_mask[i]))
+  live = np.asarray(state.moves) > 0  # games still going: their next search re-solves
+  state, replay, queries, m = actors.step(params, state, replay, queries, jax.random.PRNGKey(4))
+  assert int(buffers.replay_size(replay)) == 4
+  for i in np.flatnonzero(live) + 2:
+    s = jax.tree_util.tree_map(lambda x: x[i], replay.data.pbs.public)
+    assert all(int(game.private_index(s, p)) >= 0 for p in (0, 1))
+    r = np.asarray(replay.data.pbs.ranges[i])
+    np.testing.assert_allclose(r.sum(-1), 1.0, rtol=1e-5)
+    assert not np.allclose(r, 1 / 3)  # the beliefs after the first move, not the root's
   filled = np.asarray(queries.filled)
-  assert filled.sum() == int(m["queries_added"]) > 0
+  assert filled.sum() > 0
   for i in np.nonzero(filled)[0]:
     s = jax.tree_util.tree_map(lambda x: x[i], queries.pbs.public)
     assert int(game.current_player(s)) in (0, 1)
@@ -100,6 +122,8 @@ def test_bad_input_is_refused_before_compiling():
     DeviceTrainer(kuhn, TrainConfig(capacity=3))
   with pytest.raises(ValueError, match="embed_dim"):
     DeviceTrainer(kuhn, TrainConfig(embed_dim=4))
+  with pytest.raises(ValueError, match="p_td1 must be 0"):
+    DeviceTrainer(kuhn, TrainConfig(p_td1=0.5))
   with pytest.raises(ValueError, match="FactoredEncoding"):
     DeviceSelfPlay(kuhn, device_run.network_for(make_from_string("leduc_poker"), TrainConfig()),
                    TrainConfig())
@@ -139,8 +163,9 @@ def test_a_tiny_run_through_the_rules_writes_a_network_sog_plays_with(tmp_path):
 
 def test_a_run_through_the_rules_of_an_enumerable_game_is_evaluated_exactly():
   """With eval_every > 0 a run of Kuhn poker played through its rules reports the exact
-  exploitability of its root-anchored SoG policy: the constructed policy's, evaluated on the
-  game enumerated from the same rules, for the parameters given (one compilation for all)."""
+  exploitability of its SoG policy, continually re-solving as the enumerated game's runs
+  evaluate: the constructed policy's, evaluated on the game enumerated from the same rules,
+  for the parameters given (one compilation for all)."""
   from jaxgt.core.evaluate import evaluate
   from jaxgt.evaluation.construct import construct_rules_policy
   game = make_from_string("kuhn_poker")
@@ -153,7 +178,7 @@ def test_a_run_through_the_rules_of_an_enumerable_game_is_evaluated_exactly():
   for seed in (0, 1):
     params = cvpn.init(tr.model, jax.random.PRNGKey(seed))
     got = tr.exploitability(params, seed=0)
-    agent = device_run.device_sog_agent(game, tr.model, params, simulations=3)
+    agent = device_run.device_sog_agent(game, tr.model, params, simulations=3, resolve=True)
     want = float(evaluate(tr.enumerated, construct_rules_policy(
         agent, jax.random.PRNGKey(0), game=tr.enumerated)).exploitability)
     assert abs(got - want) < 1e-5 and 0 < got < 1

@@ -218,12 +218,14 @@ class DeviceGTCFRAgent(Agent):
     return self.search_decision(key, summary, actions, length, player, evaluator_state)[0]
 
   def search_decision(self, key, summary: ResolveSummary, actions, length, player,
-                      evaluator_state=None) -> tuple:
+                      evaluator_state=None, config=None) -> tuple:
     """``(search result, next summary)`` of a re-solving agent's decision reached by
     ``actions [L]`` after ``length`` steps, ``player`` acting (traceable; one program for the
-    first search, gadget off, and the re-solves)."""
+    first search, gadget off, and the re-solves); ``config``: the search's configuration
+    where it differs from the agent's in what it records (self-play logs leaf queries)."""
     root, ranges, opp_values, start, on = self.resolve_args(summary, actions, length, player)
-    res = gtcfr_search.search(self.source, self.config, self.evaluator, root, ranges, key,
+    config = self.config if config is None else config
+    res = gtcfr_search.search(self.source, config, self.evaluator, root, ranges, key,
                               player=player, opp_values=opp_values, alpha=self.alpha,
                               path=self.path(actions, length, start),
                               evaluator_state=evaluator_state, gadget=on)

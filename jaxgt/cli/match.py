@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
       "Plays AGENT0 against AGENT1, half the matches in each seat, and prints AGENT0's mean payoff "
       "and win rate (a draw counts half) with normal 95% intervals. A game too large to "
       "enumerate is played through its rules by random, oos and ismcts (capacity: table rows "
-      "per player), gtcfr and sog (root-anchored; capacity: search tree nodes); agents with "
+      "per player), gtcfr and sog (capacity: search tree nodes); agents with "
       "tables report their rows in use and refused inserts, GT-CFR its tree's nodes.")
   p.add_argument("game")
   p.add_argument("agent0", help="agent spec; payoffs are reported from its view")

@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
       "metrics in DIR/metrics.jsonl, orbax checkpoints in DIR/checkpoints. The trained agent is "
       "sog(checkpoint=DIR,simulations=S,expansions_per_update=c). A game too large to enumerate "
       "whose public states factor (liars_dice(numdice=2)) is played through its rules: "
-      "root-anchored searches grown from the rules, evaluated exactly only where the game can "
+      "re-solving searches grown from the rules, evaluated exactly only where the game can "
       "still be enumerated (at most 2,000,000 histories).")
   p.add_argument("game")
   group = p.add_mutually_exclusive_group()
@@ -31,7 +31,7 @@ def add_parser(sub) -> None:
   p.add_argument("--rules", action="store_true",
                  help="play the game through its rules (searches grown from the rules, PBSs of "
                       "game states) even where it can be enumerated; the periodic exact "
-                      "evaluation then constructs the root-anchored agent's policy")
+                      "evaluation then constructs the re-solving agent's policy from the rules")
   p.add_argument("--steps", type=int, help="stop at N learner steps in total (a resumed run "
                  "counts its earlier steps)")
   p.add_argument("--minutes", type=float, help="stop after M minutes of this invocation")

@@ -92,9 +92,9 @@ def _restore_params(directory, template):
 def device_sog_agent(game: DeviceGame, model: CVPN, params, *, simulations: int,
                      dtype="float32", **kwargs) -> DeviceGTCFRAgent:
   """``SoG(simulations, c)`` on device game ``game`` with the network ``model`` at ``params`` as
-  the leaf evaluator on the tree grown from the rules (root-anchored,
-  :class:`DeviceGTCFRAgent`); ``kwargs`` are that agent's (``expansions_per_update``,
-  ``capacity``, ``value_average``, ...)."""
+  the leaf evaluator on the tree grown from the rules (:class:`DeviceGTCFRAgent`, root-anchored
+  unless ``resolve=True``); ``kwargs`` are that agent's (``expansions_per_update``,
+  ``capacity``, ``value_average``, ``resolve``, ``alpha``, ...)."""
   if not isinstance(model.encoding, FactoredEncoding) or model.encoding.game is not game:
     raise ValueError(f"the network reads another game's public belief states, not "
                      f"{game.game_string()}'s (FactoredEncoding of this game)")

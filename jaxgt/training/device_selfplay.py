@@ -9,16 +9,19 @@ ranges over their private states, ``[2, K]`` (:class:`~jaxgt.nets.factored_encod
 FactoredEncoding`), so the replay and query buffers hold game states.
 
 * :class:`DeviceSelfPlay` (the actors): ``G`` games advance together through the rules. Each
-  decision is a root-anchored GT-CFR search with the current network at the leaves
-  (:class:`~jaxgt.agents.device_gtcfr.DeviceGTCFRAgent`: from the post-deal root with uniform
-  ranges, along the public actions since the deals), the move drawn from the search's average
-  policy at the acting player's private state mixed with the config's exploration
-  (``epsilon``-uniform, greedy after ``greedy_after`` decisions of a game); on average
-  ``q_search`` of the search's logged leaf queries (the PBS of a queried node: its
-  representative state and its normalised leaf ranges) go to the query buffer. The actors
-  write no replay examples: a root-anchored search's root is always the post-deal root, and
-  the values of the decision's public state under it are not a leaf PBS's values; every
-  training example comes from the query solver.
+  decision is a GT-CFR search with the current network at the leaves, continually re-solving
+  as the compiled actors do (:class:`~jaxgt.agents.device_gtcfr.DeviceGTCFRAgent` with
+  ``resolve=True``: a game's first decision from the post-deal root with uniform ranges, later
+  ones re-solved with the ``alpha``-modified gadget from the previous decision's search, of
+  either player), the move drawn from the search's average policy at the acting player's
+  private state mixed with the config's exploration (``epsilon``-uniform, greedy after
+  ``greedy_after`` decisions of a game). Each search writes its root's training example to
+  the replay buffer (the re-solve root's state, the ranges its values were computed under:
+  :attr:`~jaxgt.search.gtcfr.SearchResult.root_ranges`, the opponent's average gadget range;
+  its root counterfactual values and average policy, as the query solver's examples), and on
+  average ``q_search`` of its logged leaf queries (the PBS of a queried node: its
+  representative state and its normalised leaf ranges) go to the query buffer. (TD(1) outcome
+  targets, ``p_td1 > 0``, are refused here: :class:`jaxgt.training.loop.DeviceTrainer`.)
 * :class:`DeviceQuerySolver`: a query's targets are the root counterfactual values and average
   policy of a GT-CFR solve rooted at the query's state with its ranges fixed for both players
   (no gadget; ``SoG(solver_simulations, c)`` with the network at the leaves). Its root holds
@@ -40,7 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxgt import struct
-from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent
+from jaxgt.agents.device_gtcfr import DeviceGTCFRAgent, ResolveSummary
 from jaxgt.agents.explore import Explore
 from jaxgt.core import rng
 from jaxgt.core.factored import check_factored
@@ -62,6 +65,7 @@ class DeviceActors:
   """The ``G`` self-play games played through the rules."""
 
   position: referee.Position  # [G] each game's position (its state and the actions so far)
+  summary: ResolveSummary  # [G] the previous decision's search (the next re-solve's start)
   moves: Any  # [G] int32 decisions made in the current game
   games: Any  # [] int32 games finished
 
@@ -78,6 +82,23 @@ def logged_queries(result: gtcfr_search.SearchResult) -> tuple:
   ranges = jnp.asarray(log.ranges, DTYPE)
   valid = (node >= 0) & jnp.all(jnp.sum(ranges, axis=-1) > 0, axis=-1)
   return PBS(public=states, ranges=ranges), valid
+
+
+def search_example(model: CVPN, state, ranges, result) -> buffers.ReplayExample:
+  """The :class:`~jaxgt.training.buffers.ReplayExample` of one search rooted at ``state`` (a
+  state after the private deals, its pairs' chance given the public chance events at the root:
+  the network's value scale) whose root values were computed under ``ranges [2, K]``: value
+  targets (root counterfactual values) at the private states chance can have dealt, policy
+  targets (root average policy) where one acts."""
+  enc = model.encoding
+  K, A = enc.k_max, enc.num_actions
+  mask, legal = enc.masks(state)
+  values = jnp.where(mask, jnp.asarray(result.root_values, DTYPE)[:, :K], 0.0)
+  policy = jnp.stack([result.policy[p][:K, :A] for p in (0, 1)]).astype(DTYPE)
+  policy = jnp.where(legal, policy, 0.0)
+  return buffers.ReplayExample(pbs=PBS(public=state, ranges=jnp.asarray(ranges, DTYPE)),
+                               values=values, policy=policy, value_mask=mask,
+                               policy_mask=jnp.any(legal))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -103,7 +124,7 @@ class DeviceSelfPlay:
                              expansions_per_update=cfg.expansions_per_update,
                              evaluator=evaluator, evaluator_source=source,
                              capacity=cfg.capacity or None, value_average=cfg.value_average,
-                             dtype=DTYPE)
+                             resolve=True, alpha=cfg.alpha, dtype=DTYPE)
     search_cfg = gtcfr_search.make_config(
         source, simulations=cfg.simulations, expansions_per_update=cfg.expansions_per_update,
         capacity=agent.config.capacity, log_queries=cfg.log_queries,
@@ -116,13 +137,12 @@ class DeviceSelfPlay:
     set_(self, "explore", Explore(agent, cfg.epsilon, cfg.greedy_after))
     set_(self, "step", jax.jit(self._step))
 
-  def search(self, params, position: referee.Position, key) -> gtcfr_search.SearchResult:
-    """The decision's root-anchored search (one game; logs its leaf queries)."""
-    agent = self.agent
-    return gtcfr_search.search(self.source, self.search_config, self.evaluator, agent.root_key,
-                               agent.ranges, key, path=agent.path(position.actions,
-                                                                  position.length),
-                               evaluator_state=params)
+  def search(self, params, summary: ResolveSummary, position: referee.Position, key) -> tuple:
+    """``(search result, next summary)``: the decision's search re-solved from ``summary`` (one
+    game; logs its leaf queries)."""
+    player = jnp.asarray(self.game.current_player(position.state), jnp.int32)
+    return self.agent.search_decision(key, summary, position.actions, position.length, player,
+                                      evaluator_state=params, config=self.search_config)
 
   def policy(self, result, state) -> jax.Array:
     """``[A]`` the search's average policy at the acting player's own private state."""
@@ -133,43 +153,53 @@ class DeviceSelfPlay:
     pos, _ = referee.through_chance(self.game, referee.root(self.game), key, jnp.dtype(DTYPE))
     return pos
 
-  def _one(self, params, position, moves, key):
+  def _one(self, params, position, summary, moves, key):
     cfg = self.config
     k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
-    res = self.search(params, position, k_search)
+    res, summary = self.search(params, summary, position, k_search)
+    root = jax.tree_util.tree_map(lambda x: x[0], res.state.tree.keys.state)
+    example = search_example(self.model, root, res.root_ranges, res)
     legal = jnp.asarray(self.game.legal_mask(position.state), bool)
     move = self.explore.mix(self.policy(res, position.state), legal, moves)
     nxt, _ = referee.advance(self.game, position, move, k_move, k_chance, jnp.dtype(DTYPE))
     done = ~referee.live(self.game, nxt)
     fresh = self._restart(k_restart)
     nxt = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b), fresh, nxt)
+    summary = jax.tree_util.tree_map(lambda a, b: jnp.where(done, a, b),
+                                     self.agent.empty_summary(), summary)
     moves = jnp.where(done, 0, moves + 1)
     qpbs, qvalid = logged_queries(res)
     keep = pick_queries(qvalid, cfg.q_search, k_keep)
-    return nxt, moves, done, qpbs, keep, res.state.tree.num_nodes
+    return nxt, summary, moves, done, example, qpbs, keep, res.state.tree.num_nodes
 
   def init(self, key) -> DeviceActors:
     """``G`` fresh games."""
-    pos = jax.vmap(self._restart)(rng.split(key, self.config.num_actors))
-    return DeviceActors(position=pos, moves=jnp.zeros(self.config.num_actors, jnp.int32),
+    G = self.config.num_actors
+    pos = jax.vmap(self._restart)(rng.split(key, G))
+    summary = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (G,) + x.shape),
+                                     self.agent.empty_summary())
+    return DeviceActors(position=pos, summary=summary, moves=jnp.zeros(G, jnp.int32),
                         games=jnp.zeros((), jnp.int32))
 
   def _step(self, params, actors: DeviceActors, replay: buffers.ReplayBuffer,
             queries: buffers.QueryBuffer, key):
-    """Every game's next decision: ``(actors, replay, queries, metrics)`` with the kept leaf
-    queries added to ``queries`` (``replay`` unchanged: module docstring). ``metrics``:
-    ``searches``, ``queries_added``, ``nodes`` (the most tree nodes a search used),
-    ``td1_sampled`` and ``td1_added`` (0: no TD(1) targets here)."""
+    """Every game's next decision: ``(actors, replay, queries, metrics)`` with the searches'
+    root examples added to ``replay`` and the kept leaf queries to ``queries``. ``metrics``:
+    ``searches``, ``queries_added``, ``examples_added``, ``nodes`` (the most tree nodes a
+    search used), ``td1_sampled`` and ``td1_added`` (0: no TD(1) targets here)."""
     G = self.config.num_actors
-    pos, moves, done, qpbs, keep, nodes = jax.vmap(self._one, in_axes=(None, 0, 0, 0))(
-        params, actors.position, actors.moves, rng.split(key, G))
+    pos, summary, moves, done, examples, qpbs, keep, nodes = jax.vmap(
+        self._one, in_axes=(None, 0, 0, 0, 0))(params, actors.position, actors.summary,
+                                               actors.moves, rng.split(key, G))
+    replay = buffers.add_replay(replay, examples, jnp.ones(G, bool))
     flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), qpbs)
     queries = buffers.add_queries(queries, flat, keep.reshape(-1))
-    actors = DeviceActors(position=pos, moves=moves,
+    actors = DeviceActors(position=pos, summary=summary, moves=moves,
                           games=actors.games + jnp.sum(done, dtype=jnp.int32))
     zero = jnp.zeros((), jnp.int32)
     metrics = {"searches": jnp.asarray(G, jnp.int32),
                "queries_added": jnp.sum(keep, dtype=jnp.int32),
+               "examples_added": jnp.asarray(G, jnp.int32),
                "nodes": jnp.max(nodes).astype(jnp.int32), "td1_sampled": zero,
                "td1_added": zero}
     return actors, replay, queries, metrics
@@ -202,19 +232,9 @@ class DeviceQuerySolver:
     B = ranges.shape[0]
     res = gtcfr_search.search(sp.source, self.search_config, sp.evaluator, pbs.public, ranges,
                               rng.split(key, B), evaluator_state=params)
-    return jax.vmap(self.example)(pbs.public, ranges, res), res
-
-  def example(self, state, ranges, result) -> buffers.ReplayExample:
-    """One solve's :class:`~jaxgt.training.buffers.ReplayExample` (value targets at the
-    private states chance can have dealt, policy targets where one acts)."""
-    enc = self.actors.model.encoding
-    K, A = enc.k_max, enc.num_actions
-    mask, legal = enc.masks(state)
-    values = jnp.where(mask, jnp.asarray(result.root_values, DTYPE)[:, :K], 0.0)
-    policy = jnp.stack([result.policy[p][:K, :A] for p in (0, 1)]).astype(DTYPE)
-    policy = jnp.where(legal, policy, 0.0)
-    return buffers.ReplayExample(pbs=PBS(public=state, ranges=ranges), values=values,
-                                 policy=policy, value_mask=mask, policy_mask=jnp.any(legal))
+    model = self.actors.model
+    return jax.vmap(lambda s, r, x: search_example(model, s, r, x))(pbs.public, ranges,
+                                                                      res), res
 
   def _step(self, params, replay: buffers.ReplayBuffer, queries: buffers.QueryBuffer, key):
     """``(replay, queries, metrics)`` after solving one batch of ``solver_batch`` queries; with

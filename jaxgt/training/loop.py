@@ -18,8 +18,8 @@ back for an outcome target) and ``td1_added`` (rows written at their game's end)
 ``exploitability`` of the current SoG policy every ``eval_every`` learner steps, exact:
 :func:`jaxgt.evaluation.construct.evaluate` of
 ``SoG(eval_simulations, 1)``; a device game played through its rules is evaluated exactly where
-it can be enumerated (at most :data:`EVAL_MAX_HISTORIES` histories; the root-anchored agent's
-policy, :func:`jaxgt.evaluation.construct.construct_rules_policy`), otherwise its lines say
+it can be enumerated (at most :data:`EVAL_MAX_HISTORIES` histories; the re-solving agent's
+policy grown from the rules, :func:`jaxgt.evaluation.construct.construct_rules_policy`), otherwise its lines say
 ``"evaluation": "skipped"``, :class:`DeviceTrainer`),
 ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
 learner steps and at the end).
@@ -168,7 +168,7 @@ class Trainer:
       actors, replay, queries, am = self.actors.step(params, actors, replay, queries,
                                                      jax.random.fold_in(k_act, j))
       td1 = {k: v + am[k] for k, v in td1.items()}
-    jax.block_until_ready((replay, queries, actors))  # actors on device games write no replay
+    jax.block_until_ready((replay, queries, actors))
     t1 = time.perf_counter()
     solved = state.solved
     for j in range(cfg.solver_steps):
@@ -237,6 +237,10 @@ class DeviceTrainer(Trainer):
 
   def __post_init__(self):
     check_factored(self.game, "training through a game's rules")
+    if self.config.p_td1 > 0:
+      raise ValueError(f"p_td1 must be 0 on {self.game.game_string()}, played through its "
+                       "rules: TD(1) outcome targets are written by the enumerated game's "
+                       "actors only")
     if self.config.solver_leaves != "network":
       raise ValueError(f"solver_leaves must be 'network' on {self.game.game_string()}, played "
                        "through its rules: exact leaf values need the enumerated game")
@@ -270,10 +274,10 @@ class DeviceTrainer(Trainer):
     return dict(device_metadata(self.model, self.game), config=self.config.to_json())
 
   def exploitability(self, params, seed: int = 0) -> float:
-    """Exact exploitability (game units) of the root-anchored ``SoG(eval_simulations, 1)`` with
+    """Exact exploitability (game units) of the re-solving ``SoG(eval_simulations, 1)`` with
     ``params`` on a game small enough to enumerate (the searches grown from the rules, one per
     public state: :func:`jaxgt.evaluation.construct.construct_rules_policy`; one compilation
-    for all parameter versions)."""
+    for all parameter versions), the agent the enumerated game's run evaluates."""
     if self.enumerated is None:
       object.__setattr__(self, "enumerated", self._enumerated())
     if self.enumerated is None:
@@ -286,7 +290,8 @@ class DeviceTrainer(Trainer):
       object.__setattr__(self, "eval_agent", DeviceGTCFRAgent(
           self.game, simulations=self.config.eval_simulations,
           evaluator=params_evaluator(a.source, self.model, self.holder),
-          evaluator_source=a.source, value_average=self.config.value_average, dtype=DTYPE))
+          evaluator_source=a.source, value_average=self.config.value_average, resolve=True,
+          dtype=DTYPE))
     return float(construct.evaluate(self.eval_agent, seeds=(seed,), game=self.enumerated).avg)
 
 
