@@ -150,6 +150,13 @@ def read_metadata(directory, step: int | None = None) -> dict:
     manager.close()
 
 
+def _brief(error, lines: int = 4) -> str:
+  """The first unindented lines of ``error``'s message (orbax appends whole array dumps)."""
+  kept = [ln.strip() for ln in str(error).splitlines() if ln.strip() and not ln[:1].isspace()
+          and not ln.startswith("If this mismatch is intentional")]  # orbax's advice to callers
+  return " ".join(kept[:lines]) + (" ..." if len(kept) > lines else "")
+
+
 def _open(directory, step):
   if not pathlib.Path(directory).is_dir():
     raise CheckpointError(f"no checkpoint directory {directory}")
@@ -189,7 +196,8 @@ def restore(directory, template: Any, metadata: dict, step: int | None = None, *
       state = out["state"]
     except Exception as e:
       raise CheckpointError(f"checkpoint {where} cannot be restored into this state (corrupt, or "
-                            f"another structure): {type(e).__name__}: {e}") from e
+                            f"another structure, e.g. a run of an earlier jaxgt): "
+                            f"{type(e).__name__}: {_brief(e)}") from e
   finally:
     manager.close()
   leaves_t, treedef = jax.tree_util.tree_flatten(template)
