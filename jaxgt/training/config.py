@@ -24,12 +24,13 @@ Presets:
 * ``tiny``: the smallest useful run (tests, Kuhn).
 * ``liars_dice``: a device game too large to enumerate played through its rules
   (``liars_dice(numdice=2)``, :class:`jaxgt.training.loop.DeviceTrainer`): per iteration 4
-  actors with SoG(4, 1) searches sending on average 2 leaf queries each, 8 query solves of
-  SoG(4, 0.25) and 2 learner steps (batch 32, each example drawn at most 10 times). Measured on
-  the shared 2-core machine (load about 17) on LD(2,2), 9 minutes: 76 s of compilation in the
-  first iteration, then 8.2 s per iteration (solver 73%, actors 26%): 1.9 searches/s and 1.4
-  query solves/s in their parts, over the wall clock 0.24 learner steps/s and 0.97 solves/s;
-  116 learner steps, the loss falling from 21 to 12 (value 0.016 to 0.005).
+  actors with re-solving SoG(4, 1) searches (each writing its root's example) sending on
+  average 2 leaf queries each, 8 query solves of SoG(4, 0.25) and 2 learner steps (batch 32,
+  each example drawn at most 10 times). Measured on the shared 2-core machine (load about 5)
+  on LD(2,2), 8 minutes: 55 s of compilation in the first iteration, then 4.7 s per iteration
+  (solver 77%, actors 22%): 3.8 searches/s and 2.2 query solves/s in their parts, 0.42
+  learner steps/s over the wall clock; 182 learner steps, the loss falling from 30 to 6.9
+  (value 0.016 to 0.003), 32 of every batch of 32 drawable.
 """
 
 from __future__ import annotations
