@@ -41,6 +41,12 @@ has no public actions), playing its average strategy (``oos``, the paper) or
 its current one (``oos-cur``, the authors' implementation's default); OOS
 keeps its tables between the moves of a match, ISMCTS starts fresh every move.
 
+``sog`` is Student of Games (Schmid et al. 2023): ``SoG(--sog-simulations, 1)``, continually
+re-solving, with the network of the ``jaxgt train`` run in ``--sog DIR`` at its leaves (on a
+game too large to enumerate, grown from the rules); its budget is its simulations, not
+``--budgets``, so ``--time-only`` states its seconds per move beside the sample budgets'
+(equal time per move: pick the budgets that match it).
+
 Matches run through :func:`jaxgt.evaluation.match.play` (all matches of a
 cell as one jitted program; each agent searches only where it acts).
 ``--pairs`` plays each unordered pair of agents once (``--matches`` matches,
@@ -52,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -74,7 +81,7 @@ from jaxgt.solvers.oos import OOS
 GAMES = {"gs": "ii_goofspiel(num_cards=6)", "gs4": "ii_goofspiel(num_cards=4)",
          "ld": "liars_dice(numdice=1)", "gp": "generic_poker(T=3,C=3,R=2,B=2)",
          "gs13": "ii_goofspiel(num_cards=13)", "ld22": "liars_dice(numdice=2)"}
-AGENTS = ("oos", "oos-cur", "pst", "uct", "rm", "rnd")
+AGENTS = ("oos", "oos-cur", "pst", "uct", "rm", "rnd", "sog")
 
 
 def _oos(kind: str, args) -> OOS:
@@ -95,7 +102,7 @@ def iterations_of(kind: str, budget: int, batch: int) -> int:
 
 def samples_per_move(kind: str, budget: int, batch: int) -> int:
   """The exact trajectories one move samples: iterations x batch (x 2 for OOS)."""
-  if kind == "rnd":
+  if kind in ("rnd", "sog"):
     return 0
   per_step = 2 * batch if kind in ("oos", "oos-cur", "pst") else batch
   return iterations_of(kind, budget, batch) * per_step
@@ -104,6 +111,9 @@ def samples_per_move(kind: str, budget: int, batch: int) -> int:
 def make_agent(kind: str, game, budget: int, args) -> Agent:
   if kind not in AGENTS:
     raise ValueError(f"unknown agent {kind!r}; choose {', '.join(AGENTS)}")
+  if kind == "sog":  # SoG(s, 1) with the run's network (its budget is s, not ``budget``)
+    from jaxgt.training.agent_kind import sog
+    return sog(game, checkpoint=args.sog, simulations=args.sog_simulations, dtype="float32")
   if isinstance(game, DeviceGame):
     batch = args.batch or 1
     if kind == "rnd":
@@ -256,6 +266,10 @@ def main(argv=None):
   ap.add_argument("--time-only", action="store_true",
                   help="device games: print each agent's seconds per move at each budget and "
                        "play no matches (the budget's cost in seconds on this machine)")
+  ap.add_argument("--sog", metavar="DIR", default=None,
+                  help="the jaxgt train run whose network the sog agent uses")
+  ap.add_argument("--sog-simulations", type=int, default=10,
+                  help="s of the sog agent's SoG(s, 1) (default 10)")
   ap.add_argument("--seed", type=int, default=0)
   args = ap.parse_args(argv)
   if args.quick:
@@ -273,6 +287,12 @@ def main(argv=None):
       raise SystemExit(f"unknown agent {k!r}; choose {', '.join(AGENTS)}")
   if args.pairs and sorted(rows) != sorted(cols):
     raise SystemExit("--pairs needs the same agents in --rows and --cols")
+  if "sog" in rows + cols:
+    if args.sog is None or not os.path.isdir(args.sog):
+      raise SystemExit(f"the sog agent needs --sog DIR, a jaxgt train run directory (got "
+                       f"{args.sog!r})")
+    if args.sog_simulations < 1:
+      raise SystemExit("--sog-simulations must be positive")
   try:
     check_writable({"--json": args.json, "--log": args.log, "--plot": args.plot})
   except ValueError as e:
@@ -306,7 +326,15 @@ def main(argv=None):
                "rows": rows, "cols": cols, "agents": {}, "cells": {r: {} for r in rows}}
       for k in kinds:
         info = {}
-        if device and k != "rnd":
+        if device and k == "sog":
+          a = agents[k]
+          key, kt = jax.random.split(key)
+          info = {"simulations": args.sog_simulations, "memory_bytes": a.memory_bytes(),
+                  "seconds_per_move": seconds_per_move(a, game, kt)}
+          out(f"  {k.upper():>7}: {a.name} with the network of {args.sog}, "
+              f"{info['seconds_per_move']:.3f} s per move on this machine "
+              f"(search state {info['memory_bytes'] / 2**20:.1f} MiB)")
+        elif device and k != "rnd":
           a = agents[k]
           info = {"iterations": a.iterations, "batch": a.solver.batch,
                   "samples_per_move": samples_per_move(k, _budget(k, budget, args),

@@ -72,3 +72,47 @@ def test_liars_dice_22_search_agents_write_every_cell_and_mirror_the_pairs(tmp_p
   assert played["memory"][0]["rows"][0] > 0 and played["memory"][1] is None
   assert cells["rnd"]["pst"]["memory"][1] == played["memory"][0]
   assert "trajectories per move" in log.read_text()
+
+
+def test_the_sog_agent_needs_a_run_directory_before_any_game_is_loaded(tmp_path):
+  ex = _example()
+  with pytest.raises(SystemExit, match="needs --sog DIR"):
+    ex.main(["--games", "ld22", "--rows", "sog", "--cols", "rnd"])
+  with pytest.raises(SystemExit, match="needs --sog DIR"):
+    ex.main(["--games", "ld22", "--rows", "sog", "--cols", "rnd", "--sog", str(tmp_path / "x")])
+  with pytest.raises(SystemExit, match="sog-simulations"):
+    ex.main(["--games", "ld22", "--rows", "sog", "--cols", "rnd", "--sog", str(tmp_path),
+             "--sog-simulations", "0"])
+
+
+@pytest.mark.slow
+def test_sog_with_a_runs_network_plays_liars_dice_22_and_states_its_seconds_per_move(tmp_path):
+  """SoG with the network of a run of LD(2,2) (an untrained one here) plays through the rules
+  against random; its seconds per move and search state are reported beside the cell."""
+  import jax
+  import jax.numpy as jnp
+  from jaxgt.games import make_from_string
+  from jaxgt.nets import cvpn
+  from jaxgt.training import checkpoint, device_run
+  from jaxgt.training.config import TrainConfig
+  game_string = "liars_dice(numdice=2)"
+  config = TrainConfig(hidden=(8,))
+  model = device_run.network_for(make_from_string(game_string), config)
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / "config.json").write_text(json.dumps({"game": game_string, "config": config.to_json()}))
+  meta = {"game": game_string, "network": "cvpn", "hidden": [8], "embed_dim": 0,
+          "k_max": model.encoding.k_max, "num_actions": model.encoding.num_actions,
+          "feature_size": model.encoding.feature_size}
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  checkpoint.save(run / "checkpoints", 1, {"learner": {"params": params, "step": jnp.int32(1)}},
+                  meta)
+  path = tmp_path / "cells.json"
+  ex = _example()
+  ex.main(["--games", "ld22", "--matches", "2", "--rows", "sog", "--cols", "rnd", "--sog",
+           str(run), "--sog-simulations", "2", "--json", str(path)])
+  (table,) = json.loads(path.read_text())["tables"]
+  sog = table["agents"]["sog"]
+  assert sog["simulations"] == 2 and sog["seconds_per_move"] > 0 and sog["memory_bytes"] > 0
+  cell = table["cells"]["sog"]["rnd"]
+  assert cell["matches"] == 2 and cell["memory"][0]["rows"][0] > 1  # tree nodes in use
