@@ -124,7 +124,8 @@ class GTCFRAgent(Agent):
     # Host-side acts call small jitted helpers (eager ops would be re-traced per search).
     self._path_fn = jax.jit(lambda public: device_tree.public_path(self.source, public))
     self._args_fn = jax.jit(self.resolve_args)
-    self._read_fn = jax.jit(self.read_policy)
+    self._rows_fn = jax.jit(self.focus_rows)
+    self._read_rows_fn = jax.jit(self.read_rows)
     self._cache_size = check_positive_int("cache_size", cache_size)
     self.num_searches = 0
 
@@ -220,7 +221,9 @@ class GTCFRAgent(Agent):
     return self.read_policy(res, h), self.after_search(state, res, public)
 
   def _act_concrete(self, state, h: int, started: bool):
-    """``act`` on concrete arguments: one memoised search per (state, public state)."""
+    """``act`` on concrete arguments: one memoised search per (state, public state); the memo
+    keeps the policy rows of the searched public state (:meth:`focus_rows`) and the next
+    state, not the whole search (a search's tables are megabytes, the memo holds thousands)."""
     public = int(self.game.tree.history_public[h])
     player = int(self.game.tree.player[h])
     key = (id(state), public)
@@ -234,21 +237,32 @@ class GTCFRAgent(Agent):
         res = self._run_search(jnp.zeros((), jnp.int32), self.ranges, key_s,
                                self._path_fn(public))
       self.num_searches += 1
-      hit = (state, res, self.after_search(state, res, public))
+      hit = (state, self._rows_fn(res), self.after_search(state, res, public))
       self._memo[key] = hit
       if len(self._memo) > self._cache_size:
         self._memo.popitem(last=False)
     else:
       self._memo.move_to_end(key)
-    return self._read_fn(hit[1], jnp.asarray(h, jnp.int32)), hit[2]
+    return self._read_rows_fn(hit[1], jnp.asarray(h, jnp.int32)), hit[2]
 
   def read_policy(self, res, h):
     """``[A]`` the searched policy of ``res`` at decision history ``h`` (traceable)."""
-    K, A = self.source.num_infostates, self.game.tree.num_actions
+    return self.read_rows(self.focus_rows(res), h)
+
+  def focus_rows(self, res) -> jax.Array:
+    """``[2, K, A]`` the average policy of search ``res`` at the information-state slots of the
+    public state it searched for (its focus node)."""
+    K = self.source.num_infostates
+    rows = res.state.focus * K + jnp.arange(K)
+    return jnp.stack([res.policy[0][rows], res.policy[1][rows]])
+
+  def read_rows(self, rows, h):
+    """``[A]`` the policy at decision history ``h`` from its public state's rows ``[2, K, A]``
+    (:meth:`focus_rows`; traceable)."""
+    A = self.game.tree.num_actions
     p = self._player[h]
     k = jnp.where(p == 0, self.source.history_info[0, h], self.source.history_info[1, h])
-    row = res.state.focus * K + k
-    return jnp.where(p == 0, res.policy[0][row], res.policy[1][row])[..., :A]
+    return jnp.where(p == 0, rows[0, k], rows[1, k])[..., :A]
 
   def policy_table(self, key, batch: int = 64) -> tuple:
     """``(sigma0 [I0, A], sigma1 [I1, A])`` (NumPy): every information state's searched policy,
