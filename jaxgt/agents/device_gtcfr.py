@@ -49,6 +49,7 @@ import numpy as np
 
 from jaxgt import struct
 from jaxgt.agents.base import Agent
+from jaxgt.agents.gtcfr_agent import resolve_inputs
 from jaxgt.core import sequence_form
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.factored import check_factored, deal_steps
@@ -204,18 +205,14 @@ class DeviceGTCFRAgent(Agent):
     step = jnp.where((i >= 1) & (t < length), actions[jnp.clip(t, 0, L - 1)], -1)
     return jnp.where(i == 0, 0, step).astype(jnp.int32)
 
-  def search(self, key, actions, length, evaluator_state=None, summary=None,
-             player=None) -> gtcfr_search.SearchResult:
-    """The search of the decision reached by ``actions [L]`` after ``length`` steps (traceable;
-    only the public steps after the deals are read); ``evaluator_state``: the evaluator's
-    state as data (default ``evaluator.init()``). Re-solving, ``summary`` (the state's, of the
-    previous search) and the acting ``player`` give the re-solve (:meth:`resolve_args`;
-    :meth:`search_decision` also returns the next summary)."""
-    if not self.resolve or summary is None:
-      return gtcfr_search.search(self.source, self.config, self.evaluator, self.root_key,
-                                 self.ranges, key, path=self.path(actions, length),
-                                 evaluator_state=evaluator_state)
-    return self.search_decision(key, summary, actions, length, player, evaluator_state)[0]
+  def search(self, key, actions, length, evaluator_state=None) -> gtcfr_search.SearchResult:
+    """The root-anchored search of the decision reached by ``actions [L]`` after ``length``
+    steps (traceable; only the public steps after the deals are read); ``evaluator_state``: the
+    evaluator's state as data (default ``evaluator.init()``). A re-solving agent's decisions
+    search with :meth:`search_decision`."""
+    return gtcfr_search.search(self.source, self.config, self.evaluator, self.root_key,
+                               self.ranges, key, path=self.path(actions, length),
+                               evaluator_state=evaluator_state)
 
   def search_decision(self, key, summary: ResolveSummary, actions, length, player,
                       evaluator_state=None, config=None) -> tuple:
@@ -237,7 +234,7 @@ class DeviceGTCFRAgent(Agent):
     (module docstring; ``player`` may be traced). Before any search, or where the previous
     tree holds no public state below its decision on the way (it always holds the decision's
     children), the post-deal root with the gadget off."""
-    src, f = self.source, self.config.solver.dtype
+    src = self.source
     L, K, Q = int(self.game.max_length), src.num_infostates, src.num_children
     actions = jnp.asarray(actions, jnp.int32)
     current = jnp.asarray(length, jnp.int32) - self.deals  # public steps to the decision
@@ -255,16 +252,9 @@ class DeviceGTCFRAgent(Agent):
     _, best, depth = jax.lax.fori_loop(0, L, follow, (zero, zero - 1, zero))
     on = summary.started & (best >= 0)
     node = jnp.maximum(best, 0)
-    rows = node * K + jnp.arange(K)
-    player = jnp.asarray(player, jnp.int32)
-    o = 1 - player
-    uniform = sequence_form.uniform(summary.held[:, node], f)  # [2, K]
-    ours, opp = summary.reach[player, rows], summary.reach[o, rows]
-    z = jnp.sum(ours)
-    mine = sequence_form.safe_div(ours, z, uniform[player])
-    theirs = sequence_form.safe_div(opp, jnp.sum(opp), uniform[o])
-    ranges = jnp.where((jnp.arange(2) == player)[:, None], mine[None], theirs[None])
-    opp_values = sequence_form.safe_div(summary.values[o, rows], z * summary.chance[node])
+    ranges, opp_values = resolve_inputs(summary.reach, summary.values, node * K + jnp.arange(K),
+                                        summary.held[:, node], jnp.asarray(player, jnp.int32),
+                                        summary.chance[node])
     state = jax.tree_util.tree_map(lambda x: x[node], summary.states)
     M = src.num_histories
     root = rules_source.RulesKey(state=state, reach=jnp.ones((), src.dtype),

@@ -47,6 +47,23 @@ from jaxgt.search import evaluator as evaluator_lib
 from jaxgt.search.gadget import DEFAULT_ALPHA, check_alpha
 
 
+def resolve_inputs(reach, values, rows, valid, player, scale=1.0) -> tuple:
+  """``(ranges [2, K], opp_values [K])`` of a re-solve at a node of the previous search
+  (Schmid et al. 2023, "Self-play Values as Re-solving Constraints"): both players' own
+  reaches ``reach [2, R]`` at the node's slots ``rows [K]`` normalised (uniform over ``valid
+  [2, K]`` where a reach is zero everywhere), and the opponent's self-play values ``values
+  [2, R]`` there divided by the re-solving ``player``'s total reach times ``scale`` (the
+  new root's chance scale; ``player`` may be traced)."""
+  o = 1 - player
+  ours, opp, vals = reach[player, rows], reach[o, rows], values[o, rows]
+  z, uniform = jnp.sum(ours), sequence_form.uniform(valid, ours.dtype)
+  our_range = sequence_form.safe_div(ours, z, uniform[player])
+  opp_range = sequence_form.safe_div(opp, jnp.sum(opp), uniform[o])
+  ranges = jnp.zeros((2, rows.shape[0]), ours.dtype).at[player].set(our_range).at[o].set(
+      opp_range)
+  return ranges, sequence_form.safe_div(vals, z * scale)
+
+
 @struct.dataclass
 class GTCFRAgentState:
   """What the agent carries between its decisions of one match (fixed shapes)."""
@@ -171,15 +188,9 @@ class GTCFRAgent(Agent):
     j = path.shape[0] - 1 - jnp.argmax(ok[::-1])  # the deepest such public state
     root = path[j]
     node = jnp.argmax(state.tree_public == root)
-    rows = node * K + jnp.arange(K)
     valid = src.tables.info_id[root] >= 0  # [2, K]
-    o = 1 - player
-    ours, opp, vals = state.reach[player, rows], state.reach[o, rows], state.values[o, rows]
-    z, uniform = jnp.sum(ours), sequence_form.uniform(valid, ours.dtype)
-    our_range = sequence_form.safe_div(ours, z, uniform[player])
-    opp_range = sequence_form.safe_div(opp, jnp.sum(opp), uniform[o])
-    ranges = jnp.zeros((2, K), ours.dtype).at[player].set(our_range).at[o].set(opp_range)
-    opp_values = sequence_form.safe_div(vals, z)
+    ranges, opp_values = resolve_inputs(state.reach, state.values, node * K + jnp.arange(K),
+                                        valid, player)
     shifted = jnp.where(jnp.arange(path.shape[0]) + j < path.shape[0], jnp.roll(path, -j),
                         NO_INDEX)
     return root, ranges, opp_values, shifted

@@ -205,11 +205,11 @@ def construct_rules_policy(agent, key: jax.Array, *, game: CompiledGame | None =
   rep_actions, rep_length = paths(rep)
 
   if agent.resolve:
-    focus, policies = _resolving_searches(agent, key, tree, searched, rep, rep_actions,
-                                          rep_length, batch, on_state)
+    batches = _resolving_searches(agent, key, tree, searched, rep, rep_actions, rep_length,
+                                  batch)
   else:
-    focus, policies = _anchored_searches(agent, key, searched, rep_actions, rep_length, batch,
-                                         on_state)
+    batches = _anchored_searches(agent, key, searched, rep_actions, rep_length, batch)
+  focus, policies = _collect(len(searched), batches, on_state)
   _, private_rows = _rules_programs(agent)
   K = agent.source.num_infostates
   out = []
@@ -254,35 +254,43 @@ def _rules_programs(agent):
   return search_rows, private_rows
 
 
-def _anchored_searches(agent, key, searched, rep_actions, rep_length, batch, on_state):
-  """``(focus [n], (policy0, policy1))`` of the root-anchored searches at the ``n`` public
-  states ``searched`` (NumPy; :func:`construct_rules_policy`)."""
+def _collect(n: int, batches, on_state) -> tuple:
+  """``(focus [n], (policy0, policy1))`` (NumPy) from ``batches`` of ``(positions [m], focus
+  [B], policies [B, ...])``, the first ``m`` rows of each batch at those positions among the
+  ``n`` searched public states (:func:`construct_rules_policy`; ``on_state`` after each)."""
+  focus, policies, done = np.zeros(n, np.int64), None, 0
+  for idx, f, pol in batches:
+    f, pol = jax.device_get((f, pol))
+    if policies is None:
+      policies = [np.zeros((n,) + np.shape(x)[1:], np.asarray(x).dtype) for x in pol]
+    m = len(idx)
+    focus[idx] = np.asarray(f)[:m]
+    for p in (0, 1):
+      policies[p][idx] = np.asarray(pol[p])[:m]
+    done += m
+    if on_state is not None:
+      on_state(done, n)
+  return focus, policies
+
+
+def _anchored_searches(agent, key, searched, rep_actions, rep_length, batch):
+  """The batches (:func:`_collect`) of the root-anchored searches at the public states
+  ``searched``, ``batch`` at a time (the last padded: one program)."""
   search_rows, _ = _rules_programs(agent)
   evaluator_state = agent.evaluator.init()  # data: one compilation for every state
   n = len(searched)
   keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(searched, jnp.int32))
-  focus = np.zeros(n, np.int64)
-  policies = None
   for lo in range(0, n, batch):
-    idx = np.minimum(np.arange(lo, lo + batch), n - 1)  # the last batch padded: one program
-    f, pol = jax.device_get(search_rows(keys[idx], jnp.asarray(rep_actions[idx]),
-                                        jnp.asarray(rep_length[idx]), evaluator_state))
-    if policies is None:
-      policies = [np.zeros((n,) + np.shape(x)[1:], np.asarray(x).dtype) for x in pol]
-    take = slice(0, min(batch, n - lo))
-    focus[lo:lo + batch] = np.asarray(f)[take]
-    for p in (0, 1):
-      policies[p][lo:lo + batch] = np.asarray(pol[p])[take]
-    if on_state is not None:
-      on_state(min(lo + batch, n), n)
-  return focus, policies
+    idx = np.minimum(np.arange(lo, lo + batch), n - 1)
+    f, pol = search_rows(keys[idx], jnp.asarray(rep_actions[idx]), jnp.asarray(rep_length[idx]),
+                         evaluator_state)
+    yield idx[:min(batch, n - lo)], f, pol
 
 
-def _resolving_searches(agent, key, tree, searched, rep, rep_actions, rep_length, batch,
-                        on_state):
-  """``(focus [n], (policy0, policy1))`` of a re-solving agent's searches at the ``n`` public
-  states ``searched`` (NumPy; :func:`construct_rules_policy`): player ``p``'s row of a state
-  where ``p`` acts, searched from the summary of ``p``'s search at its previous decision."""
+def _resolving_searches(agent, key, tree, searched, rep, rep_actions, rep_length, batch):
+  """The batches (:func:`_collect`) of a re-solving agent's searches at the public states
+  ``searched``: each is player ``p``'s, where ``p`` acts, from the summary of ``p``'s search at
+  its previous decision, level by level (``p``'s earlier decisions), ``batch`` at a time."""
   resolve_rows = _resolving_program(agent)
   evaluator_state = agent.evaluator.init()
   n = len(searched)
@@ -302,8 +310,6 @@ def _resolving_searches(agent, key, tree, searched, rep, rep_actions, rep_length
     while j >= 0:
       level[i], j = level[i] + 1, prev[j]
   keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(searched, jnp.int32))
-  focus = np.zeros(n, np.int64)
-  policies, done = None, 0
   row_of = np.full(n, -1, np.int64)  # each searched state's row in its level's summaries
   first = agent.empty_summary()
   previous = None  # the summaries after the last level's searches, stacked
@@ -321,20 +327,11 @@ def _resolving_searches(agent, key, tree, searched, rep, rep_actions, rep_length
       f, pol, after = resolve_rows(keys[idx], start, jnp.asarray(rep_actions[idx]),
                                    jnp.asarray(rep_length[idx]),
                                    jnp.asarray(player[idx], jnp.int32), evaluator_state)
-      f, pol = jax.device_get((f, pol))
-      if policies is None:
-        policies = [np.zeros((n,) + np.shape(x)[1:], np.asarray(x).dtype) for x in pol]
       m = min(batch, len(at) - lo)
-      focus[idx[:m]] = np.asarray(f)[:m]
-      for p in (0, 1):
-        policies[p][idx[:m]] = np.asarray(pol[p])[:m]
       outs.append(jax.tree_util.tree_map(lambda x, m=m: x[:m], after))
-      done += m
-      if on_state is not None:
-        on_state(done, n)
+      yield idx[:m], f, pol
     row_of[at] = np.arange(len(at))
     previous = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *outs)
-  return focus, policies
 
 
 @functools.lru_cache(maxsize=8)

@@ -36,12 +36,12 @@ def sog(game: CompiledGame | DeviceGame, *, checkpoint: str, simulations: int = 
   from the rules (continual re-solving unless ``resolve=False``). ``ValueError`` for a missing
   run or a run of another game."""
   if isinstance(game, DeviceGame):
+    options.setdefault("resolve", True)  # as on an enumerated game (DeviceGTCFRAgent's is False)
     from jaxgt.training import device_run
     model, params, config = device_run.load_network(pathlib.Path(checkpoint), game)
     return device_run.device_sog_agent(game, model, params, simulations=simulations,
                                        value_average=value_average or config.value_average,
-                                       capacity=capacity,
-                                       **{"resolve": True, **options})
+                                       capacity=capacity, **options)
   from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
   run = loop.load_run(pathlib.Path(checkpoint), game)
   return sog_agent(game, run.model, run.params, simulations=simulations,

@@ -137,16 +137,12 @@ class DeviceSelfPlay:
     set_(self, "explore", Explore(agent, cfg.epsilon, cfg.greedy_after))
     set_(self, "step", jax.jit(self._step))
 
-  def search(self, params, summary: ResolveSummary, position: referee.Position, key) -> tuple:
-    """``(search result, next summary)``: the decision's search re-solved from ``summary`` (one
-    game; logs its leaf queries)."""
-    player = jnp.asarray(self.game.current_player(position.state), jnp.int32)
+  def search(self, params, summary: ResolveSummary, position: referee.Position, player,
+             key) -> tuple:
+    """``(search result, next summary)``: the decision's search re-solved from ``summary`` for
+    the acting ``player`` (one game; logs its leaf queries)."""
     return self.agent.search_decision(key, summary, position.actions, position.length, player,
                                       evaluator_state=params, config=self.search_config)
-
-  def policy(self, result, state) -> jax.Array:
-    """``[A]`` the search's average policy at the acting player's own private state."""
-    return self.agent.read_policy(result, *self.agent.decision(state))
 
   def _restart(self, key) -> referee.Position:
     """A fresh game's first decision (the deals drawn)."""
@@ -156,11 +152,11 @@ class DeviceSelfPlay:
   def _one(self, params, position, summary, moves, key):
     cfg = self.config
     k_search, k_move, k_chance, k_keep, k_restart = rng.split(key, 5)
-    res, summary = self.search(params, summary, position, k_search)
+    player, private, legal = self.agent.decision(position.state)
+    res, summary = self.search(params, summary, position, player, k_search)
     root = jax.tree_util.tree_map(lambda x: x[0], res.state.tree.keys.state)
     example = search_example(self.model, root, res.root_ranges, res)
-    legal = jnp.asarray(self.game.legal_mask(position.state), bool)
-    move = self.explore.mix(self.policy(res, position.state), legal, moves)
+    move = self.explore.mix(self.agent.read_policy(res, player, private, legal), legal, moves)
     nxt, _ = referee.advance(self.game, position, move, k_move, k_chance, jnp.dtype(DTYPE))
     done = ~referee.live(self.game, nxt)
     fresh = self._restart(k_restart)

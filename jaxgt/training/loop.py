@@ -19,8 +19,8 @@ back for an outcome target) and ``td1_added`` (rows written at their game's end)
 :func:`jaxgt.evaluation.construct.evaluate` of
 ``SoG(eval_simulations, 1)``; a device game played through its rules is evaluated exactly where
 it can be enumerated (at most :data:`EVAL_MAX_HISTORIES` histories; the re-solving agent's
-policy grown from the rules, :func:`jaxgt.evaluation.construct.construct_rules_policy`), otherwise its lines say
-``"evaluation": "skipped"``, :class:`DeviceTrainer`),
+policy grown from the rules, :func:`jaxgt.evaluation.construct.construct_rules_policy`),
+otherwise its lines say ``"evaluation": "skipped"``, :class:`DeviceTrainer`),
 ``checkpoints/<step>`` (orbax, every ``checkpoint_every``
 learner steps and at the end).
 
