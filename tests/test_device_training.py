@@ -2,6 +2,8 @@
 targets against closed-form values, bad input refused before compiling, and (slow) a tiny run on
 Kuhn poker whose checkpoint the sog agent plays with."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -136,10 +138,12 @@ def test_bad_input_is_refused_before_compiling():
 def test_a_tiny_run_through_the_rules_writes_a_network_sog_plays_with(tmp_path):
   """Three learner steps on Kuhn poker played through its rules: the run directory names the
   game string, its metrics say the evaluation is skipped, and its newest checkpoint is the
-  network device_run.load_network reads and sog(checkpoint=...) plays with."""
+  network device_run.load_network reads and sog(checkpoint=...) plays with (re-solving with
+  the run's gadget alpha)."""
   game = make_from_string("kuhn_poker")
   out = tmp_path / "run"
-  state = loop.train(game, PRESETS["tiny"], out, steps=3, seed=0)
+  cfg = dataclasses.replace(PRESETS["tiny"], alpha=0.25)
+  state = loop.train(game, cfg, out, steps=3, seed=0)
   assert int(state.learner_steps) == 3
   lines = loop.read_metrics(out)
   assert [m["step"] for m in lines] == [1, 2, 3]
@@ -147,17 +151,17 @@ def test_a_tiny_run_through_the_rules_writes_a_network_sog_plays_with(tmp_path):
   assert all("exploitability" not in m for m in lines)
   assert lines[-1]["queries_solved"] > 0 and lines[-1]["replay_size"] > 0
   model, params, config = device_run.load_network(out, game)
-  assert config == PRESETS["tiny"]
+  assert config == cfg
   for a, b in zip(jax.tree_util.tree_leaves(params),
                   jax.tree_util.tree_leaves(state.learner.params)):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
   agent = make_agent(game, f"sog(checkpoint={out},simulations=2)")
-  assert isinstance(agent, DeviceGTCFRAgent)
+  assert isinstance(agent, DeviceGTCFRAgent) and agent.resolve and agent.alpha == 0.25
   pos, _ = referee.through_chance(game, referee.root(game), jax.random.key(0), jnp.float32)
   probs, _ = jax.jit(agent.act)(jax.random.key(1), agent.init(jax.random.key(0)), pos)
   assert abs(float(jnp.sum(probs)) - 1.0) < 1e-5
   # a resumed run continues from the checkpoint
-  state = loop.train(game, PRESETS["tiny"], out, steps=4, seed=0, resume=True)
+  state = loop.train(game, cfg, out, steps=4, seed=0, resume=True)
   assert int(state.learner_steps) == 4
 
 

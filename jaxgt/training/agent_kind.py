@@ -30,7 +30,8 @@ def sog(game: CompiledGame | DeviceGame, *, checkpoint: str, simulations: int = 
   (default ``None``: as in the run, ``TrainConfig.value_average``: ``"node"``, or
   ``"search"`` for a run saved before ``"node"`` became the default); ``capacity``: the search
   tree's nodes (default: what ``simulations`` can add); ``options`` are
-  :func:`~jaxgt.training.agent.sog_agent`'s (``expansions_per_update`` = ``c``, ``dtype``).
+  :func:`~jaxgt.training.agent.sog_agent`'s (``expansions_per_update`` = ``c``, ``dtype``;
+  the re-solving gadget's ``alpha`` is the run's, ``TrainConfig.alpha``, unless given).
   On a device game (played through its rules) the agent is
   :func:`~jaxgt.training.device_run.device_sog_agent` with the run's network on the tree grown
   from the rules (continual re-solving unless ``resolve=False``). ``ValueError`` for a missing
@@ -39,11 +40,13 @@ def sog(game: CompiledGame | DeviceGame, *, checkpoint: str, simulations: int = 
     options.setdefault("resolve", True)  # as on an enumerated game (DeviceGTCFRAgent's is False)
     from jaxgt.training import device_run
     model, params, config = device_run.load_network(pathlib.Path(checkpoint), game)
+    options.setdefault("alpha", config.alpha)
     return device_run.device_sog_agent(game, model, params, simulations=simulations,
                                        value_average=value_average or config.value_average,
                                        capacity=capacity, **options)
   from jaxgt.training import loop  # the loop's restore owns the checkpoint layout
   run = loop.load_run(pathlib.Path(checkpoint), game)
+  options.setdefault("alpha", run.config.alpha)
   return sog_agent(game, run.model, run.params, simulations=simulations,
                    value_average=value_average or run.config.value_average, capacity=capacity,
                    **options)

@@ -201,7 +201,8 @@ class Trainer:
     self.holder.params = params
     agent = sog_agent(self.game, self.model, params, simulations=self.config.eval_simulations,
                       evaluator=self.eval_evaluator,
-                      value_average=self.config.value_average, dtype=DTYPE)
+                      value_average=self.config.value_average, alpha=self.config.alpha,
+                      dtype=DTYPE)
     return float(construct.evaluate(agent, seeds=(seed,)).avg)
 
 
@@ -291,7 +292,7 @@ class DeviceTrainer(Trainer):
           self.game, simulations=self.config.eval_simulations,
           evaluator=params_evaluator(a.source, self.model, self.holder),
           evaluator_source=a.source, value_average=self.config.value_average, resolve=True,
-          dtype=DTYPE))
+          alpha=self.config.alpha, dtype=DTYPE))
     return float(construct.evaluate(self.eval_agent, seeds=(seed,), game=self.enumerated).avg)
 
 
