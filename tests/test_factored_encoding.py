@@ -79,21 +79,32 @@ def test_factored_pbs_values_equal_the_compiled_encodings(name, actions):
     want = np.asarray(exact_cfvs(enc, jnp.asarray([ps]), jnp.asarray(ranges_c[None]),
                                  history_utilities(enc, jnp.asarray([ps]), hv)))[0]
     got = np.asarray(factored_encoding.exact_cfvs(ft, _uniform(ft), ranges_f))
+    # the counterfactual masses (expected values' divisors): the pairs' chance against the
+    # compiled game's histories
+    mass_c = np.asarray(enc.counterfactual_mass(jnp.asarray([ps]), jnp.asarray(ranges_c[None])))[0]
+    mass_f = np.asarray(fenc.counterfactual_mass(jax.tree.map(lambda x: x[None], s),
+                                                 jnp.asarray(ranges_f[None])))[0]
     for p in (0, 1):
       for k, j in slot_of[p].items():
         assert abs(got[p, k] - want[p, j]) <= 1e-9 * max(1.0, abs(want[p, j]))
+        assert abs(mass_f[p, k] - mass_c[p, j]) <= 1e-12
+        # expected values are bounded by the largest payoff
+        assert abs(got[p, k]) <= (1 + 1e-9) * mass_f[p, k] * fenc.value_unit
       checked += 1
   assert checked >= 2 * len(actions)
 
 
-@pytest.mark.parametrize("name,actions,steps", [
-    ("kuhn_poker", [0], 600),
+@pytest.mark.parametrize("name,actions,steps,space", [
+    ("kuhn_poker", [0], 600, "counterfactual"), ("kuhn_poker", [0], 600, "expected"),
     # the dealt root, a bid of 1-3, a bid of 2-1 (the 1-6 rule)
-    pytest.param("liars_dice(numdice=1)", [2, 6], 1500, marks=pytest.mark.slow)])
-def test_a_cvpn_fits_exact_values_on_factored_pbss(name, actions, steps):
+    pytest.param("liars_dice(numdice=1)", [2, 6], 1500, "counterfactual", marks=pytest.mark.slow),
+    # two dice each, three faces: unequal private-state probabilities (pairs 1/9, others 2/9)
+    pytest.param("liars_dice(numdice=2,dice_sides=3)", [1, 5], 1500, "expected",
+                 marks=pytest.mark.slow)])
+def test_a_cvpn_fits_exact_values_on_factored_pbss(name, actions, steps, space):
   """The CVPN reads device-game PBSs (states and ranges over private states): fitted to exact
-  values of public states under uniform play, its value error falls far below the untrained
-  network's."""
+  values of public states under uniform play, in either value space, its value error falls
+  far below the untrained network's."""
   game = make_from_string(name)
   fenc = FactoredEncoding(game)
   K = fenc.k_max
@@ -110,7 +121,7 @@ def test_a_cvpn_fits_exact_values_on_factored_pbss(name, actions, steps):
   public = jax.tree.map(lambda *x: jnp.stack(x), *states)
   pbs = PBS(public=public, ranges=jnp.asarray(np.stack(ranges), jnp.float32))
   tv = cvpn.CVPNTargets(values=jnp.asarray(np.stack(targets), jnp.float32))
-  model = cvpn.CVPN(fenc, hidden=(64, 64))
+  model = cvpn.CVPN(fenc, hidden=(64, 64), value_space=space)
   params = cvpn.init(model, jax.random.PRNGKey(0))
   before = float(jnp.mean(jnp.abs(model.apply(params, pbs).values - tv.values)))
   params, loss = cvpn.fit(model, params, pbs, tv, key=jax.random.PRNGKey(1), steps=steps,

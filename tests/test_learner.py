@@ -145,6 +145,53 @@ def test_value_loss_is_the_mean_over_masked_in_slots():
   assert float(vl0) == 0.0
 
 
+def test_expected_value_space_fits_values_over_their_mass_in_payoff_units():
+  """With ``value_space="expected"`` the value loss compares the value head with the targets
+  divided by the counterfactual mass and the largest payoff: in Kuhn's first public state
+  after the deal, uniform ranges give every card mass 2 deals x 1/6 x 1/3 = 1/9, and the
+  payoff unit is 2 (by hand); the network's values are the head times 1/9 x 2; a slot the
+  opponent's range gives no weight has no target."""
+  g = jaxgt.load("kuhn_poker")
+  enc = build_encoding(g)
+  model = cvpn.CVPN(enc, hidden=(16,), value_space="expected")
+  params = cvpn.init(model, jax.random.PRNGKey(0))
+  s = int(np.flatnonzero(enc.mask.sum((1, 2)) == 6)[0])
+  K = enc.k_max
+  ranges = np.full((2, 2, K), 1.0 / 3)
+  ranges[1, 1] = [0.5, 0.5, 0.0]  # example 1: player 1 never holds slot 2's card
+  pbs = PBS(public=jnp.asarray([s, s], jnp.int32), ranges=jnp.asarray(ranges, jnp.float32))
+  targets = np.array([[[0.05, -0.1, 0.2], [-0.05, 0.0, 0.15]],
+                      [[0.1, 0.02, -0.08], [0.0, 0.1, -0.2]]], np.float32)
+  ex = buffers.ReplayExample(pbs=pbs, values=jnp.asarray(targets),
+                             policy=jnp.zeros((2, 2, K, enc.num_actions), jnp.float32),
+                             value_mask=jnp.ones((2, 2, K), bool), policy_mask=jnp.zeros(2, bool))
+  _, (vl, _) = lr.loss(model, params, ex, lr.LearnerConfig(huber_delta=1.0))
+  out = model.apply(params, pbs)
+  head = np.asarray(out.head, np.float64)
+  # example 1, player 0's slot a: the deals where player 1 holds another card, each 1/6,
+  # times r_1 of player 1's slot with that card (slots name cards in each player's order)
+  card = [[int(g.aug_keys[p][i][0]) for i in enc.slots[s, p]] for p in (0, 1)]
+  mass = np.full((2, 2, K), 1.0 / 9)
+  mass[1, 0] = [sum(ranges[1, 1, b] / 6 for b in range(K) if card[1][b] != card[0][a])
+                for a in range(K)]
+  np.testing.assert_allclose(np.asarray(enc.counterfactual_mass(pbs.public, pbs.ranges)), mass,
+                             rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(out.values), head * mass * 2.0, rtol=1e-5, atol=1e-8)
+  terms = [_huber(head[b, p, k] - targets[b, p, k] / (mass[b, p, k] * 2.0), 1.0)
+           for b in (0, 1) for p in (0, 1) for k in range(K)]
+  assert float(vl) == pytest.approx(np.mean(terms), rel=1e-5)
+  # player 1 surely holds slot 2's card: player 0's slot 2 has no mass, and no target
+  ranges[1, 1] = np.asarray(card[1]) == card[0][2]
+  pbs0 = pbs.replace(ranges=jnp.asarray(ranges, jnp.float32))
+  m0 = np.asarray(enc.counterfactual_mass(pbs0.public, pbs0.ranges))
+  assert m0[1, 0, 2] == 0.0 and np.all(m0[1, 0, :2] > 0)
+  _, (vl0, _) = lr.loss(model, params, ex.replace(pbs=pbs0), lr.LearnerConfig(huber_delta=1.0))
+  head0 = np.asarray(model.apply(params, pbs0).head, np.float64)
+  terms0 = [_huber(head0[b, p, k] - targets[b, p, k] / (m0[b, p, k] * 2.0), 1.0)
+            for b in (0, 1) for p in (0, 1) for k in range(K) if (b, p, k) != (1, 0, 2)]
+  assert float(vl0) == pytest.approx(np.mean(terms0), rel=1e-5)
+
+
 def test_learning_rate_schedule_and_config_checks():
   cfg = lr.LearnerConfig(alpha_init=0.1, decay=0.5, decay_steps=1000)
   sched = lr.learning_rate(cfg)

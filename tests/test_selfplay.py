@@ -65,6 +65,20 @@ def test_value_average_of_a_run_is_its_configs():
       == "node"
 
 
+def test_value_space_of_a_run_is_its_configs():
+  """New runs fit expected values, a saved config without the entry reads as the
+  counterfactual values its run fitted, other spaces are refused, and the run's network
+  fits the config's space."""
+  assert config_lib.TrainConfig().value_space == "expected"
+  saved = {k: v for k, v in TINY.to_json().items() if k != "value_space"}
+  assert config_lib.from_saved(saved).value_space == "counterfactual"
+  with pytest.raises(ValueError, match="value_space must be one of"):
+    config_lib.from_dict({"value_space": "cfv"})
+  for space in ("counterfactual", "expected"):
+    tr = loop.trainer_for(jaxgt.load("kuhn_poker"), dataclasses.replace(TINY, value_space=space))
+    assert tr.model.value_space == space
+
+
 def test_query_solves_take_their_own_expansions_per_update():
   """solver_expansions_per_update sets the query solves' c (more CFR iterations per
   simulation below 1); 0 keeps the actors' c; negative values are refused."""

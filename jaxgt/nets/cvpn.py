@@ -24,12 +24,27 @@ from jaxgt.core import sequence_form
 
 _NEG = -1e9  # logit of an illegal action
 
+VALUE_SPACES = ("counterfactual", "expected")
+"""What a :class:`CVPN`'s value head predicts (its ``value_space``): ``"counterfactual"``, the
+network-scale counterfactual values ``v_p(I)`` themselves (:mod:`jaxgt.nets.encoding`), or
+``"expected"``, ``v_p(I) / (c_p(I) U)``: the expected value given the information state in
+units of the game's largest payoff ``U`` (``encoding.value_unit``), ``c_p(I)`` the
+counterfactual mass of the PBS (``encoding.counterfactual_mass``). Both give the same
+``CVPNOutput.values``; they differ in what is fitted: counterfactual values shrink with the
+number of private states (``|v_p| <= c_p(I) U``, about ``U / K``: a twentieth of a payoff in
+Liar's Dice with two dice), expected values do not."""
+
+MASS_TOL = 1e-9
+"""An information state whose counterfactual mass is at most this has no expected-value target
+(the opponent's range gives it no weight)."""
+
 
 @struct.dataclass
 class CVPNOutput:
   """Network outputs for ``[B]`` PBSs."""
 
   values: Any  # [B, 2, K] network-scale counterfactual values (row p in p's utility)
+  head: Any  # [B, 2, K] the value head's output, in the network's value space (VALUE_SPACES)
   logits: Any  # [B, 2, K, A] policy logits, -1e9 at illegal actions
   policy: Any  # [B, 2, K, A] softmax over legal actions (zero where the slot does not act)
 
@@ -50,12 +65,14 @@ class CVPN(nn.Module):
   trunk ``hidden``; masked value ``[2, K]`` and policy ``[2, K, A]`` heads. The
   encoding is a compiled game's :class:`PBSEncoding` (PBSs by public-state id) or
   a device game's :class:`~jaxgt.nets.factored_encoding.FactoredEncoding` (PBSs
-  by state, ranges over the private states).
+  by state, ranges over the private states). ``value_space`` (:data:`VALUE_SPACES`) says
+  what the value head predicts; ``values`` are network-scale counterfactual values in both.
   """
 
   encoding: Any  # PBSEncoding or FactoredEncoding
   hidden: Sequence[int] = (128, 128)
   embed_dim: int = 0
+  value_space: str = "counterfactual"
 
   @nn.compact
   def __call__(self, pbs: PBS) -> CVPNOutput:
@@ -77,11 +94,36 @@ class CVPN(nn.Module):
     x = jnp.concatenate(x, axis=-1)
     for i, width in enumerate(self.hidden):
       x = nn.relu(nn.Dense(width, name=f"trunk_{i}")(x))
-    values = jnp.where(mask, nn.Dense(2 * K, name="value_head")(x).reshape(batch + (2, K)), 0.0)
+    head = jnp.where(mask, nn.Dense(2 * K, name="value_head")(x).reshape(batch + (2, K)), 0.0)
+    values = head
+    if self.value_space == "expected":
+      mass = enc.counterfactual_mass(public, ranges.astype(head.dtype))
+      values = head * mass * jnp.asarray(enc.value_unit, head.dtype)
     logits = jnp.where(legal, nn.Dense(2 * K * A, name="policy_head")(x).reshape(batch + (2, K, A)),
                        _NEG)
     policy = jnp.where(legal, jax.nn.softmax(logits, axis=-1), 0.0)
-    return CVPNOutput(values=values, logits=logits, policy=policy)
+    return CVPNOutput(values=values, head=head, logits=logits, policy=policy)
+
+
+def check_value_space(value_space: str) -> str:
+  """``value_space`` if it is one of :data:`VALUE_SPACES`, else ``ValueError``."""
+  if value_space not in VALUE_SPACES:
+    raise ValueError(f"value_space must be one of {VALUE_SPACES}, got {value_space!r}")
+  return value_space
+
+
+def fitted_values(model: CVPN, out: CVPNOutput, pbs: PBS, values, mask):
+  """``(prediction, target, mask)`` of network-scale value targets ``values [..., 2, K]`` in
+  the space ``model`` fits (:data:`VALUE_SPACES`): in ``"expected"``, ``values / (c U)``
+  against the head, slots whose mass ``c`` is at most :data:`MASS_TOL` masked out."""
+  values = jnp.asarray(values, out.head.dtype)
+  if model.value_space == "counterfactual":
+    return out.values, values, mask
+  enc = model.encoding
+  mass = enc.counterfactual_mass(pbs.public, jnp.asarray(pbs.ranges, values.dtype))
+  ok = mass > MASS_TOL
+  unit = jnp.asarray(enc.value_unit, values.dtype)
+  return out.head, jnp.where(ok, values / jnp.where(ok, mass, 1.0) / unit, 0.0), mask & ok
 
 
 def init(model: CVPN, key, batch_size: int = 1):
@@ -93,13 +135,14 @@ def init(model: CVPN, key, batch_size: int = 1):
 
 
 def losses(model: CVPN, params, pbs: PBS, targets: CVPNTargets, *, huber_delta: float = 1.0):
-  """``(value_loss, policy_loss)``: mean Huber over valid slots, mean cross entropy over
-  targeted rows (0 without policy targets)."""
+  """``(value_loss, policy_loss)``: mean Huber over valid slots (in the model's value space,
+  :func:`fitted_values`), mean cross entropy over targeted rows (0 without policy targets)."""
   out = model.apply(params, pbs)
   tv = jnp.asarray(targets.values, out.values.dtype)
   check_shape("value targets", tv, out.values.shape)
   mask, legal = model.encoding.masks(pbs.public)
-  per = optax.huber_loss(out.values, tv, delta=huber_delta)
+  pred, tv, mask = fitted_values(model, out, pbs, tv, mask)
+  per = optax.huber_loss(pred, tv, delta=huber_delta)
   value_loss = masked_mean(per, mask)
   if targets.policy is None:
     return value_loss, jnp.zeros((), value_loss.dtype)

@@ -22,7 +22,10 @@ C(s)``, ``C(s)`` the chance reach of the public state's non-terminal
 histories, ``r`` the normalised ranges and ``u_p(h)`` ``p``'s value below ``h``.
 The full-game counterfactual values (:func:`jaxgt.core.public_tree.
 counterfactual_values`) are ``C(s) * m_o * v_p(I)``, ``m_o`` the opponent's
-total own reach of ``s`` (:func:`to_game_scale`).
+total own reach of ``s`` (:func:`to_game_scale`). ``v_p(I) / c_p(I)`` with ``c_p(I) = sum_{h in I}
+q(h) r_o(I_o(h))`` (:meth:`PBSEncoding.counterfactual_mass`) is ``p``'s expected value given
+``I``, bounded by the game's largest payoff whatever the number of information states: the
+space a :class:`~jaxgt.nets.cvpn.CVPN` with ``value_space="expected"`` learns in.
 """
 
 from __future__ import annotations
@@ -103,6 +106,19 @@ class PBSEncoding:
   def example(self, batch_size: int):
     """``batch_size`` public states (the root's id) to initialise a network with."""
     return jnp.zeros((batch_size,), jnp.int32)
+
+  @property
+  def value_unit(self) -> float:
+    """The largest ``|payoff|`` of the game (the unit of expected values,
+    :meth:`counterfactual_mass`)."""
+    return float(max(np.abs(np.asarray(self.game.tree.terminal_payoff)).max(), 1e-12))
+
+  def counterfactual_mass(self, public, ranges) -> jax.Array:
+    """``c_p(I) = sum_{h in I} q(h) r_o(I_o(h))`` ``[..., 2, K]`` of PBSs: network-scale values
+    divided by it are expected values given the information state (:func:`slot_sums`)."""
+    public = jnp.asarray(public)
+    return slot_sums(jnp.asarray(self.hist_slot)[public], jnp.asarray(self.hist_q)[public],
+                     jnp.asarray(self.mask)[public], ranges)
 
   def check_for(self, game) -> None:
     """``ValueError`` unless ``game`` (compiled game or public tree) is this encoding's game."""

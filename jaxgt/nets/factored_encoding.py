@@ -103,6 +103,34 @@ class FactoredEncoding:
 
     return self._per_state(one, public)
 
+  @property
+  def value_unit(self) -> float:
+    """The game's ``max_utility`` (the unit of expected values, :meth:`counterfactual_mass`)."""
+    u = self.game.max_utility
+    if u is None:
+      raise ValueError(f"{self.game.game_string()} states no max_utility (the unit of a "
+                       "network's expected values)")
+    return float(u)
+
+  def counterfactual_mass(self, public, ranges) -> jax.Array:
+    """``c_p(k) = sum_k' q(k, k') r_o(k')`` ``[..., 2, K]`` of PBSs (``q`` the pairs'
+    :meth:`~jaxgt.games.device.DeviceGame.private_chance` at the state): network-scale values
+    divided by it are expected values given the private state."""
+    g, K = self.game, self.k_max
+    K0, K1 = g.num_private
+    ranges = jnp.asarray(ranges)
+    batch = self.batch_shape(public)
+    flat = jax.tree.map(lambda x: jnp.reshape(x, (-1,) + jnp.shape(x)[len(batch):]), public)
+
+    def one(s, r):
+      pc = g.private_chance(s).astype(r.dtype)
+      c0 = jnp.zeros(K, r.dtype).at[:K0].set(pc @ r[1, :K1])
+      c1 = jnp.zeros(K, r.dtype).at[:K1].set(r[0, :K0] @ pc)
+      return jnp.stack([c0, c1])
+
+    out = jax.vmap(one)(flat, ranges.reshape((-1, 2, K)))
+    return out.reshape(batch + (2, K))
+
   def example(self, batch_size: int):
     """``batch_size`` copies of the first state after the private deals."""
     root = dealt_root(self.game)

@@ -42,6 +42,7 @@ import pathlib
 
 from jaxgt.core.checks import (check_choice, check_nonnegative_int, check_positive_int,
                                check_real)
+from jaxgt.nets.cvpn import VALUE_SPACES
 from jaxgt.search.gtcfr_config import VALUE_AVERAGES
 from jaxgt.training.learner import OPTIMIZERS, LearnerConfig
 
@@ -56,6 +57,10 @@ class TrainConfig:
   # network
   hidden: tuple = (128, 128)  # CVPN trunk widths
   embed_dim: int = 0  # learned public-state embedding size (0: none)
+  # what the value head fits (jaxgt.nets.cvpn.VALUE_SPACES): "expected" values given the
+  # information state in units of the largest payoff, or the "counterfactual" values themselves
+  # (before; a saved run without this entry is read with "counterfactual", from_saved)
+  value_space: str = "expected"
   # self-play actors (Algorithm 2, "Actor")
   num_actors: int = 8  # G self-play games advancing together (a batch axis)
   simulations: int = 10  # s of SoG(s, c) for self-play searches
@@ -140,6 +145,7 @@ class TrainConfig:
       raise ValueError(f"solver_batch {self.solver_batch} exceeds query_capacity "
                        f"{self.query_capacity}")
     check_choice("value_average", self.value_average, VALUE_AVERAGES)
+    check_choice("value_space", self.value_space, VALUE_SPACES)
     check_choice("solver_leaves", self.solver_leaves, SOLVER_LEAVES)
     check_choice("optimizer", self.optimizer, OPTIMIZERS)
     self.learner()  # its own checks
@@ -204,7 +210,7 @@ def from_dict(values: dict, base: TrainConfig | None = None) -> TrainConfig:
   return dataclasses.replace(base if base is not None else TrainConfig(), **values)
 
 
-SAVED_DEFAULTS = {"value_average": "search"}
+SAVED_DEFAULTS = {"value_average": "search", "value_space": "counterfactual"}
 """Entries a saved run's config may lack, at the values such a run was trained with (the
 defaults of its time)."""
 

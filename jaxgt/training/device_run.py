@@ -36,7 +36,8 @@ NETWORK_KEYS = ("network", "hidden", "embed_dim", "k_max", "num_actions", "featu
 
 def network_for(game: DeviceGame, config) -> CVPN:
   """The CVPN of a run of ``game`` with ``config``'s architecture (hidden widths, embedding)."""
-  return CVPN(FactoredEncoding(game), hidden=tuple(config.hidden), embed_dim=config.embed_dim)
+  return CVPN(FactoredEncoding(game), hidden=tuple(config.hidden), embed_dim=config.embed_dim,
+              value_space=config.value_space)
 
 
 def load_network(out, game: DeviceGame) -> tuple:

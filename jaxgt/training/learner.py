@@ -9,7 +9,10 @@ policies and ``v*``, ``pi*`` the targets:
 * value: ``huber_delta``'s Huber loss summed over the masked-in slots (``(b, p, k)`` with
   ``valid[b]``, ``PBSEncoding.mask`` and the example's per-slot ``value_mask[b, p, k]``)
   and divided by their number (1 if there is none): the mean over the minibatch's
-  masked-in slots, each slot weighing the same. A search's example masks in every valid
+  masked-in slots, each slot weighing the same. Values are compared in the network's value
+  space (:data:`jaxgt.nets.cvpn.VALUE_SPACES`: counterfactual values, or expected values
+  given the slot in units of the largest payoff, slots without counterfactual mass masked
+  out). A search's example masks in every valid
   slot of its public state; a TD(1) outcome example (:mod:`jaxgt.training.selfplay`,
   ``p_td1``) masks in only the two held information states, so it weighs 2 slots where a
   search's example weighs all of its slots (``2 K_s``);
@@ -31,7 +34,7 @@ import optax
 
 from jaxgt import struct
 from jaxgt.core.checks import check_choice, check_positive_int, check_real
-from jaxgt.nets.cvpn import CVPN, init as cvpn_init, masked_mean
+from jaxgt.nets.cvpn import CVPN, fitted_values, init as cvpn_init, masked_mean
 from jaxgt.training import buffers
 
 OPTIMIZERS = ("adam", "sgd")
@@ -104,7 +107,8 @@ def loss(model: CVPN, params, batch: buffers.ReplayExample, config: LearnerConfi
   dtype = out.values.dtype
   # Value: mean Huber over the masked-in slots (valid example, valid slot, slot has a target).
   vw = mask & batch.value_mask & valid[:, None, None]
-  per = optax.huber_loss(out.values, jnp.asarray(batch.values, dtype), delta=config.huber_delta)
+  pred, target, vw = fitted_values(model, out, batch.pbs, batch.values, vw)
+  per = optax.huber_loss(pred, target, delta=config.huber_delta)
   value_loss = masked_mean(per, vw)
   # Policy: KL(target || network) summed over the target rows, averaged over examples.
   target = jnp.where(legal, jnp.asarray(batch.policy, dtype), 0.0)

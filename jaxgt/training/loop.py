@@ -95,7 +95,7 @@ class Trainer:
 
   def __post_init__(self):
     model = CVPN(build_encoding(self.game), hidden=self.config.hidden,
-                 embed_dim=self.config.embed_dim)
+                 embed_dim=self.config.embed_dim, value_space=self.config.value_space)
     actors = SelfPlay(self.game, model, self.config)
     set_ = object.__setattr__
     set_(self, "model", model)
@@ -250,7 +250,7 @@ class DeviceTrainer(Trainer):
                        "rules: a public-state embedding needs numbered public states")
     # the network jaxgt.training.device_run.network_for reads back
     model = CVPN(FactoredEncoding(self.game), hidden=self.config.hidden,
-                 embed_dim=self.config.embed_dim)
+                 embed_dim=self.config.embed_dim, value_space=self.config.value_space)
     actors = DeviceSelfPlay(self.game, model, self.config)
     set_ = object.__setattr__
     set_(self, "model", model)
