@@ -265,6 +265,8 @@ def test_bad_inputs():
     enc_lib.make_pbs(enc, [99], good[None])
   with pytest.raises(ValueError, match="augmented information state"):
     enc_lib.gather_ranges(enc, [s], (jnp.ones(4), jnp.ones(4)))
+  with pytest.raises(ValueError, match="value_space must be one of"):
+    cvpn.init(cvpn.CVPN(enc, hidden=(8,), value_space="conditional"), jax.random.PRNGKey(0))
   model = cvpn.CVPN(enc, hidden=(8,))
   params = cvpn.init(model, jax.random.PRNGKey(0))
   with pytest.raises(ValueError, match="PBS ranges must have shape"):

@@ -76,6 +76,7 @@ class CVPN(nn.Module):
 
   @nn.compact
   def __call__(self, pbs: PBS) -> CVPNOutput:
+    check_value_space(self.value_space)
     enc = self.encoding
     K, A = enc.k_max, enc.num_actions
     public = pbs.public
