@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxgt import struct
-from jaxgt.core.checks import check_key, check_shape
+from jaxgt.core.checks import check_choice, check_key, check_shape
 from jaxgt.nets.encoding import PBS, PBSEncoding, exact_cfvs, history_utilities
 from jaxgt.core.public_tree import history_values
 from jaxgt.core import sequence_form
@@ -76,7 +76,7 @@ class CVPN(nn.Module):
 
   @nn.compact
   def __call__(self, pbs: PBS) -> CVPNOutput:
-    check_value_space(self.value_space)
+    check_choice("value_space", self.value_space, VALUE_SPACES)
     enc = self.encoding
     K, A = enc.k_max, enc.num_actions
     public = pbs.public
@@ -104,13 +104,6 @@ class CVPN(nn.Module):
                        _NEG)
     policy = jnp.where(legal, jax.nn.softmax(logits, axis=-1), 0.0)
     return CVPNOutput(values=values, head=head, logits=logits, policy=policy)
-
-
-def check_value_space(value_space: str) -> str:
-  """``value_space`` if it is one of :data:`VALUE_SPACES`, else ``ValueError``."""
-  if value_space not in VALUE_SPACES:
-    raise ValueError(f"value_space must be one of {VALUE_SPACES}, got {value_space!r}")
-  return value_space
 
 
 def fitted_values(model: CVPN, out: CVPNOutput, pbs: PBS, values, mask):
