@@ -36,7 +36,7 @@ from jaxgt.training.selfplay import DTYPE
 
 def _agent_factory(game, trainer, params, simulations, value_average, root_anchored, agents):
   """A SoG(simulations, 1) agent with the run's network at ``params``, continual re-solving
-  unless ``root_anchored``: on a run through the rules the agent grown from them (one per
+  with the run's gadget alpha unless ``root_anchored``: on a run through the rules the agent grown from them (one per
   simulation count, kept in ``agents``, reading ``params`` through its holder, so every
   checkpoint shares its compiled search), else a fresh agent of the compiled game."""
   if isinstance(trainer, loop.DeviceTrainer):
@@ -46,12 +46,13 @@ def _agent_factory(game, trainer, params, simulations, value_average, root_ancho
       agents[simulations] = holder, DeviceGTCFRAgent(
           game, simulations=simulations, evaluator=params_evaluator(src, trainer.model, holder),
           evaluator_source=src, value_average=value_average, resolve=not root_anchored,
-          dtype=DTYPE)
+          alpha=trainer.config.alpha, dtype=DTYPE)
     holder, agent = agents[simulations]
     holder.params = params
     return agent
   return lambda: sog_agent(game, trainer.model, params, simulations=simulations,
-                           value_average=value_average, resolve=not root_anchored)
+                           value_average=value_average, resolve=not root_anchored,
+                           alpha=trainer.config.alpha)
 
 
 def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 1,
