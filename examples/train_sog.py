@@ -36,9 +36,10 @@ from jaxgt.training.selfplay import DTYPE
 
 def _agent_factory(game, trainer, params, simulations, value_average, root_anchored, agents):
   """A SoG(simulations, 1) agent with the run's network at ``params``, continual re-solving
-  with the run's gadget alpha unless ``root_anchored``: on a run through the rules the agent grown from them (one per
-  simulation count, kept in ``agents``, reading ``params`` through its holder, so every
-  checkpoint shares its compiled search), else a fresh agent of the compiled game."""
+  with the run's gadget alpha unless ``root_anchored``: on a run through the rules the agent
+  grown from them (one per simulation count, kept in ``agents``, reading ``params`` through
+  its holder, so every checkpoint shares its compiled search), else a fresh agent of the
+  compiled game."""
   if isinstance(trainer, loop.DeviceTrainer):
     if simulations not in agents:
       holder = ParamsHolder()
