@@ -68,10 +68,13 @@ class FactoredEncoding:
     leaf = jax.tree.leaves(public)[0]
     return tuple(jnp.shape(leaf)[:jnp.ndim(leaf) - jnp.ndim(ref)])
 
-  def _per_state(self, fn, public):
+  def _per_state(self, fn, public, *per_state):
+    """``fn(state, *args)`` mapped over the batch axes of ``public`` (and of the arrays
+    ``per_state``, which share them)."""
     batch = self.batch_shape(public)
-    flat = jax.tree.map(lambda x: jnp.reshape(x, (-1,) + jnp.shape(x)[len(batch):]), public)
-    out = jax.vmap(fn)(flat)
+    flat = jax.tree.map(lambda x: jnp.reshape(x, (-1,) + jnp.shape(x)[len(batch):]),
+                        (public, *per_state))
+    out = jax.vmap(fn)(*flat)
     return jax.tree.map(lambda x: x.reshape(batch + x.shape[1:]), out)
 
   def features(self, public) -> jax.Array:
@@ -118,9 +121,6 @@ class FactoredEncoding:
     divided by it are expected values given the private state."""
     g, K = self.game, self.k_max
     K0, K1 = g.num_private
-    ranges = jnp.asarray(ranges)
-    batch = self.batch_shape(public)
-    flat = jax.tree.map(lambda x: jnp.reshape(x, (-1,) + jnp.shape(x)[len(batch):]), public)
 
     def one(s, r):
       pc = g.private_chance(s).astype(r.dtype)
@@ -128,8 +128,7 @@ class FactoredEncoding:
       c1 = jnp.zeros(K, r.dtype).at[:K1].set(r[0, :K0] @ pc)
       return jnp.stack([c0, c1])
 
-    out = jax.vmap(one)(flat, ranges.reshape((-1, 2, K)))
-    return out.reshape(batch + (2, K))
+    return self._per_state(one, public, jnp.asarray(ranges))
 
   def example(self, batch_size: int):
     """``batch_size`` copies of the first state after the private deals."""
