@@ -152,3 +152,38 @@ def test_network_adapter_equals_the_compiled_games():
   trs._same_root(res_e, res_r, maps, K)
   with pytest.raises(ValueError, match="FactoredEncoding"):
     ge.pbs_evaluator(rsrc, enc_lib.build_encoding(comp), fn)
+
+
+def test_an_expected_value_head_values_leaves_as_its_counterfactual_values_do():
+  """A CVPN whose head predicts expected values hands them to the search directly; the
+  depth-limited solve equals the one from its counterfactual values divided by the masses,
+  on the enumerated source and on the tree grown from the rules."""
+  from jaxgt.nets import cvpn
+  from jaxgt.nets import encoding as enc_lib
+  from jaxgt.nets import gtcfr_evaluator as ge
+  from jaxgt.nets.factored_encoding import FactoredEncoding
+  import test_rules_source as trs
+  comp, esrc, public, game, rsrc, root, maps = trs._pair("leduc_poker")
+  enum_r, rules_r = trs._ranges(esrc.num_infostates, maps, 7)
+  for src, r0, ranges, enc in ((esrc, public, enum_r, enc_lib.build_encoding(comp)),
+                               (rsrc, root, rules_r, FactoredEncoding(game))):
+    model = cvpn.CVPN(enc, hidden=(32,), value_space="expected")
+    params = cvpn.init(model, jax.random.PRNGKey(3))
+    tree = jax.jit(lambda r, s=src: dt.expand_all(s, dt.init_tree(s, 64, s.root_key(r)),
+                                                 depth_limit=3))(r0)
+    cfg = gtcfr.make_config(src, simulations=1, capacity=64)
+
+    def scaled(state, pbs, model=model):
+      out = model.apply(state, pbs)
+      return out.values, out.policy
+
+    direct = gtcfr.solve_tree(src, cfg, ge.cvpn_evaluator(src, model, params), tree, ranges, 20)
+    via_mass = gtcfr.solve_tree(src, cfg, ge.pbs_evaluator(src, enc, scaled, init=lambda: params),
+                                tree, ranges, 20)
+    assert int(direct.state.num_queries) > 0
+    assert float(np.max(np.abs(np.asarray(direct.root_values)))) > 1e-3
+    for p in (0, 1):
+      _close(direct.policy[p], via_mass.policy[p], 1e-4)
+    _close(direct.root_values, via_mass.root_values, 1e-4)
+  with pytest.raises(ValueError, match="value_space"):
+    ge.pbs_evaluator(rsrc, FactoredEncoding(game), scaled, value_space="cfv")

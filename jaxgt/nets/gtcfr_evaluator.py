@@ -11,7 +11,9 @@ normalised own reaches of its information states; the network's
 counterfactual values ``v_p(I)`` (network scale, :mod:`jaxgt.nets.encoding`)
 become per-history values ``v_p(I) / c_p(I)`` with ``c_p(I) = sum_{h in I}
 q(h) r_o(I_o(h))`` (CFR only sees ``sum_{h in I} pi_o(h) pi_c(h) value(h)``, of which
-``c_p(I)`` is a positive multiple), and the network policy is the
+``c_p(I)`` is a positive multiple); a network whose head predicts expected values
+(``value_space="expected"``, :data:`jaxgt.nets.cvpn.VALUE_SPACES`) hands over
+``v_p(I) / c_p(I)`` directly, so no mass is computed. The network policy is the
 PUCT prior of the frontier's information states. The evaluator's state IS
 the network parameters, so ``gtcfr.search(..., evaluator_state=params)``
 serves every parameter version with one compilation.
@@ -47,11 +49,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxgt.core.checks import check_positive_int, check_shape
+from jaxgt.core.checks import check_choice, check_positive_int, check_shape
 from jaxgt.core.sequence_form import normalize, safe_div
 from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.games.base import TERMINAL
-from jaxgt.nets.cvpn import CVPN
+from jaxgt.nets.cvpn import CVPN, VALUE_SPACES
 from jaxgt.nets.encoding import PBS, PBSEncoding, slot_sums
 from jaxgt.nets.factored_encoding import FactoredEncoding
 from jaxgt.search import device_tree
@@ -171,10 +173,21 @@ def node_pbs(smap: SlotMap, leaves: LeafInput) -> PBS:
   return PBS(public=public, ranges=_normalise(smap, public, to_encoding_order(smap, public, dev)))
 
 
-def leaf_values(smap: SlotMap, leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
+def _expected_values(encoding, pbs: PBS, values, value_space: str, mass) -> jax.Array:
+  """``v_p(I) / c_p(I)`` ``[N, 2, K]`` from network ``values`` in ``value_space``:
+  counterfactual values divided by ``mass(ranges)`` (zero where it is zero), expected values
+  times the encoding's ``value_unit``."""
+  if value_space == "expected":
+    return values * jnp.asarray(encoding.value_unit, values.dtype)
+  return safe_div(values, mass(jnp.asarray(pbs.ranges, values.dtype)))
+
+
+def leaf_values(smap: SlotMap, leaves: LeafInput, pbs: PBS, cfvs,
+                value_space: str = "counterfactual") -> jax.Array:
   """``[2, N, M]`` player 0's value of each leaf slot (row ``p`` for ``p``'s update): the
   network-scale ``cfvs [N, 2, K]`` (encoding order) divided by ``c_p(I)`` (module
-  docstring); zero off the leaf slots."""
+  docstring), or with ``value_space="expected"`` expected values ``[N, 2, K]`` in units of
+  ``encoding.value_unit`` scaled to payoffs; zero off the leaf slots."""
   tree = leaves.tree
   N, M = leaves.leaf.shape
   K = smap.encoding.k_max
@@ -182,12 +195,11 @@ def leaf_values(smap: SlotMap, leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
   check_shape("network values", cfvs, (N, 2, K))  # nodes x players x slots
   dtype = leaves.chance.dtype
   public = pbs.public
-  enc = smap.encoding
-  c = slot_sums(jnp.asarray(enc.hist_slot)[public], jnp.asarray(enc.hist_q)[public],
-                jnp.asarray(enc.mask)[public], jnp.asarray(pbs.ranges, dtype))
-  cfvs = cfvs.astype(dtype)
-  ratio = safe_div(cfvs, c)  # [N, 2, K] encoding order
-  ratio = to_device_order(smap, public, ratio)
+  ratio = _expected_values(smap.encoding, pbs, cfvs.astype(dtype), value_space,
+                           lambda r: slot_sums(jnp.asarray(smap.encoding.hist_slot)[public],
+                                               jnp.asarray(smap.encoding.hist_q)[public],
+                                               jnp.asarray(smap.encoding.mask)[public], r))
+  ratio = to_device_order(smap, public, ratio)  # [N, 2, K] from encoding order
   out = []
   for p in (0, 1):
     info = tree.info[p]  # [N, M]
@@ -234,31 +246,38 @@ def factored_node_pbs(leaves: LeafInput) -> PBS:
              ranges=normalize(leaf_reach(leaves, tree.info_id.shape[-1]), held))
 
 
-def factored_leaf_values(leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
+def factored_leaf_values(leaves: LeafInput, pbs: PBS, cfvs, encoding=None,
+                         value_space: str = "counterfactual") -> jax.Array:
   """``[2, N, M]`` player 0's value of each leaf pair (row ``p`` for ``p``'s update) from
   network-scale ``cfvs [N, 2, K]`` (:mod:`jaxgt.nets.factored_encoding`): ``v_p(k) / c_p(k)``
   at the pairs holding ``k``, ``c_p(k) = sum_k' q(k, k') r_o(k')`` with ``q`` the pairs' chance
   probability given the node's public chance events (``private_chance``), so that the
   counterfactual value CFR sees at ``k`` is ``Z`` (those events' probability) times the
-  opponent's reach mass times ``v_p(k)``."""
+  opponent's reach mass times ``v_p(k)``. With ``value_space="expected"``, ``cfvs`` are
+  expected values in units of ``encoding.value_unit`` (``v_p(k) / c_p(k)`` up to that unit)."""
   tree = leaves.tree
   N, M = leaves.leaf.shape
   K = tree.info_id.shape[-1]
   dtype = leaves.chance.dtype
   cfvs = jnp.asarray(cfvs, dtype)
   check_shape("network values", cfvs, (N, 2, K))
-  r = jnp.asarray(pbs.ranges, dtype)
   k0, k1 = tree.info[0], tree.info[1]  # [N, M]
-  ok = k0 >= 0
-  # the pairs' chance given the node's public chance events (the chance reach over Z)
-  z = jnp.asarray(tree.keys.reach, dtype)[:, None]
-  q = jnp.where(ok & (z > 0), leaves.chance / jnp.where(z > 0, z, 1.0), 0.0)
-  r1 = jnp.take_along_axis(r[:, 1], jnp.maximum(k1, 0), axis=1)
-  r0 = jnp.take_along_axis(r[:, 0], jnp.maximum(k0, 0), axis=1)
-  rows = jnp.arange(N)[:, None]
-  c0 = jnp.zeros((N, K), dtype).at[rows, jnp.maximum(k0, 0)].add(q * r1)
-  c1 = jnp.zeros((N, K), dtype).at[rows, jnp.maximum(k1, 0)].add(q * r0)
-  ratio = jnp.stack([safe_div(cfvs[:, 0], c0), safe_div(cfvs[:, 1], c1)])  # [2, N, K]
+  if value_space == "expected" and encoding is None:
+    raise ValueError("expected values need the game's encoding (its value_unit)")
+
+  def mass(r):  # [N, 2, K]
+    ok = k0 >= 0
+    # the pairs' chance given the node's public chance events (the chance reach over Z)
+    z = jnp.asarray(tree.keys.reach, dtype)[:, None]
+    q = jnp.where(ok & (z > 0), leaves.chance / jnp.where(z > 0, z, 1.0), 0.0)
+    r1 = jnp.take_along_axis(r[:, 1], jnp.maximum(k1, 0), axis=1)
+    r0 = jnp.take_along_axis(r[:, 0], jnp.maximum(k0, 0), axis=1)
+    rows = jnp.arange(N)[:, None]
+    c0 = jnp.zeros((N, K), dtype).at[rows, jnp.maximum(k0, 0)].add(q * r1)
+    c1 = jnp.zeros((N, K), dtype).at[rows, jnp.maximum(k1, 0)].add(q * r0)
+    return jnp.stack([c0, c1], axis=1)
+
+  ratio = jnp.moveaxis(_expected_values(encoding, pbs, cfvs, value_space, mass), 1, 0)
   out = []
   for p, k in ((0, k0), (1, k1)):
     v = jnp.take_along_axis(ratio[p], jnp.maximum(k, 0), axis=1)
@@ -268,9 +287,12 @@ def factored_leaf_values(leaves: LeafInput, pbs: PBS, cfvs) -> jax.Array:
 
 def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
                   fn: Callable[[Any, PBS], tuple], init: Callable[[], Any] = lambda: (),
-                  name: str = "pbs", chunk: int | None = None) -> Evaluator:
-  """A GT-CFR evaluator from ``fn(state, PBS [N]) -> (cfvs [N, 2, K], policy [N, 2, K, A] or
-  None)`` in the encoding's layout (:func:`node_pbs`, :func:`leaf_values`; on a tree grown
+                  name: str = "pbs", chunk: int | None = None,
+                  value_space: str = "counterfactual") -> Evaluator:
+  """A GT-CFR evaluator from ``fn(state, PBS [N]) -> (values [N, 2, K], policy [N, 2, K, A] or
+  None)`` in the encoding's layout, ``values`` in ``value_space`` (:data:`jaxgt.nets.cvpn.
+  VALUE_SPACES`: network-scale counterfactual values, or expected values in units of
+  ``encoding.value_unit``) (:func:`node_pbs`, :func:`leaf_values`; on a tree grown
   from a device game's rules, ``encoding`` that game's
   :class:`~jaxgt.nets.factored_encoding.FactoredEncoding`, PBSs of representative states:
   :func:`factored_node_pbs`, :func:`factored_leaf_values`); ``state`` is the evaluator state
@@ -289,6 +311,7 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
     smap = slot_map(source, encoding)
   if chunk is not None:
     chunk = check_positive_int("chunk", chunk)
+  check_choice("value_space", value_space, VALUE_SPACES)
 
   def apply(state, leaves: LeafInput):
     pbs = factored_node_pbs(leaves) if factored else node_pbs(smap, leaves)
@@ -297,9 +320,9 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
     else:
       cfvs, policy = _chunked_call(fn, state, pbs, jnp.any(leaves.leaf, axis=1), chunk)
     if factored:
-      values = factored_leaf_values(leaves, pbs, cfvs)
+      values = factored_leaf_values(leaves, pbs, cfvs, encoding, value_space)
     else:
-      values = leaf_values(smap, leaves, pbs, cfvs)
+      values = leaf_values(smap, leaves, pbs, cfvs, value_space)
     prior = None
     if policy is not None:
       policy = jnp.asarray(policy, leaves.chance.dtype)
@@ -315,7 +338,8 @@ def cvpn_evaluator(source: device_tree.Source, model: CVPN, params=None,
   """GT-CFR's leaf evaluator from ``model`` (Schmid et al., Student of Games, 2023, "Search
   via Growing-Tree CFR"): the state is the flax parameters (``init()`` returns ``params``;
   with ``params=None`` every search must pass them as ``evaluator_state``); values from the
-  value head, the PUCT prior from the policy head; ``chunk`` as :func:`pbs_evaluator`."""
+  value head (in the model's value space, so an expected-value head needs no counterfactual
+  mass), the PUCT prior from the policy head; ``chunk`` as :func:`pbs_evaluator`."""
   def init():
     if params is None:
       raise ValueError("this CVPN evaluator has no parameters: pass evaluator_state=params "
@@ -324,9 +348,10 @@ def cvpn_evaluator(source: device_tree.Source, model: CVPN, params=None,
 
   def fn(state, pbs):
     out = model.apply(state, pbs)
-    return out.values, out.policy
+    return (out.head if model.value_space == "expected" else out.values), out.policy
 
-  return pbs_evaluator(source, model.encoding, fn, init=init, name="cvpn", chunk=chunk)
+  return pbs_evaluator(source, model.encoding, fn, init=init, name="cvpn", chunk=chunk,
+                       value_space=model.value_space)
 
 
 def query_pbs(encoding: PBSEncoding, source: device_tree.Source, queries: query_log.QueryLog):
