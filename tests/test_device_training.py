@@ -157,6 +157,9 @@ def test_a_tiny_run_through_the_rules_writes_a_network_sog_plays_with(tmp_path):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
   agent = make_agent(game, f"sog(checkpoint={out},simulations=2)")
   assert isinstance(agent, DeviceGTCFRAgent) and agent.resolve and agent.alpha == 0.25
+  assert make_agent(game, f"sog(checkpoint={out},simulations=2,alpha=0.75)").alpha == 0.75
+  with pytest.raises(ValueError, match="alpha"):
+    make_agent(game, f"sog(checkpoint={out},alpha=1.5)")
   pos, _ = referee.through_chance(game, referee.root(game), jax.random.key(0), jnp.float32)
   probs, _ = jax.jit(agent.act)(jax.random.key(1), agent.init(jax.random.key(0)), pos)
   assert abs(float(jnp.sum(probs)) - 1.0) < 1e-5

@@ -207,4 +207,4 @@ def test_training_registers_the_sog_kind(tmp_path, capsys):
   s = specs.parse_spec(f"sog(checkpoint={tmp_path},simulations=3)")
   assert s.params == {"checkpoint": str(tmp_path), "simulations": 3,
                       "expansions_per_update": 1.0, "value_average": None, "capacity": None,
-                      "dtype": "float32"}
+                      "alpha": None, "dtype": "float32"}

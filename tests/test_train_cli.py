@@ -87,6 +87,9 @@ def test_training_through_the_rules_refuses_bad_input_before_compiling(tmp_path,
 def test_sog_spec_needs_a_run_directory(tmp_path, capsys):
   assert main(["construct", "kuhn_poker", f"sog(checkpoint={tmp_path / 'none'})"]) == 2
   assert "no training run directory" in _err(capsys)
+  # the gadget's alpha is checked before the run is read
+  assert main(["construct", "kuhn_poker", f"sog(checkpoint={tmp_path},alpha=-0.5)"]) == 2
+  assert "alpha" in _err(capsys)
 
 
 @pytest.mark.slow
@@ -103,3 +106,10 @@ def test_train_then_play_and_construct(tmp_path, capsys):
   res = json.loads(capsys.readouterr().out)
   assert 0 < res["exploitability"]["avg"] < 1
   assert main(["match", "kuhn_poker", spec, "random", "--matches", "4"]) == 0
+  # the run's gadget alpha unless the spec gives one
+  import jaxgt
+  from jaxgt.agents.specs import make_agent
+  from jaxgt.training.config import PRESETS
+  game = jaxgt.load("kuhn_poker")
+  assert make_agent(game, spec).alpha == PRESETS["tiny"].alpha
+  assert make_agent(game, f"sog(checkpoint={out},simulations=2,alpha=0.125)").alpha == 0.125
