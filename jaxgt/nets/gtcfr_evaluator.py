@@ -290,10 +290,10 @@ def pbs_evaluator(source: device_tree.Source, encoding: PBSEncoding,
                   name: str = "pbs", chunk: int | None = None,
                   value_space: str = "counterfactual") -> Evaluator:
   """A GT-CFR evaluator from ``fn(state, PBS [N]) -> (values [N, 2, K], policy [N, 2, K, A] or
-  None)`` in the encoding's layout, ``values`` in ``value_space`` (:data:`jaxgt.nets.cvpn.
-  VALUE_SPACES`: network-scale counterfactual values, or expected values in units of
-  ``encoding.value_unit``) (:func:`node_pbs`, :func:`leaf_values`; on a tree grown
-  from a device game's rules, ``encoding`` that game's
+  None)`` in the encoding's layout, ``values`` in ``value_space``
+  (:data:`~jaxgt.nets.cvpn.VALUE_SPACES`: network-scale counterfactual values, or expected
+  values in units of ``encoding.value_unit``); see :func:`node_pbs`, :func:`leaf_values` (on
+  a tree grown from a device game's rules, ``encoding`` that game's
   :class:`~jaxgt.nets.factored_encoding.FactoredEncoding`, PBSs of representative states:
   :func:`factored_node_pbs`, :func:`factored_leaf_values`); ``state`` is the evaluator state
   (unchanged).
