@@ -154,10 +154,12 @@ def test_network_adapter_equals_the_compiled_games():
     ge.pbs_evaluator(rsrc, enc_lib.build_encoding(comp), fn)
 
 
-def test_an_expected_value_head_values_leaves_as_its_counterfactual_values_do():
+# the enumerated source with -m slow (the default run's time budget)
+@pytest.mark.parametrize("rules", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_an_expected_value_head_values_leaves_as_its_counterfactual_values_do(rules):
   """A CVPN whose head predicts expected values hands them to the search directly; the
   depth-limited solve equals the one from its counterfactual values divided by the masses,
-  on the enumerated source and on the tree grown from the rules."""
+  on the tree grown from the rules and on the enumerated source."""
   from jaxgt.nets import cvpn
   from jaxgt.nets import encoding as enc_lib
   from jaxgt.nets import gtcfr_evaluator as ge
@@ -165,8 +167,9 @@ def test_an_expected_value_head_values_leaves_as_its_counterfactual_values_do():
   import test_rules_source as trs
   comp, esrc, public, game, rsrc, root, maps = trs._pair("leduc_poker")
   enum_r, rules_r = trs._ranges(esrc.num_infostates, maps, 7)
-  for src, r0, ranges, enc in ((esrc, public, enum_r, enc_lib.build_encoding(comp)),
-                               (rsrc, root, rules_r, FactoredEncoding(game))):
+  sources = [(rsrc, root, rules_r, FactoredEncoding(game))] if rules else [
+      (esrc, public, enum_r, enc_lib.build_encoding(comp))]
+  for src, r0, ranges, enc in sources:
     model = cvpn.CVPN(enc, hidden=(32,), value_space="expected")
     params = cvpn.init(model, jax.random.PRNGKey(3))
     tree = jax.jit(lambda r, s=src: dt.expand_all(s, dt.init_tree(s, 64, s.root_key(r)),
