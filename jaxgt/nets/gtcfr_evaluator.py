@@ -54,7 +54,7 @@ from jaxgt.core.sequence_form import normalize, safe_div
 from jaxgt.core.game_tree import NO_INDEX
 from jaxgt.games.base import TERMINAL
 from jaxgt.nets.cvpn import CVPN, VALUE_SPACES
-from jaxgt.nets.encoding import PBS, PBSEncoding, slot_sums
+from jaxgt.nets.encoding import PBS, PBSEncoding
 from jaxgt.nets.factored_encoding import FactoredEncoding
 from jaxgt.search import device_tree
 from jaxgt.search import gtcfr
@@ -196,9 +196,7 @@ def leaf_values(smap: SlotMap, leaves: LeafInput, pbs: PBS, cfvs,
   dtype = leaves.chance.dtype
   public = pbs.public
   ratio = _expected_values(smap.encoding, pbs, cfvs.astype(dtype), value_space,
-                           lambda r: slot_sums(jnp.asarray(smap.encoding.hist_slot)[public],
-                                               jnp.asarray(smap.encoding.hist_q)[public],
-                                               jnp.asarray(smap.encoding.mask)[public], r))
+                           lambda r: smap.encoding.counterfactual_mass(public, r))
   ratio = to_device_order(smap, public, ratio)  # [N, 2, K] from encoding order
   out = []
   for p in (0, 1):
