@@ -1,0 +1,193 @@
+"""How far a trained network's values are from the subgame values it stands for, on the
+belief states it trains on and on those a search asks it about.
+
+  python examples/value_error.py --game leduc_poker --out runs/leduc0 --queries 128
+  python examples/value_error.py --game kuhn_poker --out /tmp/sog --searches 4 --json
+
+For a run of ``jaxgt train`` on a game that can be enumerated, three sets of public belief
+states (PBSs) are drawn: the newest checkpoint's replay buffer (``replay``: what the learner
+fits) and the leaf queries of ``SoG(s, 1)`` searches from the game's root with the network at
+their leaves (``sog<s>``: what a search at evaluation time asks). Each PBS is solved with
+its ranges fixed by a GT-CFR search whose leaves are valued by solving the rest of the game
+(:func:`jaxgt.search.evaluator.exact`; ``--exact-simulations`` simulations at 10 CFR
+iterations each, the query solver's ``SoG(s, 0.1)``): its root values are the reference.
+
+Errors are of expected values in game units (chips in poker), per information state of the
+PBS, averaged with each state weighted by its own player's range (how likely the player is
+to hold it), over the slots the network is trained on. Printed per set: the network against
+the reference (``net``), the zero function against it (``zero``: the values' own size), and
+for the replay buffer the stored training targets against the reference (``targets``, the
+targets' noise) and the network against its targets (``fit``). ``repeat`` solves the first
+PBSs again with other keys: the reference's own noise.
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxgt.core.checks import check_positive_int
+from jaxgt.core.compiler import compile_game
+from jaxgt.games import make_from_string
+from jaxgt.nets import gtcfr_evaluator
+from jaxgt.nets.cvpn import fitted_values
+from jaxgt.search import evaluator as evaluator_lib
+from jaxgt.search import gtcfr as gtcfr_search
+from jaxgt.training import loop
+
+CHUNK = 64
+"""PBSs solved per batched reference search."""
+
+
+def reference_solver(trainer, simulations: int):
+  """``solve(pbs, key) -> ReplayExample``: each PBS's root values under its fixed ranges by
+  GT-CFR with exact leaves (the query solver's targets with ``solver_leaves = "exact"``)."""
+  sp = trainer.actors
+  src, enc = sp.source, trainer.model.encoding
+  smap = gtcfr_evaluator.slot_map(src, enc)
+  cfg = gtcfr_search.make_config(src, simulations=simulations, expansions_per_update=0.1,
+                                 value_average=trainer.config.value_average, dtype="float32")
+  exact = evaluator_lib.exact(src)
+
+  def solve(pbs, key):
+    parts = []
+    for i in range(0, pbs.public.shape[0], CHUNK):
+      sl = jax.tree_util.tree_map(lambda x: x[i:i + CHUNK], pbs)
+      ranges = gtcfr_evaluator.to_device_order(smap, sl.public, sl.ranges).astype(jnp.float32)
+      res = gtcfr_search.search(src, cfg, exact, sl.public, ranges,
+                                jax.random.split(jax.random.fold_in(key, i), sl.public.shape[0]))
+      parts.append(jax.vmap(sp.examples)(res, ranges))
+    return jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *parts)
+
+  return solve
+
+
+def expected_values(model, params, examples):
+  """``(network, reference, mask)``: expected values in game units of the network and of the
+  examples' value targets, and the slots both are defined at (the learner's value mask)."""
+  out = model.apply(params, examples.pbs)
+  mask, _ = model.encoding.masks(examples.pbs.public)
+  pred, target, mask = fitted_values(model, out, examples.pbs, examples.values,
+                                     mask & examples.value_mask)
+  if model.value_space == "counterfactual":  # values over the counterfactual mass
+    mass = model.encoding.counterfactual_mass(examples.pbs.public, examples.pbs.ranges)
+    ok = mass > 0
+    mask = mask & ok
+    pred, target = (jnp.where(ok, x / jnp.where(ok, mass, 1.0), 0.0) for x in (pred, target))
+    return pred, target, mask
+  unit = model.encoding.value_unit
+  return pred * unit, target * unit, mask
+
+
+def weighted_error(a, b, mask, ranges) -> float:
+  """Mean ``|a - b|`` over masked-in slots, each weighted by its player's range."""
+  w = jnp.where(mask, ranges, 0.0)
+  return float(jnp.sum(w * jnp.abs(a - b)) / jnp.maximum(jnp.sum(w), 1e-30))
+
+
+def root_queries(trainer, params, simulations: int, n: int, key):
+  """Up to ``n`` leaf queries (PBSs) of ``SoG(simulations, 1)`` searches from the game's root
+  with the network at their leaves (uniform over the searches' logged queries)."""
+  sp = trainer.actors
+  src, enc = sp.source, trainer.model.encoding
+  cfg = gtcfr_search.make_config(src, simulations=simulations, expansions_per_update=1.0,
+                                 log_queries=64, value_average=trainer.config.value_average,
+                                 dtype="float32")
+  B = max(1, -(-n // 16))
+  ranges = jnp.broadcast_to(sp.agent.ranges, (B,) + sp.agent.ranges.shape)
+  res = gtcfr_search.search(src, cfg, sp.evaluator, jnp.zeros(B, jnp.int32), ranges,
+                            jax.random.split(key, B), evaluator_state=params)
+  pbs, valid = gtcfr_evaluator.query_pbs(enc, src, res.state.queries)
+  keep = np.flatnonzero(np.asarray(valid).reshape(-1))
+  keep = np.random.default_rng(simulations).permutation(keep)[:n]
+  return jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:])[keep], pbs)
+
+
+def measure(game, out: pathlib.Path, queries: int = 128, exact_simulations: int = 30,
+            searches=(10, 100), seed: int = 0) -> dict:
+  """``{set: {net, zero, ...}}`` (module docstring) for the run in ``out``."""
+  _, cfg = loop.read_config(out)
+  trainer = loop.trainer_for(game, cfg)
+  state = loop.restore(trainer, out, 0)
+  params, model = state.learner.params, trainer.model
+  solve = reference_solver(trainer, exact_simulations)
+  key = jax.random.PRNGKey(seed)
+  results = {"learner_steps": int(state.learner_steps)}
+
+  def one(name, pbs, stored=None):
+    ref = solve(pbs, jax.random.fold_in(key, 1))
+    net, truth, mask = expected_values(model, params, ref)
+    r = ref.pbs.ranges
+    row = {"pbs": int(pbs.public.shape[0]), "net": weighted_error(net, truth, mask, r),
+           "zero": weighted_error(0.0, truth, mask, r)}
+    if stored is not None:
+      _, target, smask = expected_values(model, params, stored)
+      smask = smask & mask
+      row["targets"] = weighted_error(target, truth, smask, r)
+      row["fit"] = weighted_error(net, target, smask, r)
+    m = min(16, pbs.public.shape[0])
+    again = solve(jax.tree_util.tree_map(lambda x: x[:m], pbs), jax.random.fold_in(key, 2))
+    _, truth2, mask2 = expected_values(model, params, again)
+    row["repeat"] = weighted_error(truth[:m], truth2, mask[:m] & mask2, r[:m])
+    results[name] = row
+
+  filled = np.flatnonzero(np.asarray(state.replay.filled))
+  if filled.size:
+    idx = np.random.default_rng(seed).permutation(filled)[:queries]
+    stored = jax.tree_util.tree_map(lambda x: x[idx], state.replay.data)
+    one("replay", stored.pbs, stored)
+  for s in searches:
+    pbs = root_queries(trainer, params, s, queries, jax.random.fold_in(key, 100 + s))
+    if pbs.public.shape[0]:
+      one(f"sog{s}", pbs)
+  return results
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--game", default="leduc_poker")
+  ap.add_argument("--out", required=True, help="the run directory of jaxgt train")
+  ap.add_argument("--queries", type=int, default=128, help="PBSs per set (default 128)")
+  ap.add_argument("--exact-simulations", type=int, default=30,
+                  help="simulations of each reference solve, 10 CFR iterations each (default 30)")
+  ap.add_argument("--searches", default="10,100",
+                  help="comma-separated s of the SoG(s, 1) searches whose leaf queries are "
+                       "measured (default 10,100)")
+  ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--json", action="store_true", help="print one JSON object")
+  args = ap.parse_args(argv)
+  try:
+    check_positive_int("--queries", args.queries)
+    check_positive_int("--exact-simulations", args.exact_simulations)
+    searches = tuple(check_positive_int("--searches", int(s)) for s in args.searches.split(","))
+    out = pathlib.Path(args.out)
+    if not (out / loop.CONFIG_FILE).is_file():
+      raise ValueError(f"{out} is not a run directory of jaxgt train (no {loop.CONFIG_FILE})")
+    name, _ = loop.read_config(out)
+    game = compile_game(make_from_string(args.game))
+    if name != game.name:
+      raise ValueError(f"{out} holds a run of {name}, not {game.name}")
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  res = measure(game, out, args.queries, args.exact_simulations, searches, args.seed)
+  if args.json:
+    print(json.dumps(res))
+    return 0
+  print(f"{out}: {res.pop('learner_steps')} learner steps; mean |error| of expected values "
+        "(game units), range-weighted")
+  print(f"{'set':>8} {'PBSs':>5} {'net':>7} {'zero':>7} {'targets':>8} {'fit':>7} {'repeat':>7}")
+  for k, row in res.items():
+    cells = [f"{row[c]:7.3f}" if c in row else f"{'':>7}" for c in ("net", "zero")]
+    cells += [f"{row[c]:8.3f}" if c in row else f"{'':>8}" for c in ("targets",)]
+    cells += [f"{row[c]:7.3f}" if c in row else f"{'':>7}" for c in ("fit", "repeat")]
+    print(f"{k:>8} {row['pbs']:5d} " + " ".join(cells))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,79 @@
+"""examples/value_error.py: its reference values are Kuhn poker's equilibrium value at the root,
+it measures a tiny run's network end to end, and bad options are refused before any work."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxgt.core.compiler import compile_game
+from jaxgt.games import make_from_string
+from jaxgt.nets import gtcfr_evaluator
+from jaxgt.nets.encoding import PBS
+from jaxgt.training import loop
+from jaxgt.training.config import preset
+
+from script_modules import load_script
+
+
+@pytest.fixture(scope="module")
+def ex():
+  return load_script("examples/value_error.py", "value_error_example")
+
+
+@pytest.fixture(scope="module")
+def kuhn():
+  return compile_game(make_from_string("kuhn_poker"))
+
+
+def test_reference_values_average_to_kuhns_game_value_at_the_root(ex, kuhn):
+  trainer = loop.trainer_for(kuhn, preset("tiny"))
+  sp, enc = trainer.actors, trainer.model.encoding
+  smap = gtcfr_evaluator.slot_map(sp.source, enc)
+  public = jnp.zeros((1,), jnp.int32)
+  ranges = gtcfr_evaluator.to_encoding_order(smap, public, sp.agent.ranges[None])
+  solved = ex.reference_solver(trainer, 100)(PBS(public=public, ranges=ranges),
+                                            jax.random.PRNGKey(0))
+  params = trainer.init(0).learner.params
+  _, truth, mask = ex.expected_values(trainer.model, params, solved)
+  r = np.asarray(solved.pbs.ranges[0])
+  v0 = float(np.sum(np.where(np.asarray(mask[0, 0]), r[0] * np.asarray(truth[0, 0]), 0.0)))
+  v1 = float(np.sum(np.where(np.asarray(mask[0, 1]), r[1] * np.asarray(truth[0, 1]), 0.0)))
+  assert v0 == pytest.approx(-1 / 18, abs=2e-3)
+  assert v1 == pytest.approx(1 / 18, abs=2e-3)
+
+
+@pytest.mark.slow
+def test_a_tiny_runs_errors_are_measured_on_every_set(ex, kuhn, tmp_path, capsys):
+  out = tmp_path / "run"
+  loop.train(kuhn, preset("tiny"), out, steps=4)
+  assert ex.main(["--game", "kuhn_poker", "--out", str(out), "--queries", "8",
+                  "--exact-simulations", "10", "--searches", "4", "--json"]) == 0
+  res = json.loads(capsys.readouterr().out)
+  assert res["learner_steps"] == 4
+  assert set(res) == {"learner_steps", "replay", "sog4"}
+  for row in (res["replay"], res["sog4"]):
+    assert 0 < row["pbs"] <= 8
+    assert np.isfinite(row["net"]) and row["zero"] > 0
+    assert row["repeat"] < 0.1 * row["zero"]
+  assert {"targets", "fit"} <= set(res["replay"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--queries", "0"], "--queries must be a positive integer"),
+    (["--searches", "10,-1"], "--searches must be a positive integer"),
+    (["--game", "leduc_poker"], "holds a run of kuhn_poker"),
+])
+def test_bad_options_are_refused_before_any_work(ex, kuhn, tmp_path, capsys, argv, message):
+  out = tmp_path / "run"
+  out.mkdir()
+  loop.write_config(out, kuhn, preset("tiny"))  # a run directory before its first checkpoint
+  assert ex.main(["--game", "kuhn_poker", "--out", str(out)] + argv) == 2
+  assert message in capsys.readouterr().err
+
+
+def test_a_directory_without_a_run_is_refused(ex, tmp_path, capsys):
+  assert ex.main(["--out", str(tmp_path)]) == 2
+  assert "not a run directory" in capsys.readouterr().err
