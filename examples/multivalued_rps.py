@@ -28,7 +28,7 @@ from jaxgt.search import subgame  # noqa: E402
 
 
 def main():
-  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--iterations", type=int, default=2000)
   ap.add_argument("--factor", type=float, default=10.0, help="bias factor")
   ap.add_argument("--out", default="rps_plus_multivalued.png")

@@ -236,7 +236,7 @@ def plot_matrices(tables: list, path: str) -> None:
 
 
 def main(argv=None):
-  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--games", default="gs,ld,gp",
                   help=f"comma-separated keys of {sorted(GAMES)} or game strings")
   ap.add_argument("--budgets", default="1000", help="trajectories per move, comma-separated")

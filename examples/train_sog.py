@@ -143,7 +143,7 @@ def _plot(game, curves, args):
 
 
 def main(argv=None):
-  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--game", default="kuhn_poker")
   ap.add_argument("--preset", default="tiny", choices=sorted(config_lib.PRESETS))
   ap.add_argument("--steps", type=int, default=20)
