@@ -163,7 +163,13 @@ def main(argv=None):
   try:
     check_positive_int("--queries", args.queries)
     check_positive_int("--exact-simulations", args.exact_simulations)
-    searches = tuple(check_positive_int("--searches", int(s)) for s in args.searches.split(","))
+    try:
+      searches = tuple(int(s) for s in args.searches.split(","))
+    except ValueError:
+      raise ValueError(f"--searches must be comma-separated positive integers, got "
+                       f"{args.searches!r}") from None
+    for s in searches:
+      check_positive_int("--searches", s)
     out = pathlib.Path(args.out)
     if not (out / loop.CONFIG_FILE).is_file():
       raise ValueError(f"{out} is not a run directory of jaxgt train (no {loop.CONFIG_FILE})")

@@ -64,6 +64,7 @@ def test_a_tiny_runs_errors_are_measured_on_every_set(ex, kuhn, tmp_path, capsys
 @pytest.mark.parametrize("argv, message", [
     (["--queries", "0"], "--queries must be a positive integer"),
     (["--searches", "10,-1"], "--searches must be a positive integer"),
+    (["--searches", "10,x"], "--searches must be comma-separated positive integers"),
     (["--game", "leduc_poker"], "holds a run of kuhn_poker"),
 ])
 def test_bad_options_are_refused_before_any_work(ex, kuhn, tmp_path, capsys, argv, message):
