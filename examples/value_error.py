@@ -34,7 +34,8 @@ from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import compile_game
 from jaxgt.games import make_from_string
 from jaxgt.nets import gtcfr_evaluator
-from jaxgt.nets.cvpn import fitted_values
+from jaxgt.core.sequence_form import safe_div
+from jaxgt.nets.cvpn import MASS_TOL, fitted_values
 from jaxgt.search import evaluator as evaluator_lib
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.training import loop
@@ -75,10 +76,7 @@ def expected_values(model, params, examples):
                                      mask & examples.value_mask)
   if model.value_space == "counterfactual":  # values over the counterfactual mass
     mass = model.encoding.counterfactual_mass(examples.pbs.public, examples.pbs.ranges)
-    ok = mass > 0
-    mask = mask & ok
-    pred, target = (jnp.where(ok, x / jnp.where(ok, mass, 1.0), 0.0) for x in (pred, target))
-    return pred, target, mask
+    return safe_div(pred, mass), safe_div(target, mass), mask & (mass > MASS_TOL)
   unit = model.encoding.value_unit
   return pred * unit, target * unit, mask
 

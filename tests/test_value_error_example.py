@@ -1,6 +1,7 @@
 """examples/value_error.py: its reference values are Kuhn poker's equilibrium value at the root,
 it measures a tiny run's network end to end, and bad options are refused before any work."""
 
+import dataclasses
 import json
 
 import jax
@@ -28,8 +29,9 @@ def kuhn():
   return compile_game(make_from_string("kuhn_poker"))
 
 
-def test_reference_values_average_to_kuhns_game_value_at_the_root(ex, kuhn):
-  trainer = loop.trainer_for(kuhn, preset("tiny"))
+@pytest.mark.parametrize("value_space", ["expected", "counterfactual"])
+def test_reference_values_average_to_kuhns_game_value_at_the_root(ex, kuhn, value_space):
+  trainer = loop.trainer_for(kuhn, dataclasses.replace(preset("tiny"), value_space=value_space))
   sp, enc = trainer.actors, trainer.model.encoding
   smap = gtcfr_evaluator.slot_map(sp.source, enc)
   public = jnp.zeros((1,), jnp.int32)
