@@ -16,7 +16,8 @@ Imperfect-Information Games", 2018; Schmid et al., "Student of Games", 2023): an
 Provided: :func:`exact` (the remaining game solved for the current ranges), :func:`zero`,
 :func:`continuation` (exact values under fixed continuation profiles; several
 profiles give the multi-valued states of Brown, Sandholm and Amos, 2018, Sec. 4)
-and :func:`from_callable` (any function of the leaves, one batched call); the
+and :func:`from_callable` (any function of the leaves, one batched call), :func:`blend` (two
+evaluators' values mixed, a measure of how precise leaf values must be); the
 network adapter is :func:`jaxgt.nets.gtcfr_evaluator.pbs_evaluator`.
 
 Shape letters: those of :mod:`jaxgt.search.device_tree` (``N`` nodes, ``M``
@@ -113,6 +114,26 @@ def zero() -> Evaluator:
   """Frontier leaves valued zero (terminals are valued exactly by the search itself): leaf
   values for a search without a network on a game too large to solve below its leaves."""
   return from_callable(lambda leaves: jnp.zeros_like(leaves.chance), name="zero")
+
+
+def blend(base: Evaluator, other: Evaluator, weight: float) -> Evaluator:
+  """Leaf values ``(1 - weight) * base + weight * other`` and ``other``'s prior (``base``'s
+  where ``other`` gives none); both evaluators run on every query. With ``base`` exact and
+  ``other`` a network, ``weight`` scales the network's leaf error linearly: how precise a
+  network must be for a search to reach a given exploitability (``weight`` 1 is ``other``
+  exactly, 0 is ``base``'s values)."""
+  weight = float(weight)
+  if not 0.0 <= weight <= 1.0:
+    raise ValueError(f"blend weight must be in [0, 1], got {weight!r}")
+
+  def apply(state, leaves: LeafInput):
+    (va, pa), sa = base.apply(state[0], leaves)
+    (vb, pb), sb = other.apply(state[1], leaves)
+    values = (1.0 - weight) * va + weight * vb
+    return (values, pb if pb is not None else pa), (sa, sb)
+
+  return Evaluator(init=lambda: (base.init(), other.init()), apply=apply,
+                   name=f"blend({base.name}, {other.name}, {weight:g})")
 
 
 def exact(source: device_tree.Source, solver=None, iterations: int = 1) -> Evaluator:
