@@ -125,9 +125,12 @@ def _merge(paths):
       try:
         r = json.loads(line)
         merged.setdefault(r["weight"], []).extend(r["exploitability"])
-        head = head or (r["scale"], r["unit"], f"SoG({r['simulations']}, 1) on {r['game']}")
+        this = (r["scale"], r["unit"], f"SoG({r['simulations']}, 1) on {r['game']}")
       except (ValueError, KeyError, TypeError):
         raise ValueError(f"--plot-log: {path} is not a log of this example") from None
+      if head is not None and this != head:
+        raise ValueError(f"--plot-log: the logs mix {head[2]} and {this[2]}; plot one at a time")
+      head = this
   if head is None:
     raise ValueError("--plot-log: the logs are empty")
   return [{"weight": w, "exploitability": e} for w, e in merged.items()], *head

@@ -121,3 +121,9 @@ def test_a_directory_without_a_run_and_a_foreign_log_are_refused(ex, tmp_path, c
   bad.write_text('{"x": 1}\n')
   assert ex.main(["--plot-log", str(bad), "--plot", str(tmp_path / "p.png")]) == 2
   assert "is not a log of this example" in capsys.readouterr().err
+  row = {"game": "kuhn_poker", "weight": 1.0, "step": 4, "first_seed": 0, "scale": 1.0,
+         "unit": "game units", "exploitability": [0.1]}
+  mixed = tmp_path / "mixed.jsonl"
+  mixed.write_text("\n".join(json.dumps(dict(row, simulations=s)) for s in (10, 100)) + "\n")
+  assert ex.main(["--plot-log", str(mixed), "--plot", str(tmp_path / "p.png")]) == 2
+  assert "the logs mix SoG(10, 1) on kuhn_poker and SoG(100, 1)" in capsys.readouterr().err
