@@ -10,7 +10,7 @@
   reaches and values over history slots, the tree view on which GT-CFR runs
   the package's one CFR iteration (:mod:`jaxgt.solvers.cfr_iteration`).
 * :mod:`jaxgt.search.evaluator`: the leaf-evaluator protocol (``LeafInput``,
-  ``Evaluator``) with the exact, continuation (multi-valued) and callable
+  ``Evaluator``) with the exact, continuation (multi-valued), callable and blended
   evaluators; the network adapter is :mod:`jaxgt.nets.gtcfr_evaluator`.
 * :mod:`jaxgt.search.gadget`: the safe re-solving gadget at a search's root.
 * :mod:`jaxgt.search.regret_phase`: the tree's history form as a view of the one CFR
