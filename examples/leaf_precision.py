@@ -208,7 +208,7 @@ def main(argv=None):
     e = np.asarray(row["exploitability"]) * scale
     label = "exact leaf values" if row["weight"] == EXACT else f"w = {row['weight']:g}"
     if not args.json:
-      print(f"  {label:>18}: {e.min():8.1f} / {e.mean():8.1f} / {e.max():8.1f} {unit}"
+      print(f"  {label:>18}: {e.min():8.4g} / {e.mean():8.4g} / {e.max():8.4g} {unit}"
             f"  ({row['seconds']:.0f}s)", flush=True)
     if args.log:
       with open(args.log, "a") as f:
