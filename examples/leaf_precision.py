@@ -32,22 +32,14 @@ from jaxgt.evaluation import construct
 from jaxgt.games import make_from_string
 from jaxgt.search import device_tree
 from jaxgt.search import evaluator as evaluator_lib
+from jaxgt import solving
+from jaxgt.cli.common import check_writable
 from jaxgt.search.gtcfr_config import VALUE_AVERAGES
-from jaxgt.training import checkpoint, loop
+from jaxgt.training import loop
 from jaxgt.training.agent import ParamsHolder, params_evaluator, sog_agent
 
 EXACT = "exact"
 """The row of the exact evaluator alone (values and prior)."""
-
-
-def restore_params(trainer, out: pathlib.Path, step):
-  """``(learner steps, network parameters)`` of the run's checkpoint at ``step`` (None: the
-  newest)."""
-  if step is None:
-    state = loop.restore(trainer, out, 0)
-  else:
-    state = checkpoint.restore(out / loop.CHECKPOINTS, trainer.init(0), trainer.metadata(), step)
-  return int(state.learner_steps), state.learner.params
 
 
 def measure(game, out: pathlib.Path, simulations: int, weights, seeds: int, *, first_seed: int = 0,
@@ -58,7 +50,8 @@ def measure(game, out: pathlib.Path, simulations: int, weights, seeds: int, *, f
   is called as each row is done."""
   _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
-  steps, params = restore_params(trainer, out, step)
+  state = loop.restore(trainer, out, 0, step)
+  steps, params = int(state.learner_steps), state.learner.params
   source = device_tree.source_from_game(game, "float32")
   exact = evaluator_lib.exact(source)
   network = params_evaluator(source, trainer.model, ParamsHolder(params))
@@ -82,8 +75,9 @@ def measure(game, out: pathlib.Path, simulations: int, weights, seeds: int, *, f
 
 
 def _scale(game):
-  bb = getattr(getattr(game, "game", game), "big_blind", None)
-  return (1.0, "game units") if bb is None else (1000.0 / bb, "mbb/h")
+  """``(factor, unit)``: game units to mbb/h where the game has a big blind."""
+  per_unit = solving.mbb(game, 1.0)
+  return (1.0, "game units") if per_unit is None else (per_unit, "mbb/h")
 
 
 def plot(rows, path, title, *, scale=1.0, unit="game units"):
@@ -136,14 +130,6 @@ def _merge(paths):
   return [{"weight": w, "exploitability": e} for w, e in merged.items()], *head
 
 
-def _writable(flag, path):
-  if path is None:
-    return
-  parent = pathlib.Path(path).resolve().parent
-  if not parent.is_dir():
-    raise ValueError(f"{flag}: the directory {parent} does not exist")
-
-
 def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--out", help="the run directory of jaxgt train")
@@ -168,7 +154,7 @@ def main(argv=None):
     if args.plot_log:
       if not args.plot:
         raise ValueError("--plot-log needs --plot")
-      _writable("--plot", args.plot)
+      check_writable({"--plot": args.plot})
       paths = args.plot_log.split(",")
       for p in paths:
         if not pathlib.Path(p).is_file():
@@ -189,15 +175,12 @@ def main(argv=None):
       raise ValueError(f"--weights must be in [0, 1] (and at least one row asked for), got "
                        f"{args.weights!r}")
     out = pathlib.Path(args.out)
-    if not (out / loop.CONFIG_FILE).is_file():
-      raise ValueError(f"{out} is not a run directory of jaxgt train (no {loop.CONFIG_FILE})")
+    name, _ = loop.read_config(out)
     if args.step is not None:
       check_positive_int("--step", args.step)
       if not (out / loop.CHECKPOINTS / str(args.step)).is_dir():
         raise ValueError(f"{out} has no checkpoint at learner step {args.step}")
-    _writable("--log", args.log)
-    _writable("--plot", args.plot)
-    name, _ = loop.read_config(out)
+    check_writable({"--log": args.log, "--plot": args.plot})
     game = compile_game(make_from_string(name))
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)

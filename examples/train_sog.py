@@ -27,7 +27,6 @@ from jaxgt.evaluation import construct
 from jaxgt.games import make_from_string
 from jaxgt.games.device import DeviceGame
 from jaxgt.search.gtcfr_config import VALUE_AVERAGES
-from jaxgt.training import checkpoint
 from jaxgt.training import config as config_lib
 from jaxgt.training import loop
 from jaxgt.training.agent import ParamsHolder, params_evaluator, sog_agent
@@ -83,9 +82,7 @@ def evaluate_run(game, out: pathlib.Path, simulations, seeds: int, every: int = 
     if step == 0:
       params = trainer.init(0).learner.params
     else:
-      state = checkpoint.restore(out / loop.CHECKPOINTS, trainer.init(0), trainer.metadata(),
-                                 step)
-      params = state.learner.params
+      params = loop.restore(trainer, out, 0, step).learner.params
     for s in simulations:
       agent = _agent_factory(game, trainer, params, s, value_average or cfg.value_average,
                              root_anchored, agents)

@@ -169,8 +169,6 @@ def main(argv=None):
     for s in searches:
       check_positive_int("--searches", s)
     out = pathlib.Path(args.out)
-    if not (out / loop.CONFIG_FILE).is_file():
-      raise ValueError(f"{out} is not a run directory of jaxgt train (no {loop.CONFIG_FILE})")
     name, _ = loop.read_config(out)
     game = compile_game(make_from_string(args.game))
     if name != game.name:

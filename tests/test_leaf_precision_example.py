@@ -104,7 +104,7 @@ def test_the_command_prints_json_logs_and_plots(ex, tiny_run, tmp_path, capsys):
     (["--weights", "a"], "--weights must be comma-separated numbers"),
     (["--simulations", "0"], "--simulations must be a positive integer"),
     (["--step", "7"], "has no checkpoint at learner step 7"),
-    (["--log", "/no/such/dir/x.jsonl"], "--log: the directory"),
+    (["--log", "/no/such/dir/x.jsonl"], "--log /no/such/dir/x.jsonl: the directory /no/such/dir does not exist"),
 ])
 def test_bad_options_are_refused_before_any_work(ex, kuhn, tmp_path, capsys, argv, message):
   out = tmp_path / "run"
@@ -116,7 +116,7 @@ def test_bad_options_are_refused_before_any_work(ex, kuhn, tmp_path, capsys, arg
 
 def test_a_directory_without_a_run_and_a_foreign_log_are_refused(ex, tmp_path, capsys):
   assert ex.main(["--out", str(tmp_path)]) == 2
-  assert "not a run directory" in capsys.readouterr().err
+  assert "is not a jaxgt train run directory" in capsys.readouterr().err
   bad = tmp_path / "bad.jsonl"
   bad.write_text('{"x": 1}\n')
   assert ex.main(["--plot-log", str(bad), "--plot", str(tmp_path / "p.png")]) == 2

@@ -79,4 +79,4 @@ def test_bad_options_are_refused_before_any_work(ex, kuhn, tmp_path, capsys, arg
 
 def test_a_directory_without_a_run_is_refused(ex, tmp_path, capsys):
   assert ex.main(["--out", str(tmp_path)]) == 2
-  assert "not a run directory" in capsys.readouterr().err
+  assert "is not a jaxgt train run directory" in capsys.readouterr().err

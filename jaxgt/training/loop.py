@@ -341,11 +341,12 @@ def save(trainer: Trainer, out: pathlib.Path, state: TrainState) -> None:
                    trainer.config.keep_checkpoint_every)
 
 
-def restore(trainer: Trainer, out: pathlib.Path, seed: int) -> TrainState:
-  """The newest checkpoint of ``out`` (``CheckpointError`` for another game/architecture)."""
+def restore(trainer: Trainer, out: pathlib.Path, seed: int, step: int | None = None) -> TrainState:
+  """The checkpoint of ``out`` at learner step ``step`` (default the newest;
+  ``CheckpointError`` for another game/architecture or a step not saved)."""
   # a run's config is compared as a TrainConfig: a checkpoint written before a config field
   # existed holds that field's value of its time (config.from_saved)
-  return checkpoint.restore(out / CHECKPOINTS, trainer.init(seed), trainer.metadata(),
+  return checkpoint.restore(out / CHECKPOINTS, trainer.init(seed), trainer.metadata(), step,
                             normalise={"config": lambda c: from_saved(c).to_json()})
 
 
