@@ -30,7 +30,10 @@ one batch per update player), ISMCTS ``max(budget // batch, 1)`` steps
 (``batch`` simulations each); the exact budget is printed. The seconds one
 move takes on this machine (one jitted ``act`` at a position a few moves in,
 after compilation) are measured and printed per agent; ``--time-only`` prints just
-those, to state a sample budget in seconds on the machine at hand.
+those, to state a sample budget in seconds on the machine at hand. ``--seconds S``
+gives every searcher the budget that takes about ``S`` seconds a move here instead
+(calibrated from timed moves, the paper's way of budgeting); ``--seconds sog`` uses the
+``sog`` agent's own time a move, so all agents meet at equal time.
 
 Parameters (Sec. 5.1, 5.4): UCT ``C`` twice the largest payoff, the most
 visited action played; RM exploration 0.2, moves sampled from the mean
@@ -164,6 +167,33 @@ def seconds_per_move(agent: Agent, game, key, repeats: int = 3) -> float:
   return sorted(times)[len(times) // 2]
 
 
+def calibrated_budget(kind: str, game, seconds: float, args, key, probe: int = 8):
+  """``(agent, trajectories per move, measured seconds)`` of searcher ``kind`` with the steps
+  per move that take about ``seconds`` on this machine: a move is timed at ``probe`` and
+  ``4 probe`` solver steps, the line through the two gives the step count, and the agent at
+  that count is timed once more, corrected once if it is more than 10% off (the last
+  figure is the one reported). At least one step."""
+  batch = args.batch or 1
+  per_step = 2 * batch if kind in ("oos", "oos-cur", "pst") else batch
+
+  def timed(steps):
+    agent = make_agent(kind, game, steps * per_step, args)
+    return agent, seconds_per_move(agent, game, key)
+
+  _, t1 = timed(probe)
+  _, t4 = timed(4 * probe)
+  slope = max((t4 - t1) / (3 * probe), 1e-9)
+  fixed = max(t1 - slope * probe, 0.0)
+  steps = max(int(round((seconds - fixed) / slope)), 1)
+  agent, t = timed(steps)
+  if abs(t - seconds) > 0.1 * seconds and t > fixed:  # one correction, scaled from this move
+    better = max(int(round(steps * (seconds - fixed) / (t - fixed))), 1)
+    if better != steps:
+      steps = better
+      agent, t = timed(steps)
+  return agent, steps * per_step, t
+
+
 def _cell(res, secs) -> dict:
   mem = None
   if res.memory is not None:
@@ -227,9 +257,12 @@ def plot_matrices(tables: list, path: str) -> None:
     ax.set_xticks(range(len(cols)), [c.upper() for c in cols])
     ax.set_yticks(range(len(rows)), [r.upper() for r in rows])
     ismcts = t.get("ismcts_budget")
-    ax.set_title(f"{t['game']}\n{t['budget']} trajectories per move"
-                 + (f" ({ismcts} for UCT, RM)" if ismcts and ismcts != t["budget"] else ""),
-                 fontsize=9)
+    if t.get("seconds") is not None:
+      ax.set_title(f"{t['game']}\n{t['seconds']:.3f} s per move", fontsize=9)
+    else:
+      ax.set_title(f"{t['game']}\n{t['budget']} trajectories per move"
+                   + (f" ({ismcts} for UCT, RM)" if ismcts and ismcts != t["budget"] else ""),
+                   fontsize=9)
   fig.tight_layout()
   fig.savefig(path, dpi=120)
   plt.close(fig)
@@ -239,7 +272,12 @@ def main(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   ap.add_argument("--games", default="gs,ld,gp",
                   help=f"comma-separated keys of {sorted(GAMES)} or game strings")
-  ap.add_argument("--budgets", default="1000", help="trajectories per move, comma-separated")
+  ap.add_argument("--budgets", default=None,
+                  help="trajectories per move, comma-separated (default 1000)")
+  ap.add_argument("--seconds", default=None, metavar="S|sog",
+                  help="device games: budgets in seconds per move on this machine instead: each "
+                       "searcher's solver steps are calibrated so that one move takes about S "
+                       "seconds; 'sog': the sog agent's own seconds per move (equal time)")
   ap.add_argument("--matches", type=int, default=100, help="matches per cell (seats alternate)")
   ap.add_argument("--rows", default="oos,uct,rm,rnd", help=f"agents of {AGENTS}")
   ap.add_argument("--cols", default="oos,uct,rm,rnd")
@@ -275,9 +313,24 @@ def main(argv=None):
   if args.quick:
     args.games, args.budgets, args.matches, args.rows = "gs4,ld", "1000", 20, "oos"
     args.cols = "uct,rm,rnd"
-  budgets = [int(b) for b in args.budgets.split(",")]
+  if args.seconds is not None and (args.budgets is not None or args.ismcts_budget is not None):
+    raise SystemExit("--seconds replaces --budgets and --ismcts-budget; give one or the other")
+  budgets = [int(b) for b in (args.budgets or "1000").split(",")]
   if any(b < 1 for b in budgets) or args.matches < 2:
     raise SystemExit("budgets must be positive and --matches at least 2")
+  seconds = None
+  if args.seconds is not None:
+    if args.seconds == "sog":
+      if "sog" not in args.rows.split(",") + args.cols.split(","):
+        raise SystemExit("--seconds sog needs the sog agent in --rows or --cols")
+    else:
+      try:
+        seconds = float(args.seconds)
+      except ValueError:
+        raise SystemExit(f"--seconds must be a number of seconds or 'sog' (got {args.seconds!r})")
+      if not seconds > 0 or seconds == float("inf"):
+        raise SystemExit(f"--seconds must be positive and finite (got {args.seconds})")
+    budgets = [None]
   if args.capacity < 1 or any(x is not None and x < 1 for x in (args.batch, args.ismcts_budget,
                                                        args.block)):
     raise SystemExit("--capacity, --batch, --ismcts-budget and --block must be positive")
@@ -314,15 +367,40 @@ def main(argv=None):
     game = load_playable(GAMES.get(game_string, game_string))
     device = isinstance(game, DeviceGame)
     name = getattr(game, "name", GAMES.get(game_string, game_string))
+    if args.seconds is not None and not device:
+      raise SystemExit(f"--seconds needs a game played through its rules; {name} is enumerated "
+                       "(its agents' budgets are samples)")
     for budget in budgets:
       kinds = list(dict.fromkeys(rows + cols))
-      agents = {k: make_agent(k, game, _budget(k, budget, args), args) for k in kinds}
-      out(f"\n{name}, {budget} trajectories per move"
-          + (f" ({args.ismcts_budget} for UCT and RM)" if args.ismcts_budget else "")
-          + (f" (played through its rules, capacity {args.capacity} rows per player)"
-             if device else ""))
-      table = {"game": name, "key": game_string, "budget": budget, "device": device,
-               "ismcts_budget": _budget("uct", budget, args),
+      timed = {}  # kind -> seconds per move measured while calibrating
+      if budget is None:  # --seconds: every searcher's budget calibrated to the target time
+        agents, budget_of = {}, {}
+        target = seconds
+        if "sog" in kinds:
+          agents["sog"] = make_agent("sog", game, 0, args)
+          key, kt = jax.random.split(key)
+          timed["sog"] = seconds_per_move(agents["sog"], game, kt)
+          target = timed["sog"] if args.seconds == "sog" else target
+        for k in kinds:
+          if k in ("sog", "rnd"):
+            agents.setdefault(k, make_agent(k, game, 0, args))
+            budget_of[k] = 0
+          else:
+            key, kt = jax.random.split(key)
+            agents[k], budget_of[k], timed[k] = calibrated_budget(k, game, target, args, kt)
+        out(f"\n{name}, {target:.3f} s per move (each searcher's budget calibrated to it on "
+            f"this machine; played through its rules, capacity {args.capacity} rows per player)")
+      else:
+        target = None
+        budget_of = {k: _budget(k, budget, args) for k in kinds}
+        agents = {k: make_agent(k, game, budget_of[k], args) for k in kinds}
+        out(f"\n{name}, {budget} trajectories per move"
+            + (f" ({args.ismcts_budget} for UCT and RM)" if args.ismcts_budget else "")
+            + (f" (played through its rules, capacity {args.capacity} rows per player)"
+               if device else ""))
+      table = {"game": name, "key": game_string, "budget": budget, "seconds": target,
+               "device": device, "ismcts_budget": budget_of.get("uct", _budget("uct", budget,
+                                                                                 args)),
                "rows": rows, "cols": cols, "agents": {}, "cells": {r: {} for r in rows}}
       for k in kinds:
         info = {}
@@ -330,18 +408,17 @@ def main(argv=None):
           a = agents[k]
           key, kt = jax.random.split(key)
           info = {"simulations": args.sog_simulations, "memory_bytes": a.memory_bytes(),
-                  "seconds_per_move": seconds_per_move(a, game, kt)}
+                  "seconds_per_move": timed.get(k) or seconds_per_move(a, game, kt)}
           out(f"  {k.upper():>7}: {a.name} with the network of {args.sog}, "
               f"{info['seconds_per_move']:.3f} s per move on this machine "
               f"(search state {info['memory_bytes'] / 2**20:.1f} MiB)")
         elif device and k != "rnd":
           a = agents[k]
           info = {"iterations": a.iterations, "batch": a.solver.batch,
-                  "samples_per_move": samples_per_move(k, _budget(k, budget, args),
-                                                       a.solver.batch),
+                  "samples_per_move": samples_per_move(k, budget_of[k], a.solver.batch),
                   "memory_bytes": a.memory_bytes()}
           key, kt = jax.random.split(key)
-          info["seconds_per_move"] = seconds_per_move(a, game, kt)
+          info["seconds_per_move"] = timed.get(k) or seconds_per_move(a, game, kt)
           out(f"  {k.upper():>7}: {info['iterations']} iterations x batch {info['batch']}"
               + (" x 2 update players" if k in ("oos", "oos-cur", "pst") else "")
               + f" = {info['samples_per_move']} trajectories per move, "
