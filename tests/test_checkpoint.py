@@ -144,3 +144,31 @@ def test_prune_keeps_the_newest_and_the_oldest_of_each_window(tmp_path):
   for bad in ({"keep_latest": -1}, {"keep_latest": 1, "keep_every": 1.5}):
     with pytest.raises(ValueError):
       ck.prune(d, **bad)
+
+
+def test_a_checkpoint_saved_on_another_device_restores_on_this_one(tmp_path):
+  """Arrays saved from a device this process does not have (a run trained on one machine,
+  played on another) restore as host arrays with their values."""
+  import json
+  import os
+  import subprocess
+  import sys
+  save = ("import os, sys\n"
+          "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=2'\n"
+          "import jax, jax.numpy as jnp\n"
+          "from jaxgt.training import checkpoint\n"
+          "x = jax.device_put(jnp.arange(6.0).reshape(2, 3), jax.devices()[1])\n"
+          "checkpoint.save(sys.argv[1], 3, {'learner': {'params': {'w': x}}}, {'game': 'kuhn'})\n")
+  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # restore: one device
+  subprocess.run([sys.executable, "-c", save, str(tmp_path)], check=True, env=env,
+                 capture_output=True)
+  load = ("import sys\n"
+          "from jaxgt.training import checkpoint\n"
+          "state, where = checkpoint.restore_stored(sys.argv[1])\n"
+          "import json\n"
+          "w = state['learner']['params']['w']\n"
+          "print(where.split()[-1], json.dumps(w.ravel().tolist()))\n")
+  got = subprocess.run([sys.executable, "-c", load, str(tmp_path)], check=True, env=env,
+                       capture_output=True, text=True).stdout.split(None, 1)
+  assert got[0] == "3"
+  assert json.loads(got[1]) == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]

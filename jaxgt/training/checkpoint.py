@@ -173,6 +173,24 @@ def _open(directory, step):
   return ocp, manager, int(step), f"{directory} step {step}"
 
 
+def restore_stored(directory, step: int | None = None) -> tuple[Any, str]:
+  """``(state, where)``: the stored state pytree of checkpoint ``step`` (default the latest)
+  as host numpy arrays, whatever devices it was saved from (a run trained on a CPU restores
+  on a GPU: the target is built from the stored shapes and dtypes, not their shardings)."""
+  ocp, manager, step, where = _open(directory, step)
+  try:
+    meta = ocp.StandardCheckpointHandler().metadata(
+        pathlib.Path(directory).resolve() / str(step) / "state")
+    target = jax.tree_util.tree_map(lambda m: np.zeros(m.shape, m.dtype), meta.tree)
+    raw = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(target)))
+    return raw["state"], where
+  except Exception as e:  # orbax raises many kinds on damaged files
+    raise CheckpointError(f"checkpoint {where} cannot be read: {type(e).__name__}: "
+                          f"{_brief(e)}") from e
+  finally:
+    manager.close()
+
+
 def restore(directory, template: Any, metadata: dict, step: int | None = None, *,
             normalise: dict | None = None) -> Any:
   """The pytree of checkpoint ``step`` (default the latest) with ``template``'s structure,

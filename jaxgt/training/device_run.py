@@ -67,16 +67,9 @@ def load_network(out, game: DeviceGame) -> tuple:
 def _restore_params(directory, template):
   """``learner.params`` of the newest checkpoint under ``directory`` with ``template``'s
   structure, shapes and dtypes (``ValueError`` otherwise)."""
-  ocp, manager, step, where = checkpoint._open(directory, None)
+  raw, where = checkpoint.restore_stored(directory)
   try:
-    raw = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
-  except Exception as e:  # orbax raises many kinds on damaged files
-    raise checkpoint.CheckpointError(f"checkpoint {where} cannot be read: {type(e).__name__}: "
-                                     f"{e}") from e
-  finally:
-    manager.close()
-  try:
-    stored = raw["state"]["learner"]["params"]
+    stored = raw["learner"]["params"]
   except (KeyError, TypeError) as e:
     raise checkpoint.CheckpointError(f"checkpoint {where} holds no learner.params") from e
   leaves, treedef = jax.tree_util.tree_flatten(template)
