@@ -29,6 +29,38 @@ def test_bad_agent_or_mismatched_pairs_are_refused_before_any_game_is_loaded(tmp
     ex.main(["--games", "ld22", "--capacity", "0"])
 
 
+def test_seconds_budgets_are_refused_with_sample_budgets_or_without_a_time_to_meet():
+  ex = _example()
+  for extra, message in ((["--seconds", "0.1", "--budgets", "512"], "one or the other"),
+                         (["--seconds", "0.1", "--ismcts-budget", "512"], "one or the other"),
+                         (["--seconds", "fast"], "number of seconds or 'sog'"),
+                         (["--seconds", "0"], "positive and finite"),
+                         (["--seconds", "nan"], "positive and finite"),
+                         (["--seconds", "sog"], "needs the sog agent")):
+    with pytest.raises(SystemExit, match=message):
+      ex.main(["--games", "ld22", "--rows", "uct", "--cols", "rm"] + extra)
+  with pytest.raises(SystemExit, match="played through its rules"):  # an enumerated game
+    ex.main(["--games", "gs4", "--rows", "uct", "--cols", "rm", "--seconds", "0.1"])
+
+
+def test_a_calibrated_budget_takes_the_steps_a_linear_cost_gives_the_target_time(monkeypatch):
+  """With a move costing 5 ms + 2 ms a solver step, 0.045 s is 20 steps: 20 x 16 trajectories
+  for ISMCTS, 20 x 2 x 16 for OOS; a target below one step's cost still takes one step."""
+  ex = _example()
+  from jaxgt.cli.common import load_playable
+  game = load_playable("liars_dice(numdice=2)")
+  monkeypatch.setattr(ex, "seconds_per_move",
+                      lambda agent, game, key: 0.005 + 0.002 * agent.iterations)
+  args = ex.main.__globals__["argparse"].Namespace(batch=16, capacity=64, delta=0.9,
+                                                   targeting="ist")
+  agent, budget, secs = ex.calibrated_budget("uct", game, 0.045, args, None)
+  assert (agent.iterations, budget) == (20, 320) and secs == pytest.approx(0.045)
+  agent, budget, _ = ex.calibrated_budget("oos", game, 0.045, args, None)
+  assert (agent.iterations, budget) == (20, 640)
+  agent, budget, secs = ex.calibrated_budget("rm", game, 0.001, args, None)
+  assert (agent.iterations, budget) == (1, 16) and secs == pytest.approx(0.007)
+
+
 def test_liars_dice_22_through_its_rules_writes_its_cells_to_json(tmp_path):
   """Random against random in LD(2,2) (too large to enumerate: played through its rules):
   the JSON holds the cell, and the two seats' results agree with a fair game."""
