@@ -16,9 +16,14 @@ Presets:
   searches, 16 query solves of SoG(10, 0.1) (100 CFR iterations on a tree grown by 10
   simulations: the CFR iterations of the paper's SoG(100, 1) training solves) and 2 learner
   steps (batch 128); on average 1 query per search and 0.2 per solve go to the query buffer
-  (Table S2's chess column), a little more than is solved. Measured on the shared 2-core
+  (Table S2's chess column), a little more than is solved. The learner's window holds
+  131,072 examples (about the hour's last 55 minutes of data, 39 new examples an iteration)
+  and takes 16 steps an iteration (each example drawn at most 64 times; the learning rate
+  halves every 160,000 steps): learner steps cost about 1 ms, so the hour is still the actors'
+  and solver's, and against a window of 8,192 with 2 steps SoG(100, 1) with the hour's
+  network went from 174 to 129 mbb/h (exact leaves 57.1) and SoG(1000, 1) from 89 to 66. Measured on the shared 2-core
   machine (load 3 to 5; about 20 s of compilation, then 15 to 30 iterations): 0.56 to 0.89 s
-  per iteration (solver 85%; 8k to 13k learner steps an hour), against 0.23 s with SoG(10,
+  per iteration (solver 85%; then 8k to 13k learner steps an hour at 2 a step), against 0.23 s with SoG(10,
   1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1), 4.4 s with SoG(100, 1) and
   8.0 s with SoG(100, 1) searches and solves. Policy weight ``w_p = 0.01`` (Table S2's
   HUNL value): with ``w_p = 1`` the policy term (KL about 0.3-1) outweighs the value term
@@ -176,10 +181,10 @@ PRESETS = {
     "leduc": TrainConfig(hidden=(128, 128), num_actors=16, simulations=10, log_queries=8,
                          q_search=1.0, solver_batch=16, solver_simulations=10,
                          solver_expansions_per_update=0.1, q_recursive=0.2,
-                         replay_capacity=8192, query_capacity=2048,
-                         batch_size=128, alpha_init=1e-3, decay_steps=20_000, max_updates=5.0,
-                         policy_weight=0.01, actor_steps=1, solver_steps=1, learner_steps=2,
-                         checkpoint_every=100, eval_every=200, eval_simulations=10),
+                         replay_capacity=131_072, query_capacity=2048,
+                         batch_size=128, alpha_init=1e-3, decay_steps=160_000, max_updates=64.0,
+                         policy_weight=0.01, actor_steps=1, solver_steps=1, learner_steps=16,
+                         checkpoint_every=800, eval_every=1600, eval_simulations=10),
     "liars_dice": TrainConfig(hidden=(128, 128), num_actors=4, simulations=4, log_queries=4,
                               q_search=2.0, solver_batch=8, solver_simulations=4,
                               solver_expansions_per_update=0.25, q_recursive=0.2,
