@@ -14,19 +14,19 @@ Presets:
   solver batch widths (the paper's distributed run does not transfer to one host).
 * ``leduc``: small settings for a 2-core CPU budget: per iteration 16 actors with SoG(10, 1)
   searches, 16 query solves of SoG(10, 0.1) (100 CFR iterations on a tree grown by 10
-  simulations: the CFR iterations of the paper's SoG(100, 1) training solves) and 2 learner
+  simulations: the CFR iterations of the paper's SoG(100, 1) training solves) and 16 learner
   steps (batch 128); on average 1 query per search and 0.2 per solve go to the query buffer
   (Table S2's chess column), a little more than is solved. The learner's window holds
-  131,072 examples (about the hour's last 55 minutes of data, 39 new examples an iteration)
-  and takes 16 steps an iteration (each example drawn at most 64 times; the learning rate
-  halves every 160,000 steps): learner steps cost about 1 ms, so the hour is still the actors'
-  and solver's, and against a window of 8,192 with 2 steps SoG(100, 1) with the hour's
-  network went from 174 to 129 mbb/h (exact leaves 57.1) and SoG(1000, 1) from 89 to 66. Measured on the shared 2-core
-  machine (load 3 to 5; about 20 s of compilation, then 15 to 30 iterations): 0.56 to 0.89 s
-  per iteration (solver 85%; then 8k to 13k learner steps an hour at 2 a step), against 0.23 s with SoG(10,
-  1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1), 4.4 s with SoG(100, 1) and
-  8.0 s with SoG(100, 1) searches and solves. Policy weight ``w_p = 0.01`` (Table S2's
-  HUNL value): with ``w_p = 1`` the policy term (KL about 0.3-1) outweighs the value term
+  131,072 examples (about the hour's last 55 minutes of data, 39 new examples an iteration),
+  each drawn at most 64 times; the learning rate halves every 160,000 steps. A learner step
+  costs about 1 ms, so the hour is the actors' and solver's (90,240 learner steps on the
+  quiet 2-core machine); against a window of 8,192 with 2 steps an iteration, SoG(100, 1)
+  with the hour's network went from 174 to 129 mbb/h (exact leaves 57.1) and SoG(1000, 1)
+  from 90 to 67 (exact 9.4). Measured on the shared 2-core machine (load 3 to 5; about 20 s
+  of compilation, then 15 to 30 iterations): 0.56 to 0.89 s per iteration (solver 85%),
+  against 0.23 s with SoG(10, 1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1),
+  4.4 s with SoG(100, 1) and 8.0 s with SoG(100, 1) searches and solves. Policy weight
+  ``w_p = 0.01`` (Table S2's HUNL value): with ``w_p = 1`` the policy term (KL about 0.3-1) outweighs the value term
   (Huber in units of the largest payoff, about 0.001-0.005) and the network fits its own
   value targets to about 0.9 chips; with 0.01, about 0.4 (``examples/value_error.py``).
 * ``tiny``: the smallest useful run (tests, Kuhn).
