@@ -26,9 +26,10 @@ Presets:
   of compilation, then 15 to 30 iterations): 0.56 to 0.89 s per iteration (solver 85%),
   against 0.23 s with SoG(10, 1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1),
   4.4 s with SoG(100, 1) and 8.0 s with SoG(100, 1) searches and solves. Policy weight
-  ``w_p = 0.01`` (Table S2's HUNL value): with ``w_p = 1`` the policy term (KL about 0.3-1) outweighs the value term
-  (Huber in units of the largest payoff, about 0.001-0.005) and the network fits its own
-  value targets to about 0.9 chips; with 0.01, about 0.4 (``examples/value_error.py``).
+  ``w_p = 0.01`` (Table S2's HUNL value): with ``w_p = 1`` the policy term (KL about 0.3-1)
+  outweighs the value term (Huber in units of the largest payoff, about 0.001-0.005) and the
+  network fits its own value targets to about 0.9 chips; with 0.01, about 0.4
+  (``examples/value_error.py``).
 * ``tiny``: the smallest useful run (tests, Kuhn).
 * ``liars_dice``: a device game too large to enumerate played through its rules
   (``liars_dice(numdice=2)``, :class:`jaxgt.training.loop.DeviceTrainer`): per iteration 4
