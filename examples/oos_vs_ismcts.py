@@ -74,6 +74,7 @@ from jaxgt.agents.ismcts_agent import ISMCTSAgent
 from jaxgt.agents.oos_agent import OOSAgent
 from jaxgt.cli.common import check_writable, load_playable
 from jaxgt.core import sequence_form
+from jaxgt.core.checks import check_real
 from jaxgt.evaluation import referee
 from jaxgt.evaluation.match import play
 from jaxgt.games.device import DeviceGame
@@ -328,7 +329,9 @@ def main(argv=None):
         seconds = float(args.seconds)
       except ValueError:
         raise SystemExit(f"--seconds must be a number of seconds or 'sog' (got {args.seconds!r})")
-      if not seconds > 0 or seconds == float("inf"):
+      try:
+        check_real("--seconds", seconds, 0, lo_open=True)
+      except ValueError:
         raise SystemExit(f"--seconds must be positive and finite (got {args.seconds})")
     budgets = [None]
   if args.capacity < 1 or any(x is not None and x < 1 for x in (args.batch, args.ismcts_budget,
@@ -383,7 +386,8 @@ def main(argv=None):
           target = timed["sog"] if args.seconds == "sog" else target
         for k in kinds:
           if k in ("sog", "rnd"):
-            agents.setdefault(k, make_agent(k, game, 0, args))
+            if k not in agents:  # the sog agent was built above, its network loaded once
+              agents[k] = make_agent(k, game, 0, args)
             budget_of[k] = 0
           else:
             key, kt = jax.random.split(key)

@@ -36,6 +36,7 @@ def test_seconds_budgets_are_refused_with_sample_budgets_or_without_a_time_to_me
                          (["--seconds", "fast"], "number of seconds or 'sog'"),
                          (["--seconds", "0"], "positive and finite"),
                          (["--seconds", "nan"], "positive and finite"),
+                         (["--seconds", "inf"], "positive and finite"),
                          (["--seconds", "sog"], "needs the sog agent")):
     with pytest.raises(SystemExit, match=message):
       ex.main(["--games", "ld22", "--rows", "uct", "--cols", "rm"] + extra)
