@@ -3,6 +3,7 @@ belief states it trains on and on those a search asks it about.
 
   python examples/value_error.py --game leduc_poker --out runs/leduc0 --queries 128
   python examples/value_error.py --game kuhn_poker --out /tmp/sog --searches 4 --json
+  python examples/value_error.py --out runs/leduc0 --fit 128x128:20000,512x512:20000:512
 
 For a run of ``jaxgt train`` on a game that can be enumerated, three sets of public belief
 states (PBSs) are drawn: the newest checkpoint's replay buffer (``replay``: what the learner
@@ -19,29 +20,102 @@ the reference (``net``), the zero function against it (``zero``: the values' own
 for the replay buffer the stored training targets against the reference (``targets``, the
 targets' noise) and the network against its targets (``fit``). ``repeat`` solves the first
 PBSs again with other keys: the reference's own noise.
+
+``--fit WIDTHS:STEPS[:BATCH[:LR]],...`` asks what another network would make of the same
+data: for each spec a fresh network of those trunk widths (``512x512``) is fitted offline to
+the replay window (uniform draws with replacement, the run's loss, optimiser and schedule
+with ``BATCH`` and ``LR`` in place of the run's), then measured like the run's network at a
+quarter, half and all of ``STEPS``; the replay set and a further held-out sample (``held``:
+the network against the stored targets, as ``fit``) are left out of its training data. The
+run's own network is the first row (it was trained on the held-out sample too). This is how the ``leduc`` preset's network was chosen
+(docs/reproductions.md, "The network's width, chosen offline").
 """
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import compile_game
 from jaxgt.games import make_from_string
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.core.sequence_form import safe_div
-from jaxgt.nets.cvpn import MASS_TOL, fitted_values
+from jaxgt.nets.cvpn import CVPN, MASS_TOL, fitted_values, init as cvpn_init
 from jaxgt.search import evaluator as evaluator_lib
 from jaxgt.search import gtcfr as gtcfr_search
+from jaxgt.training import learner as learner_lib
 from jaxgt.training import loop
 
 CHUNK = 64
 """PBSs solved per batched reference search."""
+
+HELD_OUT = 4096
+"""Replay examples left out of ``--fit``'s training data (at most half the window)."""
+
+
+def parse_fit(text: str, batch_size: int, alpha_init: float) -> list[dict]:
+  """``--fit``'s specs as ``[{hidden, steps, batch, lr}]`` (``ValueError`` naming the bad
+  one)."""
+  specs = []
+  for spec in text.split(","):
+    parts = spec.split(":")
+    try:
+      if not 2 <= len(parts) <= 4:
+        raise ValueError
+      hidden = tuple(int(w) for w in parts[0].split("x"))
+      steps = int(parts[1])
+      batch = int(parts[2]) if len(parts) > 2 else batch_size
+      lr = float(parts[3]) if len(parts) > 3 else alpha_init
+    except ValueError:
+      raise ValueError(f"--fit spec {spec!r} is not WIDTHS:STEPS[:BATCH[:LR]] "
+                       "(e.g. 512x512:20000:512)") from None
+    for w in hidden:
+      check_positive_int(f"--fit {spec!r} width", w)
+    check_positive_int(f"--fit {spec!r} steps", steps)
+    check_positive_int(f"--fit {spec!r} batch", batch)
+    if not (np.isfinite(lr) and lr > 0):
+      raise ValueError(f"--fit {spec!r}: the learning rate must be a positive number, got {lr}")
+    specs.append({"hidden": hidden, "steps": steps, "batch": batch, "lr": lr})
+  return specs
+
+
+def fit_offline(trainer, data, spec: dict, seed: int, report):
+  """Fits a fresh network of ``spec``'s widths to the replay examples ``data [N]`` (uniform
+  draws with replacement; the run's loss and optimiser with ``spec``'s batch and learning
+  rate); ``report(model, params, steps, seconds)`` at a quarter, half and all of the steps."""
+  cfg = trainer.config
+  model = CVPN(trainer.model.encoding, hidden=spec["hidden"], embed_dim=cfg.embed_dim,
+               value_space=cfg.value_space)
+  lc = dataclasses.replace(trainer.learner_config, batch_size=spec["batch"],
+                           alpha_init=spec["lr"])
+  opt = learner_lib.optimizer(lc)
+  n = data.values.shape[0]
+
+  @jax.jit
+  def step(params, opt_state, key):
+    idx = jax.random.randint(key, (spec["batch"],), 0, n)
+    batch = jax.tree_util.tree_map(lambda x: x[idx], data)
+    grads, _ = jax.grad(learner_lib.loss, argnums=1, has_aux=True)(model, params, batch, lc)
+    updates, opt_state = opt.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+
+  params = cvpn_init(model, jax.random.PRNGKey(seed))
+  opt_state = opt.init(params)
+  key, done, t0 = jax.random.PRNGKey(seed + 1), 0, time.perf_counter()
+  for end in sorted({max(1, spec["steps"] // 4), max(1, spec["steps"] // 2), spec["steps"]}):
+    for i in range(done, end):
+      params, opt_state = step(params, opt_state, jax.random.fold_in(key, i))
+    done = end
+    jax.block_until_ready(params)
+    report(model, params, end, time.perf_counter() - t0)
 
 
 def reference_solver(trainer, simulations: int):
@@ -106,8 +180,11 @@ def root_queries(trainer, params, simulations: int, n: int, key):
 
 
 def measure(game, out: pathlib.Path, queries: int = 128, exact_simulations: int = 30,
-            searches=(10, 100), seed: int = 0) -> dict:
-  """``{set: {net, zero, ...}}`` (module docstring) for the run in ``out``."""
+            searches=(10, 100), seed: int = 0, fit=(), on_fit=None) -> dict:
+  """``{set: {net, zero, ...}}`` (module docstring) for the run in ``out``; with ``fit``
+  (:func:`parse_fit`'s specs) also ``"fits"``: one row per network and measurement,
+  ``{hidden, steps, batch, lr, seconds, held, <set>: error}`` (the run's network first),
+  each also passed to ``on_fit`` as it is made."""
   _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
   state = loop.restore(trainer, out, 0)
@@ -115,6 +192,7 @@ def measure(game, out: pathlib.Path, queries: int = 128, exact_simulations: int 
   solve = reference_solver(trainer, exact_simulations)
   key = jax.random.PRNGKey(seed)
   results = {"learner_steps": int(state.learner_steps)}
+  refs = {}
 
   def one(name, pbs, stored=None):
     ref = solve(pbs, jax.random.fold_in(key, 1))
@@ -132,16 +210,44 @@ def measure(game, out: pathlib.Path, queries: int = 128, exact_simulations: int 
     _, truth2, mask2 = expected_values(model, params, again)
     row["repeat"] = weighted_error(truth[:m], truth2, mask[:m] & mask2, r[:m])
     results[name] = row
+    refs[name] = ref
 
   filled = np.flatnonzero(np.asarray(state.replay.filled))
+  order = np.random.default_rng(seed).permutation(filled)
   if filled.size:
-    idx = np.random.default_rng(seed).permutation(filled)[:queries]
-    stored = jax.tree_util.tree_map(lambda x: x[idx], state.replay.data)
+    stored = jax.tree_util.tree_map(lambda x: x[order[:queries]], state.replay.data)
     one("replay", stored.pbs, stored)
   for s in searches:
     pbs = root_queries(trainer, params, s, queries, jax.random.fold_in(key, 100 + s))
     if pbs.public.shape[0]:
       one(f"sog{s}", pbs)
+  if not fit:
+    return results
+  n_held = max(min(queries, filled.size), min(HELD_OUT, filled.size // 2))
+  held = jax.tree_util.tree_map(lambda x: x[order[:n_held]], state.replay.data)
+  train = jax.tree_util.tree_map(lambda x: x[order[n_held:]], state.replay.data)
+  if train.values.shape[0] == 0:
+    raise ValueError(f"{out}'s replay window holds {filled.size} examples: too few to fit")
+  results["fits"] = []
+
+  def report(model_, params_, steps, seconds, spec):
+    pred, target, mask = expected_values(model_, params_, held)
+    row = dict(spec, hidden="x".join(map(str, spec["hidden"])), steps=steps,
+               seconds=round(seconds, 1),
+               held=weighted_error(pred, target, mask, held.pbs.ranges))
+    for name, ref in refs.items():
+      net, truth, m = expected_values(model_, params_, ref)
+      row[name] = weighted_error(net, truth, m, ref.pbs.ranges)
+    results["fits"].append(row)
+    if on_fit is not None:
+      on_fit(row)
+
+  own = {"hidden": cfg.hidden, "steps": results["learner_steps"], "batch": cfg.batch_size,
+         "lr": cfg.alpha_init}
+  report(model, params, own["steps"], 0.0, dict(own, run=True))
+  for spec in fit:
+    fit_offline(trainer, train, spec, seed,
+                lambda m, p, steps, seconds, spec=spec: report(m, p, steps, seconds, spec))
   return results
 
 
@@ -156,6 +262,9 @@ def main(argv=None):
                   help="comma-separated s of the SoG(s, 1) searches whose leaf queries are "
                        "measured (default 10,100)")
   ap.add_argument("--seed", type=int, default=0)
+  ap.add_argument("--fit", metavar="WIDTHS:STEPS[:BATCH[:LR]],...",
+                  help="also fit fresh networks offline to the replay window and measure them "
+                       "(module docstring), e.g. 128x128:20000,512x512:20000:512")
   ap.add_argument("--json", action="store_true", help="print one JSON object")
   args = ap.parse_args(argv)
   try:
@@ -169,20 +278,42 @@ def main(argv=None):
     for s in searches:
       check_positive_int("--searches", s)
     out = pathlib.Path(args.out)
-    name, _ = loop.read_config(out)
+    name, run_cfg = loop.read_config(out)
+    fit = parse_fit(args.fit, run_cfg.batch_size, run_cfg.alpha_init) if args.fit else ()
     game = compile_game(make_from_string(args.game))
     if name != game.name:
       raise ValueError(f"{out} holds a run of {name}, not {game.name}")
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  res = measure(game, out, args.queries, args.exact_simulations, searches, args.seed)
+  sets = ["replay"] + [f"sog{s}" for s in searches]
+  if fit and not args.json:
+    print("fits: mean |error| of expected values (game units), range-weighted; held: against "
+          "the stored targets, the sets: against their references")
+    print(f"{'network':>14} {'batch':>6} {'lr':>8} {'steps':>7} {'s':>7} {'held':>7} "
+          + " ".join(f"{k:>7}" for k in sets))
+
+  def on_fit(row):
+    if args.json:
+      return
+    label = row["hidden"] + (" (run)" if row.get("run") else "")
+    print(f"{label:>14} {row['batch']:6d} {row['lr']:8.2g} {row['steps']:7d} "
+          f"{row['seconds']:7.1f} {row['held']:7.3f} "
+          + " ".join(f"{row[k]:7.3f}" if k in row else f"{'':>7}" for k in sets), flush=True)
+
+  try:
+    res = measure(game, out, args.queries, args.exact_simulations, searches, args.seed, fit,
+                  on_fit)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
   if args.json:
     print(json.dumps(res))
     return 0
   print(f"{out}: {res.pop('learner_steps')} learner steps; mean |error| of expected values "
         "(game units), range-weighted")
   print(f"{'set':>8} {'PBSs':>5} {'net':>7} {'zero':>7} {'targets':>8} {'fit':>7} {'repeat':>7}")
+  res.pop("fits", None)
   for k, row in res.items():
     cells = [f"{row[c]:7.3f}" if c in row else f"{'':>7}" for c in ("net", "zero")]
     cells += [f"{row[c]:8.3f}" if c in row else f"{'':>8}" for c in ("targets",)]

@@ -63,11 +63,31 @@ def test_a_tiny_runs_errors_are_measured_on_every_set(ex, kuhn, tmp_path, capsys
   assert {"targets", "fit"} <= set(res["replay"])
 
 
+@pytest.mark.slow
+def test_fresh_networks_fitted_offline_are_measured_on_every_set(ex, kuhn, tmp_path, capsys):
+  out = tmp_path / "run"
+  loop.train(kuhn, preset("tiny"), out, steps=4)
+  assert ex.main(["--game", "kuhn_poker", "--out", str(out), "--queries", "8",
+                  "--exact-simulations", "10", "--searches", "4", "--fit", "8x8:8:4:0.01",
+                  "--json"]) == 0
+  fits = json.loads(capsys.readouterr().out)["fits"]
+  assert [(f["hidden"], f["steps"], f.get("run", False)) for f in fits] == [
+      ("16", 4, True), ("8x8", 2, False), ("8x8", 4, False), ("8x8", 8, False)]
+  for f in fits:
+    assert {"held", "replay", "sog4"} <= set(f)
+    assert all(np.isfinite(f[k]) for k in ("held", "replay", "sog4"))
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--queries", "0"], "--queries must be a positive integer"),
     (["--searches", "10,-1"], "--searches must be a positive integer"),
     (["--searches", "10,x"], "--searches must be comma-separated positive integers"),
     (["--game", "leduc_poker"], "holds a run of kuhn_poker"),
+    (["--fit", "128x128"], "is not WIDTHS:STEPS[:BATCH[:LR]]"),
+    (["--fit", "128xa:100"], "is not WIDTHS:STEPS[:BATCH[:LR]]"),
+    (["--fit", "0x8:100"], "width must be a positive integer"),
+    (["--fit", "8:100:0"], "batch must be a positive integer"),
+    (["--fit", "8:100:4:nan"], "the learning rate must be a positive number"),
 ])
 def test_bad_options_are_refused_before_any_work(ex, kuhn, tmp_path, capsys, argv, message):
   out = tmp_path / "run"
