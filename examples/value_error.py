@@ -27,8 +27,9 @@ the replay window (uniform draws with replacement, the run's loss, optimiser and
 with ``BATCH`` and ``LR`` in place of the run's), then measured like the run's network at a
 quarter, half and all of ``STEPS``; the replay set and a further held-out sample (``held``:
 the network against the stored targets, as ``fit``) are left out of its training data. The
-run's own network is the first row (it was trained on the held-out sample too). This is how the ``leduc`` preset's network was chosen
-(docs/reproductions.md, "The network's width, chosen offline").
+run's own network is the first row (it was trained on the held-out sample too). A run's
+network far behind a fresh fit to its own window says the learner does not use the data it
+holds (docs/reproductions.md, "The learner's draws, measured").
 """
 
 import argparse

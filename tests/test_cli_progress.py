@@ -69,6 +69,31 @@ def test_train_progress_lines_carry_steps_per_second_and_eta(tmp_path, monkeypat
     assert line.endswith(f"  0.5 steps/s  ETA {format_duration(2 * (9 - step))}"), line
 
 
+def test_train_progress_lines_show_the_drawable_examples_when_fewer_than_held(tmp_path,
+                                                                               monkeypatch,
+                                                                               capsys):
+  from jaxgt.training import loop
+
+  class State:
+    learner_steps = 2
+
+  def fake_train(game, cfg, out, *, on_metrics, **kw):
+    out.mkdir(parents=True, exist_ok=True)
+    for step, drawable in ((1, 40), (2, 25)):
+      on_metrics({"step": step, "loss": 1.0, "value_loss": 0.5, "policy_loss": 0.5,
+                  "replay_size": 40, "replay_drawable": drawable, "query_size": 0,
+                  "searches_per_s": 1.0, "queries_per_s": 0.0})
+    (out / loop.METRICS_FILE).write_text(json.dumps({"step": 2}) + "\n")
+    return State()
+
+  monkeypatch.setattr(loop, "train", fake_train)
+  assert main(["train", "kuhn_poker", "--preset", "tiny", "--steps", "2", "--out",
+               str(tmp_path / "run")]) == 0
+  lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("step")]
+  assert "replay 40  queries" in lines[0]
+  assert "replay 40 (25 drawable)  queries" in lines[1]
+
+
 # ------------------------------------------------------------------ compiling lines and the cache
 def test_compiling_lines_stay_off_json_stdout(capsys):
   assert main(["solve", "kuhn_poker", "--iterations", "20", "--json"]) == 0

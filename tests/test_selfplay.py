@@ -196,6 +196,10 @@ def test_resume_continues_exactly_and_programs_compile_once(tmp_path, p_td1, see
   rows = loop.read_metrics(tmp_path / "b")
   assert [r["step"] for r in rows] == [1, 2, 3, 4]
   assert all(np.isfinite(r["loss"]) and r["replay_size"] > 0 for r in rows)
+  # ... and the examples the learner may still draw, those under the use bound.
+  assert all(0 <= r["replay_drawable"] <= r["replay_size"] for r in rows)
+  assert rows[-1]["replay_drawable"] == int(np.sum(buffers.eligible(resumed.replay,
+                                                                    cfg.max_updates)))
   # The buffers got what the actors and the solver produced: every decision's example, at
   # once or (TD(1)) when its game ended.
   pending = int(np.sum(np.asarray(whole.actors.pending_valid)))

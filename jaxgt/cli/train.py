@@ -141,8 +141,10 @@ def run(args) -> int:
         line["step"] - step0, now - t0, "steps",
         None if args.steps is None else args.steps - line["step"],
         None if args.minutes is None else 60.0 * args.minutes - (now - started))
+    drawable = line.get("replay_drawable", line["replay_size"])
+    drawn = f" ({drawable} drawable)" if drawable < line["replay_size"] else ""
     print(f"step {line['step']}  loss {line['loss']:.4g} (value {line['value_loss']:.4g}, "
-          f"policy {line['policy_loss']:.4g})  replay {line['replay_size']}  queries "
+          f"policy {line['policy_loss']:.4g})  replay {line['replay_size']}{drawn}  queries "
           f"{line['query_size']}  searches/s {line['searches_per_s']:.3g}  queries/s "
           f"{line['queries_per_s']:.3g}{ex}{rate}", file=info, flush=True)
 

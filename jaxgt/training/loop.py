@@ -410,6 +410,9 @@ def train(game: CompiledGame, config: TrainConfig, out, *, steps: int | None = N
       part = sum(metrics[k] for k in ("time_actors", "time_solver", "time_learner"))
       line = {"step": step, "iteration": int(state.iteration), **metrics,
               "replay_size": int(buffers.replay_size(state.replay)),
+              # the examples the learner may still draw (fewer uses than max_updates)
+              "replay_drawable": int(jnp.sum(buffers.eligible(state.replay,
+                                                              config.max_updates))),
               "query_size": int(jnp.sum(state.queries.filled)),
               "searches": int(state.searches), "queries_solved": int(state.solved),
               "games": int(state.actors.games),
