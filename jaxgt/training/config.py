@@ -18,11 +18,13 @@ Presets:
   steps (batch 128); on average 1 query per search and 0.2 per solve go to the query buffer
   (Table S2's chess column), a little more than is solved. The learner's window holds
   131,072 examples (about the hour's last 55 minutes of data, 39 new examples an iteration),
-  each drawn at most 64 times; the learning rate halves every 160,000 steps. A learner step
-  costs about 1 ms, so the hour is the actors' and solver's (90,240 learner steps on the
+  drawn uniformly: ``max_updates`` is 1e9, no bound in practice, because a bound of 64 left
+  fewer than 1% of the window drawable by the hour's end (the newest few hundred examples:
+  the window had become a queue); the learning rate halves every 160,000 steps. A learner
+  step costs about 1 ms, so the hour is the actors' and solver's (90,240 learner steps on the
   quiet 2-core machine); against a window of 8,192 with 2 steps an iteration, SoG(100, 1)
   with the hour's network went from 174 to 129 mbb/h (exact leaves 57.1) and SoG(1000, 1)
-  from 90 to 67 (exact 9.4). Measured on the shared 2-core machine (load 3 to 5; about 20 s
+  from 90 to 67 (exact 9.4); with uniform draws, 118 after 30 minutes (135 with the bound). Measured on the shared 2-core machine (load 3 to 5; about 20 s
   of compilation, then 15 to 30 iterations): 0.56 to 0.89 s per iteration (solver 85%),
   against 0.23 s with SoG(10, 1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1),
   4.4 s with SoG(100, 1) and 8.0 s with SoG(100, 1) searches and solves. Policy weight
@@ -183,7 +185,7 @@ PRESETS = {
                          q_search=1.0, solver_batch=16, solver_simulations=10,
                          solver_expansions_per_update=0.1, q_recursive=0.2,
                          replay_capacity=131_072, query_capacity=2048,
-                         batch_size=128, alpha_init=1e-3, decay_steps=160_000, max_updates=64.0,
+                         batch_size=128, alpha_init=1e-3, decay_steps=160_000, max_updates=1e9,
                          policy_weight=0.01, actor_steps=1, solver_steps=1, learner_steps=16,
                          checkpoint_every=800, eval_every=1600, eval_simulations=10),
     "liars_dice": TrainConfig(hidden=(128, 128), num_actors=4, simulations=4, log_queries=4,
