@@ -23,8 +23,8 @@ PBSs again with other keys: the reference's own noise.
 
 ``--fit WIDTHS:STEPS[:BATCH[:LR]],...`` asks what another network would make of the same
 data: for each spec a fresh network of those trunk widths (``512x512``) is fitted offline to
-the replay window (uniform draws with replacement, the run's loss, optimiser and schedule
-with ``BATCH`` and ``LR`` in place of the run's), then measured like the run's network at a
+the replay window (the run's learner step with ``BATCH`` and ``LR`` in place of the run's
+and no use bound: uniform draws with replacement), then measured like the run's network at a
 quarter, half and all of ``STEPS``; the replay set and a further held-out sample (``held``:
 the network against the stored targets, as ``fit``) are left out of its training data. The
 run's own network is the first row (it was trained on the held-out sample too). A run's
@@ -42,14 +42,13 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import compile_game
 from jaxgt.games import make_from_string
 from jaxgt.nets import gtcfr_evaluator
 from jaxgt.core.sequence_form import safe_div
-from jaxgt.nets.cvpn import CVPN, MASS_TOL, fitted_values, init as cvpn_init
+from jaxgt.nets.cvpn import CVPN, MASS_TOL, fitted_values
 from jaxgt.search import evaluator as evaluator_lib
 from jaxgt.search import gtcfr as gtcfr_search
 from jaxgt.training import learner as learner_lib
@@ -60,6 +59,9 @@ CHUNK = 64
 
 HELD_OUT = 4096
 """Replay examples left out of ``--fit``'s training data (at most half the window)."""
+
+UNBOUNDED = 1e9
+"""``--fit``'s use bound: none in practice (uniform draws over the training slots)."""
 
 
 def parse_fit(text: str, batch_size: int, alpha_init: float) -> list[dict]:
@@ -88,35 +90,26 @@ def parse_fit(text: str, batch_size: int, alpha_init: float) -> list[dict]:
   return specs
 
 
-def fit_offline(trainer, data, spec: dict, seed: int, report):
-  """Fits a fresh network of ``spec``'s widths to the replay examples ``data [N]`` (uniform
-  draws with replacement; the run's loss and optimiser with ``spec``'s batch and learning
-  rate); ``report(model, params, steps, seconds)`` at a quarter, half and all of the steps."""
+def fit_offline(trainer, replay, spec: dict, seed: int, report):
+  """Fits a fresh network of ``spec``'s widths to the filled slots of ``replay`` with the
+  run's learner step (:func:`jaxgt.training.learner.learner_step`: its loss and optimiser,
+  ``spec``'s batch and learning rate, no use bound, so draws are uniform with replacement);
+  ``report(model, params, steps, seconds)`` at a quarter, half and all of the steps."""
   cfg = trainer.config
   model = CVPN(trainer.model.encoding, hidden=spec["hidden"], embed_dim=cfg.embed_dim,
                value_space=cfg.value_space)
   lc = dataclasses.replace(trainer.learner_config, batch_size=spec["batch"],
-                           alpha_init=spec["lr"])
-  opt = learner_lib.optimizer(lc)
-  n = data.values.shape[0]
-
-  @jax.jit
-  def step(params, opt_state, key):
-    idx = jax.random.randint(key, (spec["batch"],), 0, n)
-    batch = jax.tree_util.tree_map(lambda x: x[idx], data)
-    grads, _ = jax.grad(learner_lib.loss, argnums=1, has_aux=True)(model, params, batch, lc)
-    updates, opt_state = opt.update(grads, opt_state, params)
-    return optax.apply_updates(params, updates), opt_state
-
-  params = cvpn_init(model, jax.random.PRNGKey(seed))
-  opt_state = opt.init(params)
+                           alpha_init=spec["lr"], max_updates=UNBOUNDED)
+  state = learner_lib.init_learner(model, jax.random.PRNGKey(seed), lc)
+  replay = replay.replace(uses=jnp.zeros_like(replay.uses))
   key, done, t0 = jax.random.PRNGKey(seed + 1), 0, time.perf_counter()
   for end in sorted({max(1, spec["steps"] // 4), max(1, spec["steps"] // 2), spec["steps"]}):
     for i in range(done, end):
-      params, opt_state = step(params, opt_state, jax.random.fold_in(key, i))
+      state, replay, _ = learner_lib.learner_step(model, lc, state, replay,
+                                                  jax.random.fold_in(key, i))
     done = end
-    jax.block_until_ready(params)
-    report(model, params, end, time.perf_counter() - t0)
+    jax.block_until_ready(state.params)
+    report(model, state.params, end, time.perf_counter() - t0)
 
 
 def reference_solver(trainer, simulations: int):
@@ -226,8 +219,8 @@ def measure(game, out: pathlib.Path, queries: int = 128, exact_simulations: int 
     return results
   n_held = max(min(queries, filled.size), min(HELD_OUT, filled.size // 2))
   held = jax.tree_util.tree_map(lambda x: x[order[:n_held]], state.replay.data)
-  train = jax.tree_util.tree_map(lambda x: x[order[n_held:]], state.replay.data)
-  if train.values.shape[0] == 0:
+  train = state.replay.replace(filled=state.replay.filled.at[order[:n_held]].set(False))
+  if filled.size == n_held:
     raise ValueError(f"{out}'s replay window holds {filled.size} examples: too few to fit")
   results["fits"] = []
 
