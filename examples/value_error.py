@@ -4,6 +4,7 @@ belief states it trains on and on those a search asks it about.
   python examples/value_error.py --game leduc_poker --out runs/leduc0 --queries 128
   python examples/value_error.py --game kuhn_poker --out /tmp/sog --searches 4 --json
   python examples/value_error.py --out runs/leduc0 --fit 128x128:20000,512x512:20000:512
+  python examples/value_error.py --out runs/leduc0 --fit 512x512:20000:512 --save runs/refit
 
 For a run of ``jaxgt train`` on a game that can be enumerated, three sets of public belief
 states (PBSs) are drawn: the newest checkpoint's replay buffer (``replay``: what the learner
@@ -30,6 +31,11 @@ the network against the stored targets, as ``fit``) are left out of its training
 run's own network is the first row (it was trained on the held-out sample too). A run's
 network far behind a fresh fit to its own window says the learner does not use the data it
 holds (docs/reproductions.md, "The learner's draws, measured").
+
+``--save DIR`` (with one ``--fit`` spec) writes the network fitted for all of its steps as a
+run directory: the run's config with the spec's widths, batch and learning rate, and one
+checkpoint at the fit's step count holding the fitted network and the run's replay window.
+``examples/train_sog.py --evaluate-only --out DIR`` plays it like any run's network.
 """
 
 import argparse
@@ -43,6 +49,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgt.cli.common import check_writable_dir
 from jaxgt.core.checks import check_positive_int
 from jaxgt.core.compiler import compile_game
 from jaxgt.games import make_from_string
@@ -94,7 +101,8 @@ def fit_offline(trainer, replay, spec: dict, seed: int, report):
   """Fits a fresh network of ``spec``'s widths to the filled slots of ``replay`` with the
   run's learner step (:func:`jaxgt.training.learner.learner_step`: its loss and optimiser,
   ``spec``'s batch and learning rate, no use bound, so draws are uniform with replacement);
-  ``report(model, params, steps, seconds)`` at a quarter, half and all of the steps."""
+  ``report(model, params, steps, seconds)`` at a quarter, half and all of the steps; returns
+  the learner state at the end (:class:`jaxgt.training.learner.LearnerState`)."""
   cfg = trainer.config
   model = CVPN(trainer.model.encoding, hidden=spec["hidden"], embed_dim=cfg.embed_dim,
                value_space=cfg.value_space)
@@ -110,6 +118,7 @@ def fit_offline(trainer, replay, spec: dict, seed: int, report):
     done = end
     jax.block_until_ready(state.params)
     report(model, state.params, end, time.perf_counter() - t0)
+  return state
 
 
 def reference_solver(trainer, simulations: int):
@@ -173,12 +182,39 @@ def root_queries(trainer, params, simulations: int, n: int, key):
   return jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:])[keep], pbs)
 
 
+def check_save_dir(save, fit) -> pathlib.Path | None:
+  """``--save``'s folder, refused (``ValueError``) unless there is exactly one ``--fit`` spec
+  and the folder is new or empty and can be written."""
+  if save is None:
+    return None
+  if len(fit) != 1:
+    raise ValueError(f"--save needs exactly one --fit spec (got {len(fit)})")
+  path = check_writable_dir("--save", save)
+  if path.is_dir() and any(path.iterdir()):
+    raise ValueError(f"--save {path}: the folder is not empty")
+  return path
+
+
+def save_fit(game, trainer, state, spec: dict, fitted_state, save: pathlib.Path) -> None:
+  """Writes ``fitted_state`` (the learner state fitted to ``state``'s window with ``spec``)
+  as a run directory in ``save``: the run's config with the spec's network and learner
+  settings, one checkpoint at ``spec["steps"]`` learner steps with the run's replay window."""
+  cfg = dataclasses.replace(trainer.config, hidden=spec["hidden"], batch_size=spec["batch"],
+                            alpha_init=spec["lr"])
+  fitted = loop.trainer_for(game, cfg)
+  loop.write_config(save, game, cfg)
+  loop.save(fitted, save, fitted.init(0).replace(
+      learner=fitted_state, replay=state.replay,
+      learner_steps=jnp.asarray(spec["steps"], jnp.int32)))
+
+
 def measure(game, out: pathlib.Path, queries: int = 128, exact_simulations: int = 30,
-            searches=(10, 100), seed: int = 0, fit=(), on_fit=None) -> dict:
+            searches=(10, 100), seed: int = 0, fit=(), on_fit=None, save=None) -> dict:
   """``{set: {net, zero, ...}}`` (module docstring) for the run in ``out``; with ``fit``
   (:func:`parse_fit`'s specs) also ``"fits"``: one row per network and measurement,
   ``{hidden, steps, batch, lr, seconds, held, <set>: error}`` (the run's network first),
-  each also passed to ``on_fit`` as it is made."""
+  each also passed to ``on_fit`` as it is made; with ``save`` (a folder, one spec) the fitted
+  network is written there by :func:`save_fit`."""
   _, cfg = loop.read_config(out)
   trainer = loop.trainer_for(game, cfg)
   state = loop.restore(trainer, out, 0)
@@ -240,8 +276,11 @@ def measure(game, out: pathlib.Path, queries: int = 128, exact_simulations: int 
          "lr": cfg.alpha_init}
   report(model, params, own["steps"], 0.0, dict(own, run=True))
   for spec in fit:
-    fit_offline(trainer, train, spec, seed,
-                lambda m, p, steps, seconds, spec=spec: report(m, p, steps, seconds, spec))
+    fitted = fit_offline(trainer, train, spec, seed,
+                         lambda m, p, steps, seconds, spec=spec: report(m, p, steps, seconds,
+                                                                         spec))
+    if save is not None:
+      save_fit(game, trainer, state, spec, fitted, save)
   return results
 
 
@@ -259,6 +298,9 @@ def main(argv=None):
   ap.add_argument("--fit", metavar="WIDTHS:STEPS[:BATCH[:LR]],...",
                   help="also fit fresh networks offline to the replay window and measure them "
                        "(module docstring), e.g. 128x128:20000,512x512:20000:512")
+  ap.add_argument("--save", metavar="DIR",
+                  help="with one --fit spec: write the fitted network as a run directory that "
+                       "examples/train_sog.py --evaluate-only can play")
   ap.add_argument("--json", action="store_true", help="print one JSON object")
   args = ap.parse_args(argv)
   try:
@@ -274,6 +316,7 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     name, run_cfg = loop.read_config(out)
     fit = parse_fit(args.fit, run_cfg.batch_size, run_cfg.alpha_init) if args.fit else ()
+    save = check_save_dir(args.save, fit)
     game = compile_game(make_from_string(args.game))
     if name != game.name:
       raise ValueError(f"{out} holds a run of {name}, not {game.name}")
@@ -297,10 +340,12 @@ def main(argv=None):
 
   try:
     res = measure(game, out, args.queries, args.exact_simulations, searches, args.seed, fit,
-                  on_fit)
+                  on_fit, save)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
+  if save is not None and not args.json:
+    print(f"saved the fitted network as a run directory: {save}")
   if args.json:
     print(json.dumps(res))
     return 0

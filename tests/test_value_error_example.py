@@ -65,17 +65,30 @@ def test_a_tiny_runs_errors_are_measured_on_every_set(ex, kuhn, tmp_path, capsys
 
 @pytest.mark.slow
 def test_fresh_networks_fitted_offline_are_measured_on_every_set(ex, kuhn, tmp_path, capsys):
-  out = tmp_path / "run"
+  out, saved = tmp_path / "run", tmp_path / "refit"
   loop.train(kuhn, preset("tiny"), out, steps=4)
   assert ex.main(["--game", "kuhn_poker", "--out", str(out), "--queries", "8",
                   "--exact-simulations", "10", "--searches", "4", "--fit", "8x8:8:4:0.01",
-                  "--json"]) == 0
+                  "--save", str(saved), "--json"]) == 0
   fits = json.loads(capsys.readouterr().out)["fits"]
   assert [(f["hidden"], f["steps"], f.get("run", False)) for f in fits] == [
       ("16", 4, True), ("8x8", 2, False), ("8x8", 4, False), ("8x8", 8, False)]
   for f in fits:
     assert {"held", "replay", "sog4"} <= set(f)
     assert all(np.isfinite(f[k]) for k in ("held", "replay", "sog4"))
+  # the saved run directory holds the fitted network: on the same replay sample it measures as
+  # the last fit did (the sog sets differ: their queries come from searches with the network)
+  name, cfg = loop.read_config(saved)
+  assert (name, cfg.hidden, cfg.batch_size, cfg.alpha_init) == ("kuhn_poker", (8, 8), 4, 0.01)
+  state = loop.restore(loop.trainer_for(kuhn, cfg), saved, 0)
+  run = loop.restore(loop.trainer_for(kuhn, preset("tiny")), out, 0)
+  assert int(state.learner_steps) == 8 and int(state.learner.step) == 8
+  assert np.array_equal(np.asarray(state.replay.filled), np.asarray(run.replay.filled))
+  assert ex.main(["--game", "kuhn_poker", "--out", str(saved), "--queries", "8",
+                  "--exact-simulations", "10", "--searches", "4", "--json"]) == 0
+  again = json.loads(capsys.readouterr().out)
+  assert again["learner_steps"] == 8
+  assert again["replay"]["net"] == pytest.approx(fits[-1]["replay"], rel=1e-5)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -88,11 +101,16 @@ def test_fresh_networks_fitted_offline_are_measured_on_every_set(ex, kuhn, tmp_p
     (["--fit", "0x8:100"], "width must be a positive integer"),
     (["--fit", "8:100:0"], "batch must be a positive integer"),
     (["--fit", "8:100:4:nan"], "the learning rate must be a positive number"),
+    (["--save", "{tmp}/refit"], "--save needs exactly one --fit spec (got 0)"),
+    (["--fit", "8:10,16:10", "--save", "{tmp}/refit"], "needs exactly one --fit spec (got 2)"),
+    (["--fit", "8:10", "--save", "{tmp}/run"], "the folder is not empty"),
+    (["--fit", "8:10", "--save", "{tmp}/run/config.json"], "exists and is not a folder"),
 ])
 def test_bad_options_are_refused_before_any_work(ex, kuhn, tmp_path, capsys, argv, message):
   out = tmp_path / "run"
   out.mkdir()
   loop.write_config(out, kuhn, preset("tiny"))  # a run directory before its first checkpoint
+  argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
   assert ex.main(["--game", "kuhn_poker", "--out", str(out)] + argv) == 2
   assert message in capsys.readouterr().err
 
