@@ -21,10 +21,10 @@ Presets:
   drawn uniformly: ``max_updates`` is 1e9, no bound in practice, because a bound of 64 left
   fewer than 1% of the window drawable by the hour's end (the newest few hundred examples:
   the window had become a queue); the learning rate halves every 160,000 steps. A learner
-  step costs about 1 ms, so the hour is the actors' and solver's (90,240 learner steps on the
-  quiet 2-core machine); against a window of 8,192 with 2 steps an iteration, SoG(100, 1)
-  with the hour's network went from 174 to 129 mbb/h (exact leaves 57.1) and SoG(1000, 1)
-  from 90 to 67 (exact 9.4); with uniform draws, 118 after 30 minutes (135 with the bound).
+  step costs about 1 ms, so the hour is the actors' and solver's (87,552 learner steps on the
+  quiet 2-core machine); against a window of 8,192 with 2 steps an iteration and a bound of
+  64, SoG(100, 1) with the hour's network went from 174 to 129 mbb/h (exact leaves 57.1) and
+  SoG(1000, 1) from 90 to 67 (exact 9.4); with uniform draws the hour reaches 122 and 44.
   Measured on the shared 2-core machine (load 3 to 5; about 20 s of compilation, then 15 to
   30 iterations): 0.56 to 0.89 s per iteration (solver 85%),
   against 0.23 s with SoG(10, 1) solves, 0.45 s with SoG(10, 0.25), 0.73 s with SoG(30, 1),
