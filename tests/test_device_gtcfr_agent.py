@@ -43,7 +43,7 @@ def _history(comp, actions):
 @pytest.fixture(scope="module")
 def kuhn():
   game = make_from_string("kuhn_poker")
-  agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY)
+  agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY, resolve=False)
   return game, agent, jax.jit(agent.act)
 
 
@@ -68,7 +68,7 @@ def test_policies_equal_the_compiled_agents_root_anchored_search(name, lines, ku
     game, agent, act = kuhn
   else:
     game = make_from_string(name)
-    agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY)
+    agent = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY, resolve=False)
     act = jax.jit(agent.act)
   comp = jaxgt.load(name)
   ref = GTCFRAgent(comp, simulations=SIMS, capacity=CAPACITY, evaluator="zero", resolve=False)
@@ -190,7 +190,8 @@ def test_bad_input_is_refused_before_compiling():
   assert anchored.memory_bytes() > need * 21 * 21 * 4 and not anchored.resolve
   assert agent.memory_bytes() > anchored.memory_bytes() + need * 3 * 21 * 4
   spec = parse_spec("gtcfr")  # an enumerated game keeps exact leaves and re-solving
-  assert spec.params["resolve"] is None and spec.params["evaluator"] == "auto"
+  assert spec.params["resolve"] is True and spec.params["evaluator"] == "auto"
+  assert make_agent(jaxgt.load("kuhn_poker"), "gtcfr(simulations=2)").resolve
 
 
 def _run_dir(out, game_string, model, params):
@@ -263,7 +264,7 @@ def test_constructed_policy_is_the_agents_play_at_every_information_state(kuhn):
                                                                    int(h))))
       np.testing.assert_allclose(got[p][i], np.asarray(want), atol=1e-12,
                                  err_msg=comp.infostate_keys[p][i])
-  few = DeviceGTCFRAgent(game, simulations=2)
+  few = DeviceGTCFRAgent(game, simulations=2, resolve=False)
   worse = construct_rules_policy(few, key, game=comp)
   assert evaluate(comp, got).exploitability < evaluate(comp, worse).exploitability
 
@@ -299,7 +300,8 @@ def test_resolving_construction_is_the_agents_play_along_each_players_decisions(
       want = agent.read_policy(res, p, *agent.decision(pos.state)[1:])
       np.testing.assert_allclose(got[p][i], np.asarray(want), atol=1e-12,
                                  err_msg=comp.infostate_keys[p][i])
-  anchored = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY)
+  anchored = DeviceGTCFRAgent(game, simulations=SIMS, capacity=CAPACITY,
+                              resolve=False)
   other = construct_rules_policy(anchored, key, game=comp)
   np.testing.assert_allclose(got[1], other[1], atol=1e-12)  # player 1 acts once: anchored
   assert not np.allclose(got[0], other[0])  # player 0 re-solves after pass, bet

@@ -103,8 +103,9 @@ class DeviceGTCFRAgent(Agent):
       a new one.
     capacity: nodes of the search tree (default: what ``simulations`` can add below the
       longest branch); at least the longest branch after the deals with its children.
-    resolve: continual re-solving from the previous search's summary (``False``: every search
-      from the post-deal root).
+    resolve: continual re-solving from the previous search's summary (the default, as
+      :class:`~jaxgt.agents.gtcfr_agent.GTCFRAgent`'s; ``False``: every search from the
+      post-deal root).
     alpha: the modified gadget's opponent-range mixing when re-solving (``None``: the exact
       gadget).
     puct_constant, prior_temperature, virtual_loss, puct_visit_offset, chance, select_policy,
@@ -121,7 +122,7 @@ class DeviceGTCFRAgent(Agent):
                puct_constant: float = 1.0, prior_temperature: float = 1.0,
                virtual_loss: float = 1.0, puct_visit_offset: float = 0.0,
                chance: str = "sample", select_policy: str = "average",
-               value_average: str = "node", resolve: bool = False,
+               value_average: str = "node", resolve: bool = True,
                alpha: float | None = DEFAULT_ALPHA, dtype="float64"):
     if not isinstance(game, DeviceGame):
       raise TypeError(f"DeviceGTCFRAgent plays a DeviceGame, got {type(game).__name__} (an "

@@ -330,27 +330,25 @@ register_agent(
     "values; deterministic",
     check=_check_resolving)
 def gtcfr_agent(game, *, simulations: int = 100, evaluator: str = "auto",
-                capacity: int | None = None, resolve: bool | None = None, **options) -> Agent:
+                capacity: int | None = None, resolve: bool = True, **options) -> Agent:
   """``SoG(simulations, c)``: :class:`GTCFRAgent` on a compiled game (``evaluator`` ``"auto"``:
   exact leaves), or on a device game played through its rules :class:`DeviceGTCFRAgent`
-  (``"auto"``: zero leaf values); ``resolve`` ``None``: continual re-solving on both;
+  (``"auto"``: zero leaf values); continual re-solving on both unless ``resolve=False``;
   ``options`` are the search's choices."""
   if isinstance(game, DeviceGame):
     return DeviceGTCFRAgent(game, simulations=simulations,
                             evaluator="zero" if evaluator == "auto" else evaluator,
-                            capacity=capacity, resolve=True if resolve is None else resolve,
-                            **options)
+                            capacity=capacity, resolve=resolve, **options)
   return GTCFRAgent(game, simulations=simulations,
                     evaluator="exact" if evaluator == "auto" else evaluator, capacity=capacity,
-                    resolve=True if resolve is None else resolve, **options)
+                    resolve=resolve, **options)
 
 
 GTCFR_EVALUATORS = ("auto", "exact", "zero")
 GTCFR_CAPACITY = Doc("search tree nodes (none: what simulations can add; a game played through "
                      "its rules needs the longest branch after the deals)", **_POSITIVE)
-GTCFR_RESOLVE = ("continual re-solving from the previous search (none: yes; false: every "
-                 "search from the game's root, after the deals on a game played through its "
-                 "rules)")
+GTCFR_RESOLVE = ("continual re-solving from the previous search (false: every search from "
+                 "the game's root, after the deals on a game played through its rules)")
 
 register_agent(
     "gtcfr", gtcfr_agent,

@@ -39,7 +39,6 @@ def sog(game: CompiledGame | DeviceGame, *, checkpoint: str, simulations: int = 
   from the rules (continual re-solving unless ``resolve=False``). ``ValueError`` for a missing
   run or a run of another game."""
   if isinstance(game, DeviceGame):
-    options.setdefault("resolve", True)  # as on an enumerated game (DeviceGTCFRAgent's is False)
     from jaxgt.training import device_run
     model, params, config = device_run.load_network(pathlib.Path(checkpoint), game)
     return device_run.device_sog_agent(game, model, params, simulations=simulations,

@@ -86,8 +86,8 @@ def _restore_params(directory, template):
 def device_sog_agent(game: DeviceGame, model: CVPN, params, *, simulations: int,
                      dtype="float32", **kwargs) -> DeviceGTCFRAgent:
   """``SoG(simulations, c)`` on device game ``game`` with the network ``model`` at ``params`` as
-  the leaf evaluator on the tree grown from the rules (:class:`DeviceGTCFRAgent`, root-anchored
-  unless ``resolve=True``); ``kwargs`` are that agent's (``expansions_per_update``,
+  the leaf evaluator on the tree grown from the rules (:class:`DeviceGTCFRAgent`, continually
+  re-solving unless ``resolve=False``); ``kwargs`` are that agent's (``expansions_per_update``,
   ``capacity``, ``value_average``, ``resolve``, ``alpha``, ...)."""
   if not isinstance(model.encoding, FactoredEncoding) or model.encoding.game is not game:
     raise ValueError(f"the network reads another game's public belief states, not "
