@@ -330,18 +330,18 @@ register_agent(
     "values; deterministic",
     check=_check_resolving)
 def gtcfr_agent(game, *, simulations: int = 100, evaluator: str = "auto",
-                capacity: int | None = None, resolve: bool = True, **options) -> Agent:
+                capacity: int | None = None, **options) -> Agent:
   """``SoG(simulations, c)``: :class:`GTCFRAgent` on a compiled game (``evaluator`` ``"auto"``:
   exact leaves), or on a device game played through its rules :class:`DeviceGTCFRAgent`
-  (``"auto"``: zero leaf values); continual re-solving on both unless ``resolve=False``;
+  (``"auto"``: zero leaf values); both re-solve continually unless ``resolve=False``;
   ``options`` are the search's choices."""
   if isinstance(game, DeviceGame):
     return DeviceGTCFRAgent(game, simulations=simulations,
                             evaluator="zero" if evaluator == "auto" else evaluator,
-                            capacity=capacity, resolve=resolve, **options)
+                            capacity=capacity, **options)
   return GTCFRAgent(game, simulations=simulations,
                     evaluator="exact" if evaluator == "auto" else evaluator, capacity=capacity,
-                    resolve=resolve, **options)
+                    **options)
 
 
 GTCFR_EVALUATORS = ("auto", "exact", "zero")
