@@ -54,6 +54,21 @@ def test_a_small_limit_is_decided_by_the_exact_count():
   assert refuse_if_too_large(make_from_string("liars_dice(numdice=2)"), 1000) is None
 
 
+def test_enumeration_stops_before_the_counted_histories_outgrow_memory(monkeypatch):
+  # The random-path estimate can be several times low (it passes the memory check here);
+  # the count itself then stops the enumeration, with the memory in the error's fields.
+  from jaxgt.core import expand
+  game = make_from_string("leduc_poker")
+  per = expand.bytes_per_history(game)
+  monkeypatch.setattr(expand, "available_memory", lambda: 5_000 * per)
+  with pytest.raises(GameTooLargeError, match=r"more than [\d,]+ histories would need") as e:
+    compiler.compile_game(game)
+  assert 5_000 < e.value.counted <= 9_457 and e.value.available_bytes == 5_000 * per
+  assert e.value.memory_bytes == e.value.counted * per
+  monkeypatch.setattr(expand, "available_memory", lambda: 9_457 * per)
+  assert compiler.compile_game(game).tree.num_histories == 9_457  # fits exactly: not refused
+
+
 def test_progress_reports_while_enumerating_and_changes_nothing():
   reports = []
   game = make_from_string("leduc_poker")

@@ -210,13 +210,18 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
   actions, chance probabilities that do not sum to one, non-zero-sum returns, and
   :class:`GameTooLargeError` past ``max_histories`` or, before enumerating, when a random-path
   estimate is over ``refuse_factor`` times the limit or the available memory (limits of at
-  least ``min_limit``).
+  least ``min_limit``). The estimate can be low by several times (LD(2,1): about 26 million
+  against 113 million), so each depth also checks the histories counted so far against the
+  memory available when enumeration started (:func:`bytes_per_history` each) and stops with
+  :class:`GameTooLargeError` before the next frontier would not fit, not when the process is
+  killed for memory.
   """
   t0 = time.perf_counter() if started is None else started
   next_report = t0 + progress_seconds
   A = int(game.num_actions)
   parent, action, prob, player, payoff, k0s, k1s, pks = ([] for _ in range(8))
   used_outcomes = 0
+  per_history, avail = bytes_per_history(game), available_memory()
   with jax.enable_x64(True):
     read, step = _functions(game)
     estimate = None
@@ -232,6 +237,15 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
             f"{game.game_string()}: more than {max_histories} histories (counted "
             f"{offset + n} so far); pass max_histories=... to raise the limit",
             game=game.game_string(), limit=int(max_histories), counted=int(offset + n))
+      if avail is not None and (offset + n) * per_history > avail:
+        need = (offset + n) * per_history
+        raise GameTooLargeError(
+            f"{game.game_string()}: more than {offset + n:,} histories would need more than "
+            f"{need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available when "
+            "enumeration started; stopped before running out of memory. It is played, sampled "
+            "and searched through its rules", game=game.game_string(),
+            limit=int(max_histories), counted=int(offset + n), memory_bytes=float(need),
+            available_bytes=float(avail))
       p, mask, probs, ret, k0, k1, pk = (np.asarray(x) for x in _chunked(read, frontier, n))
       parent.append(lvl_parent), action.append(lvl_action), prob.append(lvl_prob)
 

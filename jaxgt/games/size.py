@@ -46,7 +46,8 @@ class GameTooLargeError(ValueError):
   ``max_histories`` it was held to), ``counted`` (histories counted before enumeration
   stopped, or ``None``), ``log10_histories`` (the random-path estimate that refused it, or
   ``None``) with ``detail`` (how it was estimated, and the bounds the game states), and
-  ``memory_bytes``/``available_bytes`` when the estimate's memory, not the count, was over.
+  ``memory_bytes``/``available_bytes`` when memory, not the count, was over (the estimate's,
+  or, with ``counted``, the histories counted before enumeration stopped).
   """
 
   def __init__(self, message: str, *, game: str | None = None, limit: int | None = None,
