@@ -65,6 +65,10 @@ def test_enumeration_stops_before_the_counted_histories_outgrow_memory(monkeypat
     compiler.compile_game(game)
   assert 5_000 < e.value.counted <= 9_457 and e.value.available_bytes == 5_000 * per
   assert e.value.memory_bytes == e.value.counted * per
+  from jaxgt.cli.games import info
+  doc = info("leduc_poker")
+  assert not doc["enumerable"] and not doc["over_limit"]
+  assert "(counted before stopping) would need more than" in doc["reason"]
   monkeypatch.setattr(expand, "available_memory", lambda: 9_457 * per)
   assert compiler.compile_game(game).tree.num_histories == 9_457  # fits exactly: not refused
 
