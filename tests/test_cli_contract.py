@@ -250,7 +250,7 @@ def test_size_limit_advice_names_the_flag(capsys):
   assert "8.0 GiB against 1.0 GiB available" in said and "--max-histories" not in said
   said = size_message(GameTooLargeError("x", game="g", limit=10**9, counted=123_456,
                                         memory_bytes=2**33, available_bytes=2**30))
-  assert said.startswith("g: not enumerable on this machine: more than 123,456 histories "
+  assert said.startswith("g: not enumerable on this machine: at least 123,456 histories "
                          "(counted before stopping) would need more than 8.0 GiB against 1.0 GiB")
 
 

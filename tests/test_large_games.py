@@ -61,7 +61,7 @@ def test_enumeration_stops_before_the_counted_histories_outgrow_memory(monkeypat
   game = make_from_string("leduc_poker")
   per = expand.bytes_per_history(game)
   monkeypatch.setattr(expand, "available_memory", lambda: 5_000 * per)
-  with pytest.raises(GameTooLargeError, match=r"more than [\d,]+ histories would need") as e:
+  with pytest.raises(GameTooLargeError, match=r"at least [\d,]+ histories would need") as e:
     compiler.compile_game(game)
   assert 5_000 < e.value.counted <= 9_457 and e.value.available_bytes == 5_000 * per
   assert e.value.memory_bytes == e.value.counted * per

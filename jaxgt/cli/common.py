@@ -31,7 +31,7 @@ def size_message(e) -> str:
     return str(e)
   game = f"{e.game}: " if e.game else ""
   if e.memory_bytes is not None:
-    size = (f"more than {e.counted:,} histories (counted before stopping) would need more than"
+    size = (f"at least {e.counted:,} histories (counted before stopping) would need more than"
             if e.counted is not None else
             f"about {format_count(e.log10_histories)} histories would need about")
     return (f"{game}not enumerable on this machine: {size} {e.memory_bytes / 2**30:,.1f} GiB against "

@@ -240,7 +240,7 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
       if avail is not None and (offset + n) * per_history > avail:
         need = (offset + n) * per_history
         raise GameTooLargeError(
-            f"{game.game_string()}: more than {offset + n:,} histories would need more than "
+            f"{game.game_string()}: at least {offset + n:,} histories would need more than "
             f"{need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available when "
             "enumeration started; stopped before running out of memory. It is played, sampled "
             "and searched through its rules", game=game.game_string(),
