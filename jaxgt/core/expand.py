@@ -237,8 +237,8 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
             f"{game.game_string()}: more than {max_histories} histories (counted "
             f"{offset + n} so far); pass max_histories=... to raise the limit",
             game=game.game_string(), limit=int(max_histories), counted=int(offset + n))
-      if avail is not None and (offset + n) * per_history > avail:
-        need = (offset + n) * per_history
+      need = (offset + n) * per_history
+      if avail is not None and need > avail:
         raise GameTooLargeError(
             f"{game.game_string()}: at least {offset + n:,} histories would need more than "
             f"{need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available when "
