@@ -86,3 +86,80 @@ def test_jaxgt_match_reports_memory_in_json(capsys):
 def test_kinds_that_need_a_compiled_game_are_refused_on_a_device_game():
   with pytest.raises(ValueError, match="needs a compiled game"):
     make_agent(make("limit_holdem"), "uct(episodes=10)")
+
+
+class _Held:
+  """An agent stand-in holding ``n`` bytes of search state a match."""
+
+  def __init__(self, n):
+    self.n = n
+
+  def memory_bytes(self):
+    return self.n
+
+
+def test_match_blocks_are_lowered_to_what_the_free_memory_holds():
+  from jaxgt.evaluation.match import MEMORY_HEADROOM, fit_block
+  agents = (_Held(100), _Held(50), object())  # 150 bytes a match; the third holds none
+  free = int(150 * MEMORY_HEADROOM * 7)  # seven matches with headroom
+  assert fit_block(agents, 200, available=free) == 7
+  assert fit_block(agents, 200, default=20, available=free) == 7
+  assert fit_block(agents, 200, default=5, available=free) == 5
+  assert fit_block(agents, 4, available=free) == 4
+  assert fit_block(agents, 200, 9, available=free) == 9  # asked for, and its state fits
+  with pytest.raises(ValueError, match="block of 100 matches.*at most 7 fits"):
+    fit_block(agents, 200, 100, available=free)
+  with pytest.raises(ValueError, match="one match holds.*lower the agents' capacity"):
+    fit_block(agents, 200, available=149)
+  assert fit_block((object(),), 200, available=1) == 200  # no search state: nothing to size
+  with pytest.raises(ValueError, match="block"):
+    fit_block(agents, 200, 0, available=free)
+
+
+def test_a_match_too_large_for_the_free_memory_is_refused_before_compiling(monkeypatch):
+  from jaxgt.evaluation import match, referee
+  game = make("kuhn_poker")
+  agent = DeviceSearchAgent(game, OOS(batch=8), iterations=2, capacity=64)
+  per = agent.memory_bytes()
+
+  def no_program(*a, **k):
+    raise AssertionError("compiled a match program")
+
+  monkeypatch.setattr(referee, "match_program", no_program)
+  monkeypatch.setattr(match, "available_device_memory", lambda: per - 1)
+  with pytest.raises(ValueError, match="one match holds"):
+    play(game, agent, RandomAgent(game), 8, jax.random.key(0))
+  monkeypatch.setattr(match, "available_device_memory", lambda: 3 * per)
+  with pytest.raises(ValueError, match="a block of 8 matches"):
+    play(game, agent, RandomAgent(game), 8, jax.random.key(0), block=8)
+
+
+def test_jaxgt_match_plays_in_the_blocks_the_free_memory_holds(monkeypatch, capsys):
+  from jaxgt.cli import main
+  from jaxgt.evaluation import match, referee
+  seen = []
+  play_matches = referee.play_matches
+
+  def spy(*a, block=None, **k):
+    seen.append(block)
+    return play_matches(*a, block=block, **k)
+
+  monkeypatch.setattr(referee, "play_matches", spy)
+  spec = "oos(iterations=2,batch=4,capacity=50)"
+  per = make_agent(make("kuhn_poker"), spec).memory_bytes()
+  monkeypatch.setattr(match, "available_device_memory",
+                      lambda: int(3 * per * match.MEMORY_HEADROOM))
+  over = ["--max-histories", "10"]  # Kuhn played through its rules, as a large game is
+  assert main(["match", "kuhn_poker", spec, "random", "--matches", "40", *over]) == 0
+  assert seen == [3]
+  assert "3 matches a run of the match program" in capsys.readouterr().out
+  assert main(["match", "kuhn_poker", spec, "random", "--matches", "40", "--block", "10",
+               *over]) == 2
+  assert "a block of 10 matches" in capsys.readouterr().err
+
+
+def test_lowered_blocks_split_the_matches_evenly():
+  from jaxgt.evaluation.match import MEMORY_HEADROOM, fit_block
+  per = 1000
+  # 193 of 200 matches fit: two runs of 100, not 193 and a padded run for the last 7
+  assert fit_block((_Held(per),), 200, available=int(193 * per * MEMORY_HEADROOM)) == 100

@@ -32,7 +32,9 @@ def add_parser(sub) -> None:
   p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
   p.add_argument("--block", type=int, default=None,
                  help="matches per run of the compiled match program (compiled once), progress "
-                      "after each; the matches do not depend on it (default: a tenth of --matches)")
+                      "after each; the matches do not depend on it (default: a tenth of --matches, fewer "
+                      "where the device's free memory holds fewer; a block whose search state "
+                      "does not fit is refused before compiling)")
   p.add_argument("--plot", metavar="PNG", help="plot AGENT0's running mean payoff with its 95%% interval")
   p.add_argument("--json", action="store_true",
                  help="print one JSON object: AGENT0's mean payoff and win rate with their 95%% "
@@ -68,7 +70,9 @@ def run(args) -> int:
   with warnings.catch_warnings():  # said below, once
     warnings.simplefilter("ignore", UserWarning)
     traced = referee.play_mode(g, agents, "auto", jax.random.key(args.seed))
-  block = args.block or max(1, math.ceil(n / 10))
+  tenth = max(1, math.ceil(n / 10))
+  block = match_lib.fit_block(agents, n, args.block, default=tenth) if traced else (
+      args.block or tenth)
   name = referee.game_name(g)  # a device game's name alone omits its parameters
   print(f"{name}: {specs[0]} vs {specs[1]}, {n} matches ({n // 2} in each seat"
         + (f"; {n // 2} duplicate pairs, each pair's deals the same" if args.duplicate else "")
@@ -78,6 +82,9 @@ def run(args) -> int:
     if hasattr(agent, "memory_bytes"):
       print(f"  {spec}: {agent.memory_bytes() / 2**20:.1f} MiB of search state per match "
             "served at once", file=info)
+  if traced and args.block is None and block < tenth:
+    print(f"  {plural(block, 'match')} a run of the match program: what the device's free memory "
+          "holds", file=info)
 
   from jaxgt.cli.compiling import Compiling
   compiled = Compiling(f"the match program (with the first {plural(block, 'match')})",

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.game_tree import first_seen_ids
+from jaxgt.core.memory import available_memory
 from jaxgt.core.playout import knuth_log10
 from jaxgt.core.tree_rules import TreeRules
 from jaxgt.games.base import CHANCE, TERMINAL
@@ -163,18 +164,6 @@ def bytes_per_history(game: DeviceGame) -> int:
   enumeration's key records)."""
   n = game.num_distinct
   return 12 * n + 8 * 20 + 4 * (2 * game.info_key_width + game.public_key_width)
-
-
-def available_memory() -> int | None:
-  """``MemAvailable`` of ``/proc/meminfo`` in bytes (None where unknown)."""
-  try:
-    with open("/proc/meminfo") as f:
-      for line in f:
-        if line.startswith("MemAvailable:"):
-          return int(line.split()[1]) * 1024
-  except OSError:
-    pass
-  return None
 
 
 def check_size(game: DeviceGame, estimate: SizeEstimate, max_histories: int,

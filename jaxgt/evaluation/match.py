@@ -41,6 +41,7 @@ from jaxgt.agents.base import Agent
 from jaxgt.core.checks import check_key, check_positive_int
 from jaxgt.core.game_tree import CompiledGame
 from jaxgt.core.dtypes import resolve_dtype
+from jaxgt.core.memory import available_device_memory, gib
 from jaxgt.evaluation import referee
 
 
@@ -150,8 +151,60 @@ def play(game: CompiledGame, agent0: Agent, agent1: Agent, num_matches: int, key
   key = check_key(key)
   traced = referee.play_mode(game, (agent0, agent1), mode, key)
   chunk = num_matches if chunk is None else check_positive_int("chunk", chunk)
+  if traced:
+    block = fit_block((agent0, agent1), num_matches, block)
   return _play(game, (agent0, agent1), num_matches, key, swap_seats, traced, resolve_dtype(dtype),
                chunk, block, progress, duplicate)
+
+
+MEMORY_HEADROOM = 2.0
+"""Device memory a compiled match takes, over its agents' search state (``memory_bytes``):
+the state, its update and the program's temporaries. II-GS(13) ISMCTS-RM against itself
+(360 MiB of tables a match) asked a GPU for 1.54 times its tables."""
+
+
+def match_memory(agents) -> int:
+  """Bytes of search state one match holds: the agents' ``memory_bytes()`` summed (agents
+  without it hold none)."""
+  return sum(int(a.memory_bytes()) for a in agents if hasattr(a, "memory_bytes"))
+
+
+def fit_block(agents, num_matches: int, block: int | None = None, *, default: int | None = None,
+              available: int | None = None) -> int | None:
+  """Matches per run of a compiled match program that fit the device's free memory.
+
+  ``block`` given: returned as it is, or ``ValueError`` where its matches' search state
+  (:func:`match_memory`) is more than the free memory. ``block`` None: ``default`` (all
+  ``num_matches`` when None), lowered where the matches' state times :data:`MEMORY_HEADROOM`
+  does not fit: to as few runs as fit, of even blocks. ``ValueError`` where one match's state alone does not fit.
+  ``available``: free bytes (default :func:`jaxgt.core.memory.available_device_memory`);
+  where neither it nor the agents' memory is known, nothing is lowered.
+  """
+  num_matches = check_positive_int("num_matches", num_matches)
+  if block is not None:
+    block = check_positive_int("block", block)
+  want = block if block is not None else (num_matches if default is None
+                                          else check_positive_int("default", default))
+  want = min(want, num_matches)
+  per = match_memory(agents)
+  free = available_device_memory() if available is None else int(available)
+  if per == 0 or free is None:
+    return block if block is not None else want
+  where = f"the {gib(free)} free on {jax.devices()[0].platform}"
+  if per > free:
+    raise ValueError(f"one match holds {gib(per)} of search state, more than {where}: "
+                     "lower the agents' capacity")
+  fit = max(1, int(free // (per * MEMORY_HEADROOM)))
+  if block is not None:
+    if min(block, num_matches) * per > free:
+      raise ValueError(f"a block of {block} matches holds {gib(min(block, num_matches) * per)} "
+                       f"of search state ({gib(per)} a match), more than {where}: "
+                       f"a block of at most {fit} fits")
+    return block
+  if want <= fit:
+    return want
+  runs = -(-num_matches // fit)  # as few runs as fit, their blocks even (the last is padded)
+  return -(-num_matches // runs)
 
 
 def _check_duplicate(duplicate: bool, swap_seats: bool, num_matches: int) -> None:
@@ -260,7 +313,8 @@ def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Arr
 
   Pair ``(i, j)``, ``i <= j`` in insertion order, uses ``fold_in(key, i * n + j)``;
   ``swap_seats``, ``duplicate``, ``mode``, ``dtype`` and ``chunk`` as in :func:`play`.
-  Arguments and each agent's traceability are checked once.
+  Arguments, each agent's traceability and each pair's memory (:func:`fit_block`) are checked
+  once, before any pair is played.
   """
   if not isinstance(agents, dict) or not agents:
     raise ValueError("agents must be a non-empty dict {name: Agent}")
@@ -277,11 +331,14 @@ def round_robin(game: CompiledGame, agents: dict, num_matches: int, key: jax.Arr
   mean = np.full((n, n), np.nan)
   ci = np.full((n, n), np.nan)
   results = {}
-  for i in range(n):
-    for j in range(i if include_self else i + 1, n):
-      r = _play(game, (items[i], items[j]), num_matches, jax.random.fold_in(key, i * n + j),
-                swap_seats, traced[i] and traced[j], dtype, chunk, duplicate=duplicate)
-      results[(names[i], names[j])] = r
-      mean[j, i], ci[j, i] = -r.mean, r.ci95
-      mean[i, j], ci[i, j] = r.mean, r.ci95
+  pairs = [(i, j) for i in range(n) for j in range(i if include_self else i + 1, n)]
+  blocks = {(i, j): fit_block((items[i], items[j]), num_matches) if traced[i] and traced[j]
+            else None for i, j in pairs}
+  for i, j in pairs:
+    r = _play(game, (items[i], items[j]), num_matches, jax.random.fold_in(key, i * n + j),
+              swap_seats, traced[i] and traced[j], dtype, chunk, block=blocks[i, j],
+              duplicate=duplicate)
+    results[(names[i], names[j])] = r
+    mean[j, i], ci[j, i] = -r.mean, r.ci95
+    mean[i, j], ci[i, j] = r.mean, r.ci95
   return RoundRobinResult(names, mean, ci, results)
