@@ -28,6 +28,7 @@ from jax import lax
 
 from jaxgt import struct
 from jaxgt.core.checks import check_positive_int
+from jaxgt.core.lanes import chunks, prefix_sum
 
 NO_ROW = -1
 
@@ -120,12 +121,6 @@ def lookup(table: InfoTable, keys) -> jax.Array:
   return lax.while_loop(cond, body, init)[2]
 
 
-def _prefix_sum(flags):
-  """int32 ``[B]``: inclusive prefix sums of ``flags [B]`` (a log-depth scan: XLA's cumsum on
-  the CPU is a windowed reduction several times slower)."""
-  return lax.associative_scan(jnp.add, flags.astype(jnp.int32))
-
-
 def _first_lanes(wanted, M: int):
   """bool ``[B]``: whether each lane is the lowest one wanting its slot ``wanted [B]`` (``M``:
   none). A scatter of each slot's lowest lane into ``M`` claims costs a fill of ``M``; lanes
@@ -166,12 +161,7 @@ def insert(table: InfoTable, keys, mask=None) -> tuple[InfoTable, jax.Array]:
   # masked off): the asking lanes are gathered in lane order and inserted K = B / 8 at a time,
   # so a probing round costs K lanes, not B. Earlier lanes go first (a contested slot still
   # goes to the lowest lane, rows are still handed out in lane order).
-  K = -(-B // COMPACT_SPLIT)
-  n = jnp.sum(pending, dtype=jnp.int32)
-  chunks = -(-B // K)
-  lanes = jnp.arange(B, dtype=jnp.int32)
-  order = jnp.full(chunks * K, B, jnp.int32).at[
-      jnp.where(pending, _prefix_sum(pending) - 1, chunks * K)].set(lanes, mode="drop")
+  order, K, n = chunks(pending, COMPACT_SPLIT)
 
   def cond(c):
     return c[0] * K < n
@@ -224,7 +214,7 @@ def _insert_lanes(table: InfoTable, keys, pending) -> tuple[InfoTable, jax.Array
     # A free slot goes to the lowest lane that wants it; winners take rows in lane order
     # while rows last, the others are refused.
     won = free & _first_lanes(jnp.where(free, slot, M), M)
-    rank = _prefix_sum(won) - 1
+    rank = prefix_sum(won) - 1
     take = won & (rank < capacity - size)
     new_row = size + rank
     slots = slots.at[jnp.where(take, slot, M)].set(new_row, mode="drop")

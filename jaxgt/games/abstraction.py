@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxgt.core.lanes import masked_vmap
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.hand_eval import RANKS, card_string, hand_rank
 from jaxgt.games.holdem import DECK, ROUNDS, HoldemState, LimitHoldem
@@ -380,6 +381,28 @@ class EHS2Buckets(Abstraction):
     bucket = self.card_bucket(hole, state.cards[4:])
     head = (state.round << 3) | (state.player + 4)
     return jnp.concatenate([jnp.stack([head, p, bucket]), state.betting]).astype(jnp.int32)
+
+  def acting_keys(self, game, states: HoldemState, player, mask):
+    """int32 ``[B, 7]``: :meth:`acting_key` of states ``[B]`` for traced ``player [B]``,
+    exact where ``mask [B]``; the E[HS^2] of the masked lanes after the flop alone, gathered
+    in chunks (:func:`jaxgt.core.lanes.masked_vmap`: a walk step's few decision lanes past
+    the flop, not the whole batch, pay its 1288 hand evaluations). Lanes off the mask get
+    bucket -1 after the flop."""
+    self.check_game(game)
+    p = jnp.asarray(player, jnp.int32)
+    cards = states.cards
+    B = cards.shape[0]
+    hole = jnp.stack([cards[jnp.arange(B), 2 * p], cards[jnp.arange(B), 2 * p + 1]], axis=1)
+    board = cards[:, 4:]
+    dealt = jnp.all(hole >= 0, axis=1)
+    post = jnp.sum(board >= 0, axis=1) >= 3
+    cheap = jnp.where(dealt & ~post, jax.vmap(preflop_class)(hole[:, 0], hole[:, 1]), -1)
+    need = jnp.asarray(mask, bool) & dealt & post
+    mc = masked_vmap(self.card_bucket, need, (hole, board), jnp.int32(-1))
+    bucket = jnp.where(need, mc, cheap)
+    head = (states.round << 3) | (states.player + 4)
+    return jnp.concatenate([jnp.stack([head, p, bucket], axis=1), states.betting],
+                           axis=1).astype(jnp.int32)
 
   def key_string(self, key, player: int) -> str:
     """``[Round 1][Player: 0][Acting: 1][Bucket: flop 734/1000][Sequences: cr|c]`` (host)."""

@@ -104,6 +104,15 @@ class Rules:
       return self.abstraction.acting_key(self.game, state, jnp.clip(player, 0, 1))
     return jnp.where(player == 1, self.info_key(state, 1), self.info_key(state, 0))
 
+  def acting_keys(self, states, player, mask):
+    """int32 ``[B, W]``: :meth:`acting_key` of each of the states ``[B]`` where ``mask [B]``
+    (the lanes whose keys are read; other lanes' keys are unspecified): the abstraction's
+    batched ``acting_keys`` where it has one (which computes its expensive part on the masked
+    lanes only), else :meth:`acting_key` vmapped."""
+    if self.abstraction is not None and hasattr(self.abstraction, "acting_keys"):
+      return self.abstraction.acting_keys(self.game, states, jnp.clip(player, 0, 1), mask)
+    return jax.vmap(self.acting_key)(states, player)
+
   def empty_tables(self, capacity: int) -> tuple:
     """Both players' empty tables of ``capacity`` rows each."""
     return tuple(info_table.empty(capacity, self.key_width) for _ in (0, 1))
@@ -199,7 +208,7 @@ class RulesSource:
     if known is not None:
       key, row = known
     else:
-      key = jax.vmap(self.rules.acting_key)(states, player)
+      key = self.rules.acting_keys(states, player, decision)
       rows = [info_table.lookup(t, key) for t in self.tables]
       row = jnp.where(player == 1, rows[1], rows[0])
     return Node(history=states, player=player, infostate=jnp.where(decision, row, NO_INDEX),
