@@ -125,3 +125,21 @@ def test_format_of_a_refusal_names_how_far_over():
   times = float(str(e.value).split(" times the limit")[0].split("), ")[-1].replace(",", ""))
   est = float(str(e.value).split("about ")[1].split(" histories")[0].replace(",", ""))
   assert math.isclose(times, est / 1e6, rel_tol=0.05)
+
+
+def test_a_python_games_enumeration_stops_before_it_outgrows_memory(monkeypatch):
+  # A game written in Python (here OpenSpiel's Leduc through pyspiel) has no per-history
+  # estimate of its memory: the resident memory it has taken since it started is checked
+  # every 4,096 histories against the memory available then.
+  pytest.importorskip("pyspiel")
+  game = make_from_string("openspiel:leduc_poker")
+  assert not isinstance(game, DeviceGame)
+  grown = iter(range(0, 10 ** 9, 2 ** 20))  # 1 MiB more at each reading
+  monkeypatch.setattr(compiler, "rss_bytes", lambda: next(grown))
+  monkeypatch.setattr(compiler, "available_memory", lambda: 2 ** 20)
+  with pytest.raises(GameTooLargeError, match=r"at least [\d,]+ histories would need") as e:
+    compiler.compile_game(game)
+  assert e.value.counted > 4_096 and e.value.available_bytes == 2 ** 20
+  assert e.value.memory_bytes > compiler.MEMORY_SHARE * 2 ** 20
+  monkeypatch.setattr(compiler, "available_memory", lambda: 2 ** 40)
+  assert compiler.compile_game(game).tree.num_histories == 9_457

@@ -26,7 +26,8 @@ import jax
 import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
-from jaxgt.core.expand import EnumerationProgress, enumerate_device, history_path, rss_bytes
+from jaxgt.core.expand import EnumerationProgress, enumerate_device, history_path
+from jaxgt.core.memory import available_memory, rss_bytes
 from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree, PlayerTree, first_seen_ids
 from jaxgt.games import make_from_string
 from jaxgt.games.base import CHANCE, TERMINAL, Game
@@ -60,6 +61,23 @@ def _early_size_check(game: Game, max_histories: int) -> SizeEstimate | None:
 
 # reduction; past this, sequence sums scatter)
 MAX_TERMINAL_GROUPS = 32
+
+
+MEMORY_SHARE = 0.8
+"""Of the memory available when a Python game's enumeration starts, the share it may take
+before it stops (the rest: the arrays assembled after it)."""
+
+
+def _check_memory(game: Game, counted: int, used: int, avail: int, limit: int) -> None:
+  """Stops a Python game's enumeration with :class:`GameTooLargeError` once it has taken
+  more than :data:`MEMORY_SHARE` of the memory available at its start (``used`` bytes over
+  the resident memory then), before the process is killed for memory."""
+  if used > MEMORY_SHARE * avail:
+    raise GameTooLargeError(
+        f"{game.game_string()}: at least {counted:,} histories would need more than "
+        f"{used / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available when enumeration "
+        "started; stopped before running out of memory", game=game.game_string(),
+        limit=int(limit), counted=int(counted), memory_bytes=float(used), available_bytes=float(avail))
 
 
 def terminal_groups(terminal_seq, num_sequences: int) -> tuple:
@@ -127,6 +145,7 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
   if A <= 0:
     raise ValueError(f"{game.name}: num_actions must be positive, got {A}")
 
+  rss0, avail = rss_bytes(), available_memory()
   states = [game.initial_state()]
   parent = [NO_INDEX]
   action = [NO_INDEX]
@@ -149,6 +168,8 @@ def compile_game(game: Game, *, max_histories: int = 5_000_000,
           f"{game.game_string()}: more than {max_histories} histories "
           f"(counted {len(states)} so far); pass max_histories=... to raise the limit",
           game=game.game_string(), limit=int(max_histories), counted=len(states))
+    if avail is not None and h and not h % 4096:
+      _check_memory(game, len(states), rss_bytes() - rss0, avail, max_histories)
     if report is not None and h and not h % 4096 and time.perf_counter() >= next_report:
       now = time.perf_counter()
       next_report = now + progress_seconds

@@ -13,7 +13,6 @@ a device game and its Python twin compile to equal arrays.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 
 import jax
@@ -22,21 +21,12 @@ import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
 from jaxgt.core.game_tree import first_seen_ids
-from jaxgt.core.memory import available_memory
+from jaxgt.core.memory import available_memory, rss_bytes
 from jaxgt.core.playout import knuth_log10
 from jaxgt.core.tree_rules import TreeRules
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.device import DeviceGame, children_mask, key_codes
 from jaxgt.games.size import GameTooLargeError, SizeEstimate, format_count
-
-def rss_bytes() -> int:
-  """Resident memory of this process (Linux ``/proc``; else the peak from ``resource``)."""
-  try:
-    with open("/proc/self/statm") as f:
-      return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-  except (OSError, ValueError, IndexError):
-    import resource
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 @dataclasses.dataclass(frozen=True)

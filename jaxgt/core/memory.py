@@ -7,7 +7,19 @@ refused in one line instead of failing in the allocator after minutes of compila
 
 from __future__ import annotations
 
+import os
+
 import jax
+
+
+def rss_bytes() -> int:
+  """Resident memory of this process (Linux ``/proc``; else the peak from ``resource``)."""
+  try:
+    with open("/proc/self/statm") as f:
+      return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+  except (OSError, ValueError, IndexError):
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def available_memory() -> int | None:
