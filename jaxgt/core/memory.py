@@ -49,5 +49,5 @@ def available_device_memory(device=None) -> int | None:
 
 
 def gib(n: int) -> str:
-  """``n`` bytes in GiB, two significant decimals (``"1.50 GiB"``)."""
+  """``n`` bytes in GiB with two decimals (``"1.50 GiB"``)."""
   return f"{n / 2 ** 30:.2f} GiB"

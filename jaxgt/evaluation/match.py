@@ -176,9 +176,10 @@ def fit_block(agents, num_matches: int, block: int | None = None, *, default: in
   ``block`` given: returned as it is, or ``ValueError`` where its matches' search state
   (:func:`match_memory`) is more than the free memory. ``block`` None: ``default`` (all
   ``num_matches`` when None), lowered where the matches' state times :data:`MEMORY_HEADROOM`
-  does not fit: to as few runs as fit, of even blocks. ``ValueError`` where one match's state alone does not fit.
-  ``available``: free bytes (default :func:`jaxgt.core.memory.available_device_memory`);
-  where neither it nor the agents' memory is known, nothing is lowered.
+  does not fit: to as few runs as fit, of even blocks. ``ValueError`` where one match's state
+  alone does not fit. ``available``: free bytes (default
+  :func:`jaxgt.core.memory.available_device_memory`); where neither it nor the agents' memory
+  is known, nothing is lowered.
   """
   num_matches = check_positive_int("num_matches", num_matches)
   if block is not None:
