@@ -334,19 +334,21 @@ def test_keys_vmap_over_random_playouts(playout_states):
 
 
 def test_batched_acting_keys_equal_the_acting_key_on_their_lanes(playout_states):
-  # The batched form computes E[HS^2] for the masked lanes after the flop only, in chunks;
-  # on those lanes, and on every masked lane, it equals the one-state key.
+  # A walk's batched keys evaluate E[HS^2] on the masked lanes after the flop only, in
+  # chunks; on every masked lane they equal the one-state key.
+  from jaxgt.solvers.sources import Rules
+  rules = Rules(GAME, ABS)
   flat = jax.tree_util.tree_map(lambda x: x[:256], playout_states)
   player = jnp.asarray(np.arange(256) % 2, jnp.int32)
   mask = jnp.asarray(np.random.default_rng(0).random(256) < 0.3)
   one = np.asarray(jax.jit(jax.vmap(lambda s, p: ABS.acting_key(GAME, s, p)))(flat, player))
   for m in (mask, jnp.ones(256, bool)):
-    got = np.asarray(jax.jit(lambda s, p, m: ABS.acting_keys(GAME, s, p, m))(flat, player, m))
+    got = np.asarray(jax.jit(rules.acting_keys)(flat, player, m))
     np.testing.assert_array_equal(got[np.asarray(m)], one[np.asarray(m)])
   nb = np.sum(np.asarray(flat.cards)[:, 4:] >= 0, axis=1)
   assert np.any(np.asarray(mask) & (nb >= 3)) and np.any(np.asarray(mask) & (nb < 3))
   one_lane = jax.tree_util.tree_map(lambda x: x[-1:], flat)  # a batch of one, on the river
-  got = ABS.acting_keys(GAME, one_lane, player[-1:], jnp.ones(1, bool))
+  got = rules.acting_keys(one_lane, player[-1:], jnp.ones(1, bool))
   np.testing.assert_array_equal(np.asarray(got)[0], one[-1])
 
 

@@ -5,8 +5,9 @@ A batched walk asks expensive questions at every step of every lane, yet few lan
 answer (the others are at chance nodes, finished, or padding). :func:`chunks` orders the asking
 lanes first; :func:`masked_vmap` maps a function over them in chunks of a fixed fraction of the
 batch inside a ``while`` loop, so a step costs the asking lanes rounded up to a chunk, not the
-batch. The table insert (:func:`jaxgt.core.info_table.insert`) and the E[HS^2] card buckets of
-hold'em (:meth:`jaxgt.games.abstraction.EHS2Buckets.acting_keys`) both run this way.
+batch. The table insert (:func:`jaxgt.core.info_table.insert`) and a search walk's costly
+abstract keys (:meth:`jaxgt.solvers.sources.Rules.acting_keys`: hold'em's E[HS^2] buckets) run
+this way.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxgt.core.lanes import masked_vmap
 from jaxgt.games.base import CHANCE, TERMINAL
 from jaxgt.games.hand_eval import RANKS, card_string, hand_rank
 from jaxgt.games.holdem import DECK, ROUNDS, HoldemState, LimitHoldem
@@ -321,9 +320,8 @@ class EHS2Buckets(Abstraction):
   Cost, measured vmapped and jitted over 4096 states of mixed rounds on 2 CPU cores: about 80
   microseconds a key when the cores are idle, 1.5 to 2 times the time of its 1288 bare hand
   evaluations (the draws, the deck and the grid lookup make the rest); preflop states cost the
-  same under ``vmap`` (a batch computes every round's arrays). A search walk asks through
-  :meth:`acting_keys`, which evaluates only its decision lanes past the flop (under uniform
-  play about 7% of a hold'em walk's lane-steps).
+  same under ``vmap`` (a batch computes every round's arrays). A search walk evaluates only
+  its decision lanes past the flop (:meth:`expensive`, :meth:`cheap_acting_key`).
   """
 
   name = "ehs2"
@@ -384,27 +382,26 @@ class EHS2Buckets(Abstraction):
     head = (state.round << 3) | (state.player + 4)
     return jnp.concatenate([jnp.stack([head, p, bucket]), state.betting]).astype(jnp.int32)
 
-  def acting_keys(self, game, states: HoldemState, player, mask):
-    """int32 ``[B, 7]``: :meth:`acting_key` of states ``[B]`` for traced ``player [B]``,
-    exact where ``mask [B]``; the E[HS^2] of the masked lanes after the flop alone, gathered
-    in chunks (:func:`jaxgt.core.lanes.masked_vmap`: a walk step's few decision lanes past
-    the flop, not the whole batch, pay its 1288 hand evaluations). Lanes off the mask get
-    bucket -1 after the flop."""
+  def expensive(self, game, state: HoldemState, player) -> jax.Array:
+    """bool ``[]``: whether ``player``'s key (traced int32 ``[]``) at ``state`` needs E[HS^2]
+    (hole cards dealt and a flop on the board); elsewhere :meth:`cheap_acting_key` is it."""
+    p = jnp.asarray(player, jnp.int32)
+    hole = jax.lax.dynamic_slice(state.cards, (2 * p,), (2,))
+    return jnp.all(hole >= 0) & (jnp.sum(state.cards[4:] >= 0) >= 3)
+
+  def cheap_acting_key(self, game, state: HoldemState, player):
+    """int32 ``[7]``: :meth:`acting_key` where :meth:`expensive` is false (the preflop class,
+    or -1 before the deal) without any hand evaluation; bucket -1 where it is true. Search
+    walks (:meth:`jaxgt.solvers.sources.Rules.acting_keys`) evaluate :meth:`acting_key` on
+    the expensive decision lanes alone (under uniform play about 7% of a hold'em walk's
+    lane-steps) and take this key on the others."""
     self.check_game(game)
     p = jnp.asarray(player, jnp.int32)
-    cards = states.cards
-    B = cards.shape[0]
-    hole = jnp.stack([cards[jnp.arange(B), 2 * p], cards[jnp.arange(B), 2 * p + 1]], axis=1)
-    board = cards[:, 4:]
-    dealt = jnp.all(hole >= 0, axis=1)
-    post = jnp.sum(board >= 0, axis=1) >= 3
-    cheap = jnp.where(dealt & ~post, jax.vmap(preflop_class)(hole[:, 0], hole[:, 1]), -1)
-    need = jnp.asarray(mask, bool) & dealt & post
-    mc = masked_vmap(self.card_bucket, need, (hole, board), jnp.int32(-1))
-    bucket = jnp.where(need, mc, cheap)
-    head = (states.round << 3) | (states.player + 4)
-    return jnp.concatenate([jnp.stack([head, p, bucket], axis=1), states.betting],
-                           axis=1).astype(jnp.int32)
+    hole = jax.lax.dynamic_slice(state.cards, (2 * p,), (2,))
+    cls = preflop_class(hole[0], hole[1])
+    bucket = jnp.where(jnp.all(hole >= 0) & (jnp.sum(state.cards[4:] >= 0) < 3), cls, -1)
+    head = (state.round << 3) | (state.player + 4)
+    return jnp.concatenate([jnp.stack([head, p, bucket]), state.betting]).astype(jnp.int32)
 
   def key_string(self, key, player: int) -> str:
     """``[Round 1][Player: 0][Acting: 1][Bucket: flop 734/1000][Sequences: cr|c]`` (host)."""

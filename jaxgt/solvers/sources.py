@@ -39,6 +39,7 @@ import numpy as np
 from jaxgt import struct
 from jaxgt.core import info_table
 from jaxgt.core.game_tree import NO_INDEX, GameTree
+from jaxgt.core.lanes import masked_vmap
 from jaxgt.core.tables import infostate_rows
 from jaxgt.games.base import TERMINAL
 from jaxgt.games.device import DeviceGame, has_chance_sampler
@@ -106,12 +107,20 @@ class Rules:
 
   def acting_keys(self, states, player, mask):
     """int32 ``[B, W]``: :meth:`acting_key` of each of the states ``[B]`` where ``mask [B]``
-    (the lanes whose keys are read; other lanes' keys are unspecified): the abstraction's
-    batched ``acting_keys`` where it has one (which computes its expensive part on the masked
-    lanes only), else :meth:`acting_key` vmapped."""
-    if self.abstraction is not None and hasattr(self.abstraction, "acting_keys"):
-      return self.abstraction.acting_keys(self.game, states, jnp.clip(player, 0, 1), mask)
-    return jax.vmap(self.acting_key)(states, player)
+    (the lanes whose keys are read; other lanes' keys are unspecified). An abstraction whose
+    key is costly only at some states (``expensive`` and ``cheap_acting_key``, as
+    :class:`~jaxgt.games.abstraction.EHS2Buckets`) has its ``acting_key`` evaluated on the
+    masked costly lanes alone, gathered in chunks (:func:`jaxgt.core.lanes.masked_vmap`), and
+    the cheap key taken elsewhere; otherwise :meth:`acting_key` is vmapped."""
+    a = self.abstraction
+    if a is None or not hasattr(a, "expensive"):
+      return jax.vmap(self.acting_key)(states, player)
+    p = jnp.clip(player, 0, 1)
+    need = jnp.asarray(mask, bool) & jax.vmap(lambda s, q: a.expensive(self.game, s, q))(states, p)
+    cheap = jax.vmap(lambda s, q: a.cheap_acting_key(self.game, s, q))(states, p)
+    full = masked_vmap(self.acting_key, need, (states, p),
+                       jnp.zeros(self.key_width, jnp.int32))
+    return jnp.where(need[:, None], full, cheap)
 
   def empty_tables(self, capacity: int) -> tuple:
     """Both players' empty tables of ``capacity`` rows each."""
