@@ -217,6 +217,10 @@ def plot(log: dict, path: pathlib.Path) -> None:
     ax.set_ylabel("LBR value, mbb/hand (lower bound)")
     ax.set_title("local best response of the greedy policy")
     ax.legend(fontsize=7)
+  else:  # --lbr-last-only before the last snapshot, or --lbr-games 0
+    ax.axis("off")
+    ax.text(0.5, 0.5, "local best response: not measured yet", ha="center", va="center",
+            fontsize=9, transform=ax.transAxes)
   fig.suptitle(f"limit hold'em, E[HS^2] buckets {tuple(log['config']['grid'])}, "
                f"batch {log['config']['batch']}", fontsize=9)
   fig.tight_layout()
