@@ -163,3 +163,15 @@ def test_lowered_blocks_split_the_matches_evenly():
   per = 1000
   # 193 of 200 matches fit: two runs of 100, not 193 and a padded run for the last 7
   assert fit_block((_Held(per),), 200, available=int(193 * per * MEMORY_HEADROOM)) == 100
+
+
+def test_a_capacity_beyond_the_free_memory_is_refused_before_the_tables_exist(monkeypatch):
+  from jaxgt.agents import device_search
+  game = make("liars_dice", numdice=1)
+  agent = DeviceSearchAgent(game, OOS(batch=4), iterations=2, capacity=1000)
+  tables = agent.init(jax.random.key(0)).tables  # memory_bytes is read from shapes alone
+  keys_slots = sum(t.keys.nbytes + t.slots.nbytes for t in tables)
+  assert agent.memory_bytes() > keys_slots
+  monkeypatch.setattr(device_search, "available_device_memory", lambda: agent.memory_bytes() - 1)
+  with pytest.raises(ValueError, match="capacity 1,000 rows per player needs .* lower the capacity"):
+    DeviceSearchAgent(game, OOS(batch=4), iterations=2, capacity=1000)

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from jaxgt.agents.base import Agent
 from jaxgt.core import info_table, sequence_form
 from jaxgt.core.checks import check_choice, check_positive_int
+from jaxgt.core.memory import available_device_memory, gib
 from jaxgt.games.device import DeviceGame
 from jaxgt.solvers.consistent import search_path
 from jaxgt.solvers.ismcts import ISMCTS
@@ -67,6 +68,12 @@ class DeviceSearchAgent(Agent):
     check_choice("play", self.play, PLAY)
     rules = Rules(self.game, self.abstraction)
     object.__setattr__(self, "rules", rules)
+    shapes = jax.eval_shape(lambda: self.solver.init(rules, capacity=self.capacity))
+    object.__setattr__(self, "_shapes", shapes)
+    need, free = self.memory_bytes(), available_device_memory()
+    if free is not None and need > free:  # before the tables are allocated
+      raise ValueError(f"capacity {self.capacity:,} rows per player needs {gib(need)} of "
+                       f"tables, more than the {gib(free)} free: lower the capacity")
     object.__setattr__(self, "_fresh", self.solver.init(rules, capacity=self.capacity))
 
   @property
@@ -76,7 +83,7 @@ class DeviceSearchAgent(Agent):
 
   def memory_bytes(self) -> int:
     """Bytes of the agent's tables (keys, slots and statistics of both players)."""
-    stats = sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(self._fresh)
+    stats = sum(x.size * x.dtype.itemsize for x in jax.tree_util.tree_leaves(self._shapes)
                 if x.ndim == 2 and x.shape[0] == self.capacity and x.dtype != jnp.int32)
     return memory_estimate(self.rules, self.capacity, 0) + int(stats)
 
