@@ -51,7 +51,12 @@ class Abstraction(abc.ABC):
 
   Attributes: ``game_string`` (the game it is for), ``key_width`` (``W'``), ``name`` and
   ``description``. ``key(game, state, player)`` is int32 ``[W']``; equal game keys give equal
-  abstract keys (the key is a function of the player's information state)."""
+  abstract keys (the key is a function of the player's information state). Optional:
+  ``acting_key(game, state, player)`` for a traced ``player`` (one evaluation), and, for a key
+  costly only at some states, ``expensive(game, state, player) -> bool []`` with
+  ``cheap_acting_key(game, state, player)`` (the key wherever ``expensive`` is false): search
+  walks then evaluate the full key on the costly lanes alone
+  (:meth:`jaxgt.solvers.sources.Rules.acting_keys`)."""
 
   name: str = "abstraction"
   description: str = ""
