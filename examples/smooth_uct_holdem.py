@@ -59,6 +59,7 @@ PAPER = {"C": 24.0, "k": 0.5, "gamma": 0.1, "eta": 0.9, "d": 1 / 20000}
 SOLVERS = ("uct", "smooth-uct")
 LOG_NAME = "smooth_uct_holdem.json"
 PLOT_NAME = "smooth_uct_holdem.png"
+LBR_BATCH = 8  # local best response games played at once (memory: see evaluate)
 
 
 @struct.dataclass
@@ -169,8 +170,11 @@ def evaluate(game, rules, states: dict, args, key, lbr: bool = True) -> dict:
   if lbr and args.lbr_games > 0:
     t = time.perf_counter()
     for name in SOLVERS:
+      # a game's policy evaluation takes the E[HS^2] key of each of the 1,326 opponent hands
+      # (1,288 hand evaluations each): 8 games at a time hold about 2 GB, 128 asked for 28 GB
       r = local_best_response(game, pols[name], next(k), args.lbr_games,
-                              batch_size=min(args.lbr_games, 128), num_boards=args.lbr_boards)
+                              batch_size=min(args.lbr_games, LBR_BATCH),
+                              num_boards=args.lbr_boards)
       out[f"{name}_lbr"] = {"mean": r.mbb_per_game, "ci95": 1000.0 * r.half_width / 10.0,
                             "games": 2 * r.num_games}
     out["lbr_s"] = time.perf_counter() - t
