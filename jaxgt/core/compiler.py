@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from jaxgt.core.checks import PROB_ATOL
-from jaxgt.core.expand import EnumerationProgress, enumerate_device, history_path
+from jaxgt.core.expand import EnumerationProgress, enumerate_device, history_path, memory_stop
 from jaxgt.core.game_tree import NO_INDEX, CompiledGame, GameTree, PlayerTree, first_seen_ids
 from jaxgt.core.memory import available_memory, rss_bytes
 from jaxgt.games import make_from_string
@@ -73,12 +73,7 @@ def _check_memory(game: Game, counted: int, used: int, avail: int, limit: int) -
   more than :data:`MEMORY_SHARE` of the memory available at its start (``used`` bytes over
   the resident memory then), before the process is killed for memory."""
   if used > MEMORY_SHARE * avail:
-    raise GameTooLargeError(
-        f"{game.game_string()}: at least {counted:,} histories would need more than "
-        f"{used / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available when enumeration "
-        "started; stopped before running out of memory", game=game.game_string(),
-        limit=int(limit), counted=int(counted), memory_bytes=float(used),
-        available_bytes=float(avail))
+    raise memory_stop(game, counted, used, avail, limit)
 
 
 def terminal_groups(terminal_seq, num_sequences: int) -> tuple:

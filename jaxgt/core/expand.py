@@ -156,6 +156,18 @@ def bytes_per_history(game: DeviceGame) -> int:
   return 12 * n + 8 * 20 + 4 * (2 * game.info_key_width + game.public_key_width)
 
 
+def memory_stop(game, counted: int, need: float, avail: float, limit: int,
+                tail: str = "") -> GameTooLargeError:
+  """The error that stops an enumeration whose ``counted`` histories would need ``need``
+  bytes against ``avail`` available when it started (``tail``: a sentence after it)."""
+  return GameTooLargeError(
+      f"{game.game_string()}: at least {counted:,} histories would need more than "
+      f"{need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available when enumeration "
+      f"started; stopped before running out of memory.{tail}", game=game.game_string(),
+      limit=int(limit), counted=int(counted), memory_bytes=float(need),
+      available_bytes=float(avail))
+
+
 def check_size(game: DeviceGame, estimate: SizeEstimate, max_histories: int,
                factor: float) -> None:
   """Raises :class:`GameTooLargeError` when the estimate is over ``factor * max_histories`` or
@@ -218,13 +230,8 @@ def enumerate_device(game: DeviceGame, *, max_histories: int, report=None,
             game=game.game_string(), limit=int(max_histories), counted=int(offset + n))
       need = (offset + n) * per_history
       if avail is not None and need > avail:
-        raise GameTooLargeError(
-            f"{game.game_string()}: at least {offset + n:,} histories would need more than "
-            f"{need / 2**30:,.1f} GiB against {avail / 2**30:,.1f} GiB available when "
-            "enumeration started; stopped before running out of memory. It is played, sampled "
-            "and searched through its rules", game=game.game_string(),
-            limit=int(max_histories), counted=int(offset + n), memory_bytes=float(need),
-            available_bytes=float(avail))
+        raise memory_stop(game, offset + n, need, avail, max_histories,
+                          " It is played, sampled and searched through its rules")
       p, mask, probs, ret, k0, k1, pk = (np.asarray(x) for x in _chunked(read, frontier, n))
       parent.append(lvl_parent), action.append(lvl_action), prob.append(lvl_prob)
 
