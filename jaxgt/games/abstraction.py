@@ -372,9 +372,7 @@ class EHS2Buckets(Abstraction):
     self.check_game(game)
     p = _check_player(player)
     bucket = self.card_bucket(state.cards[2 * p:2 * p + 2], state.cards[4:])
-    head = (state.round << 3) | (state.player + 4)
-    return jnp.concatenate([jnp.stack([head, jnp.int32(p), bucket]), state.betting]) \
-        .astype(jnp.int32)
+    return _ehs2_key(state, jnp.int32(p), bucket)
 
   def acting_key(self, game, state: HoldemState, player):
     """:meth:`key` for a traced ``player`` (int32 ``[]``, 0 or 1): one E[HS^2] evaluation where
@@ -382,17 +380,13 @@ class EHS2Buckets(Abstraction):
     every node, for the acting player)."""
     self.check_game(game)
     p = jnp.asarray(player, jnp.int32)
-    hole = jax.lax.dynamic_slice(state.cards, (2 * p,), (2,))
-    bucket = self.card_bucket(hole, state.cards[4:])
-    head = (state.round << 3) | (state.player + 4)
-    return jnp.concatenate([jnp.stack([head, p, bucket]), state.betting]).astype(jnp.int32)
+    return _ehs2_key(state, p, self.card_bucket(_hole(state, p), state.cards[4:]))
 
   def expensive(self, game, state: HoldemState, player) -> jax.Array:
     """bool ``[]``: whether ``player``'s key (traced int32 ``[]``) at ``state`` needs E[HS^2]
     (hole cards dealt and a flop on the board); elsewhere :meth:`cheap_acting_key` is it."""
     p = jnp.asarray(player, jnp.int32)
-    hole = jax.lax.dynamic_slice(state.cards, (2 * p,), (2,))
-    return jnp.all(hole >= 0) & (jnp.sum(state.cards[4:] >= 0) >= 3)
+    return jnp.all(_hole(state, p) >= 0) & (jnp.sum(state.cards[4:] >= 0) >= 3)
 
   def cheap_acting_key(self, game, state: HoldemState, player):
     """int32 ``[7]``: :meth:`acting_key` where :meth:`expensive` is false (the preflop class,
@@ -402,11 +396,9 @@ class EHS2Buckets(Abstraction):
     lane-steps) and take this key on the others."""
     self.check_game(game)
     p = jnp.asarray(player, jnp.int32)
-    hole = jax.lax.dynamic_slice(state.cards, (2 * p,), (2,))
-    cls = preflop_class(hole[0], hole[1])
-    bucket = jnp.where(jnp.all(hole >= 0) & (jnp.sum(state.cards[4:] >= 0) < 3), cls, -1)
-    head = (state.round << 3) | (state.player + 4)
-    return jnp.concatenate([jnp.stack([head, p, bucket]), state.betting]).astype(jnp.int32)
+    hole = _hole(state, p)
+    preflop = jnp.all(hole >= 0) & (jnp.sum(state.cards[4:] >= 0) < 3)
+    return _ehs2_key(state, p, jnp.where(preflop, preflop_class(hole[0], hole[1]), -1))
 
   def key_string(self, key, player: int) -> str:
     """``[Round 1][Player: 0][Acting: 1][Bucket: flop 734/1000][Sequences: cr|c]`` (host)."""
@@ -440,6 +432,18 @@ class EHS2Buckets(Abstraction):
     what = preflop_class_name(b) if street == 0 else f"{b}/{self.grid[street]}"
     return (f"{_cards_string([c for c in hole if c >= 0])} | "
             f"{_cards_string([c for c in board if c >= 0])}: {STREETS[street]} bucket {what}")
+
+
+def _hole(state: HoldemState, p):
+  """int32 ``[2]``: player ``p``'s hole cards (traced ``p``; -1 undealt)."""
+  return jax.lax.dynamic_slice(state.cards, (2 * p,), (2,))
+
+
+def _ehs2_key(state: HoldemState, p, bucket):
+  """int32 ``[7]``: :class:`EHS2Buckets`' key of player ``p`` with card bucket ``bucket``."""
+  head = (state.round << 3) | (state.player + 4)
+  return jnp.concatenate([jnp.stack([head, jnp.asarray(p, jnp.int32), bucket]),
+                          state.betting]).astype(jnp.int32)
 
 
 def _cards_string(cards) -> str:
